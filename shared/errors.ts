@@ -1,0 +1,66 @@
+/**
+ * The few error classes the whole app speaks. Adapters map them:
+ * ValidationError → 4xx, TransientError → retry, PermanentError → poison at once.
+ */
+
+export interface ErrorDetail {
+  /** 1-based line (NDJSON) or item position (JSON array); 0 when the error is about the whole body. */
+  line: number;
+  field: string;
+  message: string;
+}
+
+/** Input the caller must fix. Carries the HTTP status it maps to. */
+export class ValidationError extends Error {
+  override readonly name = 'ValidationError';
+  constructor(
+    message: string,
+    readonly status: 400 | 409 | 413 | 415 = 400,
+    readonly code: string = 'invalid_batch',
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** A failure that may succeed if tried again (throttling, timeouts, 5xx, socket errors). */
+export class TransientError extends Error {
+  override readonly name = 'TransientError';
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A failure that will never succeed for this input (corrupt blob, checksum mismatch). */
+export class PermanentError extends Error {
+  override readonly name = 'PermanentError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A setting is missing or out of range; thrown once, at start-up. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`Invalid setting ${setting}: ${message}`);
+  }
+}
+
+/** Normalise anything thrown into an Error, so adapters can log and classify it safely. */
+export function ensureError(value: unknown): Error {
+  if (value instanceof Error) return value;
+  if (typeof value === 'string') return new Error(value);
+  try {
+    return new Error(`Non-error thrown: ${JSON.stringify(value)}`);
+  } catch {
+    return new Error('Non-error thrown (unserialisable)');
+  }
+}

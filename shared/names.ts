@@ -1,0 +1,47 @@
+/**
+ * Every queue, container, topic and subscription name the app uses, in one place.
+ * infra/ provisions exactly these (a test reads both); a prefix lets tests isolate themselves.
+ */
+
+export const TOPIC = 'work-detected';
+
+export const SUBSCRIPTIONS = {
+  drain: { name: 'drain', role: 'input' },
+  aggregate: { name: 'aggregate', role: 'output' },
+  scale: { name: 'scale', role: undefined },
+} as const;
+
+export const CONTAINERS = ['work', 'results', 'batches', 'reports', 'incoming', 'archive', 'rejected', 'leases'] as const;
+export type ContainerKey = (typeof CONTAINERS)[number];
+
+export type Role = 'input' | 'output';
+
+/** Resolved names for one deployment (or one test). */
+export interface EntityNames {
+  container(key: ContainerKey): string;
+  inputQueue(partition: number): string;
+  inputQueues(): string[];
+  resultsQueue: string;
+  poisonQueue(queue: string): string;
+  /** Every queue the app reads or writes, poison twins included. */
+  allQueues(): string[];
+  /** The role of a queue we own, or undefined for a foreign name (never drain what we don't own). */
+  roleOf(queue: string): Role | undefined;
+}
+
+/** Names are `${prefix}${base}`; the prefix is validated by settings (lowercase, digits, dashes). */
+export function entityNames(prefix: string, partitions: number): EntityNames {
+  const inputQueue = (p: number): string => `${prefix}work-${p}`;
+  const inputs = Array.from({ length: partitions }, (_, p) => inputQueue(p));
+  const resultsQueue = `${prefix}results`;
+  const poisonQueue = (q: string): string => `${q}-poison`;
+  return {
+    container: (key) => `${prefix}${key}`,
+    inputQueue,
+    inputQueues: () => [...inputs],
+    resultsQueue,
+    poisonQueue,
+    allQueues: () => [...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]),
+    roleOf: (queue) => (queue === resultsQueue ? 'output' : inputs.includes(queue) ? 'input' : undefined),
+  };
+}
