@@ -3,7 +3,7 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.azurite/**', 'bench/results/**', '**/*.mjs', '**/*.js'] },
+  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', '.azurite/**', 'bench/results/**', '**/*.mjs', '**/*.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
