@@ -1,0 +1,15 @@
+/** Service Bus topic `work-detected`, subscription `aggregate` (role = output): the controller. */
+import { app } from '@azure/functions';
+
+import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { runtime } from './runtime';
+import { onWorkDetected } from './work-detected';
+
+app.serviceBusTopic('aggregate', {
+  connection: 'ServiceBusConnection',
+  topicName: TOPIC,
+  subscriptionName: SUBSCRIPTIONS.aggregate.name,
+  handler: async (message, context) => {
+    await onWorkDetected(runtime(), message, context);
+  },
+});

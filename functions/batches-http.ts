@@ -1,0 +1,63 @@
+/** GET /api/batches/{batchId}, GET /api/batches/{batchId}/report, GET /api/health. */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+
+import { batchReport, batchStatus } from '../shared/batch/read-batch';
+import { reportCsv } from '../shared/billing/report';
+import type { Runtime } from '../shared/runtime';
+import { errorResponse, json } from './http-errors';
+import { runtime } from './runtime';
+
+const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
+
+export async function getBatch(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    const status = await batchStatus(rt.ctx, req.params.batchId ?? '');
+    return status ? json(200, status) : json(404, NOT_FOUND);
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
+export async function getBatchReport(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    const found = await batchReport(rt.ctx, req.params.batchId ?? '');
+    if (found.kind === 'not_found') return json(404, NOT_FOUND);
+    if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
+    if (req.query.get('format') === 'csv') {
+      return {
+        status: 200,
+        body: reportCsv(found.report),
+        headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"` },
+      };
+    }
+    return json(200, found.report);
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
+/** Makes no Storage request: a health probe must not cost transactions or wake anything. */
+export function health(rt: Runtime): HttpResponseInit {
+  return json(200, { status: 'ok', storageTransactions: rt.meter.snapshot() });
+}
+
+app.http('getBatch', {
+  route: 'batches/{batchId}',
+  methods: ['GET'],
+  authLevel: 'function',
+  handler: (req, context) => getBatch(runtime(), req, context),
+});
+
+app.http('getBatchReport', {
+  route: 'batches/{batchId}/report',
+  methods: ['GET'],
+  authLevel: 'function',
+  handler: (req, context) => getBatchReport(runtime(), req, context),
+});
+
+app.http('health', {
+  route: 'health',
+  methods: ['GET'],
+  authLevel: 'anonymous',
+  handler: () => health(runtime()),
+});

@@ -1,0 +1,15 @@
+/** Service Bus topic `work-detected`, subscription `drain` (role = input): drain an input queue. */
+import { app } from '@azure/functions';
+
+import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { runtime } from './runtime';
+import { onWorkDetected } from './work-detected';
+
+app.serviceBusTopic('drain', {
+  connection: 'ServiceBusConnection',
+  topicName: TOPIC,
+  subscriptionName: SUBSCRIPTIONS.drain.name,
+  handler: async (message, context) => {
+    await onWorkDetected(runtime(), message, context);
+  },
+});

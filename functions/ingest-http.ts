@@ -1,0 +1,77 @@
+/** POST /api/batches: submit a batch (JSON array or NDJSON, optionally gzip). */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+
+import { ValidationError } from '../shared/errors';
+import { bufferSource } from '../shared/ingest/body';
+import { ingest } from '../shared/ingest/ingest';
+import type { BodyFormat } from '../shared/ingest/records';
+import type { Runtime } from '../shared/runtime';
+import { errorResponse, json } from './http-errors';
+import { runtime } from './runtime';
+
+const MEDIA_TYPES: Record<string, BodyFormat> = {
+  'application/json': 'json',
+  'application/x-ndjson': 'ndjson',
+  'application/ndjson': 'ndjson',
+  'application/jsonl': 'ndjson',
+};
+
+function unsupported(message: string): ValidationError {
+  return new ValidationError(message, 415, 'unsupported_media_type');
+}
+
+export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean } {
+  const type = (req.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  const format = MEDIA_TYPES[type];
+  if (!format) throw unsupported('Content-Type must be application/json or application/x-ndjson');
+  const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip') throw unsupported('Content-Encoding must be gzip or absent');
+  return { format, gzip: encoding !== 'identity' };
+}
+
+/** Reads the body with a cap, refusing early on a declared Content-Length over it. */
+export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buffer> {
+  const tooLarge = new ValidationError(`the body exceeds ${maxBytes} bytes`, 413, 'too_large');
+  const declared = Number(req.headers.get('content-length') ?? '0');
+  if (declared > maxBytes) throw tooLarge;
+  if (!req.body) return Buffer.alloc(0);
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
+    total += part.length;
+    if (total > maxBytes) throw tooLarge;
+    parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+  }
+  return Buffer.concat(parts, total);
+}
+
+export async function postBatch(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    const { format, gzip } = bodyKind(req);
+    const { tuning } = rt.settings;
+    const body = await readBody(req, tuning.maxBodyBytes);
+    await rt.ensureStorage();
+    const key = req.headers.get('idempotency-key') ?? undefined;
+    const result = await ingest(rt.ctx, {
+      open: bufferSource(body, gzip, tuning.maxInflatedBytes),
+      format,
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+      source: 'http',
+    });
+    context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
+    return json(
+      202,
+      { batchId: result.batchId, status: 'accepted', transactions: result.transactions, chunks: result.chunks },
+      { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
+    );
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
+app.http('postBatch', {
+  route: 'batches',
+  methods: ['POST'],
+  authLevel: 'function',
+  handler: (req, context) => postBatch(runtime(), req, context),
+});

@@ -1,0 +1,98 @@
+/**
+ * Starts the real Storage emulator (the `azurite` npm package) as a child process, on free
+ * ports unless told otherwise, and hands back a connection string for exactly those ports.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+
+export interface AzuriteOptions {
+  /** Folder for persisted data; omit for in-memory storage (tests). */
+  location?: string;
+  blobPort?: number;
+  queuePort?: number;
+  /** Give up waiting for the listeners after this long. @defaultValue 30000 */
+  startTimeoutMs?: number;
+}
+
+export interface Azurite {
+  readonly blobPort: number;
+  readonly queuePort: number;
+  readonly connectionString: string;
+  stop(): Promise<void>;
+}
+
+/** Azurite's documented development account; its key is public, not a secret. */
+export const DEV_ACCOUNT = 'devstoreaccount1';
+const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+
+export function azuriteConnectionString(blobPort: number, queuePort: number): string {
+  return (
+    `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};` +
+    `BlobEndpoint=http://127.0.0.1:${blobPort}/${DEV_ACCOUNT};QueueEndpoint=http://127.0.0.1:${queuePort}/${DEV_ACCOUNT};`
+  );
+}
+
+function azuriteScript(): string {
+  return join(dirname(require.resolve('azurite/package.json')), 'dist', 'src', 'azurite.js');
+}
+
+export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
+  const args = [azuriteScript(), '--blobPort', String(options.blobPort ?? 0), '--queuePort', String(options.queuePort ?? 0), '--tablePort', '0'];
+  args.push('--skipApiVersionCheck', '--loose', '--disableTelemetry');
+  if (options.location) args.push('--location', options.location);
+  else args.push('--inMemoryPersistence');
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.location ?? process.cwd() });
+  const ports = await waitForPorts(child, options.startTimeoutMs ?? 30_000);
+  return {
+    ...ports,
+    connectionString: azuriteConnectionString(ports.blobPort, ports.queuePort),
+    stop: () => stopChild(child),
+  };
+}
+
+function waitForPorts(child: ChildProcess, timeoutMs: number): Promise<{ blobPort: number; queuePort: number }> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let blobPort: number | undefined;
+    let queuePort: number | undefined;
+    const timer = setTimeout(() => fail(new Error(`Azurite did not start within ${timeoutMs} ms:\n${out.slice(-2000)}`)), timeoutMs);
+    const fail = (e: Error): void => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(e);
+    };
+    const onData = (d: Buffer): void => {
+      out += d.toString();
+      blobPort ??= portOf(out, 'Blob');
+      queuePort ??= portOf(out, 'Queue');
+      if (blobPort !== undefined && queuePort !== undefined) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        child.stdout?.resume(); // keep draining so the child never blocks on a full pipe
+        child.stderr?.resume();
+        resolve({ blobPort, queuePort });
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('exit', (code) => fail(new Error(`Azurite exited with code ${code}:\n${out.slice(-2000)}`)));
+  });
+}
+
+function portOf(text: string, service: string): number | undefined {
+  const m = new RegExp(`${service} service is successfully listening at http://[^:]+:(\\d+)`).exec(text);
+  return m?.[1] ? Number(m[1]) : undefined;
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.removeAllListeners('exit');
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

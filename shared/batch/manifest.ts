@@ -1,0 +1,96 @@
+/**
+ * The manifest, `batches/{batchId}/manifest.json`: the batch's one record of truth.
+ * Every change is a read-modify-write under an ETag condition, so concurrent writers
+ * (ingest, aggregators) never lose each other's updates.
+ */
+
+/** `ingesting` and `abandoned` are internal: a batch in them was never answered 202. */
+export type BatchState = 'ingesting' | 'accepted' | 'completed' | 'failed' | 'abandoned';
+
+export type PublicStatus = 'accepted' | 'processing' | 'completed' | 'failed';
+
+export interface QueueTouch {
+  queue: string;
+  chunks: number;
+  payloadSize: number;
+}
+
+export interface FailedChunk {
+  chunk: number;
+  reason: string;
+}
+
+export interface Manifest {
+  v: 1;
+  batchId: string;
+  state: BatchState;
+  source: 'http' | 'sweep';
+  /** The incoming/ blob a swept batch came from. */
+  sourceName?: string;
+  idempotencyKey?: string;
+  bodySha256: string;
+  submittedAt: string;
+  acceptedAt?: string;
+  completedAt?: string;
+  /** submittedAt → completedAt, in ms. */
+  latencyMs?: number;
+  transactions: number;
+  /** Transactions per chunk when this batch was cut (a take-over must cut identically). */
+  chunkSize: number;
+  chunks: number;
+  queues: QueueTouch[];
+  /** `pending` until every WorkDetected event for the batch is published. */
+  notification: 'pending' | 'sent';
+  done: number[];
+  failed: FailedChunk[];
+  error?: string;
+}
+
+export function isTerminal(m: Manifest): boolean {
+  return m.state === 'completed' || m.state === 'failed';
+}
+
+export function isSettled(m: Manifest): boolean {
+  return m.done.length + m.failed.length >= m.chunks;
+}
+
+export function publicStatus(m: Manifest): PublicStatus | undefined {
+  switch (m.state) {
+    case 'completed':
+    case 'failed':
+      return m.state;
+    case 'accepted':
+      return m.done.length + m.failed.length > 0 ? 'processing' : 'accepted';
+    default:
+      return undefined;
+  }
+}
+
+export interface BatchStatusBody {
+  batchId: string;
+  status: PublicStatus;
+  transactions: number;
+  chunks: number;
+  chunksDone: number;
+  chunksFailed: number;
+  submittedAt: string;
+  completedAt?: string;
+  error?: string;
+}
+
+/** The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted. */
+export function statusBody(m: Manifest): BatchStatusBody | undefined {
+  const status = publicStatus(m);
+  if (!status) return undefined;
+  return {
+    batchId: m.batchId,
+    status,
+    transactions: m.transactions,
+    chunks: m.chunks,
+    chunksDone: m.done.length,
+    chunksFailed: m.failed.length,
+    submittedAt: m.submittedAt,
+    ...(m.completedAt ? { completedAt: m.completedAt } : {}),
+    ...(m.error ? { error: m.error } : {}),
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Records chunk outcomes on the manifest, coalescing concurrent calls for one batch into a
+ * single read-modify-write. A results drain settles up to 32 chunks at once; one write for
+ * all of them saves transactions and avoids a storm of ETag conflicts between them.
+ */
+import type { FailedChunk, Manifest } from './manifest';
+import { isTerminal } from './manifest';
+import type { ManifestStore, VersionedManifest } from './manifest-store';
+
+export type ChunkOutcome = { chunk: number; done: true } | ({ done: false } & FailedChunk);
+
+interface Waiter {
+  outcome: ChunkOutcome;
+  resolve: (m: Manifest | undefined) => void;
+  reject: (e: unknown) => void;
+}
+
+/** Adds outcomes to a manifest; each chunk counts once, whatever the delivery count. */
+export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[]): Manifest | undefined {
+  if (isTerminal(m) || m.state === 'abandoned') return undefined;
+  const done = new Set(m.done);
+  const failed = new Map(m.failed.map((f) => [f.chunk, f]));
+  let changed = false;
+  for (const o of outcomes) {
+    if (done.has(o.chunk) || failed.has(o.chunk)) continue;
+    changed = true;
+    if (o.done) done.add(o.chunk);
+    else failed.set(o.chunk, { chunk: o.chunk, reason: o.reason });
+  }
+  if (!changed) return undefined;
+  m.done = [...done].sort((a, b) => a - b);
+  m.failed = [...failed.values()].sort((a, b) => a.chunk - b.chunk);
+  return m;
+}
+
+export class ProgressRecorder {
+  private readonly pending = new Map<string, Waiter[]>();
+  private readonly flushing = new Set<string>();
+
+  constructor(private readonly store: ManifestStore) {}
+
+  /** Resolves with the manifest as persisted (undefined if the batch has no manifest). */
+  record(batchId: string, outcome: ChunkOutcome): Promise<Manifest | undefined> {
+    return new Promise((resolve, reject) => {
+      const list = this.pending.get(batchId) ?? [];
+      list.push({ outcome, resolve, reject });
+      this.pending.set(batchId, list);
+      if (!this.flushing.has(batchId)) void this.flush(batchId);
+    });
+  }
+
+  private async flush(batchId: string): Promise<void> {
+    this.flushing.add(batchId);
+    try {
+      // Callers that arrive while a write is in flight are served by the next round.
+      for (let waiters = this.take(batchId); waiters.length > 0; waiters = this.take(batchId)) {
+        let result: VersionedManifest | undefined;
+        try {
+          result = await this.store.update(batchId, (m) => applyOutcomes(m, waiters.map((w) => w.outcome)));
+        } catch (e) {
+          for (const w of waiters) w.reject(e);
+          continue;
+        }
+        for (const w of waiters) w.resolve(result?.manifest);
+      }
+    } finally {
+      this.flushing.delete(batchId);
+    }
+  }
+
+  private take(batchId: string): Waiter[] {
+    const list = this.pending.get(batchId) ?? [];
+    this.pending.delete(batchId);
+    return list;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The map step: bill each transaction of a chunk, and sum per (account, currency).
+ * A charge is positive, a refund negative in net, tax and total alike.
+ */
+import type { TaxRates } from '../config/tax-rates';
+import type { Transaction } from '../model/transaction';
+import { rateFor, taxOf } from './tax';
+
+export interface Sums {
+  transactions: number;
+  charges: number;
+  refunds: number;
+  net: number;
+  tax: number;
+  total: number;
+}
+
+export interface ReportRow extends Sums {
+  account: string;
+  currency: string;
+}
+
+export interface TotalsRow extends Sums {
+  currency: string;
+}
+
+export interface BillingLine {
+  id: string;
+  account: string;
+  currency: string;
+  type: Transaction['type'];
+  net: number;
+  tax: number;
+  total: number;
+}
+
+export interface ChunkBill {
+  partials: ReportRow[];
+  lines: BillingLine[];
+}
+
+export function zeroSums(): Sums {
+  return { transactions: 0, charges: 0, refunds: 0, net: 0, tax: 0, total: 0 };
+}
+
+/** Adds b into a; guards the exactness promise (integers past 2^53 would round silently). */
+export function addSums(a: Sums, b: Sums): void {
+  a.transactions += b.transactions;
+  a.charges += b.charges;
+  a.refunds += b.refunds;
+  a.net += b.net;
+  a.tax += b.tax;
+  a.total += b.total;
+  if (!Number.isSafeInteger(a.charges) || !Number.isSafeInteger(a.refunds) || !Number.isSafeInteger(a.total)) {
+    throw new RangeError('billing sums exceed 2^53: exact arithmetic cannot be guaranteed');
+  }
+}
+
+export function billTransaction(t: Transaction, rates: TaxRates): BillingLine {
+  const sign = t.type === 'charge' ? 1 : -1;
+  const tax = taxOf(t.amount, rateFor(rates, t.region));
+  return { id: t.id, account: t.account, currency: t.currency, type: t.type, net: sign * t.amount, tax: sign * tax, total: sign * (t.amount + tax) };
+}
+
+export function billChunk(txns: readonly Transaction[], rates: TaxRates): ChunkBill {
+  const rows = new Map<string, ReportRow>();
+  const lines: BillingLine[] = [];
+  for (const t of txns) {
+    const line = billTransaction(t, rates);
+    lines.push(line);
+    const key = `${t.account}\u0000${t.currency}`;
+    let row = rows.get(key);
+    if (!row) {
+      row = { account: t.account, currency: t.currency, ...zeroSums() };
+      rows.set(key, row);
+    }
+    addSums(row, {
+      transactions: 1,
+      charges: t.type === 'charge' ? t.amount : 0,
+      refunds: t.type === 'refund' ? t.amount : 0,
+      net: line.net,
+      tax: line.tax,
+      total: line.total,
+    });
+  }
+  return { partials: sortRows([...rows.values()]), lines };
+}
+
+/** Code-unit order, not locale order: the report must be the same on every machine. */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function sortRows(rows: ReportRow[]): ReportRow[] {
+  return rows.sort((x, y) => compareText(x.account, y.account) || compareText(x.currency, y.currency));
+}

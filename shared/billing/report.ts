@@ -1,0 +1,57 @@
+/**
+ * The reduce step's output: merge chunk partials into report rows and per-currency totals.
+ * Rows are keyed by (account, currency), so merging is order-independent.
+ */
+import { addSums, compareText, type ReportRow, sortRows, type TotalsRow, zeroSums } from './bill';
+
+export interface Report {
+  batchId: string;
+  transactions: number;
+  rows: ReportRow[];
+  totals: TotalsRow[];
+}
+
+export class ReportBuilder {
+  private readonly rows = new Map<string, ReportRow>();
+
+  add(partials: readonly ReportRow[]): void {
+    for (const p of partials) {
+      const key = `${p.account}\u0000${p.currency}`;
+      let row = this.rows.get(key);
+      if (!row) {
+        row = { account: p.account, currency: p.currency, ...zeroSums() };
+        this.rows.set(key, row);
+      }
+      addSums(row, p);
+    }
+  }
+
+  build(batchId: string): Report {
+    const rows = sortRows([...this.rows.values()]);
+    const totals = new Map<string, TotalsRow>();
+    let transactions = 0;
+    for (const r of rows) {
+      transactions += r.transactions;
+      let t = totals.get(r.currency);
+      if (!t) {
+        t = { currency: r.currency, ...zeroSums() };
+        totals.set(r.currency, t);
+      }
+      addSums(t, r);
+    }
+    return { batchId, transactions, rows, totals: [...totals.values()].sort((a, b) => compareText(a.currency, b.currency)) };
+  }
+}
+
+const CSV_COLUMNS = ['account', 'currency', 'transactions', 'charges', 'refunds', 'net', 'tax', 'total'] as const;
+
+/** RFC 4180 CSV of the rows. Account ids cannot hold commas or quotes, but quote defensively. */
+export function reportCsv(report: Report): string {
+  const cell = (v: string | number): string => {
+    const s = String(v);
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  const lines = [CSV_COLUMNS.join(',')];
+  for (const r of report.rows) lines.push(CSV_COLUMNS.map((c) => cell(r[c])).join(','));
+  return lines.join('\r\n') + '\r\n';
+}

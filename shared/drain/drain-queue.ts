@@ -1,0 +1,76 @@
+/**
+ * One wake-up of one queue: take a drain slot, run the dequeue tasks, give the slot back,
+ * then look at the queue once more. That last look closes the lost-wake-up race: work may
+ * have been enqueued (and its event consumed by a wake-up that found no free slot) while
+ * our last task was exiting.
+ */
+import { ensureError } from '../errors';
+import { type DrainStats, runDequeueTasks, type TaskOptions } from './dequeue-tasks';
+import type { DrainSlots } from './slot';
+import type { TaskCountRule } from './task-count';
+import type { Clock, DrainLogger, DrainQueue, MessageProcessor } from './types';
+
+export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
+  /** How long this wake-up may take work, in ms (stop before the function timeout). */
+  budgetMs: number;
+  taskCount: TaskCountRule;
+}
+
+export interface DrainHooks {
+  /** Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay. */
+  continuation(delayMs: number): Promise<void>;
+}
+
+export type DrainOutcome =
+  | { kind: 'slots-busy' }
+  | { kind: 'drained'; rounds: number; stats: DrainStats[]; continuation?: 'now' | 'delayed' };
+
+export async function drainQueue(
+  queue: DrainQueue,
+  processor: MessageProcessor,
+  slots: DrainSlots,
+  hooks: DrainHooks,
+  clock: Clock,
+  log: DrainLogger,
+  options: DrainOptions,
+): Promise<DrainOutcome> {
+  const deadline = clock.now() + options.budgetMs;
+  const rounds: DrainStats[] = [];
+  // Bounded: each round needs the slot and time left; rounds repeat only while the re-check finds work.
+  for (let round = 0; round < 1000; round++) {
+    const slot = await slots.acquire(queue.name);
+    if (!slot) {
+      // Every slot is held; each holder re-checks the queue after releasing, so this event is not lost.
+      return round === 0 ? { kind: 'slots-busy' } : { kind: 'drained', rounds: round, stats: rounds };
+    }
+    let stats: DrainStats;
+    try {
+      const depth = await queue.depth();
+      stats = await runDequeueTasks(queue, processor, clock, log, { ...options, deadline }, options.taskCount(depth));
+      rounds.push(stats);
+    } finally {
+      await slot.release();
+    }
+    log.info(`${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`);
+
+    // Re-check after releasing the slot: an event may have arrived while we held it.
+    const visible = await queue.hasVisible();
+    if (visible && !stats.stoppedByBudget && clock.now() < deadline) continue;
+    if (visible) return handOver(hooks, log, queue, rounds, 0);
+    // Nothing visible, but messages in flight (a failed processor's, or a crashed host's) come
+    // back after the visibility timeout with nobody awake to take them: schedule a wake-up.
+    if ((await queue.depth()) > 0) return handOver(hooks, log, queue, rounds, options.visibilityTimeoutSeconds * 1000);
+    return { kind: 'drained', rounds: rounds.length, stats: rounds };
+  }
+  return handOver(hooks, log, queue, rounds, 0);
+}
+
+async function handOver(hooks: DrainHooks, log: DrainLogger, queue: DrainQueue, rounds: DrainStats[], delayMs: number): Promise<DrainOutcome> {
+  try {
+    await hooks.continuation(delayMs);
+  } catch (e) {
+    log.error(`${queue.name}: continuation event could not be published: ${ensureError(e).message}`);
+    throw e;
+  }
+  return { kind: 'drained', rounds: rounds.length, stats: rounds, continuation: delayMs > 0 ? 'delayed' : 'now' };
+}

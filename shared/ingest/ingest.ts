@@ -1,0 +1,163 @@
+/**
+ * Ingest: validate everything (writing nothing), claim the batch, write the chunk blobs,
+ * enqueue one pointer per chunk, publish one WorkDetected per queue touched, and only then
+ * mark the manifest accepted. Any failure before that point leaves no accepted batch.
+ */
+import { createHash } from 'node:crypto';
+
+import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
+import { isSettled, publicStatus } from '../batch/manifest';
+import { ensureError, TransientError, ValidationError } from '../errors';
+import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
+import { workBlobName, type WorkPointer } from '../model/pointers';
+import type { PipelineContext } from '../pipeline/context';
+import { sendPointer } from '../queue/storage-queue';
+import { writeBlob } from '../storage/blob-io';
+import { Pool } from '../util/pool';
+import type { BodySource } from './body';
+import { chunkBody, encodeChunk } from './chunks';
+import { claimBatch } from './claim';
+import type { BodyFormat } from './records';
+import { validateBody } from './validate-body';
+
+export interface IngestRequest {
+  open: BodySource;
+  format: BodyFormat;
+  idempotencyKey?: string;
+  source: 'http' | 'sweep';
+  sourceName?: string;
+}
+
+export interface IngestResult {
+  batchId: string;
+  status: PublicStatus;
+  transactions: number;
+  chunks: number;
+  /** True when an Idempotency-Key matched an existing batch: nothing was enqueued. */
+  replayed: boolean;
+  /** False when the WorkDetected events could not be published (the batch is still safe). */
+  notified: boolean;
+}
+
+/** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
+const WRITE_CONCURRENCY = 2;
+const ENQUEUE_CONCURRENCY = 16;
+
+export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<IngestResult> {
+  if (req.idempotencyKey !== undefined && !isValidIdempotencyKey(req.idempotencyKey)) {
+    throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
+  }
+  const summary = await validateBody(req.open, req.format);
+  const batchId = batchIdFor(req.idempotencyKey);
+  const now = ctx.now();
+  const fresh: Manifest = {
+    v: 1,
+    batchId,
+    state: 'ingesting',
+    source: req.source,
+    ...(req.sourceName ? { sourceName: req.sourceName } : {}),
+    ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    bodySha256: summary.sha256,
+    submittedAt: new Date(now).toISOString(),
+    transactions: summary.transactions,
+    chunkSize: ctx.tuning.chunkSize,
+    chunks: 0,
+    queues: [],
+    notification: 'pending',
+    done: [],
+    failed: [],
+  };
+  const claim = await claimBatch(ctx.manifests, fresh, now);
+  if (claim.kind === 'replay') {
+    const m = claim.manifest;
+    const status = publicStatus(m) ?? 'accepted';
+    return { batchId, status, transactions: m.transactions, chunks: m.chunks, replayed: true, notified: m.notification === 'sent' };
+  }
+  try {
+    return await writeAndAccept(ctx, req, claim.manifest, claim.etag);
+  } catch (e) {
+    await abandon(ctx, batchId, ensureError(e).message);
+    if (e instanceof ValidationError) throw e;
+    throw new TransientError(`ingest of ${batchId} failed part-way and was rolled back; nothing was accepted: ${ensureError(e).message}`, undefined, { cause: e });
+  }
+}
+
+async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manifest, etag: string): Promise<IngestResult> {
+  const { batchId } = m;
+  const partitions = ctx.tuning.partitions;
+  // Round-robin from a per-batch offset: a batch spreads over every partition, and small
+  // batches do not all land on work-0.
+  const offset = createHash('sha256').update(batchId).digest().readUInt32BE(0) % partitions;
+  const pointers: { partition: number; pointer: WorkPointer }[] = [];
+  const writes = new Pool(WRITE_CONCURRENCY);
+  let index = 0;
+  let counted = 0;
+  for await (const txns of chunkBody(req.open, req.format, m.chunkSize)) {
+    const chunk = index++;
+    counted += txns.length;
+    await writes.run(async () => {
+      const enc = await encodeChunk(chunk, txns);
+      const blob = workBlobName(batchId, chunk);
+      await writeBlob(ctx.container('work').getBlockBlobClient(blob), enc.body, 'application/x-ndjson', undefined, 'gzip');
+      pointers[chunk] = {
+        partition: (offset + chunk) % partitions,
+        pointer: { v: 1, batchId, chunk, blob, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
+      };
+    });
+  }
+  await writes.drain();
+  if (counted !== m.transactions) throw new Error(`body changed between passes: ${counted} vs ${m.transactions} transactions`);
+
+  const sends = new Pool(ENQUEUE_CONCURRENCY);
+  for (const { partition, pointer } of pointers) {
+    await sends.run(() => sendPointer(ctx.queues.getQueueClient(ctx.names.inputQueue(partition)), pointer));
+  }
+  await sends.drain();
+
+  const touches = new Map<string, QueueTouch>();
+  for (const { partition, pointer } of pointers) {
+    const queue = ctx.names.inputQueue(partition);
+    const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };
+    t.chunks++;
+    t.payloadSize += pointer.bytes;
+    touches.set(queue, t);
+  }
+  const queues = [...touches.values()];
+
+  // Work is durably enqueued; now wake the drainers. A failed publish does not fail the
+  // batch: it stays `notification: pending` and the incoming/ sweep re-notifies it.
+  let notified = true;
+  try {
+    await ctx.publisher.publish(queues.map((q) => ({ storageAccount: ctx.storageAccount, queueName: q.queue, payloadSize: q.payloadSize, role: 'input' as const, batchId })));
+  } catch (e) {
+    notified = false;
+    ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending: ${ensureError(e).message}`);
+  }
+
+  const accept = (cur: Manifest): Manifest => ({
+    ...cur,
+    state: 'accepted',
+    acceptedAt: new Date(ctx.now()).toISOString(),
+    chunks: pointers.length,
+    queues,
+    notification: notified ? 'sent' : 'pending',
+  });
+  // Usually nobody else has written; if an aggregator recorded chunks meanwhile, merge with it.
+  let accepted = accept(m);
+  if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
+    const updated = await ctx.manifests.update(batchId, (cur) => (cur.state === 'ingesting' ? accept(cur) : undefined));
+    if (!updated || updated.manifest.state !== 'accepted') throw new Error(`manifest of ${batchId} left the ingesting state unexpectedly`);
+    accepted = updated.manifest;
+  }
+  // Tiny batches can be fully processed before the flip; then nobody else will finalize.
+  if (isSettled(accepted)) await ctx.finalizeIfSettled(accepted);
+  return { batchId, status: 'accepted', transactions: accepted.transactions, chunks: accepted.chunks, replayed: false, notified };
+}
+
+async function abandon(ctx: PipelineContext, batchId: string, reason: string): Promise<void> {
+  try {
+    await ctx.manifests.update(batchId, (cur) => (cur.state === 'ingesting' ? { ...cur, state: 'abandoned', error: reason } : undefined));
+  } catch (e) {
+    ctx.log.error(`batch ${batchId}: could not mark the failed ingest abandoned: ${ensureError(e).message}`);
+  }
+}

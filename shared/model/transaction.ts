@@ -1,0 +1,83 @@
+/**
+ * The transaction schema (ARCHITECTURE.md "Transaction (input)") and its validation.
+ * Unknown fields are rejected so that a typo is never silently dropped.
+ */
+import type { ErrorDetail } from '../errors';
+
+export type TransactionType = 'charge' | 'refund';
+
+export interface Transaction {
+  id: string;
+  account: string;
+  timestamp: string;
+  type: TransactionType;
+  amount: number;
+  currency: string;
+  region?: string;
+}
+
+export const MAX_AMOUNT = 1_000_000_000;
+export const MAX_TRANSACTIONS = 1_000_000;
+
+const IDENT = /^[A-Za-z0-9._:-]{1,64}$/;
+const CURRENCY = /^[A-Z]{3}$/;
+const REGION = /^[A-Z0-9][A-Z0-9-]{0,15}$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+const KNOWN = new Set(['id', 'account', 'timestamp', 'type', 'amount', 'currency', 'region']);
+
+/** RFC 3339 date-time with real calendar bounds (no Feb 30, no hour 24). */
+export function isRfc3339(value: string): boolean {
+  const m = RFC3339.exec(value);
+  if (!m) return false;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return false;
+  const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  if (d > daysInMonth) return false;
+  if (m[8] && m[8].length > 1 && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
+  return true;
+}
+
+/**
+ * Checks one parsed record. Returns the transaction (only known fields, fixed key order,
+ * so chunk blobs are byte-identical for identical input) or the list of problems.
+ */
+export function validateTransaction(value: unknown, line: number): { ok: Transaction } | { errors: ErrorDetail[] } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { errors: [{ line, field: '', message: 'transaction must be a JSON object' }] };
+  }
+  const v = value as Record<string, unknown>;
+  const errors: ErrorDetail[] = [];
+  const bad = (field: string, message: string): void => {
+    errors.push({ line, field, message });
+  };
+  for (const key of Object.keys(v)) if (!KNOWN.has(key)) bad(key, 'unknown field');
+  for (const field of ['id', 'account'] as const) {
+    const f = v[field];
+    if (f === undefined) bad(field, 'is required');
+    else if (typeof f !== 'string' || !IDENT.test(f)) bad(field, 'must be 1-64 characters of A-Z a-z 0-9 . _ : -');
+  }
+  if (v.timestamp === undefined) bad('timestamp', 'is required');
+  else if (typeof v.timestamp !== 'string' || !isRfc3339(v.timestamp)) bad('timestamp', 'must be an RFC 3339 date-time');
+  if (v.type === undefined) bad('type', 'is required');
+  else if (v.type !== 'charge' && v.type !== 'refund') bad('type', 'must be "charge" or "refund"');
+  if (v.amount === undefined) bad('amount', 'is required');
+  else if (typeof v.amount !== 'number' || !Number.isInteger(v.amount) || v.amount < 1 || v.amount > MAX_AMOUNT) {
+    bad('amount', `must be an integer number of minor units from 1 to ${MAX_AMOUNT}`);
+  }
+  if (v.currency === undefined) bad('currency', 'is required');
+  else if (typeof v.currency !== 'string' || !CURRENCY.test(v.currency)) bad('currency', 'must be 3 uppercase letters');
+  if (v.region !== undefined && v.region !== null && (typeof v.region !== 'string' || !REGION.test(v.region))) {
+    bad('region', 'must be 1-16 characters of A-Z 0-9 - (a tax region code)');
+  }
+  if (errors.length > 0) return { errors };
+  const t: Transaction = {
+    id: v.id as string,
+    account: v.account as string,
+    timestamp: v.timestamp as string,
+    type: v.type as TransactionType,
+    amount: v.amount as number,
+    currency: v.currency as string,
+  };
+  if (typeof v.region === 'string') t.region = v.region;
+  return { ok: t };
+}

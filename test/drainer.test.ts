@@ -1,0 +1,177 @@
+/**
+ * The drainer's logic with an in-memory queue and a fake clock: exact back-off delays, task
+ * exit, scale-up, time budget, poison, delete-after-success. No test here sleeps.
+ * (The same drainer runs against real Azurite in pipeline.test.ts.)
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { backoffDelay } from '../shared/drain/backoff';
+import { runDequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
+import { perMessagesRule } from '../shared/drain/task-count';
+import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/drain/types';
+import { PermanentError } from '../shared/errors';
+import { quietLog } from './support/storage';
+
+class FakeClock implements Clock {
+  t = 1_000_000;
+  readonly slept: number[] = [];
+  constructor(private readonly randoms: number[] = [0.5]) {}
+  now(): number {
+    return this.t;
+  }
+  sleep(ms: number): Promise<void> {
+    this.slept.push(ms);
+    this.t += ms;
+    return Promise.resolve();
+  }
+  random(): number {
+    const r = this.randoms.shift() ?? 0.5;
+    this.randoms.push(r);
+    return r;
+  }
+}
+
+class MemoryQueue implements DrainQueue {
+  readonly name = 'mem';
+  visible: QueueMessage[] = [];
+  deleted: string[] = [];
+  poisoned: { id: string; reason: string }[] = [];
+  receives = 0;
+  onReceive?: (n: number) => void;
+  add(n: number, dequeueCount = 1): void {
+    for (let i = 0; i < n; i++) this.visible.push({ id: `m${this.visible.length}-${Math.random()}`, popReceipt: 'p', dequeueCount, text: '{}' });
+  }
+  receive(max: number): Promise<QueueMessage[]> {
+    this.receives++;
+    this.onReceive?.(this.receives);
+    return Promise.resolve(this.visible.splice(0, max));
+  }
+  delete(m: QueueMessage): Promise<void> {
+    this.deleted.push(m.id);
+    return Promise.resolve();
+  }
+  depth(): Promise<number> {
+    return Promise.resolve(this.visible.length);
+  }
+  hasVisible(): Promise<boolean> {
+    return Promise.resolve(this.visible.length > 0);
+  }
+  poison(m: QueueMessage, reason: string): Promise<void> {
+    this.poisoned.push({ id: m.id, reason });
+    return Promise.resolve();
+  }
+}
+
+const OPTS: TaskOptions = { batchSize: 32, visibilityTimeoutSeconds: 30, minIdleMs: 100, maxIdleMs: 5000, maxTasks: 4, maxDequeueCount: 5, deadline: Number.MAX_SAFE_INTEGER };
+const ok: MessageProcessor = { process: () => Promise.resolve() };
+
+describe('back-off formula', () => {
+  test('min + (2^idle − 1) × U(80,120), capped at max', () => {
+    assert.equal(backoffDelay(0, 100, 5000, () => 0.5), 100);
+    assert.equal(backoffDelay(1, 100, 5000, () => 0), 180); // 100 + 1 × 80
+    assert.equal(backoffDelay(2, 100, 5000, () => 1), 460); // 100 + 3 × 120
+    assert.equal(backoffDelay(3, 100, 5000, () => 0.5), 800); // 100 + 7 × 100
+    assert.equal(backoffDelay(10, 100, 5000, () => 0.5), 5000);
+  });
+});
+
+describe('task-count rule', () => {
+  test('one task per N messages, at least one, at most the cap', () => {
+    const rule = perMessagesRule(64, 8);
+    assert.deepEqual([0, 1, 64, 65, 500, 10_000].map(rule), [1, 1, 1, 2, 8, 8]);
+  });
+});
+
+describe('dequeue tasks', () => {
+  test('an empty queue: one task backs off by the formula exactly, then exits at max idle', async () => {
+    const clock = new FakeClock([0.25, 0.75]);
+    const q = new MemoryQueue();
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    // random alternates 0.25 → U=90 and 0.75 → U=110, starting with 0.25 at idle 0.
+    const expected: number[] = [];
+    const u = [90, 110];
+    for (let idle = 0, k = 0; ; idle++, k++) {
+      const d = Math.min(5000, Math.round(100 + (2 ** idle - 1) * u[k % 2]!));
+      if (d >= 5000) break;
+      expected.push(d);
+    }
+    assert.deepEqual(stats.sleeps, expected);
+    assert.deepEqual(clock.slept, expected);
+    assert.deepEqual(expected, [100, 210, 370, 870, 1450, 3510]);
+    assert.equal(stats.emptyReceives, expected.length + 1);
+    assert.equal(stats.tasksStarted, 1);
+  });
+
+  test('work resets the back-off; every processed message is deleted', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    q.add(5);
+    q.onReceive = (n) => {
+      if (n === 3) q.add(2); // work arrives while the task is backing off
+    };
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    assert.equal(stats.processed, 7);
+    assert.equal(q.deleted.length, 7);
+    assert.equal(clock.slept[0], 100);
+    assert.equal(clock.slept[1], 100, 'after work the next empty receive starts again at min');
+  });
+
+  test('a full batch scales up, bounded by maxTasks', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    q.add(32 * 20);
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    assert.equal(stats.processed, 640);
+    assert.ok(stats.tasksStarted > 1, 'scaled up');
+    assert.ok(stats.peakTasks <= OPTS.maxTasks, `peak ${stats.peakTasks} within the cap`);
+  });
+
+  test('a failing processor deletes nothing; the message is left for redelivery', async () => {
+    const q = new MemoryQueue();
+    q.add(3);
+    const failing: MessageProcessor = { process: () => Promise.reject(new Error('boom')) };
+    const stats = await runDequeueTasks(q, failing, new FakeClock(), quietLog, OPTS, 1);
+    assert.equal(stats.failed, 3);
+    assert.deepEqual(q.deleted, []);
+    assert.deepEqual(q.poisoned, []);
+  });
+
+  test('a permanent error or too many dequeues goes to poison at once', async () => {
+    const q = new MemoryQueue();
+    q.add(2, 1);
+    q.add(1, 6);
+    const poisonedIds: string[] = [];
+    const p: MessageProcessor = {
+      process: () => Promise.reject(new PermanentError('corrupt')),
+      onPoison: (m) => {
+        poisonedIds.push(m.id);
+        return Promise.resolve();
+      },
+    };
+    const stats = await runDequeueTasks(q, p, new FakeClock(), quietLog, OPTS, 1);
+    assert.equal(stats.poisoned, 3);
+    assert.deepEqual(q.poisoned.map((x) => x.reason).sort(), ['corrupt', 'corrupt', 'dequeued 6 times (max 5)']);
+    assert.equal(poisonedIds.length, 3);
+  });
+
+  test('a failed after-batch hook leaves the batch undeleted', async () => {
+    const q = new MemoryQueue();
+    q.add(4);
+    const p: MessageProcessor = { process: () => Promise.resolve(), afterBatch: () => Promise.reject(new Error('publish down')) };
+    const stats = await runDequeueTasks(q, p, new FakeClock(), quietLog, OPTS, 1);
+    assert.deepEqual(q.deleted, []);
+    assert.equal(stats.processed, 0);
+  });
+
+  test('the time budget stops tasks from taking new work', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    q.add(32 * 10);
+    const slow: MessageProcessor = { process: () => clock.sleep(10) }; // each batch advances time
+    const stats = await runDequeueTasks(q, slow, clock, quietLog, { ...OPTS, maxTasks: 1, deadline: clock.t + 35 }, 1);
+    assert.ok(stats.stoppedByBudget);
+    assert.ok(q.visible.length > 0, 'work left for the continuation');
+    assert.ok(stats.receives < 10);
+  });
+});

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { defaultTuning, loadSettings } from '../shared/config/settings';
+import { ConfigError } from '../shared/errors';
+
+const BASE = { StorageConnection: 'UseDevelopmentStorage=true' };
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadSettings(env);
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, String(e));
+    return e;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('settings', () => {
+  test('defaults are documented values', () => {
+    const s = loadSettings(BASE);
+    assert.deepEqual(s.tuning, defaultTuning());
+    assert.equal(s.tuning.dequeueBatchSize, 32);
+    assert.equal(s.taxRates.EU, 2000);
+    assert.equal(s.serviceBus, undefined);
+  });
+  test('a bad value names its setting', () => {
+    assert.equal(configError({ ...BASE, PUSHDRAIN_DEQUEUE_BATCH_SIZE: '33' }).setting, 'PUSHDRAIN_DEQUEUE_BATCH_SIZE');
+    assert.equal(configError({ ...BASE, PUSHDRAIN_PARTITIONS: 'four' }).setting, 'PUSHDRAIN_PARTITIONS');
+    assert.equal(configError({ ...BASE, PUSHDRAIN_MIN_IDLE_MS: '500', PUSHDRAIN_MAX_IDLE_MS: '100' }).setting, 'PUSHDRAIN_MAX_IDLE_MS');
+    assert.equal(configError({ ...BASE, PUSHDRAIN_NAME_PREFIX: 'Bad/Prefix' }).setting, 'PUSHDRAIN_NAME_PREFIX');
+    assert.equal(configError({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:20000' }).setting, 'PUSHDRAIN_TAX_RATES');
+    assert.equal(configError({}).setting, 'StorageConnection');
+  });
+  test('connection errors never echo the secret', () => {
+    const secret = 'AccountKey=c2VjcmV0LXNob3VsZC1uZXZlci1sZWFr';
+    const e = configError({ StorageConnection: `DefaultEndpointsProtocol=https;${secret}` });
+    assert.ok(!e.message.includes('c2VjcmV0'), e.message);
+    const e2 = configError({ ...BASE, ServiceBusConnection: `SharedAccessKeyName=x;SharedAccessKey=c2VjcmV0` });
+    assert.ok(!e2.message.includes('c2VjcmV0'), e2.message);
+  });
+  test('identity-based connections', () => {
+    const s = loadSettings({
+      StorageConnection__accountName: 'acct1',
+      StorageConnection__credential: 'managedidentity',
+      StorageConnection__clientId: '00000000-0000-0000-0000-000000000001',
+      ServiceBusConnection__fullyQualifiedNamespace: 'ns1.servicebus.windows.net',
+    });
+    assert.deepEqual(s.storage, {
+      kind: 'identity',
+      setting: 'StorageConnection',
+      blobServiceUri: 'https://acct1.blob.core.windows.net',
+      queueServiceUri: 'https://acct1.queue.core.windows.net',
+      accountName: 'acct1',
+      credential: 'managedidentity',
+      clientId: '00000000-0000-0000-0000-000000000001',
+    });
+    assert.equal(s.serviceBus?.kind, 'identity');
+    assert.equal(s.serviceBus?.fullyQualifiedNamespace, 'ns1.servicebus.windows.net');
+  });
+  test('StorageConnection falls back to AzureWebJobsStorage', () => {
+    const s = loadSettings({ AzureWebJobsStorage__blobServiceUri: 'https://a2.blob.core.windows.net', AzureWebJobsStorage__queueServiceUri: 'https://a2.queue.core.windows.net' });
+    assert.equal(s.storage.setting, 'AzureWebJobsStorage');
+    assert.equal(s.storage.accountName, 'a2');
+  });
+  test('tax rates can be configured', () => {
+    assert.deepEqual(loadSettings({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:2100, NO:2500' }).taxRates, { EU: 2100, NO: 2500 });
+  });
+});

@@ -1,0 +1,36 @@
+/** A WorkPublisher that records events, standing in for Service Bus where a test feeds the handlers itself. */
+import type { PublishOptions, WorkDetected, WorkPublisher } from '../../shared/notify/events';
+
+export interface Captured {
+  event: WorkDetected;
+  delayMs: number;
+}
+
+export class CapturingPublisher implements WorkPublisher {
+  readonly all: Captured[] = [];
+  private cursor = 0;
+  /** Make the next n publishes fail (a Service Bus outage). */
+  failNext = 0;
+  closed = false;
+
+  publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new Error('injected publish failure'));
+    }
+    for (const event of events) this.all.push({ event, delayMs: options.delayMs ?? 0 });
+    return Promise.resolve();
+  }
+
+  /** Events published since the last call. */
+  take(): Captured[] {
+    const out = this.all.slice(this.cursor);
+    this.cursor = this.all.length;
+    return out;
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+}
