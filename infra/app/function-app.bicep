@@ -1,0 +1,189 @@
+// The function app and its plan. Flex Consumption (FC1) by default: it scales to zero, so an idle
+// environment pays no compute. Elastic Premium (EP1) keeps one instance warm for cold-start-free
+// latency. Both run Node 20 on Linux as the user-assigned identity, with no key anywhere.
+
+@description('Function app name.')
+param name string
+
+@description('Hosting plan name.')
+param planName string
+
+@description('Region.')
+param location string
+
+@description('Tags for the plan and the app.')
+param tags object
+
+@description('azd service this app hosts (azure.yaml); tagged on the app only, so azd finds exactly one resource.')
+param serviceName string
+
+@allowed([
+  'flex'
+  'premium'
+])
+@description('flex = Flex Consumption FC1; premium = Elastic Premium EP1.')
+param hostingPlan string
+
+@description('Storage account for AzureWebJobsStorage (identity-based).')
+param storageAccountName string
+
+@description('Flex Consumption only: blob container URL the package is deployed to.')
+param deploymentContainerUrl string
+
+@description('Resource id of the user-assigned identity the app runs as.')
+param identityId string
+
+@description('Client id of that identity (selects it for every identity-based connection).')
+param identityClientId string
+
+@description('Principal id of that identity (for the Website Contributor grant below).')
+param identityPrincipalId string
+
+@description('Application Insights connection string (ingestion endpoint; local auth is off).')
+param applicationInsightsConnectionString string
+
+@allowed([
+  512
+  2048
+  4096
+])
+@description('Flex Consumption only: memory per instance.')
+param instanceMemoryMB int
+
+@minValue(40)
+@maxValue(1000)
+@description('Flex Consumption only: scale-out ceiling.')
+param maximumInstanceCount int
+
+@minValue(1)
+@maxValue(100)
+@description('Elastic Premium only: scale-out ceiling.')
+param premiumMaximumElasticWorkerCount int
+
+@description('App settings of the app itself (connections and PUSHDRAIN_* tuning).')
+param appSettings object
+
+var isFlex = hostingPlan == 'flex'
+
+// Website Contributor, for the future scaling agent: manage this site, nothing else.
+var websiteContributorRoleId = 'de139f84-1756-47ae-9be6-808fbbe84772' // Website Contributor
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: isFlex ? 'functionapp' : 'elastic'
+  sku: isFlex ? {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  } : {
+    name: 'EP1'
+    tier: 'ElasticPremium'
+  }
+  properties: {
+    reserved: true // Linux
+    maximumElasticWorkerCount: isFlex ? null : premiumMaximumElasticWorkerCount
+  }
+}
+
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  tags: union(tags, {
+    'azd-service-name': serviceName
+  })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      ftpsState: 'Disabled'
+      minTlsVersion: '1.2'
+      scmMinTlsVersion: '1.2'
+      http20Enabled: true
+      // Flex Consumption takes its runtime from functionAppConfig and rejects linuxFxVersion.
+      linuxFxVersion: isFlex ? null : 'Node|20'
+    }
+    functionAppConfig: isFlex ? {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: deploymentContainerUrl
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        instanceMemoryMB: instanceMemoryMB
+        maximumInstanceCount: maximumInstanceCount
+      }
+      runtime: {
+        name: 'node'
+        version: '20'
+      }
+    } : null
+  }
+}
+
+// Settings the host itself needs, on both plans.
+var hostSettings = {
+  AzureWebJobsStorage__accountName: storageAccountName
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+  APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsightsConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+}
+
+// Flex Consumption sets these through functionAppConfig and rejects them as app settings.
+// Premium runs from the zip package instead of an Azure Files content share: the share would
+// need a key-based connection string, and shared keys are off on the storage account.
+var premiumSettings = {
+  FUNCTIONS_EXTENSION_VERSION: '~4'
+  FUNCTIONS_WORKER_RUNTIME: 'node'
+  WEBSITE_RUN_FROM_PACKAGE: '1'
+}
+
+resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  properties: union(hostSettings, isFlex ? {} : premiumSettings, appSettings)
+}
+
+// Deployment authenticates with Entra ID only (azd deploy, func publish, the deploy workflow).
+resource ftpPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+  parent: site
+  name: 'ftp'
+  properties: {
+    allow: false
+  }
+}
+
+resource scmPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+  parent: site
+  name: 'scm'
+  properties: {
+    allow: false
+  }
+}
+
+resource scalerRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(site.id, identityPrincipalId, websiteContributorRoleId)
+  scope: site
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', websiteContributorRoleId)
+    principalId: identityPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+output id string = site.id
+output name string = site.name
+output uri string = 'https://${site.properties.defaultHostName}'

@@ -1,0 +1,145 @@
+// The work store: claim-check blobs, pointer queues, reports, drain-slot leases, the Functions
+// host's own state (AzureWebJobsStorage) and the Flex Consumption deployment container.
+// Shared keys are off: every caller authenticates with Entra ID.
+
+@description('Storage account name (3-24 lowercase letters and digits).')
+param name string
+
+@description('Region.')
+param location string
+
+@description('Tags.')
+param tags object
+
+@allowed([
+  'Standard_LRS'
+  'Standard_ZRS'
+  'Standard_GRS'
+  'Standard_GZRS'
+])
+@description('Redundancy.')
+param sku string
+
+@minValue(1)
+@maxValue(64)
+@description('Input queues work-0…work-{partitions-1}.')
+param partitions int
+
+@description('Container Flex Consumption deploys the app package to.')
+param deploymentContainerName string
+
+@minValue(0)
+@description('Delete archive/ blobs this many days after their last change; 0 keeps them forever.')
+param archiveRetentionDays int
+
+// shared/names.ts CONTAINERS: the app never creates containers at run time.
+var appContainers = [
+  'work'
+  'results'
+  'batches'
+  'reports'
+  'incoming'
+  'archive'
+  'rejected'
+  'leases'
+]
+
+// shared/names.ts allQueues(): work-{p} for each partition, results, and a -poison twin of each.
+var baseQueues = concat(map(range(0, partitions), p => 'work-${p}'), [
+  'results'
+])
+var queueNames = flatten(map(baseQueues, q => [
+  q
+  '${q}-poison'
+]))
+
+resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'StorageV2'
+  sku: {
+    name: sku
+  }
+  properties: {
+    accessTier: 'Hot'
+    allowBlobPublicAccess: false
+    allowCrossTenantReplication: false
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
+    minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
+    publicNetworkAccess: 'Enabled'
+    networkAcls: {
+      bypass: 'AzureServices'
+      defaultAction: 'Allow'
+    }
+  }
+}
+
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
+  parent: account
+  name: 'default'
+}
+
+resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = [
+  for container in concat(appContainers, [deploymentContainerName]): {
+    parent: blobService
+    name: container
+    properties: {
+      publicAccess: 'None'
+    }
+  }
+]
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2024-01-01' = {
+  parent: account
+  name: 'default'
+}
+
+resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2024-01-01' = [
+  for queue in queueNames: {
+    parent: queueService
+    name: queue
+  }
+]
+
+// Ingested batch files are moved to archive/; nothing reads them again, so they expire.
+resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2024-01-01' = if (archiveRetentionDays > 0) {
+  parent: account
+  name: 'default'
+  properties: {
+    policy: {
+      rules: [
+        {
+          name: 'expire-archive'
+          enabled: true
+          type: 'Lifecycle'
+          definition: {
+            filters: {
+              blobTypes: [
+                'blockBlob'
+              ]
+              prefixMatch: [
+                'archive/'
+              ]
+            }
+            actions: {
+              baseBlob: {
+                delete: {
+                  daysAfterModificationGreaterThan: archiveRetentionDays
+                }
+              }
+            }
+          }
+        }
+      ]
+    }
+  }
+}
+
+output id string = account.id
+output name string = account.name
+output blobEndpoint string = account.properties.primaryEndpoints.blob
+output queueEndpoint string = account.properties.primaryEndpoints.queue
+output queueNames array = queueNames

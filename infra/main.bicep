@@ -1,0 +1,369 @@
+// pushdrain: one full environment (azd-ready). Creates the resource group and everything in it.
+// Names come from resourceToken so that two environments never collide; every connection is
+// identity-based (no keys, no connection strings with secrets).
+targetScope = 'subscription'
+
+// ---------------------------------------------------------------------------------------------
+// Environment
+// ---------------------------------------------------------------------------------------------
+
+@minLength(1)
+@maxLength(64)
+@description('Name of the azd environment. Seeds resourceToken and the default resource group name.')
+param environmentName string
+
+@minLength(1)
+@description('Region for every resource. With hostingPlan = flex it must offer Flex Consumption.')
+@metadata({
+  azd: {
+    type: 'location'
+  }
+})
+param location string
+
+@description('Resource group name. Empty means rg-<environmentName>.')
+param resourceGroupName string = ''
+
+@description('Object id of a user or service principal that gets the data roles (blob, queue, Service Bus send/receive) so that the local host can run against this environment. Empty grants nothing.')
+param principalId string = ''
+
+@allowed([
+  'User'
+  'ServicePrincipal'
+])
+@description('Kind of principal behind principalId.')
+param principalType string = 'User'
+
+// ---------------------------------------------------------------------------------------------
+// Hosting
+// ---------------------------------------------------------------------------------------------
+
+@allowed([
+  'flex'
+  'premium'
+])
+@description('flex = Flex Consumption (FC1, scales to zero, the default); premium = Elastic Premium EP1 (always one warm instance).')
+param hostingPlan string = 'flex'
+
+@allowed([
+  512
+  2048
+  4096
+])
+@description('Flex Consumption only: memory per instance. GB-s are billed at this size.')
+param instanceMemoryMB int = 2048
+
+@minValue(40)
+@maxValue(1000)
+@description('Flex Consumption only: scale-out ceiling.')
+param maximumInstanceCount int = 100
+
+@minValue(1)
+@maxValue(100)
+@description('Elastic Premium only: scale-out ceiling.')
+param premiumMaximumElasticWorkerCount int = 20
+
+// ---------------------------------------------------------------------------------------------
+// Messaging
+// ---------------------------------------------------------------------------------------------
+
+@description('Create a second Service Bus namespace with backlog queues, used by the publisher when the primary cannot accept sends.')
+param enableSecondaryNamespace bool = false
+
+@description('Region of the secondary namespace. Empty means the same region as everything else.')
+param secondaryLocation string = ''
+
+@minValue(1)
+@maxValue(16)
+@description('Backlog queues backlog-0…backlog-{N-1} in the secondary namespace.')
+param backlogQueueCount int = 2
+
+// ---------------------------------------------------------------------------------------------
+// Storage
+// ---------------------------------------------------------------------------------------------
+
+@allowed([
+  'Standard_LRS'
+  'Standard_ZRS'
+  'Standard_GRS'
+  'Standard_GZRS'
+])
+@description('Redundancy of the storage account that holds work, results, reports and the queues.')
+param storageSku string = 'Standard_LRS'
+
+@minValue(0)
+@maxValue(3650)
+@description('Lifecycle rule: delete blobs in the archive container this many days after their last change. 0 disables the rule.')
+param archiveRetentionDays int = 30
+
+// ---------------------------------------------------------------------------------------------
+// Monitoring
+// ---------------------------------------------------------------------------------------------
+
+@minValue(30)
+@maxValue(730)
+@description('Log Analytics retention in days (the first 31 days are included in the ingestion price).')
+param logRetentionDays int = 30
+
+// ---------------------------------------------------------------------------------------------
+// App settings. Defaults and ranges mirror TUNING_SPECS in shared/config/settings.ts
+// (test/infra-bicep.test.ts keeps them equal).
+// ---------------------------------------------------------------------------------------------
+
+@minValue(1)
+@maxValue(64)
+@description('PUSHDRAIN_PARTITIONS: input queues work-0…work-{P-1}. Provisioned here and passed to the app, so both always agree.')
+param partitions int = 4
+
+@description('PUSHDRAIN_SWEEP_SCHEDULE: NCRONTAB (six fields, seconds first) of the incoming/ sweep timer. Each run lists incoming/ once.')
+param sweepSchedule string = '0 */5 * * * *'
+
+@minValue(1)
+@maxValue(100000)
+@description('PUSHDRAIN_CHUNK_SIZE: transactions per chunk blob (one queue message each).')
+param chunkSize int = 2000
+
+@minValue(1)
+@maxValue(604800)
+@description('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: how long a received message stays invisible while it is processed.')
+param visibilityTimeoutSeconds int = 60
+
+@minValue(0)
+@maxValue(60000)
+@description('PUSHDRAIN_MIN_IDLE_MS: first back-off delay when a queue is empty.')
+param minIdleMs int = 100
+
+@minValue(1)
+@maxValue(600000)
+@description('PUSHDRAIN_MAX_IDLE_MS: back-off cap; a dequeue task that reaches it exits.')
+param maxIdleMs int = 5000
+
+@minValue(1)
+@maxValue(64)
+@description('PUSHDRAIN_MAX_DEQUEUE_TASKS: dequeue tasks one drain may run at once.')
+param maxDequeueTasks int = 8
+
+@minValue(1)
+@maxValue(1000000)
+@description('PUSHDRAIN_MESSAGES_PER_TASK: one dequeue task per this many queued messages.')
+param messagesPerTask int = 64
+
+@minValue(1)
+@maxValue(16)
+@description('PUSHDRAIN_DRAIN_SLOTS: concurrent drains per queue (blob-lease slots).')
+param drainSlots int = 2
+
+@minValue(1)
+@maxValue(100)
+@description('PUSHDRAIN_MAX_DEQUEUE_COUNT: deliveries after which a queue message moves to {queue}-poison.')
+param maxDequeueCount int = 5
+
+// host.json sets functionTimeout to 10 minutes; the cap of 540 s keeps a minute for the hand-over.
+@minValue(1)
+@maxValue(540)
+@description('PUSHDRAIN_DRAIN_BUDGET_SECONDS: a drain stops taking work after this long and hands over with a continuation event. Keep it well under functionTimeout (10 min).')
+param drainBudgetSeconds int = 240
+
+@minValue(1024)
+@maxValue(1073741824)
+@description('PUSHDRAIN_MAX_BODY_BYTES: largest accepted request body as sent.')
+param maxBodyBytes int = 104857600
+
+@minValue(1024)
+@maxValue(2147483648)
+@description('PUSHDRAIN_MAX_INFLATED_BYTES: largest body after gzip inflation. Must be at least maxBodyBytes.')
+param maxInflatedBytes int = 268435456
+
+@minValue(1)
+@maxValue(1000)
+@description('PUSHDRAIN_SWEEP_MAX_FILES: batch files the incoming/ sweep ingests per run.')
+param sweepMaxFiles int = 10
+
+// ---------------------------------------------------------------------------------------------
+// Names
+// ---------------------------------------------------------------------------------------------
+
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = {
+  'azd-env-name': environmentName
+}
+var functionAppName = 'func-api-${resourceToken}'
+// Flex Consumption reads the app package from this container (with the managed identity).
+var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
+
+// The one list of Service Bus entities; the local development broker serves the same file.
+var serviceBusEntities = loadJsonContent('servicebus-entities.json')
+var backlogQueues = map(range(0, backlogQueueCount), i => {
+  name: 'backlog-${i}'
+})
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: !empty(resourceGroupName) ? resourceGroupName : 'rg-${environmentName}'
+  location: location
+  tags: tags
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+// ---------------------------------------------------------------------------------------------
+
+module identity 'core/identity/user-assigned-identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: 'id-api-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'core/monitor/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: 'log-${resourceToken}'
+    applicationInsightsName: 'appi-${resourceToken}'
+    location: location
+    tags: tags
+    retentionInDays: logRetentionDays
+  }
+}
+
+module storage 'core/storage/storage-account.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: 'st${resourceToken}'
+    location: location
+    tags: tags
+    sku: storageSku
+    partitions: partitions
+    deploymentContainerName: deploymentContainerName
+    archiveRetentionDays: archiveRetentionDays
+  }
+}
+
+module serviceBus 'core/messaging/servicebus-namespace.bicep' = {
+  name: 'servicebus'
+  scope: rg
+  params: {
+    name: 'sb-${resourceToken}'
+    location: location
+    tags: tags
+    topics: serviceBusEntities.topics
+    queues: serviceBusEntities.queues
+  }
+}
+
+module serviceBusSecondary 'core/messaging/servicebus-namespace.bicep' = if (enableSecondaryNamespace) {
+  name: 'servicebus-secondary'
+  scope: rg
+  params: {
+    name: 'sb2-${resourceToken}'
+    location: !empty(secondaryLocation) ? secondaryLocation : location
+    tags: tags
+    topics: []
+    queues: backlogQueues
+  }
+}
+
+// Data-plane roles for the app identity (and optionally the developer), granted before the app
+// starts so that its first host start can already read its package and take its leases.
+module rbac 'app/rbac.bicep' = {
+  name: 'rbac'
+  scope: rg
+  params: {
+    identityPrincipalId: identity.outputs.principalId
+    storageAccountName: storage.outputs.name
+    serviceBusNamespaceName: serviceBus.outputs.name
+    secondaryServiceBusNamespaceName: enableSecondaryNamespace ? serviceBusSecondary.outputs.name : ''
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// App settings (identity-based connections only)
+// ---------------------------------------------------------------------------------------------
+
+var connectionSettings = {
+  StorageConnection__blobServiceUri: storage.outputs.blobEndpoint
+  StorageConnection__queueServiceUri: storage.outputs.queueEndpoint
+  StorageConnection__credential: 'managedidentity'
+  StorageConnection__clientId: identity.outputs.clientId
+  ServiceBusConnection__fullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
+  ServiceBusConnection__credential: 'managedidentity'
+  ServiceBusConnection__clientId: identity.outputs.clientId
+}
+
+// Only with the secondary namespace: where the publisher fails over to (backlog-0…backlog-{N-1}).
+var secondarySettings = enableSecondaryNamespace ? {
+  ServiceBusSecondaryConnection__fullyQualifiedNamespace: serviceBusSecondary.outputs.fullyQualifiedNamespace
+  ServiceBusSecondaryConnection__credential: 'managedidentity'
+  ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
+  PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
+} : {}
+
+var tuningSettings = {
+  PUSHDRAIN_PARTITIONS: string(partitions)
+  PUSHDRAIN_SWEEP_SCHEDULE: sweepSchedule
+  PUSHDRAIN_CHUNK_SIZE: string(chunkSize)
+  PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: string(visibilityTimeoutSeconds)
+  PUSHDRAIN_MIN_IDLE_MS: string(minIdleMs)
+  PUSHDRAIN_MAX_IDLE_MS: string(maxIdleMs)
+  PUSHDRAIN_MAX_DEQUEUE_TASKS: string(maxDequeueTasks)
+  PUSHDRAIN_MESSAGES_PER_TASK: string(messagesPerTask)
+  PUSHDRAIN_DRAIN_SLOTS: string(drainSlots)
+  PUSHDRAIN_MAX_DEQUEUE_COUNT: string(maxDequeueCount)
+  PUSHDRAIN_DRAIN_BUDGET_SECONDS: string(drainBudgetSeconds)
+  PUSHDRAIN_MAX_BODY_BYTES: string(maxBodyBytes)
+  PUSHDRAIN_MAX_INFLATED_BYTES: string(maxInflatedBytes)
+  PUSHDRAIN_SWEEP_MAX_FILES: string(sweepMaxFiles)
+}
+
+module api 'app/function-app.bicep' = {
+  name: 'api'
+  scope: rg
+  params: {
+    name: functionAppName
+    planName: 'plan-${resourceToken}'
+    location: location
+    tags: tags
+    serviceName: 'api'
+    hostingPlan: hostingPlan
+    storageAccountName: storage.outputs.name
+    deploymentContainerUrl: '${storage.outputs.blobEndpoint}${deploymentContainerName}'
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    identityPrincipalId: identity.outputs.principalId
+    applicationInsightsConnectionString: monitoring.outputs.applicationInsightsConnectionString
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
+    appSettings: union(connectionSettings, secondarySettings, tuningSettings)
+  }
+  dependsOn: [
+    rbac
+  ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs (azd writes them to .azure/<env>/.env; docs/DEPLOY.md uses them)
+// ---------------------------------------------------------------------------------------------
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_APP_NAME string = api.outputs.name
+output SERVICE_API_NAME string = api.outputs.name
+output SERVICE_API_URI string = api.outputs.uri
+output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
+output AZURE_STORAGE_BLOB_ENDPOINT string = storage.outputs.blobEndpoint
+output AZURE_STORAGE_QUEUE_ENDPOINT string = storage.outputs.queueEndpoint
+output AZURE_SERVICEBUS_NAMESPACE string = serviceBus.outputs.name
+output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
+output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? serviceBusSecondary.outputs.fullyQualifiedNamespace : ''
+output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
+// The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
+output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString

@@ -1,0 +1,472 @@
+/**
+ * Offline checks of infra/ (no Bicep compiler here; CI's bicep job compiles it for real).
+ * They read the .bicep files as text and hold the infrastructure to what the app relies on:
+ * names from shared/names.ts, settings from shared/config/settings.ts, identity-only connections,
+ * least-privilege roles and secure defaults. Each check names the file and line it rejects.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+import { TUNING_SPECS } from '../shared/config/settings';
+import { CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import {
+  bicepFiles,
+  type Block,
+  decoratorNumber,
+  entries,
+  lineOf,
+  mask,
+  moduleOutputRefs,
+  modules,
+  params,
+  propertyAt,
+  readRepoFile,
+  repoRoot,
+  resolveFrom,
+  type Resource,
+  resources,
+  unresolvedIdentifiers,
+} from './support/bicep-text';
+
+const MAIN = 'infra/main.bicep';
+const files = bicepFiles();
+const source = new Map(files.map((f) => [f, readRepoFile(f)]));
+const src = (f: string): string => source.get(f) ?? assert.fail(`${f} is missing`);
+
+const allResources = files.flatMap((file) => resources(src(file)).map((r) => ({ file, ...r })));
+
+function resourcesOfType(type: string): (Resource & { file: string })[] {
+  return allResources.filter((r) => r.type === type && !r.existing);
+}
+
+function only(type: string): Resource & { file: string } {
+  const found = resourcesOfType(type);
+  assert.equal(found.length, 1, `expected exactly one ${type}, found ${found.length}`);
+  return found[0]!;
+}
+
+function expectProperty(r: Resource & { file: string }, path: string[], expected: string): void {
+  const actual = propertyAt(src(r.file), r.body, path);
+  assert.equal(actual, expected, `${r.file}:${r.line} ${r.symbol}.${path.join('.')} should be ${expected}, is ${actual ?? 'absent'}`);
+}
+
+/** `KEY: value` pairs of every object in a file whose keys look like app settings. */
+function settingEntries(file: string): Map<string, string> {
+  const text = src(file);
+  const code = mask(text);
+  const found = new Map<string, string>();
+  for (const m of text.matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9]*(?:__[A-Za-z]+|_[A-Z0-9_]+)):[ \t]*(.+)$/gm)) {
+    if (code.slice(m.index, m.index + m[0].length).trim() === '') continue; // commented out
+    const start = m.index + m[0].length - m[2]!.length;
+    let end = m.index + m[0].length;
+    while (end > start && code[end - 1] === ' ') end--; // a trailing comment is blank in the masked copy
+    found.set(m[1]!, text.slice(start, end).trim());
+  }
+  return found;
+}
+
+const appSettings = new Map([...settingEntries(MAIN), ...settingEntries('infra/app/function-app.bicep')]);
+const mainParams = new Map(params(src(MAIN)).map((p) => [p.name, p]));
+
+void describe('infra: Bicep structure', () => {
+  void it('every module path resolves to a Bicep file, and every module file is used', () => {
+    const used = new Set<string>([MAIN]);
+    for (const file of files) {
+      for (const m of modules(src(file))) {
+        assert.ok(!/^(br[:/]|ts:)/.test(m.path), `${file}:${m.line} registry module ${m.path}: keep modules local so they can be read offline`);
+        const target = resolveFrom(file, m.path);
+        assert.ok(existsSync(join(repoRoot(), target)), `${file}:${m.line} module ${m.symbol} points at missing ${target}`);
+        used.add(target);
+      }
+    }
+    assert.deepEqual(files.filter((f) => !used.has(f)), [], 'Bicep files no module references');
+  });
+
+  void it('module params: each one passed is declared in the module, each required one is passed', () => {
+    for (const file of files) {
+      for (const m of modules(src(file))) {
+        const declared = params(src(resolveFrom(file, m.path)));
+        const names = new Set(declared.map((p) => p.name));
+        for (const key of m.paramKeys) assert.ok(names.has(key), `${file}:${m.line} passes ${key}, which ${m.path} does not declare`);
+        for (const p of declared.filter((d) => !d.optional)) {
+          assert.ok(m.paramKeys.includes(p.name), `${file}:${m.line} does not pass required param ${p.name} of ${m.path}`);
+        }
+      }
+    }
+  });
+
+  void it('every identifier is declared in its file (params, vars, resources, modules, loop and lambda variables) or is a Bicep function', () => {
+    const problems = files.flatMap((file) => unresolvedIdentifiers(src(file)).map((u) => `${file}:${u.line} unknown ${u.what} ${u.name}`));
+    assert.deepEqual(problems, []);
+  });
+
+  void it('every module output used is declared by that module', () => {
+    for (const file of files) {
+      const bySymbol = new Map(modules(src(file)).map((m) => [m.symbol, resolveFrom(file, m.path)]));
+      for (const ref of moduleOutputRefs(src(file))) {
+        const target = bySymbol.get(ref.symbol);
+        assert.ok(target, `${file}:${ref.line} ${ref.symbol}.outputs: ${ref.symbol} is not a module`);
+        const declared = new RegExp(`^\\s*output\\s+${ref.output}\\s`, 'm').test(mask(src(target)));
+        assert.ok(declared, `${file}:${ref.line} uses ${ref.symbol}.outputs.${ref.output}, which ${target} does not declare`);
+      }
+    }
+  });
+
+  void it('main.bicep is subscription-scoped, creates the resource group with the azd-env-name tag, and names from resourceToken', () => {
+    const main = src(MAIN);
+    assert.match(main, /^targetScope = 'subscription'$/m);
+    assert.match(main, /var resourceToken = toLower\(uniqueString\(subscription\(\)\.id, environmentName, location\)\)/);
+    assert.match(main, /var tags = \{\s*'azd-env-name': environmentName\s*\}/);
+    const rg = only('Microsoft.Resources/resourceGroups');
+    expectProperty(rg, ['tags'], 'tags');
+    const site = only('Microsoft.Web/sites');
+    assert.match(site.body.text, /'azd-service-name': serviceName/, 'the function app carries azd-service-name');
+    const api = modules(main).find((m) => resolveFrom(MAIN, m.path) === site.file);
+    assert.equal(api && entries(main, api.paramsBlock!).find((e) => e.key === 'serviceName')?.value, "'api'");
+  });
+
+  void it('declares every output azd and docs/DEPLOY.md rely on', () => {
+    const expected = [
+      'AZURE_LOCATION', 'AZURE_TENANT_ID', 'AZURE_RESOURCE_GROUP', 'AZURE_FUNCTION_APP_NAME', 'SERVICE_API_NAME',
+      'SERVICE_API_URI', 'AZURE_STORAGE_ACCOUNT_NAME', 'AZURE_STORAGE_BLOB_ENDPOINT', 'AZURE_STORAGE_QUEUE_ENDPOINT',
+      'AZURE_SERVICEBUS_NAMESPACE', 'AZURE_SERVICEBUS_FQDN', 'AZURE_MANAGED_IDENTITY_CLIENT_ID',
+      'APPLICATIONINSIGHTS_CONNECTION_STRING',
+    ];
+    const code = mask(src(MAIN));
+    for (const name of expected) assert.match(code, new RegExp(`^output ${name} string = \\S`, 'm'), `output ${name}`);
+    assert.doesNotMatch(src(MAIN), /@secure\(\)\s*output/, 'no output is marked secret');
+  });
+
+  void it('main.parameters.json feeds declared params with azd substitutions whose defaults match Bicep', () => {
+    const json = JSON.parse(readRepoFile('infra/main.parameters.json')) as { parameters: Record<string, { value: unknown }> };
+    assert.deepEqual(json.parameters.environmentName, { value: '${AZURE_ENV_NAME}' });
+    assert.deepEqual(json.parameters.location, { value: '${AZURE_LOCATION}' });
+    for (const [name, { value }] of Object.entries(json.parameters)) {
+      const p = mainParams.get(name);
+      assert.ok(p, `main.parameters.json sets ${name}, which main.bicep does not declare`);
+      const fallback = typeof value === 'string' ? /^\$\{[A-Z0-9_]+=(.*)\}$/.exec(value)?.[1] : undefined;
+      if (fallback !== undefined) {
+        assert.equal(fallback, p.defaultText?.replace(/^'|'$/g, ''), `${name}: azd fallback ${fallback} differs from the Bicep default ${p.defaultText}`);
+      }
+    }
+  });
+
+  void it('azure.yaml: service api, TypeScript, Azure Functions, project at the repo root', () => {
+    const yaml = readRepoFile('azure.yaml');
+    assert.match(yaml, /^services:\n {2}api:\n(?: {4}.*\n)*? {4}project: \.\n/m);
+    assert.match(yaml, /^ {4}language: (ts|js)$/m);
+    assert.match(yaml, /^ {4}host: function$/m);
+  });
+});
+
+void describe('infra: secure defaults', () => {
+  void it('storage account: no shared keys, no public blobs, HTTPS and TLS 1.2 only', () => {
+    const account = only('Microsoft.Storage/storageAccounts');
+    expectProperty(account, ['properties', 'allowSharedKeyAccess'], 'false');
+    expectProperty(account, ['properties', 'allowBlobPublicAccess'], 'false');
+    expectProperty(account, ['properties', 'supportsHttpsTrafficOnly'], 'true');
+    expectProperty(account, ['properties', 'minimumTlsVersion'], "'TLS1_2'");
+  });
+
+  void it('Service Bus: Standard tier, SAS auth off, TLS 1.2', () => {
+    const namespaces = resourcesOfType('Microsoft.ServiceBus/namespaces');
+    assert.ok(namespaces.length >= 1);
+    for (const ns of namespaces) {
+      expectProperty(ns, ['sku', 'name'], "'Standard'");
+      expectProperty(ns, ['properties', 'disableLocalAuth'], 'true');
+      expectProperty(ns, ['properties', 'minimumTlsVersion'], "'1.2'");
+    }
+  });
+
+  void it('function app: HTTPS only, FTPS off, TLS 1.2, basic publishing credentials off', () => {
+    const site = only('Microsoft.Web/sites');
+    expectProperty(site, ['properties', 'httpsOnly'], 'true');
+    expectProperty(site, ['properties', 'siteConfig', 'ftpsState'], "'Disabled'");
+    expectProperty(site, ['properties', 'siteConfig', 'minTlsVersion'], "'1.2'");
+    const policies = resourcesOfType('Microsoft.Web/sites/basicPublishingCredentialsPolicies');
+    for (const kind of ['ftp', 'scm']) {
+      const policy = policies.find((p) => propertyAt(src(p.file), p.body, ['name']) === `'${kind}'`);
+      assert.ok(policy, `no ${kind} basicPublishingCredentialsPolicies`);
+      expectProperty(policy, ['properties', 'allow'], 'false');
+      expectProperty(policy, ['parent'], site.symbol);
+    }
+  });
+
+  void it('Application Insights: local auth off, so telemetry needs the identity (Entra auth)', () => {
+    expectProperty(only('Microsoft.Insights/components'), ['properties', 'DisableLocalAuth'], 'true');
+    assert.equal(appSettings.get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), "'ClientId=${identityClientId};Authorization=AAD'");
+  });
+
+  void it('no keys or SAS anywhere: no listKeys(, AccountKey, SharedAccessKey; connection strings only for Application Insights', () => {
+    for (const file of files) {
+      const text = src(file);
+      const code = mask(text);
+      for (const banned of [/listKeys\s*\(/i, /AccountKey\s*=/i, /SharedAccessKey/i, /DefaultEndpointsProtocol/i, /listConnectionStrings/i]) {
+        const m = banned.exec(text);
+        assert.equal(m, null, `${file}:${m ? lineOf(text, m.index) : 0} contains ${m?.[0]}`);
+      }
+      code.split('\n').forEach((line, i) => {
+        if (/connection_?string/i.test(line)) {
+          assert.match(line, /applicationinsights/i, `${file}:${i + 1} names a connection string that is not Application Insights'`);
+        }
+      });
+    }
+    // A bare connection name (no __suffix) as an app setting holds a connection string, i.e. a key.
+    const bare = /^[ \t]*'?(AzureWebJobsStorage|StorageConnection|ServiceBusConnection|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING)'?[ \t]*:/m;
+    for (const file of files) {
+      const m = bare.exec(src(file));
+      assert.equal(m, null, `${file}:${m ? lineOf(src(file), m.index) : 0} sets ${m?.[1]} as a connection string`);
+    }
+  });
+});
+
+void describe('infra: identity and roles', () => {
+  // Built-in role definition ids (stable across tenants) and the resource type each is scoped to.
+  const expectedRoles = [
+    { id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', role: 'Storage Blob Data Owner', scope: 'Microsoft.Storage/storageAccounts' },
+    { id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', role: 'Storage Queue Data Contributor', scope: 'Microsoft.Storage/storageAccounts' },
+    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scope: 'Microsoft.ServiceBus/namespaces' },
+    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scope: 'Microsoft.ServiceBus/namespaces' },
+    { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scope: 'Microsoft.Insights/components' },
+    { id: 'de139f84-1756-47ae-9be6-808fbbe84772', role: 'Website Contributor', scope: 'Microsoft.Web/sites' },
+  ];
+
+  /** Whether a block uses a role id: the literal itself, a `var x = 'id'`, or a `key: 'id'` entry of a var object. */
+  function usesRole(text: string, block: Block, id: string): boolean {
+    if (block.text.includes(`'${id}'`)) return true;
+    const symbols: string[] = [];
+    for (const m of text.matchAll(new RegExp(`^\\s*var\\s+(\\w+)\\s*=\\s*'${id}'`, 'gm'))) symbols.push(m[1]!);
+    for (const m of text.matchAll(new RegExp(`^\\s*(\\w+):\\s*'${id}'`, 'gm'))) {
+      const owner = [...text.slice(0, m.index).matchAll(/^\s*var\s+(\w+)\s*=\s*\{/gm)].pop();
+      if (owner) symbols.push(`${owner[1]}.${m[1]}`);
+    }
+    return symbols.some((sym) => new RegExp(`(^|[^\\w.])${sym.replace('.', '\\.')}(?!\\w)`).test(block.code));
+  }
+
+  function scopeType(file: string, block: Block): string | undefined {
+    const scope = propertyAt(src(file), block, ['scope']);
+    return allResources.find((r) => r.file === file && r.symbol === scope)?.type;
+  }
+
+  for (const expected of expectedRoles) {
+    void it(`${expected.role} is granted to the app identity, scoped to one ${expected.scope}`, () => {
+      const holders = files.filter((f) => src(f).includes(expected.id));
+      assert.ok(holders.length > 0, `role id ${expected.id} (${expected.role}) appears nowhere`);
+      let granted = false;
+      for (const file of holders) {
+        const text = src(file);
+        const idLine = text.split('\n').find((l) => l.includes(expected.id))!;
+        assert.ok(idLine.includes(`// ${expected.role}`), `${file}: the line with ${expected.id} should say // ${expected.role}`);
+        for (const ra of resources(text).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')) {
+          if (!usesRole(text, ra.body, expected.id)) continue;
+          assert.equal(scopeType(file, ra.body), expected.scope, `${file}:${ra.line} ${ra.symbol} grants ${expected.role} outside a ${expected.scope}`);
+          if (propertyAt(text, ra.body, ['properties', 'principalId']) === 'identityPrincipalId') granted = true;
+        }
+      }
+      assert.ok(granted, `no role assignment gives ${expected.role} to identityPrincipalId`);
+    });
+  }
+
+  void it('every role assignment is scoped to a single resource, never a resource group or subscription', () => {
+    const assignments = allResources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+    assert.ok(assignments.length >= expectedRoles.length);
+    for (const ra of assignments) {
+      assert.ok(scopeType(ra.file, ra.body), `${ra.file}:${ra.line} ${ra.symbol} has no scope: <resource> (it would apply to the whole resource group)`);
+      assert.match(propertyAt(src(ra.file), ra.body, ['properties', 'roleDefinitionId']) ?? '', /^subscriptionResourceId\('Microsoft\.Authorization\/roleDefinitions', /);
+    }
+  });
+
+  void it('the function app runs as one user-assigned identity, also used for the Flex deployment storage', () => {
+    only('Microsoft.ManagedIdentity/userAssignedIdentities');
+    const site = only('Microsoft.Web/sites');
+    expectProperty(site, ['identity', 'type'], "'UserAssigned'");
+    assert.match(site.body.text, /type: 'UserAssignedIdentity'\s+userAssignedIdentityResourceId: identityId/);
+    // identityPrincipalId, which the role checks above look for, is that identity's principal.
+    const passing = modules(src(MAIN)).filter((m) => m.paramKeys.includes('identityPrincipalId'));
+    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['api', 'rbac']);
+    for (const m of passing) {
+      assert.equal(entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'identityPrincipalId')?.value, 'identity.outputs.principalId', m.symbol);
+    }
+  });
+});
+
+void describe('infra: names and settings the app relies on', () => {
+  void it('Service Bus entities come from infra/servicebus-entities.json (loadJsonContent), which agrees with shared/names.ts', () => {
+    const main = src(MAIN);
+    const load = /var (\w+) = loadJsonContent\('([^']+)'\)/.exec(main);
+    assert.ok(load, 'main.bicep loads the entity file with loadJsonContent');
+    assert.equal(resolveFrom(MAIN, load[2]!), 'infra/servicebus-entities.json');
+    assert.match(main, new RegExp(`topics: ${load[1]}\\.topics`), 'the loaded topics are what the namespace module provisions');
+
+    const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
+      topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null; lockDuration: string; maxDeliveryCount: number }[] }[];
+    };
+    const subscriptions = json.topics.find((t) => t.name === TOPIC)?.subscriptions ?? assert.fail(`topic ${TOPIC} is not in the entity file`);
+    for (const sub of Object.values(SUBSCRIPTIONS)) {
+      const entry = subscriptions.find((s) => s.name === sub.name);
+      assert.ok(entry, `subscription ${sub.name}`);
+      assert.deepEqual(entry.filter, sub.role === undefined ? null : { role: sub.role });
+    }
+  });
+
+  void it('subscriptions take their settings from the JSON; a filter replaces $Default as a SQL-free CorrelationFilter', () => {
+    const subs = only('Microsoft.ServiceBus/namespaces/topics/subscriptions');
+    const text = src(subs.file);
+    const loopVar = /\bfor\s+(\w+)\s+in\s+topic\.subscriptions/.exec(mask(text))?.[1];
+    assert.ok(loopVar, 'subscriptions loop over topic.subscriptions');
+    for (const field of ['lockDuration', 'maxDeliveryCount', 'deadLetteringOnMessageExpiration']) {
+      expectProperty(subs, ['properties', field], `${loopVar}.${field}`);
+    }
+    const rule = only('Microsoft.ServiceBus/namespaces/topics/subscriptions/rules');
+    expectProperty(rule, ['name'], "'$Default'");
+    expectProperty(rule, ['properties', 'filterType'], "'CorrelationFilter'");
+    assert.match(propertyAt(text, rule.body, ['properties', 'correlationFilter', 'properties']) ?? '', /^\w+\.filter$/);
+    assert.doesNotMatch(text, /sqlFilter|sqlExpression/i, 'no SQL filters');
+  });
+
+  void it('every container in CONTAINERS is provisioned, plus a deployment container', () => {
+    const text = src('infra/core/storage/storage-account.bicep');
+    const list = /var appContainers = \[([^\]]*)\]/.exec(text);
+    assert.ok(list, 'var appContainers = [ … ]');
+    const provisioned = [...list[1]!.matchAll(/'([^']+)'/g)].map((m) => m[1]).sort();
+    assert.deepEqual(provisioned, [...CONTAINERS].sort());
+    assert.match(text, /for container in concat\(appContainers, \[deploymentContainerName\]\)/);
+    assert.match(src(MAIN), /var deploymentContainerName = 'app-package-/);
+  });
+
+  void it('queues follow shared/names.ts: work-{p} per partition, results, and a -poison twin of each', () => {
+    const code = src('infra/core/storage/storage-account.bicep');
+    const input = /var baseQueues = concat\(map\(range\(0, partitions\), (\w+) => '([a-z0-9-]*)\$\{\1\}([a-z0-9-]*)'\)/.exec(code);
+    assert.ok(input, "input queues: map(range(0, partitions), p => '…${p}…')");
+    const extra = /concat\(map\(range\(0, partitions\)[^)]*\)\s*,\s*\[\s*'([a-z0-9-]+)'\s*\]\)/.exec(code);
+    assert.ok(extra, 'results queue appended to the input queues');
+    const twin = /var queueNames = flatten\(map\(baseQueues, (\w+) => \[\s*\1\s+'\$\{\1\}([a-z0-9-]+)'\s*\]\)\)/.exec(code);
+    assert.ok(twin, "poison twins: map(baseQueues, q => [q, '${q}-…'])");
+    assert.match(code, /for queue in queueNames:/);
+    const [prefix, suffix, results, poison] = [input[2]!, input[3]!, extra[1]!, twin[2]!];
+    for (const partitions of [1, 4, 64]) {
+      const bases = [...Array.from({ length: partitions }, (_, p) => `${prefix}${p}${suffix}`), results];
+      const bicepQueues = bases.flatMap((q) => [q, `${q}${poison}`]);
+      assert.deepEqual(bicepQueues.sort(), entityNames('', partitions).allQueues().sort(), `partitions = ${partitions}`);
+    }
+    const storageModule = modules(src(MAIN)).find((m) => m.path.endsWith('storage-account.bicep'))!;
+    assert.equal(entries(src(MAIN), storageModule.paramsBlock!).find((e) => e.key === 'partitions')?.value, 'partitions');
+  });
+
+  void it('PUSHDRAIN_PARTITIONS and PUSHDRAIN_SWEEP_SCHEDULE come from params with the app defaults', () => {
+    assert.equal(appSettings.get('PUSHDRAIN_PARTITIONS'), 'string(partitions)');
+    assert.equal(mainParams.get('partitions')?.defaultText, String(TUNING_SPECS.find((s) => s.key === 'partitions')!.def));
+    assert.equal(appSettings.get('PUSHDRAIN_SWEEP_SCHEDULE'), 'sweepSchedule');
+    assert.equal(mainParams.get('sweepSchedule')?.defaultText, "'0 */5 * * * *'");
+  });
+
+  // The tuning settings infra exposes as parameters. Not PUSHDRAIN_DEQUEUE_BATCH_SIZE: 32 is the
+  // Azure cap and the cheapest per message; lowering it only adds transactions.
+  const EXPOSED = [
+    'PUSHDRAIN_PARTITIONS', 'PUSHDRAIN_CHUNK_SIZE', 'PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', 'PUSHDRAIN_MIN_IDLE_MS',
+    'PUSHDRAIN_MAX_IDLE_MS', 'PUSHDRAIN_MAX_DEQUEUE_TASKS', 'PUSHDRAIN_MESSAGES_PER_TASK', 'PUSHDRAIN_DRAIN_SLOTS',
+    'PUSHDRAIN_MAX_DEQUEUE_COUNT', 'PUSHDRAIN_DRAIN_BUDGET_SECONDS', 'PUSHDRAIN_MAX_BODY_BYTES',
+    'PUSHDRAIN_MAX_INFLATED_BYTES', 'PUSHDRAIN_SWEEP_MAX_FILES',
+  ];
+
+  void it('each exposed tuning setting is a param whose default and range match TUNING_SPECS', () => {
+    for (const setting of EXPOSED) {
+      assert.ok(TUNING_SPECS.some((s) => s.setting === setting), `${setting} is no longer in TUNING_SPECS`);
+      assert.ok(appSettings.has(setting), `${setting} is not set on the function app`);
+    }
+    const exposed = TUNING_SPECS.filter((s) => appSettings.has(s.setting));
+    for (const spec of exposed) {
+      const param = /^string\((\w+)\)$/.exec(appSettings.get(spec.setting)!)?.[1];
+      assert.ok(param, `${spec.setting} should be string(<param>), is ${appSettings.get(spec.setting)}`);
+      const p = mainParams.get(param);
+      assert.ok(p, `${spec.setting}: param ${param} is not declared in main.bicep`);
+      assert.equal(p.type, 'int', `${param} type`);
+      assert.equal(Number(p.defaultText), spec.def, `${param} default`);
+      const min = decoratorNumber(p, 'minValue');
+      const max = decoratorNumber(p, 'maxValue');
+      assert.ok(min !== undefined && min >= spec.min, `${param} @minValue ${min} must be within the app's ${spec.min}`);
+      assert.ok(max !== undefined && max <= spec.max, `${param} @maxValue ${max} must be within the app's ${spec.max}`);
+    }
+    const known = new Set([...TUNING_SPECS.map((s) => s.setting), 'PUSHDRAIN_SWEEP_SCHEDULE', 'PUSHDRAIN_BACKLOG_QUEUE_COUNT']);
+    for (const key of appSettings.keys()) {
+      if (key.startsWith('PUSHDRAIN_')) assert.ok(known.has(key), `${key} is not a setting the app reads`);
+    }
+  });
+
+  void it('the drain budget stays under functionTimeout (10 minutes) with time to hand over', (t) => {
+    const budget = mainParams.get('drainBudgetSeconds')!;
+    assert.equal(Number(budget.defaultText), 240);
+    const cap = decoratorNumber(budget, 'maxValue')!;
+    assert.ok(cap <= 540, `@maxValue ${cap} leaves under a minute before a 10-minute timeout`);
+    const hostPath = join(repoRoot(), 'host.json');
+    if (!existsSync(hostPath)) {
+      t.skip('host.json not written yet');
+      return;
+    }
+    const host = JSON.parse(readRepoFile('host.json')) as { functionTimeout?: string };
+    const [h, m, s] = (host.functionTimeout ?? '00:10:00').split(':').map(Number);
+    const timeout = h! * 3600 + m! * 60 + s!;
+    assert.ok(cap + 60 <= timeout, `drain budget cap ${cap}s vs functionTimeout ${timeout}s`);
+  });
+
+  void it('connections are identity-based: the host, Storage and Service Bus all use the managed identity', () => {
+    const expected: Record<string, RegExp> = {
+      AzureWebJobsStorage__accountName: /^storageAccountName$/,
+      AzureWebJobsStorage__credential: /^'managedidentity'$/,
+      AzureWebJobsStorage__clientId: /^identityClientId$/,
+      StorageConnection__blobServiceUri: /^storage\.outputs\.blobEndpoint$/,
+      StorageConnection__queueServiceUri: /^storage\.outputs\.queueEndpoint$/,
+      StorageConnection__credential: /^'managedidentity'$/,
+      StorageConnection__clientId: /^identity\.outputs\.clientId$/,
+      ServiceBusConnection__fullyQualifiedNamespace: /^serviceBus\.outputs\.fullyQualifiedNamespace$/,
+      ServiceBusConnection__credential: /^'managedidentity'$/,
+      ServiceBusConnection__clientId: /^identity\.outputs\.clientId$/,
+    };
+    for (const [key, value] of Object.entries(expected)) {
+      assert.match(appSettings.get(key) ?? '(absent)', value, key);
+    }
+  });
+
+  void it('Flex Consumption by default (Node 20 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|20)', () => {
+    const plan = mainParams.get('hostingPlan');
+    assert.equal(plan?.defaultText, "'flex'");
+    assert.deepEqual([...(plan?.decorators.find((d) => d.name === 'allowed')?.args.matchAll(/'(\w+)'/g) ?? [])].map((m) => m[1]), ['flex', 'premium']);
+    const farm = only('Microsoft.Web/serverfarms');
+    assert.match(farm.body.text, /name: 'FC1'\s+tier: 'FlexConsumption'/);
+    assert.match(farm.body.text, /name: 'EP1'\s+tier: 'ElasticPremium'/);
+    const site = only('Microsoft.Web/sites');
+    assert.match(site.body.text, /runtime: \{\s+name: 'node'\s+version: '20'\s+\}/);
+    assert.match(propertyAt(src(site.file), site.body, ['properties', 'siteConfig', 'linuxFxVersion']) ?? '', /'Node\|20'/);
+  });
+
+  void it('docs/DEPLOY.md documents every parameter of main.bicep in its table', () => {
+    const doc = readRepoFile('docs/DEPLOY.md');
+    for (const name of mainParams.keys()) assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `no table row for ${name}`);
+  });
+
+  void it('the archive lifecycle rule, if present, is documented in docs/DEPLOY.md', () => {
+    const rules = resourcesOfType('Microsoft.Storage/storageAccounts/managementPolicies');
+    if (rules.length === 0) return;
+    assert.match(rules[0]!.body.text, /prefixMatch: \[\s*'archive\/'\s*\]/);
+    assert.match(readRepoFile('docs/DEPLOY.md'), /archiveRetentionDays/);
+  });
+});
+
+void describe('infra: workflows', () => {
+  void it('CI runs npm ci && npm test on Node 20; deploy logs in with OIDC and checks the template before deploying', () => {
+    const ci = readRepoFile('.github/workflows/ci.yml');
+    assert.match(ci, /node-version: ['"]?20/);
+    assert.match(ci, /npm ci/);
+    assert.match(ci, /npm test/);
+    const deploy = readRepoFile('.github/workflows/deploy.yml');
+    assert.match(deploy, /id-token: write/);
+    assert.match(deploy, /uses: azure\/login@/);
+    assert.match(deploy, /az bicep build --file infra\/main\.bicep/);
+    assert.match(deploy, /az deployment sub what-if/);
+    const pkg = JSON.parse(readRepoFile('package.json')) as Record<string, Record<string, string> | undefined>;
+    const deps = { ...pkg.dependencies, ...pkg.devDependencies };
+    assert.ok(!('azure-functions-core-tools' in deps), 'Core Tools belong to the runner, not the project');
+  });
+});
