@@ -69,7 +69,7 @@ describe('pipeline on Azurite', () => {
 
     const csv = await report(observer, accepted.batchId, { format: 'csv' });
     assert.equal(csv.status, 200);
-    assert.equal(String(csv.body).trimEnd().split('\r\n').length, expected.rows.length + 1);
+    assert.equal((csv.body as string).trimEnd().split('\r\n').length, expected.rows.length + 1);
 
     const per1000 = (used.total ?? 0) / 100;
     t.diagnostic(`100k batch: ingest ${ingestMs} ms, completed ${latency} ms after submission, ${elapsed} ms until the test saw it; ${pumped.invocations} wake-ups (${pumped.byRole.input} drain, ${pumped.byRole.output} aggregate)`);

@@ -91,7 +91,7 @@ describe('streaming record readers', () => {
   });
   test('JSON array: split across many small slices gives the same items', async () => {
     const text = JSON.stringify([ok, { ...ok, id: 't2', note: 'a"b\\' }]);
-    async function* bytewise(): AsyncGenerator<Buffer> {
+    function* bytewise(): Generator<Buffer> {
       for (const b of Buffer.from(text)) yield Buffer.from([b]);
     }
     const out = [];

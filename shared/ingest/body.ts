@@ -6,15 +6,16 @@ import { createHash } from 'node:crypto';
 import { createGunzip } from 'node:zlib';
 
 import { ValidationError } from '../errors';
+import type { ByteSource } from './records';
 
-export type BodySource = () => AsyncIterable<Buffer>;
+export type BodySource = () => ByteSource;
 
 function tooLarge(limit: number): ValidationError {
   return new ValidationError(`the body inflates past ${limit} bytes`, 413, 'too_large');
 }
 
 /** Gunzips with an output cap: a small body that inflates without bound is a gzip bomb. */
-export async function* inflateLimited(source: AsyncIterable<Buffer>, maxBytes: number): AsyncGenerator<Buffer> {
+export async function* inflateLimited(source: ByteSource, maxBytes: number): AsyncGenerator<Buffer> {
   const gunzip = createGunzip();
   let total = 0;
   const feed = (async (): Promise<void> => {
@@ -46,7 +47,7 @@ export async function* inflateLimited(source: AsyncIterable<Buffer>, maxBytes: n
 }
 
 /** Caps a plain stream too, so both encodings share one limit on what is parsed. */
-export async function* limited(source: AsyncIterable<Buffer>, maxBytes: number): AsyncGenerator<Buffer> {
+export async function* limited(source: ByteSource, maxBytes: number): AsyncGenerator<Buffer> {
   let total = 0;
   for await (const chunk of source) {
     total += chunk.length;
@@ -56,7 +57,7 @@ export async function* limited(source: AsyncIterable<Buffer>, maxBytes: number):
 }
 
 /** Passes bytes through while hashing them; the digest is ready when the stream ends. */
-export function hashing(source: AsyncIterable<Buffer>): { stream: AsyncGenerator<Buffer>; digest: () => string } {
+export function hashing(source: ByteSource): { stream: AsyncGenerator<Buffer>; digest: () => string } {
   const h = createHash('sha256');
   let done: string | undefined;
   async function* run(): AsyncGenerator<Buffer> {
@@ -77,7 +78,7 @@ export function hashing(source: AsyncIterable<Buffer>): { stream: AsyncGenerator
 
 /** A body held in memory (an HTTP request), opened as a stream of 64 KiB slices. */
 export function bufferSource(body: Buffer, gzip: boolean, maxInflated: number): BodySource {
-  const slices = async function* (): AsyncGenerator<Buffer> {
+  const slices = function* (): Generator<Buffer> {
     for (let i = 0; i < body.length; i += 65536) yield body.subarray(i, i + 65536);
   };
   return () => (gzip ? inflateLimited(slices(), maxInflated) : limited(slices(), maxInflated));

@@ -6,6 +6,9 @@
 
 export type BodyFormat = 'ndjson' | 'json';
 
+/** Bytes in order; sync iterables are accepted too (an in-memory body). */
+export type ByteSource = AsyncIterable<Buffer> | Iterable<Buffer>;
+
 export interface RecordItem {
   /** NDJSON: the physical line; JSON array: the item's 1-based position. */
   line: number;
@@ -29,7 +32,7 @@ function parse(line: number, bytes: Buffer): RecordItem {
   }
 }
 
-export async function* readNdjson(source: AsyncIterable<Buffer>): AsyncGenerator<RecordItem> {
+export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let line = 0;
@@ -77,7 +80,7 @@ const enum S {
 }
 
 /** Splits a top-level JSON array into its elements. Structural errors are fatal. */
-export async function* readJsonArray(source: AsyncIterable<Buffer>): AsyncGenerator<RecordItem> {
+export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordItem> {
   let state = S.BeforeArray as S;
   let item = 0;
   let depth = 0;
@@ -123,7 +126,10 @@ export async function* readJsonArray(source: AsyncIterable<Buffer>): AsyncGenera
       }
       first = false;
       if (state === S.BeforeArray) {
-        if (c !== 0x5b) return yield fatal('a JSON body must be an array of transactions');
+        if (c !== 0x5b) {
+          yield fatal('a JSON body must be an array of transactions');
+          return;
+        }
         state = S.Open; // after "[": either "]" or the first item
         item = 0;
         continue;
@@ -133,7 +139,10 @@ export async function* readJsonArray(source: AsyncIterable<Buffer>): AsyncGenera
         continue;
       }
       if (state === S.BeforeItem || state === S.Open) {
-        if (c === 0x2c || c === 0x5d) return yield fatal(`unexpected "${String.fromCharCode(c)}" where an item was expected`);
+        if (c === 0x2c || c === 0x5d) {
+          yield fatal(`unexpected "${String.fromCharCode(c)}" where an item was expected`);
+          return;
+        }
         state = S.InItem;
         item++;
         itemStart = i;
@@ -143,7 +152,10 @@ export async function* readJsonArray(source: AsyncIterable<Buffer>): AsyncGenera
         escaped = false;
         continue;
       }
-      if (state === S.AfterArray) return yield fatal('unexpected content after the closing "]"');
+      if (state === S.AfterArray) {
+          yield fatal('unexpected content after the closing "]"');
+          return;
+        }
     }
     if (state === S.InItem) {
       const start = Math.max(itemStart, 0);
@@ -156,6 +168,6 @@ export async function* readJsonArray(source: AsyncIterable<Buffer>): AsyncGenera
   else if (state !== S.AfterArray) yield fatal('the array is not closed with "]"');
 }
 
-export function readRecords(source: AsyncIterable<Buffer>, format: BodyFormat): AsyncGenerator<RecordItem> {
+export function readRecords(source: ByteSource, format: BodyFormat): AsyncGenerator<RecordItem> {
   return format === 'ndjson' ? readNdjson(source) : readJsonArray(source);
 }

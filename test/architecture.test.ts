@@ -1,0 +1,107 @@
+/**
+ * Guardrails in tooling: shared/ never reaches up into functions/ or @azure/functions, and
+ * no module imports itself through a cycle. Reads the TypeScript sources as text.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+
+function repoRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+}
+
+const ROOT = repoRoot();
+const SOURCE_DIRS = ['functions', 'shared', 'local', 'bench'];
+
+function sources(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return sources(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+/** Module specifiers of static imports, re-exports and dynamic imports. */
+export function importsOf(text: string): string[] {
+  const out: string[] = [];
+  const re = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) out.push((m[1] ?? m[2] ?? m[3]) as string);
+  return out;
+}
+
+function resolveLocal(from: string, spec: string): string | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const base = resolve(dirname(from), spec);
+  for (const candidate of [`${base}.ts`, join(base, 'index.ts')]) if (existsSync(candidate)) return candidate;
+  return undefined;
+}
+
+function graph(): Map<string, string[]> {
+  const g = new Map<string, string[]>();
+  for (const file of SOURCE_DIRS.flatMap((d) => sources(join(ROOT, d)))) {
+    const deps = importsOf(readFileSync(file, 'utf8'))
+      .map((s) => resolveLocal(file, s))
+      .filter((x): x is string => x !== undefined);
+    g.set(file, deps);
+  }
+  return g;
+}
+
+export function findCycle(g: Map<string, string[]>): string[] | undefined {
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (n: string): string[] | undefined => {
+    state.set(n, 'visiting');
+    stack.push(n);
+    for (const d of g.get(n) ?? []) {
+      if (state.get(d) === 'visiting') return [...stack.slice(stack.indexOf(d)), d];
+      if (!state.has(d)) {
+        const c = visit(d);
+        if (c) return c;
+      }
+    }
+    stack.pop();
+    state.set(n, 'done');
+    return undefined;
+  };
+  for (const n of g.keys()) {
+    if (!state.has(n)) {
+      const c = visit(n);
+      if (c) return c;
+    }
+  }
+  return undefined;
+}
+
+describe('architecture', () => {
+  test('shared/ never imports @azure/functions, functions/ or local/', () => {
+    const offenders: string[] = [];
+    for (const file of sources(join(ROOT, 'shared'))) {
+      for (const spec of importsOf(readFileSync(file, 'utf8'))) {
+        const target = resolveLocal(file, spec);
+        const rel = target ? relative(ROOT, target) : '';
+        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('local')) {
+          offenders.push(`${relative(ROOT, file)} → ${spec}`);
+        }
+      }
+    }
+    assert.deepEqual(offenders, []);
+  });
+
+  test('there are no import cycles', () => {
+    const g = graph();
+    assert.ok(g.size > 30, `read the sources (${g.size} files)`);
+    const cycle = findCycle(g);
+    assert.equal(cycle?.map((f) => relative(ROOT, f)).join(' → '), undefined);
+  });
+
+  test('the checks can fail: a planted cycle and a planted import are caught', () => {
+    assert.deepEqual(findCycle(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), ['a', 'b', 'c', 'a']);
+    assert.deepEqual(importsOf("import { app } from '@azure/functions';\nimport type { X } from '../functions/runtime';"), ['@azure/functions', '../functions/runtime']);
+    assert.deepEqual(importsOf("export { a } from './a';\nconst m = await import('./b');"), ['./a', './b']);
+  });
+});

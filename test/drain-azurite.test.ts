@@ -1,0 +1,184 @@
+/**
+ * Drain behaviour against real Azurite queues and blob leases: duplicate delivery, the
+ * visibility timeout, the lost wake-up, drain slots, and the time budget.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+
+import type { Report } from '../shared/billing/report';
+import { drainQueue } from '../shared/drain/drain-queue';
+import { BlobLeaseSlots, type DrainSlots } from '../shared/drain/slot';
+import { perMessagesRule } from '../shared/drain/task-count';
+import { type MessageProcessor, systemClock } from '../shared/drain/types';
+import { StorageDrainQueue } from '../shared/queue/storage-queue';
+import type { Runtime } from '../shared/runtime';
+import { generate, toNdjson } from './support/generate';
+import { completed, post, pump, report } from './support/invoke';
+import { expectedReport } from './support/oracle';
+import { closeRuntimes, quietLog, storageDown, storageUp, testRuntime } from './support/storage';
+
+before(async () => {
+  await storageUp();
+});
+after(async () => {
+  await closeRuntimes();
+  await storageDown();
+});
+afterEach(async () => {
+  await closeRuntimes();
+});
+
+/** Re-sends a copy of every visible message of a queue: a duplicate delivery of each. */
+async function duplicateAll(rt: Runtime, queue: string): Promise<number> {
+  const client = rt.clients.queues.getQueueClient(queue);
+  const peeked = await client.peekMessages({ numberOfMessages: 32 });
+  for (const m of peeked.peekedMessageItems) await client.sendMessage(m.messageText);
+  return peeked.peekedMessageItems.length;
+}
+
+function queueOf(rt: Runtime, name: string): StorageDrainQueue {
+  return new StorageDrainQueue(rt.clients.queues, name, rt.ctx.names.poisonQueue(name));
+}
+
+function options(rt: Runtime, budgetMs = 30_000) {
+  const t = rt.settings.tuning;
+  return {
+    batchSize: t.dequeueBatchSize,
+    visibilityTimeoutSeconds: t.visibilityTimeoutSeconds,
+    minIdleMs: t.minIdleMs,
+    maxIdleMs: t.maxIdleMs,
+    maxTasks: t.maxDequeueTasks,
+    maxDequeueCount: t.maxDequeueCount,
+    budgetMs,
+    taskCount: perMessagesRule(t.messagesPerTask, t.maxDequeueTasks),
+  };
+}
+
+describe('at-least-once delivery', () => {
+  test('duplicate input and result messages do not change the report', async () => {
+    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
+    const txns = generate(1000, 21, 40);
+    const res = await post(rt, toNdjson(txns));
+    assert.equal(res.status, 202);
+    const { batchId } = res.jsonBody as { batchId: string };
+    // Every input pointer delivered twice.
+    let dup = 0;
+    for (const q of rt.ctx.names.inputQueues()) dup += await duplicateAll(rt, q);
+    assert.equal(dup, 20);
+    // Drain inputs only (hold back the aggregate events), then duplicate every result pointer.
+    const held = events.take();
+    for (const c of held.filter((c) => c.event.role === 'input')) await rt.drain(c.event);
+    const resultsQueued = (await rt.clients.queues.getQueueClient(rt.ctx.names.resultsQueue).getProperties()).approximateMessagesCount;
+    assert.equal(resultsQueued, 40, 'each duplicated input produced a result pointer');
+    await duplicateAll(rt, rt.ctx.names.resultsQueue);
+    await duplicateAll(rt, rt.ctx.names.resultsQueue); // the peek caps at 32: add the rest too
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    const m = (await observer.ctx.manifests.read(batchId))!.manifest;
+    assert.equal(m.state, 'completed');
+    assert.deepEqual(m.done, Array.from({ length: 20 }, (_, i) => i));
+    const got = (await report(observer, batchId)).jsonBody as Report;
+    const expected = expectedReport(txns);
+    assert.deepEqual(got.rows, expected.rows);
+    assert.deepEqual(got.totals, expected.totals);
+  });
+
+  test('a failed processor leaves the message to reappear after its visibility timeout', async () => {
+    const { rt } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
+    const name = rt.ctx.names.inputQueue(0);
+    await rt.clients.queues.getQueueClient(name).sendMessage('{"hello":1}');
+    const q = queueOf(rt, name);
+    let calls = 0;
+    const flaky: MessageProcessor = {
+      process: () => (++calls === 1 ? Promise.reject(new Error('transient boom')) : Promise.resolve()),
+    };
+    const continuations: number[] = [];
+    const slots = new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog);
+    const first = await drainQueue(q, flaky, slots, { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
+    assert.equal(first.kind, 'drained');
+    assert.equal(calls, 1);
+    assert.equal(await q.hasVisible(), false, 'invisible while its visibility timeout runs');
+    assert.equal(await q.depth(), 1, 'but not deleted');
+    // Nothing visible yet something queued: the drain schedules its own wake-up for when it reappears.
+    assert.deepEqual(continuations, [1000]);
+    await new Promise((r) => setTimeout(r, 1300));
+    const peeked = await rt.clients.queues.getQueueClient(name).peekMessages();
+    assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
+    const second = await drainQueue(q, flaky, slots, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+    assert.equal(second.kind, 'drained');
+    assert.equal(calls, 2);
+    assert.equal(await q.depth(), 0, 'processed and deleted on redelivery');
+  });
+});
+
+describe('drain slots and the lost wake-up', () => {
+  test('work enqueued while the last task exits is drained by the re-check after release', async () => {
+    const { rt } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1' });
+    const name = rt.ctx.names.inputQueue(0);
+    const client = rt.clients.queues.getQueueClient(name);
+    const q = queueOf(rt, name);
+    const processed: string[] = [];
+    const proc: MessageProcessor = { process: (m) => (processed.push(m.text), Promise.resolve()) };
+    const real = new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog);
+    let secondWakeUp: string | undefined;
+    let forced = false;
+    // Every task has exited and the slot is still held: exactly then, a producer enqueues and
+    // its event's wake-up arrives, finds the only slot taken, and returns.
+    const interleaving: DrainSlots = {
+      acquire: async (queue) => {
+        const held = await real.acquire(queue);
+        if (!held) return undefined;
+        return {
+          id: held.id,
+          release: async () => {
+            if (!forced) {
+              forced = true;
+              await client.sendMessage('late-work');
+              const other = await drainQueue(q, proc, real, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+              secondWakeUp = other.kind;
+            }
+            await held.release();
+          },
+        };
+      },
+    };
+    await client.sendMessage('early-work');
+    const outcome = await drainQueue(q, proc, interleaving, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+    assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
+    assert.equal(outcome.kind, 'drained');
+    assert.equal(outcome.kind === 'drained' && outcome.rounds, 2, 'the re-check found the late work and drained again');
+    assert.deepEqual(processed, ['early-work', 'late-work']);
+    assert.equal(await q.depth(), 0, 'nothing left in the queue');
+  });
+
+  test('slots bound concurrent drains per queue', async () => {
+    const { rt } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '2' });
+    const slots = new BlobLeaseSlots(rt.ctx.container('leases'), 2, quietLog);
+    const a = await slots.acquire('work-x');
+    const b = await slots.acquire('work-x');
+    const c = await slots.acquire('work-x');
+    assert.ok(a && b);
+    assert.notEqual(a.id, b.id);
+    assert.equal(c, undefined, 'a third drain is refused');
+    assert.ok(await slots.acquire('work-y'), 'slots are per queue');
+    await a.release();
+    const d = await slots.acquire('work-x');
+    assert.equal(d?.id, a.id, 'a released slot is taken again');
+    await b.release();
+    await d?.release();
+  });
+
+  test('the time budget stops the drain and hands the rest over with a continuation', async () => {
+    const { rt } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
+    const name = rt.ctx.names.inputQueue(1);
+    const client = rt.clients.queues.getQueueClient(name);
+    for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
+    const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
+    const continuations: number[] = [];
+    const outcome = await drainQueue(queueOf(rt, name), slow, new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog), { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt, 250));
+    assert.equal(outcome.kind, 'drained');
+    assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
+    assert.deepEqual(continuations, [0]);
+    const left = (await client.getProperties()).approximateMessagesCount ?? 0;
+    assert.ok(left > 0 && left < 20, `some work done, the rest handed over (${left} left)`);
+  });
+});

@@ -1,0 +1,162 @@
+/**
+ * POST /api/batches through the real handler on Azurite: every rejection writes nothing,
+ * Idempotency-Key replays enqueue nothing, and a failure part-way leaves no accepted batch.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+
+import { health } from '../functions/batches-http';
+import { generate, toNdjson } from './support/generate';
+import { blobNames, totalQueued } from './support/inspect';
+import { post, report, status } from './support/invoke';
+import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+
+before(async () => {
+  await storageUp();
+});
+after(async () => {
+  await closeRuntimes();
+  await storageDown();
+});
+afterEach(async () => {
+  await closeRuntimes();
+});
+
+const good = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR', region: 'EU' };
+
+interface ErrorBody {
+  error: string;
+  message: string;
+  details?: { line: number; field: string; message: string }[];
+}
+
+describe('POST /api/batches rejections write nothing', () => {
+  test('each schema rule, with line numbers, and nothing written', async () => {
+    const { rt, events } = await testRuntime();
+    const lines = [
+      JSON.stringify(good),
+      '{not json',
+      JSON.stringify({ ...good, id: 'bad/id' }),
+      JSON.stringify({ ...good, id: 't4', account: '' }),
+      JSON.stringify({ ...good, id: 't5', timestamp: 'yesterday' }),
+      JSON.stringify({ ...good, id: 't6', type: 'gift' }),
+      JSON.stringify({ ...good, id: 't7', amount: 0 }),
+      JSON.stringify({ ...good, id: 't8', currency: 'eu' }),
+      JSON.stringify({ ...good, id: 't9', region: 'not a region' }),
+      JSON.stringify({ ...good, id: 't10', extra: true }),
+      JSON.stringify({ ...good, account: 'a2' }), // duplicate id t1
+      JSON.stringify({ id: 't12' }),
+    ];
+    const res = await post(rt, lines.join('\n'));
+    assert.equal(res.status, 400);
+    const body = res.jsonBody as ErrorBody;
+    assert.equal(body.error, 'invalid_batch');
+    const seen = body.details!.map((d) => `${d.line}:${d.field}`);
+    assert.deepEqual(seen.slice(0, 11), ['2:', '3:id', '4:account', '5:timestamp', '6:type', '7:amount', '8:currency', '9:region', '10:extra', '11:id', '12:account']);
+    assert.deepEqual(seen.slice(11), ['12:timestamp', '12:type', '12:amount', '12:currency']);
+    assert.deepEqual(await blobNames(rt), []);
+    assert.equal(await totalQueued(rt), 0);
+    assert.equal(events.all.length, 0);
+  });
+
+  test('415, 413, gzip bomb, bad Idempotency-Key, empty batch: clear errors, nothing written', async () => {
+    const { rt, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
+    const cases: [string, Promise<{ status?: number; jsonBody?: unknown }>, number, string][] = [
+      ['text/plain', post(rt, JSON.stringify(good), { 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
+      ['no content type', post(rt, JSON.stringify(good), { 'content-type': '' }), 415, 'unsupported_media_type'],
+      ['br encoding', post(rt, JSON.stringify(good), { 'content-encoding': 'br' }), 415, 'unsupported_media_type'],
+      ['oversize', post(rt, toNdjson(generate(100))), 413, 'too_large'],
+      ['gzip bomb', post(rt, gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'content-encoding': 'gzip' }), 413, 'too_large'],
+      ['bad key', post(rt, JSON.stringify(good), { 'idempotency-key': 'has space' }), 400, 'invalid_idempotency_key'],
+      ['empty', post(rt, ''), 400, 'invalid_batch'],
+      ['empty array', post(rt, '[]', { 'content-type': 'application/json' }), 400, 'invalid_batch'],
+      ['not an array', post(rt, JSON.stringify(good), { 'content-type': 'application/json' }), 400, 'invalid_batch'],
+    ];
+    for (const [name, p, code, error] of cases) {
+      const res = await p;
+      assert.equal(res.status, code, name);
+      assert.equal((res.jsonBody as ErrorBody).error, error, name);
+    }
+    assert.deepEqual(await blobNames(rt), []);
+    assert.equal(await totalQueued(rt), 0);
+    assert.equal(events.all.length, 0);
+  });
+});
+
+describe('POST /api/batches acceptance', () => {
+  test('JSON array, gzip, and NDJSON bodies are accepted; status and report routes answer', async () => {
+    const { rt } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' });
+    const txns = generate(25, 5);
+    const json = await post(rt, JSON.stringify(txns), { 'content-type': 'application/json; charset=utf-8' });
+    assert.equal(json.status, 202);
+    assert.equal((json.jsonBody as { chunks: number }).chunks, 3);
+    const gz = await post(rt, gzipSync(toNdjson(generate(5, 6))), { 'content-encoding': 'gzip' });
+    assert.equal(gz.status, 202);
+    const id = (json.jsonBody as { batchId: string }).batchId;
+    const st = await status(rt, id);
+    assert.equal(st.status, 200);
+    assert.equal((st.jsonBody as { status: string }).status, 'accepted');
+    assert.equal((await report(rt, id)).status, 409);
+    assert.deepEqual((await report(rt, id)).jsonBody, { error: 'not_ready', status: 'accepted' });
+    assert.equal((await status(rt, 'b-00000000-0000-0000-0000-000000000000')).status, 404);
+    assert.equal((await status(rt, '..%2Fmanifest')).status, 400);
+    assert.equal((await status(rt, 'A/../../x')).status, 400);
+    const h = health(rt);
+    assert.equal(h.status, 200);
+    assert.ok(((h.jsonBody as { storageTransactions: { total: number } }).storageTransactions.total) > 0);
+  });
+
+  test('Idempotency-Key: a resubmission returns the same batchId and enqueues nothing', async () => {
+    const { rt, events } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' });
+    const body = toNdjson(generate(40, 9));
+    const first = await post(rt, body, { 'idempotency-key': 'order-2026-11-20:001' });
+    assert.equal(first.status, 202);
+    const queued = await totalQueued(rt);
+    const published = events.all.length;
+    const blobs = await blobNames(rt);
+    assert.equal(queued, 4);
+    const again = await post(rt, body, { 'idempotency-key': 'order-2026-11-20:001' });
+    assert.equal(again.status, 202);
+    assert.equal((again.jsonBody as { batchId: string }).batchId, (first.jsonBody as { batchId: string }).batchId);
+    assert.equal((again.headers as Record<string, string>)['Idempotent-Replayed'], 'true');
+    assert.equal(await totalQueued(rt), queued, 'nothing new enqueued');
+    assert.equal(events.all.length, published, 'nothing new published');
+    assert.deepEqual(await blobNames(rt), blobs, 'nothing new written');
+    const conflict = await post(rt, toNdjson(generate(40, 10)), { 'idempotency-key': 'order-2026-11-20:001' });
+    assert.equal(conflict.status, 409);
+    assert.equal((conflict.jsonBody as ErrorBody).error, 'idempotency_conflict');
+  });
+
+  test('a failed publish still answers 202 and leaves the notification pending', async () => {
+    const { rt, events } = await testRuntime();
+    events.failNext = 1;
+    const res = await post(rt, toNdjson(generate(10, 11)));
+    assert.equal(res.status, 202);
+    const id = (res.jsonBody as { batchId: string }).batchId;
+    const m = (await rt.ctx.manifests.read(id))!.manifest;
+    assert.equal(m.state, 'accepted');
+    assert.equal(m.notification, 'pending');
+    assert.equal(await totalQueued(rt), 1, 'the work is durably enqueued');
+  });
+
+  test('a storage failure part-way through ingest leaves no accepted batch', async () => {
+    const { rt, events } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '5', PUSHDRAIN_PARTITIONS: '4' });
+    // Chunks are spread over every partition, so a missing queue fails the enqueue step.
+    await rt.clients.queues.getQueueClient(rt.ctx.names.inputQueue(2)).delete();
+    const res = await post(rt, toNdjson(generate(40, 12)), { 'idempotency-key': 'partial-1' });
+    assert.equal(res.status, 503);
+    assert.ok(!JSON.stringify(res.jsonBody).includes('AccountKey'));
+    assert.equal(events.all.length, 0, 'nothing published for a batch that was not accepted');
+    const manifests = (await blobNames(rt, ['batches'])).filter((n) => n.endsWith('manifest.json'));
+    assert.equal(manifests.length, 1);
+    const id = manifests[0]!.split('/')[1]!;
+    assert.equal((await rt.ctx.manifests.read(id))!.manifest.state, 'abandoned');
+    assert.equal((await status(rt, id)).status, 404, 'no batch claims to be accepted');
+    // The client's retry with the same key takes the abandoned attempt over and succeeds.
+    await rt.clients.queues.getQueueClient(rt.ctx.names.inputQueue(2)).create();
+    const retry = await post(rt, toNdjson(generate(40, 12)), { 'idempotency-key': 'partial-1' });
+    assert.equal(retry.status, 202);
+    assert.equal((retry.jsonBody as { batchId: string }).batchId, id);
+  });
+});
