@@ -41,12 +41,20 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   args.push('--skipApiVersionCheck', '--loose', '--disableTelemetry');
   if (options.location) args.push('--location', options.location);
   else args.push('--inMemoryPersistence');
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.location ?? process.cwd() });
+  const child = spawn(process.execPath, [join(__dirname, 'azurite-child.js'), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    cwd: options.location ?? process.cwd(),
+    detached: true,
+  });
   const ports = await waitForPorts(child, options.startTimeoutMs ?? 30_000);
+  // The child must not keep this process alive: when we exit, the IPC channel closes and it follows.
+  child.unref();
+  child.channel?.unref();
   return {
     ...ports,
     connectionString: azuriteConnectionString(ports.blobPort, ports.queuePort),
-    stop: () => stopChild(child),
+    // In-memory data dies with the process anyway; a persisted store gets a graceful close.
+    stop: () => stopChild(child, options.location ? 'SIGTERM' : 'SIGKILL'),
   };
 }
 
@@ -84,8 +92,10 @@ function portOf(text: string, service: string): number | undefined {
   return m?.[1] ? Number(m[1]) : undefined;
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  // Hold the event loop open until the child is gone (it was unref'd while running).
+  child.ref();
   return new Promise((resolve) => {
     const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
     child.removeAllListeners('exit');
@@ -93,6 +103,6 @@ function stopChild(child: ChildProcess): Promise<void> {
       clearTimeout(kill);
       resolve();
     });
-    child.kill('SIGTERM');
+    child.kill(signal);
   });
 }

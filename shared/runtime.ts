@@ -45,6 +45,8 @@ export class Runtime {
   private readonly map: MapProcessor;
   private readonly reduce: ReduceProcessor;
   private ensured: Promise<void> | undefined;
+  /** Aborted by beginShutdown(): running drains stop taking work and hand the rest over. */
+  private readonly stopping = new AbortController();
 
   constructor(
     readonly settings: Settings,
@@ -125,12 +127,18 @@ export class Runtime {
         maxDequeueCount: tuning.maxDequeueCount,
         budgetMs: tuning.drainBudgetSeconds * 1000,
         taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
+        signal: this.stopping.signal,
       },
     );
     const used = Object.entries(meterDelta(this.meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
     this.ctx.log.info(`${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
     return outcome;
+  }
+
+  /** Graceful stop: drains finish their current batch, then publish a continuation for the rest. */
+  beginShutdown(): void {
+    this.stopping.abort();
   }
 
   async close(): Promise<void> {

@@ -103,9 +103,8 @@ export function storageConnection(env: Env): StorageConnection {
   return found;
 }
 
-/** `ServiceBusConnection`, or undefined when absent (tests and offline tools run without it). */
-export function serviceBusConnection(env: Env): ServiceBusConnection | undefined {
-  const name = 'ServiceBusConnection';
+/** `ServiceBusConnection` (or another binding's connection name); undefined when absent. */
+export function serviceBusConnection(env: Env, name = 'ServiceBusConnection'): ServiceBusConnection | undefined {
   const raw = env[name];
   if (raw && raw.trim() !== '') {
     const parts = parseConnectionString(name, raw.trim());

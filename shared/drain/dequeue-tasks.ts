@@ -16,6 +16,8 @@ export interface TaskOptions {
   maxDequeueCount: number;
   /** Epoch ms after which no task takes new work. */
   deadline: number;
+  /** Host shutdown: stop taking work now, as if the budget were spent. */
+  signal?: AbortSignal;
 }
 
 export interface DrainStats {
@@ -99,7 +101,7 @@ export async function runDequeueTasks(
   const task = async (): Promise<void> => {
     let idle = 0;
     for (;;) {
-      if (clock.now() >= options.deadline) {
+      if (clock.now() >= options.deadline || options.signal?.aborted) {
         stats.stoppedByBudget = true;
         return;
       }
@@ -114,7 +116,7 @@ export async function runDequeueTasks(
       if (messages.length === 0) {
         stats.emptyReceives++;
         const delay = backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random());
-        if (delay >= options.maxIdleMs) return; // reached max idle: this task is done
+        if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
         idle++;
         const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
         stats.sleeps.push(sleep);

@@ -55,7 +55,7 @@ export async function drainQueue(
 
     // Re-check after releasing the slot: an event may have arrived while we held it.
     const visible = await queue.hasVisible();
-    if (visible && !stats.stoppedByBudget && clock.now() < deadline) continue;
+    if (visible && !stats.stoppedByBudget && clock.now() < deadline && !options.signal?.aborted) continue;
     if (visible) return handOver(hooks, log, queue, rounds, 0);
     // Nothing visible, but messages in flight (a failed processor's, or a crashed host's) come
     // back after the visibility timeout with nobody awake to take them: schedule a wake-up.

@@ -1,0 +1,97 @@
+/**
+ * Serves the captured HTTP triggers on node:http: same routes, prefix and methods as Azure.
+ * Function keys are not checked locally (any key or none is accepted), as with Core Tools.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+import { HttpRequest, HttpResponse, type HttpResponseInit } from '@azure/functions';
+
+import { type HostLog, invocationContext } from './invocation';
+import type { RouteEntry } from './routes';
+
+/** Azure's front end refuses bodies over 100 MB; so does the local host. */
+export const MAX_REQUEST_BYTES = 100 * 1024 * 1024;
+
+export interface HttpHost {
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large'> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > MAX_REQUEST_BYTES) return 'too_large';
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts, total);
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage, res: ServerResponse, port: number): Promise<void> {
+  const url = new URL(req.url ?? '/', `http://localhost:${port}`);
+  const path = url.pathname.replace(/^\/+/, '/');
+  const method = (req.method ?? 'GET').toUpperCase();
+  let pathMatched = false;
+  for (const route of routes) {
+    const params = route.match(path);
+    if (!params) continue;
+    pathMatched = true;
+    if (!route.methods.includes(method)) continue;
+    if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return send(res, 413, { error: 'too_large' });
+    const body = await readRequest(req);
+    if (body === 'too_large') return send(res, 413, { error: 'too_large' });
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    const request = new HttpRequest({
+      method,
+      url: url.toString(),
+      headers,
+      params,
+      query: Object.fromEntries(url.searchParams),
+      ...(body.length > 0 ? { body: { bytes: body } } : {}),
+    });
+    const context = invocationContext(route.functionName, log);
+    const result = (await route.registration.handler(request, context)) as HttpResponseInit | HttpResponse | undefined;
+    const response = result instanceof HttpResponse ? result : new HttpResponse(result ?? { status: 204 });
+    const out = Buffer.from(await response.arrayBuffer());
+    const outHeaders: Record<string, string> = {};
+    response.headers.forEach((v, k) => (outHeaders[k] = v));
+    res.writeHead(response.status, outHeaders);
+    res.end(out);
+    return;
+  }
+  send(res, pathMatched ? 405 : 404, { error: pathMatched ? 'method_not_allowed' : 'not_found' });
+}
+
+export async function startHttpHost(routes: RouteEntry[], port: number, log: HostLog): Promise<HttpHost> {
+  let actualPort = port;
+  const server: Server = createServer((req, res) => {
+    dispatch(routes, log, req, res, actualPort).catch((e: unknown) => {
+      log('error', 'host', `HTTP dispatch failed: ${(e as Error).stack ?? String(e)}`);
+      if (!res.headersSent) send(res, 500, { error: 'internal', message: 'internal error' });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  actualPort = (server.address() as AddressInfo).port;
+  return {
+    port: actualPort,
+    url: `http://localhost:${actualPort}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
