@@ -1,15 +1,19 @@
-/** Timer: sweep `incoming/` for dropped batch files (schedule from PUSHDRAIN_SWEEP_SCHEDULE). */
+/**
+ * Timer (schedule from PUSHDRAIN_SWEEP_SCHEDULE): re-notify batches whose events could not be
+ * published at ingest, then ingest batch files dropped in `incoming/`. Two list requests per run.
+ */
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { Runtime } from '../shared/runtime';
-import { sweepIncoming, type SweepOutcome } from '../shared/sweep/incoming-sweep';
+import { sweep, type SweepOutcome } from '../shared/sweep/incoming-sweep';
 import { runtime } from './runtime';
 
 export async function ingestSweep(rt: Runtime, context: InvocationContext): Promise<SweepOutcome[]> {
   await rt.ensureStorage();
-  const outcomes = await sweepIncoming(rt.ctx);
-  if (outcomes.length > 0) context.log(`incoming sweep: ${outcomes.map((o) => `${o.name}=${o.kind}`).join(', ')}`);
-  return outcomes;
+  const { renotified, files } = await sweep(rt.ctx);
+  for (const r of renotified) context.log(`batch ${r.batchId}: pending notification ${r.ok ? 're-published' : `still failing: ${r.error ?? ''}`}`);
+  if (files.length > 0) context.log(`incoming sweep: ${files.map((o) => `${o.name}=${o.kind}`).join(', ')}`);
+  return files;
 }
 
 app.timer('ingestSweep', {

@@ -7,9 +7,10 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
 import { health } from '../functions/batches-http';
+import { ingestSweep } from '../functions/ingest-timer';
 import { generate, toNdjson } from './support/generate';
 import { blobNames, totalQueued } from './support/inspect';
-import { post, report, status } from './support/invoke';
+import { context, post, report, status } from './support/invoke';
 import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
 
 before(async () => {
@@ -138,6 +139,15 @@ describe('POST /api/batches acceptance', () => {
     assert.equal(m.state, 'accepted');
     assert.equal(m.notification, 'pending');
     assert.equal(await totalQueued(rt), 1, 'the work is durably enqueued');
+    assert.equal(events.all.length, 0);
+    // The next sweep re-publishes the lost WorkDetected and clears the marker.
+    const files = await ingestSweep(rt, context('ingestSweep'));
+    assert.deepEqual(files, []);
+    assert.deepEqual(events.all.map((c) => [c.event.queueName, c.event.batchId]), [[m.queues[0]!.queue, id]]);
+    assert.equal((await rt.ctx.manifests.read(id))!.manifest.notification, 'sent');
+    assert.deepEqual((await blobNames(rt, ['batches'])).filter((n) => n.includes('pending-notify')), []);
+    await ingestSweep(rt, context('ingestSweep'));
+    assert.equal(events.all.length, 1, 'published once, not on every sweep');
   });
 
   test('a storage failure part-way through ingest leaves no accepted batch', async () => {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 
 import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
 import { isSettled, publicStatus } from '../batch/manifest';
+import { markNotificationPending } from '../batch/pending-notifications';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
 import { workBlobName, type WorkPointer } from '../model/pointers';
@@ -131,7 +132,8 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
     await ctx.publisher.publish(queues.map((q) => ({ storageAccount: ctx.storageAccount, queueName: q.queue, payloadSize: q.payloadSize, role: 'input' as const, batchId })));
   } catch (e) {
     notified = false;
-    ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending: ${ensureError(e).message}`);
+    ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`);
+    await markNotificationPending(ctx, batchId);
   }
 
   const accept = (cur: Manifest): Manifest => ({

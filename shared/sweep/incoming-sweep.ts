@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 
 import type { ContainerClient } from '@azure/storage-blob';
 
+import { type Renotified, renotifyPending } from '../batch/pending-notifications';
 import { ensureError, ValidationError } from '../errors';
 import { type BodySource, inflateLimited, limited } from '../ingest/body';
 import { ingest, type IngestResult } from '../ingest/ingest';
@@ -47,6 +48,12 @@ async function move(from: ContainerClient, to: ContainerClient, name: string): P
   const poller = await to.getBlockBlobClient(name).beginCopyFromURL(from.getBlockBlobClient(name).url, { intervalInMs: 200 });
   await poller.pollUntilDone();
   await from.getBlockBlobClient(name).deleteIfExists();
+}
+
+/** One timer run: re-notify batches whose events were lost at ingest, then ingest new files. */
+export async function sweep(ctx: PipelineContext): Promise<{ renotified: Renotified[]; files: SweepOutcome[] }> {
+  const renotified = await renotifyPending(ctx, ctx.tuning.sweepMaxFiles);
+  return { renotified, files: await sweepIncoming(ctx) };
 }
 
 export async function sweepIncoming(ctx: PipelineContext): Promise<SweepOutcome[]> {
