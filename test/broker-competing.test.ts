@@ -22,7 +22,7 @@ async function sendNumbered(sender: ServiceBusSender, count: number): Promise<vo
   if (batch.count > 0) await sender.sendMessages(batch);
 }
 
-void describe('development broker: competing consumers', () => {
+describe('development broker: competing consumers', () => {
   let h: BrokerHarness;
 
   before(async () => {
@@ -33,7 +33,7 @@ void describe('development broker: competing consumers', () => {
     await h.close();
   });
 
-  void test('200 messages over 3 streaming receivers: each received exactly once', async () => {
+  test('200 messages over 3 streaming receivers: each received exactly once', async () => {
     const perReceiver: string[][] = [[], [], []];
     const errors: Error[] = [];
     const flowsBefore = h.broker.stats().flow;
@@ -68,7 +68,7 @@ void describe('development broker: competing consumers', () => {
     assert.deepEqual(errors, []);
   });
 
-  void test('one receiver link settles more than 2048 messages', async () => {
+  test('one receiver link settles more than 2048 messages', async () => {
     const count = 2100;
     await sendNumbered(h.client().createSender('many'), count);
     const receiver = h.client().createReceiver('many');

@@ -9,12 +9,12 @@ import { isServiceBusError } from '@azure/service-bus';
 
 import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } from './support/broker';
 
-void describe('development broker: faults and stats', () => {
+describe('development broker: faults and stats', () => {
   let h: BrokerHarness;
 
   before(async () => {
     h = await startTestBroker({
-      entities: { queues: ['busy', 'busy-retry', 'detach', 'drop', 'slow', 'idle'].map((n) => queue(n)) },
+      entities: { queues: ['busy', 'busy-retry', 'detach', 'fallback', 'drop', 'slow', 'idle'].map((n) => queue(n)) },
     });
   });
 
@@ -27,7 +27,7 @@ void describe('development broker: faults and stats', () => {
     await h.close();
   });
 
-  void test('ServerBusy with no retries surfaces as ServiceBusError code ServiceBusy', async () => {
+  test('ServerBusy with no retries surfaces as ServiceBusError code ServiceBusy', async () => {
     h.broker.faults.serverBusy(1);
     const sender = h.client({ maxRetries: 0 }).createSender('busy');
     await assert.rejects(sender.sendMessages({ body: 'x' }), (err) => isServiceBusError(err) && err.code === 'ServiceBusy');
@@ -40,7 +40,7 @@ void describe('development broker: faults and stats', () => {
     );
   });
 
-  void test('ServerBusy is retried by the SDK and the send then succeeds once', async () => {
+  test('ServerBusy is retried by the SDK and the send then succeeds once', async () => {
     const before = h.broker.stats();
     h.broker.faults.serverBusy(2);
     await h.client({ maxRetries: 3 }).createSender('busy-retry').sendMessages({ body: 'eventually' });
@@ -52,7 +52,7 @@ void describe('development broker: faults and stats', () => {
     assert.equal((await receiver.receiveMessages(1, { maxWaitTimeInMs: 150 })).length, 0, 'stored once');
   });
 
-  void test('detach: a streaming receiver reports the error, re-attaches and keeps receiving', async () => {
+  test('detach: a streaming receiver reports the error, re-attaches and keeps receiving', async () => {
     const client = h.client();
     const seen: string[] = [];
     const errors: Error[] = [];
@@ -79,7 +79,25 @@ void describe('development broker: faults and stats', () => {
     await sub.close();
   });
 
-  void test('dropConnections: the SDK reconnects; a streaming receiver recovers and later sends work', async () => {
+  test('after a detach, settlement falls back to $management update-disposition', async () => {
+    const client = h.client();
+    await client.createSender('fallback').sendMessages([{ body: 'done' }, { body: 'bad' }]);
+    const receiver = client.createReceiver('fallback');
+    const got = await receiveExactly(receiver, 2);
+    assert.equal(got.length, 2);
+    const before = h.broker.stats();
+    h.broker.faults.detach('fallback');
+    assert.ok(await waitFor(() => h.broker.stats().detach > before.detach), 'the SDK answered the detach');
+    await receiver.completeMessage(got[0]!);
+    await receiver.deadLetterMessage(got[1]!, { deadLetterReason: 'Invalid', deadLetterErrorDescription: 'after detach' });
+    assert.equal(h.broker.stats()['management:update-disposition'], (before['management:update-disposition'] ?? 0) + 2);
+    const [d] = await receiveExactly(client.createReceiver('fallback', { subQueueType: 'deadLetter' }), 1);
+    assert.equal(d?.body, 'bad');
+    assert.equal(d?.deadLetterReason, 'Invalid');
+    assert.equal((await receiver.peekMessages(2)).length, 0, 'both settled');
+  });
+
+  test('dropConnections: the SDK reconnects; a streaming receiver recovers and later sends work', async () => {
     const client = h.client();
     const sender = client.createSender('drop');
     const seen: string[] = [];
@@ -103,7 +121,7 @@ void describe('development broker: faults and stats', () => {
     await sub.close();
   });
 
-  void test('latency delays replies and deliveries (lower bound only)', async () => {
+  test('latency delays replies and deliveries (lower bound only)', async () => {
     const client = h.client();
     const sender = client.createSender('slow');
     await sender.sendMessages({ body: 'warm-up' }); // links attached before timing
@@ -118,7 +136,7 @@ void describe('development broker: faults and stats', () => {
     assert.equal(got.length, 2);
   });
 
-  void test('stats count operations and reset; an idle streaming receiver costs no operations', async () => {
+  test('stats count operations and reset; an idle streaming receiver costs no operations', async () => {
     const client = h.client();
     const sub = client.createReceiver('idle').subscribe({
       processMessage: async () => Promise.resolve(),

@@ -9,7 +9,7 @@ import { isServiceBusError } from '@azure/service-bus';
 
 import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } from './support/broker';
 
-void describe('development broker: management operations', () => {
+describe('development broker: management operations', () => {
   let h: BrokerHarness;
 
   before(async () => {
@@ -32,7 +32,7 @@ void describe('development broker: management operations', () => {
     await h.close();
   });
 
-  void test('scheduled messages are enqueued at their time, by scheduleMessages or by the message field', async () => {
+  test('scheduled messages are enqueued at their time, by scheduleMessages or by the message field', async () => {
     const client = h.client();
     const sender = client.createSender('schedule');
     const at = new Date(Date.now() + 800);
@@ -50,7 +50,7 @@ void describe('development broker: management operations', () => {
     assert.equal(got.find((x) => x.body === 'later')?.sequenceNumber?.toNumber(), seq.toNumber());
   });
 
-  void test('a cancelled scheduled message never arrives', async () => {
+  test('a cancelled scheduled message never arrives', async () => {
     const client = h.client();
     const sender = client.createSender('cancel');
     const at = new Date(Date.now() + 1000);
@@ -66,7 +66,7 @@ void describe('development broker: management operations', () => {
     assert.equal((await client.createReceiver('cancel').peekMessages(5)).length, 0);
   });
 
-  void test('peek pages through messages without locking them; an empty peek returns nothing', async () => {
+  test('peek pages through messages without locking them; an empty peek returns nothing', async () => {
     const client = h.client();
     await client.createSender('peek').sendMessages([{ body: 'p1' }, { body: 'p2' }, { body: 'p3' }]);
     const peeker = client.createReceiver('peek');
@@ -92,7 +92,7 @@ void describe('development broker: management operations', () => {
     assert.ok(h.broker.stats()['management:peek-message']! >= 3);
   });
 
-  void test('deferred messages are received by sequence number and settled through $management', async () => {
+  test('deferred messages are received by sequence number and settled through $management', async () => {
     const client = h.client();
     await client.createSender('defer').sendMessages({ body: 'wait for it' });
     const receiver = client.createReceiver('defer');
@@ -112,7 +112,7 @@ void describe('development broker: management operations', () => {
     await assert.rejects(receiver.receiveDeferredMessages(seq), (err) => isServiceBusError(err) && err.code === 'MessageNotFound');
   });
 
-  void test('an expired message is dropped where the entity does not dead-letter on expiry', async () => {
+  test('an expired message is dropped where the entity does not dead-letter on expiry', async () => {
     const client = h.client();
     const expiredBefore = h.broker.stats().expired;
     await client.createSender('ttl-drop').sendMessages({ body: 'stale', timeToLive: 150 });
@@ -121,7 +121,7 @@ void describe('development broker: management operations', () => {
     assert.equal((await client.createReceiver('ttl-drop', { subQueueType: 'deadLetter' }).peekMessages(1)).length, 0);
   });
 
-  void test('an expired message is dead-lettered where deadLetteringOnMessageExpiration is set', async () => {
+  test('an expired message is dead-lettered where deadLetteringOnMessageExpiration is set', async () => {
     const client = h.client();
     await client.createSender('ttl-dlq').sendMessages({ body: 'stale', timeToLive: 150 });
     const [d] = await receiveExactly(client.createReceiver('ttl-dlq', { subQueueType: 'deadLetter' }), 1, 3000);
@@ -130,7 +130,7 @@ void describe('development broker: management operations', () => {
     assert.equal((await client.createReceiver('ttl-dlq').peekMessages(1)).length, 0);
   });
 
-  void test("the entity's defaultMessageTimeToLive caps a message without its own", async () => {
+  test("the entity's defaultMessageTimeToLive caps a message without its own", async () => {
     const client = h.client();
     await client.createSender('ttl-default').sendMessages([{ body: 'short' }]);
     const [m] = await client.createReceiver('ttl-default').peekMessages(1);

@@ -11,7 +11,7 @@ import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } f
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-void describe('development broker: messaging', () => {
+describe('development broker: messaging', () => {
   let h: BrokerHarness;
 
   before(async () => {
@@ -35,7 +35,7 @@ void describe('development broker: messaging', () => {
     await h.close();
   });
 
-  void test('a single message arrives with Service Bus annotations and a broker-assigned id', async () => {
+  test('a single message arrives with Service Bus annotations and a broker-assigned id', async () => {
     const client = h.client();
     const before = Date.now();
     const completedBefore = h.broker.stats().complete;
@@ -56,7 +56,7 @@ void describe('development broker: messaging', () => {
     assert.equal(h.broker.stats().complete - completedBefore, 1);
   });
 
-  void test('batches (array and createMessageBatch) arrive complete and in order', async () => {
+  test('batches (array and createMessageBatch) arrive complete and in order', async () => {
     const sender = h.client().createSender('batch');
     await sender.sendMessages([0, 1, 2, 3, 4].map((n) => ({ body: n })));
     const batch = await sender.createMessageBatch();
@@ -73,7 +73,7 @@ void describe('development broker: messaging', () => {
     assert.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!), `increasing sequence numbers: ${seqs.join(',')}`);
   });
 
-  void test('a streaming receiver (subscribe) gets every message and auto-completes it', async () => {
+  test('a streaming receiver (subscribe) gets every message and auto-completes it', async () => {
     const client = h.client();
     const completedBefore = h.broker.stats().complete;
     const seen: unknown[] = [];
@@ -100,7 +100,7 @@ void describe('development broker: messaging', () => {
     assert.equal((await client.createReceiver('stream').peekMessages(5)).length, 0);
   });
 
-  void test('abandon redelivers with a rising delivery count', async () => {
+  test('abandon redelivers with a rising delivery count', async () => {
     const client = h.client();
     await client.createSender('abandon').sendMessages({ body: 'again' });
     const receiver = client.createReceiver('abandon');
@@ -116,7 +116,7 @@ void describe('development broker: messaging', () => {
     await receiver.completeMessage(last!);
   });
 
-  void test('dead-lettering shows the reason and description on the DLQ message', async () => {
+  test('dead-lettering shows the reason and description on the DLQ message', async () => {
     const client = h.client();
     await client.createSender('dead').sendMessages({ body: 'poison', messageId: 'p-1' });
     const receiver = client.createReceiver('dead');
@@ -133,7 +133,7 @@ void describe('development broker: messaging', () => {
     assert.equal((await receiver.peekMessages(1)).length, 0);
   });
 
-  void test('maxDeliveryCount moves the message to the DLQ with MaxDeliveryCountExceeded', async () => {
+  test('maxDeliveryCount moves the message to the DLQ with MaxDeliveryCountExceeded', async () => {
     const client = h.client();
     await client.createSender('maxdc').sendMessages({ body: 'flaky' });
     const receiver = client.createReceiver('maxdc');
@@ -148,7 +148,7 @@ void describe('development broker: messaging', () => {
     assert.equal(d?.deadLetterReason, 'MaxDeliveryCountExceeded');
   });
 
-  void test('receiveAndDelete removes messages on delivery', async () => {
+  test('receiveAndDelete removes messages on delivery', async () => {
     const client = h.client();
     await client.createSender('rad').sendMessages([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
     const got = await receiveExactly(client.createReceiver('rad', { receiveMode: 'receiveAndDelete' }), 3);
@@ -160,7 +160,7 @@ void describe('development broker: messaging', () => {
     assert.equal((await client.createReceiver('rad').peekMessages(3)).length, 0);
   });
 
-  void test('an empty receive is drained promptly, so the SDK keeps its link', async () => {
+  test('an empty receive is drained promptly, so the SDK keeps its link', async () => {
     const receiver = h.client().createReceiver('idle');
     assert.equal((await receiver.receiveMessages(5, { maxWaitTimeInMs: 100 })).length, 0);
     const s1 = h.broker.stats();

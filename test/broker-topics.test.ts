@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 
-void describe('development broker: topics from infra/servicebus-entities.json', () => {
+describe('development broker: topics from infra/servicebus-entities.json', () => {
   let h: BrokerHarness;
 
   before(async () => {
@@ -18,7 +18,7 @@ void describe('development broker: topics from infra/servicebus-entities.json', 
     await h.close();
   });
 
-  void test('correlation filters: role=input reaches drain and scale, not aggregate', async () => {
+  test('correlation filters: role=input reaches drain and scale, not aggregate', async () => {
     const client = h.client();
     await client.createSender('work-detected').sendMessages([
       { body: 'in', applicationProperties: { role: 'input' } },
@@ -36,7 +36,7 @@ void describe('development broker: topics from infra/servicebus-entities.json', 
     assert.deepEqual(await bodies('scale', 3), ['in', 'out', 'none']);
   });
 
-  void test('time-to-live comes from the topic, capped by a subscription’s own default', async () => {
+  test('time-to-live comes from the topic, capped by a subscription’s own default', async () => {
     const client = h.client();
     await client.createSender('work-detected').sendMessages({ body: 'ttl', applicationProperties: { role: 'input' } });
     const ttlOf = async (sub: string): Promise<number> => {
@@ -48,7 +48,7 @@ void describe('development broker: topics from infra/servicebus-entities.json', 
     assert.equal(await ttlOf('scale'), 10 * 60_000, 'subscription PT10M');
   });
 
-  void test('an unknown entity is refused', async () => {
+  test('an unknown entity is refused', async () => {
     const client = h.client({ maxRetries: 0 });
     await assert.rejects(client.createSender('no-such-topic').sendMessages({ body: 'x' }), /could not be found/);
     await assert.rejects(client.createReceiver('work-detected', 'nope').receiveMessages(1, { maxWaitTimeInMs: 200 }), /could not be found/);

@@ -25,8 +25,8 @@ import { portFromEnv } from '../local/servicebus/main';
 import { Stats } from '../local/servicebus/stats';
 import { Timers } from '../local/servicebus/timers';
 
-void describe('development broker: config', () => {
-  void test('parses ISO-8601 durations to milliseconds', () => {
+describe('development broker: config', () => {
+  test('parses ISO-8601 durations to milliseconds', () => {
     assert.equal(parseDuration('PT5M', 'x'), 300_000);
     assert.equal(parseDuration('PT1S', 'x'), 1000);
     assert.equal(parseDuration('PT0.3S', 'x'), 300);
@@ -37,7 +37,7 @@ void describe('development broker: config', () => {
     }
   });
 
-  void test('rejects bad entities with a message naming the field', () => {
+  test('rejects bad entities with a message naming the field', () => {
     const sub = { name: 's', filter: null };
     assert.throws(() => validateEntities({ queues: [{ name: 'a' }, { name: 'A' }] }), /queues\[1\].*duplicate/);
     assert.throws(() => validateEntities({ queues: [{ name: 'a', maxDeliveryCount: 0 }] }), /queues\[0\]\.maxDeliveryCount/);
@@ -51,7 +51,7 @@ void describe('development broker: config', () => {
     assert.throws(() => validateEntities([]), /expected an object/);
   });
 
-  void test('applies defaults, and a topic TTL caps its subscriptions', () => {
+  test('applies defaults, and a topic TTL caps its subscriptions', () => {
     assert.deepEqual(storeSettings({ name: 'q' }, 'q'), {
       lockDurationMs: 60_000,
       maxDeliveryCount: 10,
@@ -62,7 +62,7 @@ void describe('development broker: config', () => {
     assert.equal(storeSettings({ name: 's', defaultMessageTimeToLive: 'PT2H' }, 's', 'PT1H').ttlMs, 3_600_000);
   });
 
-  void test('finds infra/servicebus-entities.json by walking up, and loads the repo copy by default', () => {
+  test('finds infra/servicebus-entities.json by walking up, and loads the repo copy by default', () => {
     const root = mkdtempSync(join(tmpdir(), 'broker-config-'));
     try {
       mkdirSync(join(root, 'infra'));
@@ -79,14 +79,14 @@ void describe('development broker: config', () => {
     assert.ok(loadEntitiesConfig().topics?.some((t) => t.name === 'work-detected'));
   });
 
-  void test('normalises addresses: scheme, host, slashes and case', () => {
+  test('normalises addresses: scheme, host, slashes and case', () => {
     assert.equal(normalizePath('sb://localhost:5672/Work-Detected/Subscriptions/Drain/'), 'work-detected/subscriptions/drain');
     assert.equal(normalizePath('/q/$DeadLetterQueue'), 'q/$deadletterqueue');
   });
 });
 
-void describe('development broker: building blocks', () => {
-  void test('lock tokens: the delivery tag is the uuid in .NET GUID byte order', () => {
+describe('development broker: building blocks', () => {
+  test('lock tokens: the delivery tag is the uuid in .NET GUID byte order', () => {
     const id = '00112233-4455-6677-8899-aabbccddeeff';
     const tag = Buffer.from('33221100554477668899aabbccddeeff', 'hex');
     assert.equal(lockTokenFromTag(tag), id);
@@ -96,7 +96,7 @@ void describe('development broker: building blocks', () => {
     assert.equal(lockTokenFromTag(Buffer.from('short')), undefined);
   });
 
-  void test('correlation filters match application properties exactly; null matches all', () => {
+  test('correlation filters match application properties exactly; null matches all', () => {
     const input = { body: 1, application_properties: { role: 'input' } };
     assert.equal(matchesFilter(null, { body: 1 }), true);
     assert.equal(matchesFilter({ role: 'input' }, input), true);
@@ -104,7 +104,7 @@ void describe('development broker: building blocks', () => {
     assert.equal(matchesFilter({ role: 'input' }, { body: 1 }), false);
   });
 
-  void test('timers fire, cancel, and stop clears every pending one', async () => {
+  test('timers fire, cancel, and stop clears every pending one', async () => {
     const timers = new Timers();
     const fired: string[] = [];
     timers.after(5, () => fired.push('a'));
@@ -122,7 +122,7 @@ void describe('development broker: building blocks', () => {
     );
   });
 
-  void test('stats are zero-filled, count, and reset', () => {
+  test('stats are zero-filled, count, and reset', () => {
     const stats = new Stats();
     assert.equal(stats.snapshot().send, 0);
     stats.inc('send');
@@ -134,7 +134,7 @@ void describe('development broker: building blocks', () => {
     assert.equal(stats.snapshot()['management:peek-message'], undefined);
   });
 
-  void test('fault switches validate and count down', () => {
+  test('fault switches validate and count down', () => {
     const f = new FaultState();
     f.setServerBusy(2);
     assert.deepEqual([f.takeServerBusy(), f.takeServerBusy(), f.takeServerBusy()], [true, true, false]);
@@ -145,13 +145,13 @@ void describe('development broker: building blocks', () => {
     assert.equal(f.latencyMs, 0);
   });
 
-  void test('the CLI reads SERVICEBUS_PORT, default 5672', () => {
+  test('the CLI reads SERVICEBUS_PORT, default 5672', () => {
     assert.equal(portFromEnv(undefined), 5672);
     assert.equal(portFromEnv('5673'), 5673);
     assert.throws(() => portFromEnv('http'), /SERVICEBUS_PORT/);
   });
 
-  void test('start and stop: a free port, an emulator connection string, idempotent stop that closes the port', async () => {
+  test('start and stop: a free port, an emulator connection string, idempotent stop that closes the port', async () => {
     const broker = await startBroker({ entities: { queues: [{ name: 'q' }] } });
     assert.ok(broker.port > 0);
     assert.equal(

@@ -1,0 +1,130 @@
+/**
+ * The development AMQP 1.0 broker: a small Service Bus stand-in on rhea that the unmodified
+ * `@azure/service-bus` SDK talks to over plain TCP (see shared/servicebus-wire.md).
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+
+import { type Connection, create_container, type EventContext } from 'rhea';
+
+import { type EntitiesConfig, loadEntitiesConfig, validateEntities } from './config';
+import { EntityRegistry } from './entities';
+import { FaultState,type FaultSwitches } from './faults';
+import { LinkRouter } from './link-router';
+import { acceptServerConnection } from './rhea-internals';
+import { Stats, type StatsSnapshot } from './stats';
+import { Timers } from './timers';
+
+export interface BrokerOptions {
+  /** TCP port; 0 picks a free one. @defaultValue 0 */
+  port?: number;
+  /** Entities to serve. @defaultValue the repo's infra/servicebus-entities.json */
+  entities?: EntitiesConfig;
+  /** Diagnostic lines. @defaultValue silent */
+  log?: (line: string) => void;
+}
+
+export interface Broker {
+  readonly port: number;
+  /** Endpoint=sb://localhost:PORT;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true; */
+  readonly connectionString: string;
+  readonly faults: FaultSwitches;
+  /** Operation counts by kind (a `Record<string, number>` whose known kinds are always present). */
+  stats(): StatsSnapshot;
+  resetStats(): void;
+  stop(): Promise<void>;
+}
+
+export function connectionStringFor(port: number): string {
+  return `Endpoint=sb://localhost:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;`;
+}
+
+export async function startBroker(options: BrokerOptions = {}): Promise<Broker> {
+  const log = options.log ?? ((): void => undefined);
+  const entities = options.entities ? validateEntities(options.entities) : loadEntitiesConfig();
+  const timers = new Timers();
+  const stats = new Stats();
+  const faults = new FaultState();
+  const now = (): number => Date.now();
+  const registry = new EntityRegistry(entities, { timers, stats, now });
+  const later = (fn: () => void): void => {
+    const ms = faults.latencyMs;
+    if (ms === 0) fn();
+    else timers.after(ms, fn);
+  };
+  const router = new LinkRouter({ registry, faults, stats, timers, now, log, later, latencyMs: () => faults.latencyMs });
+
+  const container = create_container({ id: 'pushdrain-dev-broker' });
+  const mechanisms = container.sasl_server_mechanisms as { enable_anonymous(): void; enable_plain(cb: () => boolean): void };
+  mechanisms.enable_anonymous();
+  mechanisms.enable_plain(() => true);
+  router.install(container);
+  container.on('connection_close', (ctx: EventContext) => router.forgetConnection(ctx.connection));
+  container.on('disconnected', (ctx: EventContext) => router.forgetConnection(ctx.connection));
+  // Without these, rhea rethrows a client's link or connection error as an uncaught 'error'.
+  container.on('error', (err: unknown) => log(`amqp error: ${String(err)}`));
+  container.on('protocol_error', (err: unknown) => log(`amqp protocol error: ${String(err)}`));
+
+  const sockets = new Map<Socket, Connection>();
+  const server = createServer((socket) => {
+    stats.inc('connections');
+    const connection = acceptServerConnection(container, socket, `conn-${stats.snapshot().connections}`);
+    sockets.set(socket, connection);
+    socket.on('close', () => {
+      sockets.delete(socket);
+      router.forgetConnection(connection);
+    });
+  });
+  const port = await listen(server, options.port ?? 0);
+  log(`development Service Bus broker listening on port ${port}`);
+
+  const dropConnections = (): void => {
+    // destroy(err) reaches rhea's 'error' handler, which clears its heartbeat timers.
+    for (const socket of sockets.keys()) socket.destroy(new Error('connection dropped by fault injection'));
+  };
+  let stopping: Promise<void> | undefined;
+
+  return {
+    port,
+    connectionString: connectionStringFor(port),
+    faults: {
+      serverBusy: (n) => faults.setServerBusy(n),
+      detach: (entityPath) => void router.detach(entityPath),
+      dropConnections,
+      setLatency: (ms) => faults.setLatency(ms),
+      reset: () => faults.reset(),
+    },
+    stats: () => stats.snapshot(),
+    resetStats: () => stats.reset(),
+    stop: () => {
+      stopping ??= new Promise<void>((resolve) => {
+        timers.stop();
+        server.close(() => resolve());
+        dropConnections();
+      });
+      return stopping;
+    },
+  };
+}
+
+/** Dual stack (`::`) where the host has IPv6, else 127.0.0.1. */
+async function listen(server: Server, port: number): Promise<number> {
+  try {
+    return await listenOn(server, port, '::');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') throw err;
+    return listenOn(server, port, '127.0.0.1');
+  }
+}
+
+function listenOn(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen({ port, host, ipv6Only: false }, () => {
+      server.off('error', onError);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}
