@@ -123,6 +123,13 @@ param sweepSchedule string = '0 */5 * * * *'
 @description('PUSHDRAIN_CHUNK_SIZE: transactions per chunk blob (one queue message each).')
 param chunkSize int = 2000
 
+// 32 is the Azure maximum per receive and the cheapest per message; a lower value only adds
+// queue transactions. Exposed so that a deployment can say so explicitly, not to be tuned down.
+@minValue(1)
+@maxValue(32)
+@description('PUSHDRAIN_DEQUEUE_BATCH_SIZE: messages per receive call (Azure caps it at 32).')
+param dequeueBatchSize int = 32
+
 @minValue(1)
 @maxValue(604800)
 @description('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: how long a received message stays invisible while it is processed.')
@@ -178,6 +185,14 @@ param maxInflatedBytes int = 268435456
 @maxValue(1000)
 @description('PUSHDRAIN_SWEEP_MAX_FILES: batch files the incoming/ sweep ingests per run.')
 param sweepMaxFiles int = 10
+
+// Format: REGION:basisPoints pairs separated by commas (2000 bp = 20 %), whole numbers 0–10000.
+// A region not listed, or a transaction without a region, is taxed at 0. The default is the
+// architecture's table (DEFAULT_TAX_RATES in shared/config/tax-rates.ts); a bad value stops the
+// app at start-up with an error that names PUSHDRAIN_TAX_RATES.
+@minLength(1)
+@description('PUSHDRAIN_TAX_RATES: tax rate per region in basis points, as REGION:bp pairs separated by commas.')
+param taxRates string = 'EU:2000,UK:2000,CA:1300,AU:1000,JP:1000,US:0'
 
 // ---------------------------------------------------------------------------------------------
 // Names
@@ -309,6 +324,7 @@ var tuningSettings = {
   PUSHDRAIN_PARTITIONS: string(partitions)
   PUSHDRAIN_SWEEP_SCHEDULE: sweepSchedule
   PUSHDRAIN_CHUNK_SIZE: string(chunkSize)
+  PUSHDRAIN_DEQUEUE_BATCH_SIZE: string(dequeueBatchSize)
   PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: string(visibilityTimeoutSeconds)
   PUSHDRAIN_MIN_IDLE_MS: string(minIdleMs)
   PUSHDRAIN_MAX_IDLE_MS: string(maxIdleMs)
@@ -320,6 +336,10 @@ var tuningSettings = {
   PUSHDRAIN_MAX_BODY_BYTES: string(maxBodyBytes)
   PUSHDRAIN_MAX_INFLATED_BYTES: string(maxInflatedBytes)
   PUSHDRAIN_SWEEP_MAX_FILES: string(sweepMaxFiles)
+  PUSHDRAIN_TAX_RATES: taxRates
+  // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
+  // The prefix exists for test isolation (each test run gets its own names in one account).
+  PUSHDRAIN_NAME_PREFIX: ''
 }
 
 module api 'app/function-app.bicep' = {

@@ -16,12 +16,16 @@ import {
   type Block,
   decoratorNumber,
   entries,
+  functionAppSettings,
+  jsonContentLoads,
   lineOf,
   mask,
   moduleOutputRefs,
   modules,
   params,
   propertyAt,
+  provisionedContainers,
+  provisionedQueues,
   readRepoFile,
   repoRoot,
   resolveFrom,
@@ -52,22 +56,8 @@ function expectProperty(r: Resource & { file: string }, path: string[], expected
   assert.equal(actual, expected, `${r.file}:${r.line} ${r.symbol}.${path.join('.')} should be ${expected}, is ${actual ?? 'absent'}`);
 }
 
-/** `KEY: value` pairs of every object in a file whose keys look like app settings. */
-function settingEntries(file: string): Map<string, string> {
-  const text = src(file);
-  const code = mask(text);
-  const found = new Map<string, string>();
-  for (const m of text.matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9]*(?:__[A-Za-z]+|_[A-Z0-9_]+)):[ \t]*(.+)$/gm)) {
-    if (code.slice(m.index, m.index + m[0].length).trim() === '') continue; // commented out
-    const start = m.index + m[0].length - m[2]!.length;
-    let end = m.index + m[0].length;
-    while (end > start && code[end - 1] === ' ') end--; // a trailing comment is blank in the masked copy
-    found.set(m[1]!, text.slice(start, end).trim());
-  }
-  return found;
-}
-
-const appSettings = new Map([...settingEntries(MAIN), ...settingEntries('infra/app/function-app.bicep')]);
+// The settings the function app is deployed with, followed from its appsettings resource.
+const appSettings = new Map(functionAppSettings(src, files).map((s) => [s.key, s.value]));
 const mainParams = new Map(params(src(MAIN)).map((p) => [p.name, p]));
 
 void describe('infra: Bicep structure', () => {
@@ -295,10 +285,9 @@ void describe('infra: identity and roles', () => {
 void describe('infra: names and settings the app relies on', () => {
   void it('Service Bus entities come from infra/servicebus-entities.json (loadJsonContent), which agrees with shared/names.ts', () => {
     const main = src(MAIN);
-    const load = /var (\w+) = loadJsonContent\('([^']+)'\)/.exec(main);
-    assert.ok(load, 'main.bicep loads the entity file with loadJsonContent');
-    assert.equal(resolveFrom(MAIN, load[2]!), 'infra/servicebus-entities.json');
-    assert.match(main, new RegExp(`topics: ${load[1]}\\.topics`), 'the loaded topics are what the namespace module provisions');
+    const load = jsonContentLoads(MAIN, main).find((l) => l.path === 'infra/servicebus-entities.json');
+    assert.ok(load, 'main.bicep loads infra/servicebus-entities.json with loadJsonContent');
+    assert.match(main, new RegExp(`topics: ${load.symbol}\\.topics`), 'the loaded topics are what the namespace module provisions');
 
     const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
       topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null; lockDuration: string; maxDeliveryCount: number }[] }[];
@@ -328,28 +317,15 @@ void describe('infra: names and settings the app relies on', () => {
 
   void it('every container in CONTAINERS is provisioned, plus a deployment container', () => {
     const text = src('infra/core/storage/storage-account.bicep');
-    const list = /var appContainers = \[([^\]]*)\]/.exec(text);
-    assert.ok(list, 'var appContainers = [ … ]');
-    const provisioned = [...list[1]!.matchAll(/'([^']+)'/g)].map((m) => m[1]).sort();
-    assert.deepEqual(provisioned, [...CONTAINERS].sort());
+    assert.deepEqual(provisionedContainers(text).sort(), [...CONTAINERS].sort());
     assert.match(text, /for container in concat\(appContainers, \[deploymentContainerName\]\)/);
     assert.match(src(MAIN), /var deploymentContainerName = 'app-package-/);
   });
 
   void it('queues follow shared/names.ts: work-{p} per partition, results, and a -poison twin of each', () => {
     const code = src('infra/core/storage/storage-account.bicep');
-    const input = /var baseQueues = concat\(map\(range\(0, partitions\), (\w+) => '([a-z0-9-]*)\$\{\1\}([a-z0-9-]*)'\)/.exec(code);
-    assert.ok(input, "input queues: map(range(0, partitions), p => '…${p}…')");
-    const extra = /concat\(map\(range\(0, partitions\)[^)]*\)\s*,\s*\[\s*'([a-z0-9-]+)'\s*\]\)/.exec(code);
-    assert.ok(extra, 'results queue appended to the input queues');
-    const twin = /var queueNames = flatten\(map\(baseQueues, (\w+) => \[\s*\1\s+'\$\{\1\}([a-z0-9-]+)'\s*\]\)\)/.exec(code);
-    assert.ok(twin, "poison twins: map(baseQueues, q => [q, '${q}-…'])");
-    assert.match(code, /for queue in queueNames:/);
-    const [prefix, suffix, results, poison] = [input[2]!, input[3]!, extra[1]!, twin[2]!];
     for (const partitions of [1, 4, 64]) {
-      const bases = [...Array.from({ length: partitions }, (_, p) => `${prefix}${p}${suffix}`), results];
-      const bicepQueues = bases.flatMap((q) => [q, `${q}${poison}`]);
-      assert.deepEqual(bicepQueues.sort(), entityNames('', partitions).allQueues().sort(), `partitions = ${partitions}`);
+      assert.deepEqual(provisionedQueues(code, partitions).sort(), entityNames('', partitions).allQueues().sort(), `partitions = ${partitions}`);
     }
     const storageModule = modules(src(MAIN)).find((m) => m.path.endsWith('storage-account.bicep'))!;
     assert.equal(entries(src(MAIN), storageModule.paramsBlock!).find((e) => e.key === 'partitions')?.value, 'partitions');
@@ -362,10 +338,9 @@ void describe('infra: names and settings the app relies on', () => {
     assert.equal(mainParams.get('sweepSchedule')?.defaultText, "'0 */5 * * * *'");
   });
 
-  // The tuning settings infra exposes as parameters. Not PUSHDRAIN_DEQUEUE_BATCH_SIZE: 32 is the
-  // Azure cap and the cheapest per message; lowering it only adds transactions.
+  // The tuning settings infra exposes as parameters (all of TUNING_SPECS today).
   const EXPOSED = [
-    'PUSHDRAIN_PARTITIONS', 'PUSHDRAIN_CHUNK_SIZE', 'PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', 'PUSHDRAIN_MIN_IDLE_MS',
+    'PUSHDRAIN_PARTITIONS', 'PUSHDRAIN_CHUNK_SIZE', 'PUSHDRAIN_DEQUEUE_BATCH_SIZE', 'PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', 'PUSHDRAIN_MIN_IDLE_MS',
     'PUSHDRAIN_MAX_IDLE_MS', 'PUSHDRAIN_MAX_DEQUEUE_TASKS', 'PUSHDRAIN_MESSAGES_PER_TASK', 'PUSHDRAIN_DRAIN_SLOTS',
     'PUSHDRAIN_MAX_DEQUEUE_COUNT', 'PUSHDRAIN_DRAIN_BUDGET_SECONDS', 'PUSHDRAIN_MAX_BODY_BYTES',
     'PUSHDRAIN_MAX_INFLATED_BYTES', 'PUSHDRAIN_SWEEP_MAX_FILES',
@@ -389,25 +364,26 @@ void describe('infra: names and settings the app relies on', () => {
       assert.ok(min !== undefined && min >= spec.min, `${param} @minValue ${min} must be within the app's ${spec.min}`);
       assert.ok(max !== undefined && max <= spec.max, `${param} @maxValue ${max} must be within the app's ${spec.max}`);
     }
-    const known = new Set([...TUNING_SPECS.map((s) => s.setting), 'PUSHDRAIN_SWEEP_SCHEDULE', 'PUSHDRAIN_BACKLOG_QUEUE_COUNT']);
+    // Besides TUNING_SPECS, loadSettings reads PUSHDRAIN_NAME_PREFIX and PUSHDRAIN_TAX_RATES.
+    const known = new Set([
+      ...TUNING_SPECS.map((s) => s.setting),
+      'PUSHDRAIN_SWEEP_SCHEDULE', 'PUSHDRAIN_BACKLOG_QUEUE_COUNT', 'PUSHDRAIN_NAME_PREFIX', 'PUSHDRAIN_TAX_RATES',
+    ]);
     for (const key of appSettings.keys()) {
       if (key.startsWith('PUSHDRAIN_')) assert.ok(known.has(key), `${key} is not a setting the app reads`);
     }
   });
 
-  void it('the drain budget stays under functionTimeout (10 minutes) with time to hand over', (t) => {
+  void it('the drain budget stays under functionTimeout (10 minutes) with time to hand over', () => {
     const budget = mainParams.get('drainBudgetSeconds')!;
     assert.equal(Number(budget.defaultText), 240);
     const cap = decoratorNumber(budget, 'maxValue')!;
     assert.ok(cap <= 540, `@maxValue ${cap} leaves under a minute before a 10-minute timeout`);
-    const hostPath = join(repoRoot(), 'host.json');
-    if (!existsSync(hostPath)) {
-      t.skip('host.json not written yet');
-      return;
-    }
+    // The plan defaults differ (Flex and Premium: 30 min), so host.json must say it.
     const host = JSON.parse(readRepoFile('host.json')) as { functionTimeout?: string };
-    const [h, m, s] = (host.functionTimeout ?? '00:10:00').split(':').map(Number);
-    const timeout = h! * 3600 + m! * 60 + s!;
+    const parts = /^(\d{2}):(\d{2}):(\d{2})$/.exec(host.functionTimeout ?? '');
+    assert.ok(parts, `host.json functionTimeout should be hh:mm:ss, is ${host.functionTimeout ?? 'absent'}`);
+    const timeout = Number(parts[1]) * 3600 + Number(parts[2]) * 60 + Number(parts[3]);
     assert.ok(cap + 60 <= timeout, `drain budget cap ${cap}s vs functionTimeout ${timeout}s`);
   });
 

@@ -239,10 +239,10 @@ export function params(src: string): Param[] {
     });
 }
 
-/** Removes the trailing comment of a one-line value (the masked copy tells where code ends). */
+/** Removes trailing comments, whole comment lines included (the masked copy tells where code ends). */
 function stripComment(text: string, code: string): string {
   let end = code.length;
-  while (end > 0 && code[end - 1] === ' ' && text[end - 1] !== "'") end--;
+  while (end > 0 && /\s/.test(code[end - 1]!) && text[end - 1] !== "'") end--;
   return text.slice(0, end).trim();
 }
 
@@ -463,4 +463,155 @@ export function moduleOutputRefs(src: string): { symbol: string; output: string;
 /** Resolves a module path relative to the Bicep file that references it. */
 export function resolveFrom(bicepRelPath: string, target: string): string {
   return relative(repoRoot(), resolve(repoRoot(), dirname(bicepRelPath), target)).split('\\').join('/');
+}
+
+/** The end of an expression that starts at `start`: the first newline outside brackets (masked code). */
+function expressionEnd(code: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < code.length; i++) {
+    const c = code[i];
+    if (c === '{' || c === '[' || c === '(') depth++;
+    else if (c === '}' || c === ']' || c === ')') depth--;
+    else if (c === '\n' && depth === 0) return i;
+  }
+  return code.length;
+}
+
+/** Indexes of `chars` in [start, end) outside brackets; a `?` of `?.`, `.?` or `??` is not a ternary. */
+function topLevel(code: string, start: number, end: number, char: string): number[] {
+  const found: number[] = [];
+  let depth = 0;
+  for (let i = start; i < end; i++) {
+    const c = code[i];
+    if (c === '{' || c === '[' || c === '(') depth++;
+    else if (c === '}' || c === ']' || c === ')') depth--;
+    else if (c === char && depth === 0) {
+      if (c === '?' && (code[i + 1] === '.' || code[i + 1] === '?' || code[i - 1] === '?' || code[i - 1] === '.')) continue;
+      found.push(i);
+    }
+  }
+  return found;
+}
+
+export interface AppSetting {
+  key: string;
+  /** Source text of the value expression. */
+  value: string;
+  file: string;
+  line: number;
+  /** Set only in one branch of a `cond ? … : …`, so not on every deployment. */
+  conditional: boolean;
+}
+
+/**
+ * The app settings the function app is deployed with, followed through the template from the
+ * `Microsoft.Web/sites/config` resource named 'appsettings': union(…), `cond ? a : b`, object
+ * literals, vars, and a module param back to the value its caller passes. Anything else
+ * throws, naming the expression, so that a restructured template is noticed, not misread.
+ */
+export function functionAppSettings(read: (file: string) => string, files: readonly string[] = bicepFiles()): AppSetting[] {
+  const configs = files.flatMap((file) =>
+    resources(read(file))
+      .filter((r) => r.type === 'Microsoft.Web/sites/config' && propertyAt(read(file), r.body, ['name']) === "'appsettings'")
+      .map((r) => ({ file, r })),
+  );
+  if (configs.length !== 1) throw new Error(`expected one Microsoft.Web/sites/config 'appsettings' resource, found ${configs.length}`);
+  const { file, r } = configs[0]!;
+  const src = read(file);
+  const entry = entries(src, r.body).find((e) => e.key === 'properties');
+  if (!entry) throw new Error(`${file}:${r.line} the appsettings resource has no properties`);
+  const out: AppSetting[] = [];
+  const start = entry.valueStart + (src.slice(entry.valueStart).length - src.slice(entry.valueStart).trimStart().length);
+  follow(file, start, start + entry.value.length, false);
+  return out;
+
+  function follow(file: string, start: number, end: number, conditional: boolean): void {
+    const src = read(file);
+    const code = mask(src);
+    while (start < end && /\s/.test(code[start]!)) start++;
+    while (end > start && /\s/.test(code[end - 1]!)) end--;
+    const text = code.slice(start, end);
+    const where = `${file}:${lineOf(src, start)}`;
+    const q = topLevel(code, start, end, '?')[0];
+    if (q !== undefined) {
+      const colon = topLevel(code, q + 1, end, ':')[0];
+      if (colon === undefined) throw new Error(`${where}: "?" without ":" in ${src.slice(start, end)}`);
+      follow(file, q + 1, colon, true);
+      follow(file, colon + 1, end, true);
+      return;
+    }
+    if (code[start] === '(' && matchingBracket(code, start) === end - 1) return follow(file, start + 1, end - 1, conditional);
+    const call = /^union\s*\(/.exec(text);
+    if (call) {
+      const open = start + call[0].length - 1;
+      if (matchingBracket(code, open) !== end - 1) throw new Error(`${where}: cannot follow ${src.slice(start, end)}`);
+      let from = open + 1;
+      for (const comma of [...topLevel(code, open + 1, end - 1, ','), end - 1]) {
+        follow(file, from, comma, conditional);
+        from = comma + 1;
+      }
+      return;
+    }
+    if (code[start] === '{' && matchingBracket(code, start) === end - 1) {
+      for (const e of entries(src, { text: '', code: '', open: start, close: end - 1 })) {
+        out.push({ key: e.key, value: e.value, file, line: lineOf(src, e.valueStart), conditional });
+      }
+      return;
+    }
+    if (/^[A-Za-z_]\w*$/.test(text)) {
+      const decl = new RegExp(`^[ \\t]*var[ \\t]+${text}[ \\t]*=[ \\t]*`, 'm').exec(code);
+      if (decl) {
+        const from = decl.index + decl[0].length;
+        return follow(file, from, expressionEnd(code, from), conditional);
+      }
+      if (params(src).some((p) => p.name === text)) {
+        const callers = files.flatMap((f) =>
+          modules(read(f))
+            .filter((m) => resolveFrom(f, m.path) === file && m.paramsBlock)
+            .flatMap((m) => entries(read(f), m.paramsBlock!).filter((e) => e.key === text).map((e) => ({ f, e }))),
+        );
+        if (callers.length === 0) throw new Error(`${where}: no module passes param ${text} of ${file}`);
+        for (const { f, e } of callers) {
+          const s = read(f);
+          const at = e.valueStart + (s.slice(e.valueStart).length - s.slice(e.valueStart).trimStart().length);
+          follow(f, at, at + e.value.length, conditional);
+        }
+        return;
+      }
+    }
+    throw new Error(`${where}: cannot follow app settings through ${src.slice(start, end)}`);
+  }
+}
+
+/** `var x = loadJsonContent('path')` declarations, with the path resolved against the file. */
+export function jsonContentLoads(bicepRelPath: string, src: string): { symbol: string; path: string; line: number }[] {
+  const code = mask(src);
+  return [...src.matchAll(/\bvar\s+(\w+)\s*=\s*loadJsonContent\('([^']+)'\)/g)]
+    .filter((m) => code.slice(m.index, m.index + 3) === 'var')
+    .map((m) => ({ symbol: m[1]!, path: resolveFrom(bicepRelPath, m[2]!), line: lineOf(src, m.index) }));
+}
+
+/** Containers in storage-account.bicep's `var appContainers = [ … ]` (the deployment container is separate). */
+export function provisionedContainers(storageBicep: string): string[] {
+  const list = /var appContainers = \[([^\]]*)\]/.exec(storageBicep);
+  if (!list) throw new Error('storage-account.bicep: expected var appContainers = [ … ]');
+  return [...list[1]!.matchAll(/'([^']+)'/g)].map((m) => m[1]!);
+}
+
+/**
+ * Queues storage-account.bicep provisions for a partition count, read from its vars: input queues
+ * `map(range(0, partitions), p => '…${p}…')`, the results queue appended, a poison twin of each.
+ */
+export function provisionedQueues(storageBicep: string, partitions: number): string[] {
+  const code = storageBicep;
+  const input = /var baseQueues = concat\(map\(range\(0, partitions\), (\w+) => '([a-z0-9-]*)\$\{\1\}([a-z0-9-]*)'\)/.exec(code);
+  if (!input) throw new Error("storage-account.bicep: input queues should be map(range(0, partitions), p => '…${p}…')");
+  const extra = /concat\(map\(range\(0, partitions\)[^)]*\)\s*,\s*\[\s*'([a-z0-9-]+)'\s*\]\)/.exec(code);
+  if (!extra) throw new Error('storage-account.bicep: the results queue should be appended to the input queues');
+  const twin = /var queueNames = flatten\(map\(baseQueues, (\w+) => \[\s*\1\s+'\$\{\1\}([a-z0-9-]+)'\s*\]\)\)/.exec(code);
+  if (!twin) throw new Error("storage-account.bicep: poison twins should be map(baseQueues, q => [q, '${q}-…'])");
+  if (!/for queue in queueNames:/.test(code)) throw new Error('storage-account.bicep: queues should loop over queueNames');
+  const [prefix, suffix, results, poison] = [input[2]!, input[3]!, extra[1]!, twin[2]!];
+  const bases = [...Array.from({ length: partitions }, (_, p) => `${prefix}${p}${suffix}`), results];
+  return bases.flatMap((q) => [q, `${q}${poison}`]);
 }

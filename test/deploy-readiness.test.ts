@@ -1,0 +1,528 @@
+/**
+ * Deploy readiness, offline: the function registrations the Functions host would receive (captured
+ * in a child process by local/host/print-registrations), held against the contract, against infra/
+ * and against the route table the local host serves. What the app reads is derived from the code:
+ * the bindings themselves, TUNING_SPECS, and a scan of shared/ and functions/ for env reads.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, it } from 'node:test';
+
+import ts from 'typescript';
+
+import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
+import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
+import { CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
+import {
+  type AppSetting,
+  bicepFiles,
+  entries,
+  functionAppSettings,
+  jsonContentLoads,
+  modules,
+  params,
+  provisionedContainers,
+  provisionedQueues,
+  readRepoFile,
+  repoRoot,
+  resolveFrom,
+} from './support/bicep-text';
+
+// ---------------------------------------------------------------------------------------------
+// The contract (docs: /work/shared/ARCHITECTURE.md). Fixed: clients and infra rely on it.
+// ---------------------------------------------------------------------------------------------
+
+const HTTP_CONTRACT = [
+  { name: 'postBatch', route: 'batches', methods: ['POST'], authLevel: 'function' },
+  { name: 'getBatch', route: 'batches/{batchId}', methods: ['GET'], authLevel: 'function' },
+  { name: 'getBatchReport', route: 'batches/{batchId}/report', methods: ['GET'], authLevel: 'function' },
+  { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
+];
+const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
+const TOPIC_CONTRACT = [
+  { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
+  { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
+];
+/** The Functions host's own storage connection (timer leases, keys); always needed. */
+const HOST_STORAGE = 'AzureWebJobsStorage';
+
+// ---------------------------------------------------------------------------------------------
+// What the Functions host would receive
+// ---------------------------------------------------------------------------------------------
+
+interface Binding {
+  type: string;
+  direction: string;
+  name: string;
+  [key: string]: unknown;
+}
+interface Captured {
+  functions: { name: string; trigger: Binding; bindings: Binding[] }[];
+  hooks: string[];
+  routes: { functionName: string; template: string; methods: string[]; authLevel: string }[];
+}
+
+const root = repoRoot();
+let memo: Captured | undefined;
+
+/** Registrations and routes from a child process: the stand-in core must load before @azure/functions. */
+function captured(): Captured {
+  if (memo) return memo;
+  const script = join(root, 'dist/local/host/print-registrations.js');
+  const run = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+  assert.equal(run.status, 0, `${relative(root, script)} failed (run the build first):\n${run.stderr}${run.error?.message ?? ''}`);
+  memo = JSON.parse(run.stdout) as Captured;
+  return memo;
+}
+
+function registration(name: string): Captured['functions'][number] {
+  const found = captured().functions.find((f) => f.name === name);
+  return found ?? assert.fail(`no function ${name} is registered (registered: ${captured().functions.map((f) => f.name).join(', ')})`);
+}
+
+/** Every `%NAME%` app-setting expression in a binding, with the field it is in. */
+function settingExpressions(b: Binding): { field: string; setting: string }[] {
+  const found: { field: string; setting: string }[] = [];
+  const walk = (value: unknown, field: string): void => {
+    if (typeof value === 'string') for (const m of value.matchAll(/%([^%]+)%/g)) found.push({ field, setting: m[1]! });
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, field ? `${field}.${k}` : k);
+  };
+  walk(b, '');
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What infra/ deploys
+// ---------------------------------------------------------------------------------------------
+
+const MAIN = 'infra/main.bicep';
+const STORAGE = 'infra/core/storage/storage-account.bicep';
+const ENTITIES = 'infra/servicebus-entities.json';
+const files = bicepFiles();
+const source = new Map(files.map((f) => [f, readRepoFile(f)]));
+const src = (f: string): string => source.get(f) ?? assert.fail(`${f} is missing`);
+const deployed = functionAppSettings(src, files);
+const setting = (key: string): AppSetting | undefined => deployed.filter((s) => s.key === key).pop();
+
+/** A Bicep value as the app would see it, where the text fixes it: a literal, or a param's default. */
+function evaluate(file: string, value: string): string | undefined {
+  const literal = /^'([^'$]*)'$/.exec(value);
+  if (literal) return literal[1];
+  const m = /^(?:string\((\w+)\)|(\w+))$/.exec(value);
+  const p = m && params(src(file)).find((x) => x.name === (m[1] ?? m[2]));
+  if (p?.defaultText === undefined) return undefined;
+  return /^'([^'$]*)'$/.exec(p.defaultText)?.[1] ?? (/^-?\d+$/.test(p.defaultText) ? p.defaultText : undefined);
+}
+
+/** Stand-ins for values that only exist once deployed (module outputs), by setting suffix. */
+const DEPLOY_TIME: Record<string, string> = {
+  accountName: 'stdeploycheck',
+  blobServiceUri: 'https://stdeploycheck.blob.core.windows.net/',
+  queueServiceUri: 'https://stdeploycheck.queue.core.windows.net/',
+  fullyQualifiedNamespace: 'sb-deploycheck.servicebus.windows.net',
+  clientId: '00000000-0000-0000-0000-000000000000',
+};
+
+/** The environment the app starts with on every deployment (conditional settings left out). */
+function deployedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const s of deployed.filter((x) => !x.conditional)) {
+    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
+    if (value !== undefined) env[s.key] = value;
+  }
+  return env;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the code reads: a scan of shared/ and functions/ with the TypeScript parser
+// ---------------------------------------------------------------------------------------------
+
+interface EnvRead {
+  name: string;
+  /** `__accountName` etc. for a `${name}__suffix` read (an identity-based connection). */
+  suffix: string | undefined;
+  where: string;
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+/**
+ * Every app setting read as `env.X`, `env['X']`, `env[name]`, `env[\`${name}__x\`]` or
+ * `env[spec.setting]` (env: a variable named env or typed Env, or process.env). An identifier is
+ * followed to a string constant in scope, or to a parameter's default and the arguments of every
+ * call; anything the scan cannot pin down is reported, so that no read escapes the check.
+ */
+function scanEnvReads(dirs: string[]): { reads: EnvRead[]; unresolved: string[] } {
+  const sources = dirs.flatMap((d) => tsFiles(join(root, d))).map((p) => ts.createSourceFile(p, readFileSync(p, 'utf8'), ts.ScriptTarget.ES2022, true));
+  const calls: ts.CallExpression[] = [];
+  const visitCalls = (n: ts.Node): void => {
+    if (ts.isCallExpression(n)) calls.push(n);
+    n.forEachChild(visitCalls);
+  };
+  sources.forEach(visitCalls);
+  const reads: EnvRead[] = [];
+  const unresolved: string[] = [];
+  const where = (n: ts.Node): string => {
+    const sf = n.getSourceFile();
+    return `${relative(root, sf.fileName)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
+  };
+
+  const calleeName = (c: ts.CallExpression): string | undefined =>
+    ts.isIdentifier(c.expression) ? c.expression.text : ts.isPropertyAccessExpression(c.expression) ? c.expression.name.text : undefined;
+  const functionName = (f: ts.SignatureDeclaration): string | undefined => {
+    if (f.name && ts.isIdentifier(f.name)) return f.name.text;
+    return ts.isVariableDeclaration(f.parent) && ts.isIdentifier(f.parent.name) ? f.parent.name.text : undefined;
+  };
+
+  /** The string values an expression can have, or undefined when the scan cannot tell. */
+  const values = (e: ts.Expression, seen: Set<ts.Node>): string[] | undefined => {
+    if (ts.isStringLiteralLike(e)) return [e.text];
+    if (ts.isParenthesizedExpression(e) || ts.isAsExpression(e)) return values(e.expression, seen);
+    if (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression)) return tuningSpecField(e.expression, e.name.text);
+    if (!ts.isIdentifier(e)) return undefined;
+    for (let scope: ts.Node | undefined = e.parent; scope; scope = scope.parent) {
+      if (ts.isFunctionLike(scope)) {
+        const index = scope.parameters.findIndex((p) => ts.isIdentifier(p.name) && p.name.text === e.text);
+        if (index < 0) continue;
+        const param = scope.parameters[index]!;
+        if (seen.has(param)) return [];
+        seen.add(param);
+        const found: string[] = [];
+        if (param.initializer) {
+          const d = values(param.initializer, seen);
+          if (!d) return undefined;
+          found.push(...d);
+        }
+        const name = functionName(scope);
+        const callers = name === undefined ? [] : calls.filter((c) => calleeName(c) === name);
+        if (callers.length === 0 && !param.initializer) return undefined;
+        for (const c of callers) {
+          const arg = c.arguments[index];
+          if (!arg) {
+            if (!param.initializer) return undefined;
+            continue;
+          }
+          const v = values(arg, seen);
+          if (!v) return undefined;
+          found.push(...v);
+        }
+        return [...new Set(found)];
+      }
+      if (ts.isBlock(scope) || ts.isSourceFile(scope)) {
+        for (const st of scope.statements) {
+          if (!ts.isVariableStatement(st) || !(st.declarationList.flags & ts.NodeFlags.Const)) continue;
+          const d = st.declarationList.declarations.find((x) => ts.isIdentifier(x.name) && x.name.text === e.text);
+          if (d) return d.initializer ? values(d.initializer, seen) : undefined;
+        }
+      }
+    }
+    return undefined;
+  };
+
+  /** `spec.setting` where spec is typed as the element type of `TUNING_SPECS: readonly T[]` in the same file. */
+  const tuningSpecField = (id: ts.Identifier, field: string): string[] | undefined => {
+    if (field !== 'setting') return undefined;
+    const sf = id.getSourceFile();
+    let element: string | undefined;
+    sf.forEachChild((n) => {
+      if (!ts.isVariableStatement(n)) return;
+      for (const d of n.declarationList.declarations) {
+        if (ts.isIdentifier(d.name) && d.name.text === 'TUNING_SPECS' && d.type) element = /^readonly (\w+)\[\]$/.exec(d.type.getText())?.[1];
+      }
+    });
+    for (let scope: ts.Node | undefined = id.parent; scope; scope = scope.parent) {
+      if (!ts.isFunctionLike(scope)) continue;
+      const p = scope.parameters.find((x) => ts.isIdentifier(x.name) && x.name.text === id.text);
+      if (p) return element !== undefined && p.type?.getText() === element ? TUNING_SPECS.map((s) => s.setting) : undefined;
+    }
+    return undefined;
+  };
+
+  for (const sf of sources) {
+    const envNames = new Set(['env']);
+    const collect = (n: ts.Node): void => {
+      if ((ts.isParameter(n) || ts.isVariableDeclaration(n)) && ts.isIdentifier(n.name) && n.type?.getText() === 'Env') envNames.add(n.name.text);
+      n.forEachChild(collect);
+    };
+    collect(sf);
+    const isEnv = (e: ts.Expression): boolean =>
+      (ts.isIdentifier(e) && envNames.has(e.text)) ||
+      (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'process' && e.name.text === 'env');
+    const visit = (n: ts.Node): void => {
+      if (ts.isPropertyAccessExpression(n) && isEnv(n.expression) && !(ts.isCallExpression(n.parent) && n.parent.expression === n)) {
+        reads.push({ name: n.name.text, suffix: undefined, where: where(n) });
+      } else if (ts.isElementAccessExpression(n) && isEnv(n.expression)) {
+        const arg = n.argumentExpression;
+        const template = ts.isTemplateExpression(arg) && arg.head.text === '' && arg.templateSpans.length === 1 ? arg.templateSpans[0]! : undefined;
+        const suffix = template && /^__\w+$/.test(template.literal.text) ? template.literal.text : undefined;
+        const names = template ? (suffix ? values(template.expression, new Set()) : undefined) : values(arg, new Set());
+        if (names) for (const name of names) reads.push({ name, suffix, where: where(n) });
+        else unresolved.push(`${where(n)} ${n.getText()}`);
+      } else if (ts.isVariableDeclaration(n) && ts.isObjectBindingPattern(n.name) && n.initializer && isEnv(n.initializer)) {
+        for (const el of n.name.elements) reads.push({ name: (el.propertyName ?? el.name).getText(), suffix: undefined, where: where(el) });
+      }
+      n.forEachChild(visit);
+    };
+    visit(sf);
+  }
+  return { reads, unresolved };
+}
+
+const scan = scanEnvReads(['shared', 'functions']);
+/** Names read with a `__suffix` are connections; the bare name of one holds a connection string (a key). */
+const connectionNames = new Set(scan.reads.filter((r) => r.suffix !== undefined).map((r) => r.name));
+
+/** Identity-based settings of a connection, per service (Azure Functions identity-based connections). */
+const IDENTITY_FORMS: Record<'serviceBus' | 'storage', string[][]> = {
+  serviceBus: [['__fullyQualifiedNamespace']],
+  storage: [['__accountName'], ['__blobServiceUri', '__queueServiceUri']],
+};
+const BINDING_SERVICE: Record<string, keyof typeof IDENTITY_FORMS> = {
+  serviceBusTrigger: 'serviceBus',
+  serviceBus: 'serviceBus',
+  blobTrigger: 'storage',
+  blob: 'storage',
+  queueTrigger: 'storage',
+  queue: 'storage',
+};
+
+/** Which service a connection the code reads is for, from the suffixes it reads. */
+function serviceOfReads(name: string): keyof typeof IDENTITY_FORMS | undefined {
+  const suffixes = new Set(scan.reads.filter((r) => r.name === name && r.suffix).map((r) => r.suffix!));
+  const kinds = (Object.keys(IDENTITY_FORMS) as (keyof typeof IDENTITY_FORMS)[]).filter((k) => IDENTITY_FORMS[k].flat().some((s) => suffixes.has(s)));
+  return kinds.length === 1 ? kinds[0] : undefined;
+}
+
+/** Every plain (non-connection) setting the app reads, with where it is read. */
+function settingsRead(): Map<string, string> {
+  const read = new Map<string, string>();
+  for (const r of scan.reads) if (r.suffix === undefined && !connectionNames.has(r.name) && !read.has(r.name)) read.set(r.name, r.where);
+  for (const s of TUNING_SPECS) if (!read.has(s.setting)) read.set(s.setting, 'TUNING_SPECS');
+  for (const f of captured().functions) for (const b of f.bindings) for (const e of settingExpressions(b)) read.set(e.setting, `binding ${f.name}.${e.field}`);
+  return read;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks
+// ---------------------------------------------------------------------------------------------
+
+void describe('deploy readiness: the registrations the Functions host receives', () => {
+  void it('every function name is registered once', () => {
+    const names = captured().functions.map((f) => f.name);
+    assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], 'duplicate function names');
+    assert.ok(names.length > 0, 'no function was registered: is package.json main pointing at the build?');
+  });
+
+  for (const c of HTTP_CONTRACT) {
+    void it(`${c.name}: httpTrigger ${c.methods.join(',')} ${c.route}, authLevel ${c.authLevel}`, () => {
+      const t = registration(c.name).trigger;
+      assert.equal(t.type, 'httpTrigger', `${c.name} trigger type`);
+      assert.equal(t.route, c.route, `${c.name} route`);
+      assert.deepEqual((t.methods as string[] | undefined)?.map((m) => m.toUpperCase()), c.methods, `${c.name} methods`);
+      assert.equal(t.authLevel, c.authLevel, `${c.name} authLevel`);
+    });
+  }
+
+  for (const c of TIMER_CONTRACT) {
+    void it(`${c.name}: timerTrigger on ${c.schedule}`, () => {
+      const t = registration(c.name).trigger;
+      assert.equal(t.type, 'timerTrigger', `${c.name} trigger type`);
+      assert.equal(t.schedule, c.schedule, `${c.name} schedule`);
+    });
+  }
+
+  for (const c of TOPIC_CONTRACT) {
+    void it(`${c.name}: serviceBusTrigger on ${c.topic}/${c.subscription} through ${c.connection}`, () => {
+      const t = registration(c.name).trigger;
+      assert.equal(t.type, 'serviceBusTrigger', `${c.name} trigger type`);
+      assert.equal(t.topicName, c.topic, `${c.name} topic`);
+      assert.equal(t.subscriptionName, c.subscription, `${c.name} subscribes to ${String(t.subscriptionName)}, the contract says ${c.subscription}`);
+      assert.equal(t.connection, c.connection, `${c.name} connection`);
+    });
+  }
+});
+
+void describe('deploy readiness: infra/ provides what the bindings use', () => {
+  void it('each connection (every binding connection, StorageConnection, AzureWebJobsStorage) has identity-based settings on every deployment', () => {
+    const needed = new Map<string, { service: keyof typeof IDENTITY_FORMS | undefined; why: string }>();
+    for (const f of captured().functions) {
+      for (const b of f.bindings.filter((x) => typeof x.connection === 'string')) {
+        const service = BINDING_SERVICE[b.type];
+        assert.ok(service, `${f.name}: ${b.type} binding with a connection; teach this test which identity settings it needs`);
+        needed.set(b.connection as string, { service, why: `binding ${f.name}.${b.type}` });
+      }
+    }
+    for (const name of connectionNames) if (!needed.has(name)) needed.set(name, { service: serviceOfReads(name), why: 'read by the code' });
+    needed.set(HOST_STORAGE, { service: 'storage', why: 'the Functions host' });
+    for (const name of ['StorageConnection', 'ServiceBusConnection']) {
+      assert.ok(connectionNames.has(name), `the scan should find the code reading ${name}__…; found ${[...connectionNames].join(', ')}`);
+    }
+
+    const problems: string[] = [];
+    for (const [name, { service, why }] of needed) {
+      if (!service) {
+        problems.push(`${name} (${why}): cannot tell which service it is for`);
+        continue;
+      }
+      const set = new Map(deployed.filter((s) => s.key.startsWith(`${name}__`)).map((s) => [s.key.slice(name.length), s]));
+      const complete = IDENTITY_FORMS[service].some((form) => form.every((suffix) => set.has(suffix) && !set.get(suffix)!.conditional));
+      if (!complete) {
+        const forms = IDENTITY_FORMS[service].map((form) => form.map((s) => name + s).join(' + ')).join(' or ');
+        problems.push(`${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`);
+      }
+      const known = new Set([...IDENTITY_FORMS[service].flat(), '__credential', '__clientId', ...scan.reads.filter((r) => r.name === name && r.suffix).map((r) => r.suffix!)]);
+      for (const [suffix, s] of set) if (!known.has(suffix)) problems.push(`${s.file}:${s.line} ${name}${suffix} is not a setting the ${service} connection understands`);
+      // The app runs as a user-assigned identity only: managedidentity without a client id gets no token.
+      const credential = set.get('__credential');
+      if (credential && evaluate(credential.file, credential.value) === 'managedidentity' && !set.has('__clientId')) {
+        problems.push(`${credential.file}:${credential.line} ${name}__credential is managedidentity but ${name}__clientId is not set`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  void it('main.bicep provisions Service Bus from infra/servicebus-entities.json (loadJsonContent)', () => {
+    const load = jsonContentLoads(MAIN, src(MAIN)).find((l) => l.path === ENTITIES);
+    assert.ok(load, `${MAIN} does not loadJsonContent('${relative('infra', ENTITIES)}')`);
+    const namespace = modules(src(MAIN)).filter((m) => resolveFrom(MAIN, m.path) === 'infra/core/messaging/servicebus-namespace.bicep');
+    const topics = namespace.map((m) => entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'topics')?.value);
+    assert.ok(topics.includes(`${load.symbol}.topics`), `no Service Bus namespace module is given ${load.symbol}.topics (given: ${topics.join(', ')})`);
+  });
+
+  void it('every topic and subscription a binding names is in infra/servicebus-entities.json, with the filter the architecture requires', () => {
+    const json = JSON.parse(readRepoFile(ENTITIES)) as { topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null }[] }[] };
+    const problems: string[] = [];
+    let checked = 0;
+    for (const f of captured().functions) {
+      for (const b of f.bindings) {
+        if (typeof b.topicName !== 'string') continue;
+        checked++;
+        const topic = json.topics.find((t) => t.name === b.topicName);
+        if (!topic) {
+          problems.push(`${f.name}: topic ${b.topicName} is not in ${ENTITIES} (it has ${json.topics.map((t) => t.name).join(', ')})`);
+          continue;
+        }
+        if (typeof b.subscriptionName !== 'string') continue; // an output binding sends to the topic itself
+        const sub = topic.subscriptions.find((s) => s.name === b.subscriptionName);
+        if (!sub) {
+          const has = topic.subscriptions.map((s) => s.name).join(', ');
+          problems.push(`${f.name}: subscription ${topic.name}/${b.subscriptionName} is not in ${ENTITIES} (it has ${has})`);
+          continue;
+        }
+        const role = TOPIC_CONTRACT.find((c) => c.name === f.name)?.role ?? Object.values(SUBSCRIPTIONS).find((s) => s.name === sub.name)?.role;
+        const expected = role === undefined ? null : { role };
+        if (JSON.stringify(sub.filter) !== JSON.stringify(expected)) {
+          problems.push(`${f.name}: subscription ${topic.name}/${sub.name} filter is ${JSON.stringify(sub.filter)}, should be ${JSON.stringify(expected)}`);
+        }
+      }
+    }
+    assert.ok(checked > 0, 'no binding names a topic');
+    assert.deepEqual(problems, []);
+  });
+
+  void it('every %SETTING% in a binding is set on every deployment, with a usable value', () => {
+    const problems: string[] = [];
+    let checked = 0;
+    for (const f of captured().functions) {
+      for (const b of f.bindings) {
+        for (const { field, setting: name } of settingExpressions(b)) {
+          checked++;
+          const s = setting(name);
+          if (!s) problems.push(`${f.name}.${field} uses %${name}%, which infra/ does not set on the function app`);
+          else if (s.conditional) problems.push(`${f.name}.${field} uses %${name}%, which ${s.file}:${s.line} sets only conditionally`);
+          else if (field === 'schedule') {
+            const value = evaluate(s.file, s.value);
+            if (value === undefined || value.trim().split(/\s+/).length !== 6) {
+              problems.push(`${s.file}:${s.line} ${name} = ${value ?? s.value}: a timer schedule needs six NCRONTAB fields`);
+            }
+          }
+        }
+      }
+    }
+    assert.ok(checked > 0, 'no binding uses a %SETTING% expression');
+    assert.deepEqual(problems, []);
+  });
+
+  void it('every queue and container the deployed app uses is provisioned (names as shared/names.ts derives them)', () => {
+    const settings = loadSettings(deployedEnv());
+    const storage = modules(src(MAIN)).find((m) => resolveFrom(MAIN, m.path) === STORAGE);
+    assert.ok(storage?.paramsBlock, `${MAIN} has no ${STORAGE} module`);
+    const passed = entries(src(MAIN), storage.paramsBlock).find((e) => e.key === 'partitions')?.value ?? 'absent';
+    const provisionedPartitions = Number(evaluate(MAIN, passed));
+    assert.equal(provisionedPartitions, settings.tuning.partitions, `queues are provisioned for ${passed}, the app runs with PUSHDRAIN_PARTITIONS ${settings.tuning.partitions}`);
+    const names = entityNames(settings.namePrefix, settings.tuning.partitions);
+    const queues = new Set(provisionedQueues(src(STORAGE), provisionedPartitions));
+    assert.deepEqual(names.allQueues().filter((q) => !queues.has(q)), [], 'queues the app uses that are not provisioned');
+    const containers = new Set(provisionedContainers(src(STORAGE)));
+    assert.deepEqual(CONTAINERS.map((k) => names.container(k)).filter((c) => !containers.has(c)), [], 'containers the app uses that are not provisioned');
+  });
+});
+
+void describe('deploy readiness: every app setting the code reads is set in infra/', () => {
+  void it('the scan pins down every env read in shared/ and functions/', () => {
+    assert.deepEqual(scan.unresolved, [], 'env reads whose setting name the scan cannot tell');
+    assert.ok(scan.reads.some((r) => r.suffix === undefined) && connectionNames.size > 0, 'the scan found no reads: is it looking in the right place?');
+  });
+
+  void it('each setting read (env.NAME, env[...], TUNING_SPECS, %NAME% in bindings) is set on every deployment', () => {
+    const problems: string[] = [];
+    for (const [name, where] of settingsRead()) {
+      const s = setting(name);
+      if (!s) problems.push(`${name} (read at ${where}) is not set in infra/`);
+      else if (s.conditional) problems.push(`${name} (read at ${where}) is set only conditionally, at ${s.file}:${s.line}`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  void it('the app accepts the deployed settings at start-up: identity connections, the default tax table, no name prefix', () => {
+    const env = deployedEnv();
+    const opaque = [...settingsRead().keys()].filter((name) => setting(name) && !(name in env));
+    assert.deepEqual(opaque, [], 'settings whose deployed value is neither a literal nor a param default, so this check cannot see it');
+    let settings: Settings;
+    try {
+      settings = loadSettings(env);
+    } catch (e) {
+      assert.fail(`loadSettings rejects what infra/ deploys: ${(e as Error).message}`);
+    }
+    assert.equal(settings.storage.kind, 'identity', 'storage connection kind');
+    assert.equal(settings.storage.setting, 'StorageConnection', 'the app should use StorageConnection, not fall back to AzureWebJobsStorage');
+    assert.equal(settings.serviceBus?.kind, 'identity', 'ServiceBusConnection kind');
+    assert.deepEqual(settings.taxRates, { ...DEFAULT_TAX_RATES }, 'PUSHDRAIN_TAX_RATES default differs from DEFAULT_TAX_RATES');
+    assert.equal(settings.namePrefix, '', 'provisioned names carry no prefix');
+    for (const spec of TUNING_SPECS) assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
+  });
+});
+
+void describe('deploy readiness: the local host serves what Azure would', () => {
+  void it('the route table has each HTTP registration with its route (under the host.json prefix), methods and authLevel, and nothing else', () => {
+    const host = JSON.parse(readRepoFile('host.json')) as { extensions?: { http?: { routePrefix?: string } } };
+    const prefix = host.extensions?.http?.routePrefix ?? 'api'; // the Functions host's default
+    const http = captured().functions.filter((f) => f.trigger.type === 'httpTrigger');
+    assert.ok(http.length > 0, 'no HTTP function is registered');
+    const expected = http.map((f) => {
+      const t = f.trigger;
+      assert.ok(Array.isArray(t.methods) && t.methods.length > 0, `${f.name} registers no methods`);
+      assert.equal(typeof t.authLevel, 'string', `${f.name} registers no authLevel`);
+      const route = typeof t.route === 'string' ? t.route : f.name;
+      return {
+        functionName: f.name,
+        template: [prefix, route].filter((s) => s !== '').join('/'),
+        methods: (t.methods as string[]).map((m) => m.toUpperCase()),
+        authLevel: t.authLevel as string,
+      };
+    });
+    // One line per route, so that a difference reads as the route that differs (+ served, - registered).
+    const line = (r: Captured['routes'][number]): string => `${r.functionName}: ${r.methods.join(',')} /${r.template} (authLevel ${r.authLevel})`;
+    assert.deepEqual(captured().routes.map(line).sort(), expected.map(line).sort());
+    const pairs = captured().routes.flatMap((r) => r.methods.map((m) => `${m} ${r.template.toLowerCase()}`));
+    assert.deepEqual(pairs.filter((p, i) => pairs.indexOf(p) !== i), [], 'two functions serve the same method and route');
+  });
+});
