@@ -10,7 +10,7 @@ import type { Runtime } from '../shared/runtime';
  * Returns normally to complete the message; throws to abandon it (redelivery retries the
  * drain). A malformed or foreign event can never succeed, so it is logged and completed.
  */
-export async function onWorkDetected(rt: Runtime, body: unknown, context: InvocationContext): Promise<DrainOutcome | undefined> {
+export async function onWorkDetected(rt: Runtime, body: unknown, context: InvocationContext): Promise<DrainOutcome | { kind: 'joined' } | undefined> {
   const event = parseWorkDetected(body);
   if (typeof event === 'string') {
     context.error(`WorkDetected ignored: ${event}`);

@@ -7,7 +7,8 @@ import type { ContainerClient } from '@azure/storage-blob';
 import { ManifestStore } from './batch/manifest-store';
 import { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
-import { type DrainOutcome,drainQueue } from './drain/drain-queue';
+import type { DrainControl } from './drain/dequeue-tasks';
+import { type DrainOutcome, drainQueue } from './drain/drain-queue';
 import { BlobLeaseSlots, type DrainSlots } from './drain/slot';
 import { perMessagesRule } from './drain/task-count';
 import { type Clock, type DrainLogger, type MessageProcessor, systemClock } from './drain/types';
@@ -47,6 +48,8 @@ export class Runtime {
   private ensured: Promise<void> | undefined;
   /** Aborted by beginShutdown(): running drains stop taking work and hand the rest over. */
   private readonly stopping = new AbortController();
+  /** Drains running in this process, by queue: a new event for one of them joins it. */
+  private readonly active = new Map<string, DrainControl>();
 
   constructor(
     readonly settings: Settings,
@@ -98,16 +101,24 @@ export class Runtime {
     return this.ensured;
   }
 
-  /** One wake-up: drain the queue the event names with the processor its role needs. */
-  async drain(event: WorkDetected): Promise<DrainOutcome> {
+  /**
+   * One wake-up: drain the queue the event names with the processor its role needs. If this
+   * process is already draining that queue with live tasks, join them instead: they wake, reset
+   * their back-off and take the new work, and this invocation returns at once.
+   */
+  async drain(event: WorkDetected): Promise<DrainOutcome | { kind: 'joined' }> {
     const { names, tuning } = this.ctx;
     const role = names.roleOf(event.queueName);
     // Only our own queues: an event is input from the network, not an instruction to read anything.
     if (!role || role !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
+    if (this.active.get(event.queueName)?.nudge?.()) return { kind: 'joined' };
     await this.ensureStorage();
     const processor: MessageProcessor = role === 'input' ? this.map : this.reduce;
     const queue = new StorageDrainQueue(this.clients.queues, event.queueName, names.poisonQueue(event.queueName), () => this.clock.now());
     const before = this.meter.snapshot();
+    const control: DrainControl = {};
+    // Latest drain wins the entry; an older one still running simply stops being joined.
+    this.active.set(event.queueName, control);
     const outcome = await drainQueue(
       queue,
       processor,
@@ -128,8 +139,11 @@ export class Runtime {
         budgetMs: tuning.drainBudgetSeconds * 1000,
         taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
         signal: this.stopping.signal,
+        control,
       },
-    );
+    ).finally(() => {
+      if (this.active.get(event.queueName) === control) this.active.delete(event.queueName);
+    });
     const used = Object.entries(meterDelta(this.meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
     this.ctx.log.info(`${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { backoffDelay } from '../shared/drain/backoff';
-import { runDequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
+import { type DrainControl, runDequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
 import { perMessagesRule } from '../shared/drain/task-count';
 import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/drain/types';
 import { PermanentError } from '../shared/errors';
@@ -174,4 +174,37 @@ describe('dequeue tasks', () => {
     assert.ok(q.visible.length > 0, 'work left for the continuation');
     assert.ok(stats.receives < 10);
   });
+
+  test('a wake-up joins running tasks: it resets their back-off, and is refused once no task is live', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    const control: DrainControl = {};
+    let joined: boolean | undefined;
+    q.onReceive = (n) => {
+      // Third receive (idle 2): an event for this queue arrives while the receive is in flight.
+      if (n === 3) {
+        q.add(1);
+        joined = control.nudge?.();
+      }
+    };
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, control }, 1);
+    assert.equal(joined, true, 'a live task covered the event');
+    assert.equal(stats.processed, 1);
+    assert.deepEqual(stats.sleeps.slice(0, 3), [100, 200, 100], 'back-off restarted at min after the join');
+    assert.equal(control.nudge?.(), false, 'after the last task exits, a wake-up must drain itself');
+  });
+
+  test('a join during an empty receive is not lost: the task receives again instead of exiting', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    const control: DrainControl = {};
+    // The receive that would end the task (delay reaches max) sees a join while in flight.
+    q.onReceive = (n) => {
+      if (n === 7) control.nudge?.();
+      if (n === 8) q.add(1);
+    };
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, control }, 1);
+    assert.equal(stats.processed, 1, 'the work behind the join was taken');
+  });
 });
+

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { defaultTuning, loadSettings } from '../shared/config/settings';
+import { defaultTuning, loadSettings, TUNING_SPECS } from '../shared/config/settings';
 import { ConfigError } from '../shared/errors';
 
 const BASE = { StorageConnection: 'UseDevelopmentStorage=true' };
@@ -65,5 +67,15 @@ describe('settings', () => {
   });
   test('tax rates can be configured', () => {
     assert.deepEqual(loadSettings({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:2100, NO:2500' }).taxRates, { EU: 2100, NO: 2500 });
+  });
+});
+
+describe('documentation', () => {
+  test('README lists every tuning setting with its real default and range', () => {
+    let dir = __dirname;
+    while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+    const readme = readFileSync(join(dir, 'README.md'), 'utf8');
+    const missing = TUNING_SPECS.filter((s) => !readme.includes(`| \`${s.setting}\` | ${s.def} | ${s.min}–${s.max} |`)).map((s) => s.setting);
+    assert.deepEqual(missing, []);
   });
 });

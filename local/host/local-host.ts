@@ -4,11 +4,11 @@
  * Everything is read from the captured registrations; nothing here repeats a route,
  * schedule or entity name.
  */
-import { startHttpHost, type HttpHost } from './http-server';
 import { serviceBusOptions } from './host-json';
+import { type HttpHost,startHttpHost } from './http-server';
 import { consoleHostLog, type HostLog } from './invocation';
 import { findRepoRoot, loadApp, type Registry } from './registry';
-import { buildRoutes, routePrefix, type RouteEntry } from './routes';
+import { buildRoutes, type RouteEntry,routePrefix } from './routes';
 import { type ServiceBusHost, startServiceBusTriggers } from './service-bus-triggers';
 import { startTimers, type TimerHost } from './timers';
 

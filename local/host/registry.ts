@@ -91,6 +91,8 @@ export function entryFiles(root: string): string[] {
 /** Installs the stand-in and loads the app: what the Functions host would see. */
 export function loadApp(root: string = findRepoRoot()): Registry {
   const registry = installCoreStandIn();
+  // The host loads the entry files by path at run time, exactly as the Functions worker does.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   for (const file of entryFiles(root)) require(file);
   return registry;
 }
@@ -100,4 +102,10 @@ export function triggerOf(r: Registration): Binding {
   const t = Object.values(r.bindings).find((b) => b.direction === 'in' && b.type.endsWith('Trigger'));
   if (!t) throw new Error(`function ${r.name} has no trigger binding`);
   return t;
+}
+
+/** A string-valued binding property (route, schedule, connection, topic…), if present. */
+export function stringProp(binding: Binding, key: string): string | undefined {
+  const v = binding[key];
+  return typeof v === 'string' ? v : undefined;
 }

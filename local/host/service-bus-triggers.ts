@@ -9,7 +9,7 @@ import { serviceBusConnection } from '../../shared/config/connections';
 import { credentialFor } from '../../shared/storage/clients';
 import type { ServiceBusHostOptions } from './host-json';
 import { type HostLog, invocationContext, resolveSetting } from './invocation';
-import { type Registration, triggerOf } from './registry';
+import { type Registration, stringProp, triggerOf } from './registry';
 
 export interface ServiceBusHost {
   readonly listeners: { functionName: string; entity: string }[];
@@ -43,16 +43,20 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
   const listeners: ServiceBusHost['listeners'] = [];
   for (const f of functions.filter((r) => triggerOf(r).type === 'serviceBusTrigger')) {
     const t = triggerOf(f);
-    const connection = String(t.connection ?? 'ServiceBusConnection');
+    const connection = stringProp(t, 'connection') ?? 'ServiceBusConnection';
     let client = clients.get(connection);
     if (!client) {
       client = clientFor(connection, env, options);
       clients.set(connection, client);
     }
     const what = `function ${f.name}`;
-    const topic = t.topicName ? resolveSetting(String(t.topicName), env, what) : undefined;
-    const subscription = t.subscriptionName ? resolveSetting(String(t.subscriptionName), env, what) : undefined;
-    const queue = t.queueName ? resolveSetting(String(t.queueName), env, what) : undefined;
+    const resolve = (key: string): string | undefined => {
+      const v = stringProp(t, key);
+      return v === undefined ? undefined : resolveSetting(v, env, what);
+    };
+    const topic = resolve('topicName');
+    const subscription = resolve('subscriptionName');
+    const queue = resolve('queueName');
     const receiverOptions = { maxAutoLockRenewalDurationInMs: options.maxAutoLockRenewalDurationMs };
     const receiver = topic && subscription ? client.createReceiver(topic, subscription, receiverOptions) : client.createReceiver(queue ?? '', receiverOptions);
     const entity = topic && subscription ? `${topic}/Subscriptions/${subscription}` : (queue ?? '');

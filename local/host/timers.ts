@@ -1,7 +1,7 @@
 /** Runs captured timer triggers on their NCRONTAB schedules; one run at a time per function. */
 import { type HostLog, invocationContext, resolveSetting } from './invocation';
 import { parseNcrontab } from './ncrontab';
-import { type Registration, triggerOf } from './registry';
+import { type Registration, stringProp, triggerOf } from './registry';
 
 export interface TimerHost {
   readonly schedules: { functionName: string; expression: string; next: Date }[];
@@ -15,7 +15,7 @@ export function startTimers(functions: Registration[], env: Readonly<Record<stri
   const schedules: TimerHost['schedules'] = [];
   let closed = false;
   for (const f of functions.filter((r) => triggerOf(r).type === 'timerTrigger')) {
-    const raw = String(triggerOf(f).schedule ?? '');
+    const raw = stringProp(triggerOf(f), 'schedule') ?? '';
     const schedule = parseNcrontab(resolveSetting(raw, env, `timer ${f.name} schedule "${raw}"`));
     let last: Date | undefined;
     const arm = (): void => {

@@ -18,6 +18,17 @@ export interface TaskOptions {
   deadline: number;
   /** Host shutdown: stop taking work now, as if the budget were spent. */
   signal?: AbortSignal;
+  /** Filled in while tasks run: lets a later wake-up for this queue join them. */
+  control?: DrainControl;
+}
+
+export interface DrainControl {
+  /**
+   * A new event for this queue: wake sleeping tasks and reset their back-off. True when a
+   * live task will receive again after this call (the event is covered); false when none
+   * is left, so the caller must drain itself.
+   */
+  nudge?: () => boolean;
 }
 
 export interface DrainStats {
@@ -43,6 +54,21 @@ export async function runDequeueTasks(
 ): Promise<DrainStats> {
   const stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], stoppedByBudget: false };
   const running = new Set<Promise<void>>();
+  // Counted synchronously at task entry and exit (the running set updates a microtask later).
+  let live = 0;
+  let generation = 0;
+  let wake: () => void = () => {};
+  let woken = new Promise<void>((r) => (wake = r));
+  if (options.control) {
+    options.control.nudge = () => {
+      if (live === 0) return false;
+      generation++;
+      const fire = wake;
+      woken = new Promise<void>((r) => (wake = r));
+      fire();
+      return true;
+    };
+  }
 
   const poison = async (m: QueueMessage, reason: string): Promise<void> => {
     await queue.poison(m, reason);
@@ -99,8 +125,18 @@ export async function runDequeueTasks(
   };
 
   const task = async (): Promise<void> => {
+    live++;
+    try {
+      await loop();
+    } finally {
+      live--;
+    }
+  };
+
+  const loop = async (): Promise<void> => {
     let idle = 0;
     for (;;) {
+      const seen = generation;
       if (clock.now() >= options.deadline || options.signal?.aborted) {
         stats.stoppedByBudget = true;
         return;
@@ -115,12 +151,18 @@ export async function runDequeueTasks(
       }
       if (messages.length === 0) {
         stats.emptyReceives++;
+        if (generation !== seen) {
+          // A wake-up joined while this receive was in flight: its work may be just behind it.
+          idle = 0;
+          continue;
+        }
         const delay = backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random());
         if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
         idle++;
         const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
         stats.sleeps.push(sleep);
-        await clock.sleep(sleep);
+        await Promise.race([clock.sleep(sleep), woken]);
+        if (generation !== seen) idle = 0;
         continue;
       }
       idle = 0;
