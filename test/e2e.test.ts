@@ -162,7 +162,7 @@ describe('end to end over HTTP and Service Bus', () => {
       assert.deepEqual(report.rows, expected.rows);
       assert.deepEqual(report.totals, expected.totals);
     }
-    const csv = await fetch(`${base}/api/batches/${submitted[0]!.batchId}/report?format=csv`);
+    const csv = await fetch(`${base}/api/batches/${submitted[0].batchId}/report?format=csv`);
     assert.equal(csv.headers.get('content-type'), 'text/csv; charset=utf-8');
 
     // Let the drains' back-off run out, then measure an idle window.
