@@ -59,6 +59,8 @@ export async function runDequeueTasks(
   let generation = 0;
   let wake: () => void = () => {};
   let woken = new Promise<void>((r) => (wake = r));
+  // Shutdown wakes sleepers too, so they see the signal now rather than after their back-off.
+  const aborted = new Promise<void>((r) => options.signal?.addEventListener('abort', () => r(), { once: true }));
   if (options.control) {
     options.control.nudge = () => {
       if (live === 0) return false;
@@ -161,7 +163,7 @@ export async function runDequeueTasks(
         idle++;
         const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
         stats.sleeps.push(sleep);
-        await Promise.race([clock.sleep(sleep), woken]);
+        await Promise.race([clock.sleep(sleep), woken, aborted]);
         if (generation !== seen) idle = 0;
         continue;
       }
