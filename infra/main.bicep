@@ -186,6 +186,16 @@ param maxInflatedBytes int = 268435456
 @description('PUSHDRAIN_SWEEP_MAX_FILES: batch files the incoming/ sweep ingests per run.')
 param sweepMaxFiles int = 10
 
+@minValue(1)
+@maxValue(604800)
+@description('PUSHDRAIN_WATCHDOG_SLA_SECONDS: first watchdog check of an accepted batch, this long after acceptance.')
+param watchdogSlaSeconds int = 600
+
+@minValue(1)
+@maxValue(20)
+@description('PUSHDRAIN_WATCHDOG_MAX_CHECKS: watchdog checks (delay doubling) before an unfinished batch is failed.')
+param watchdogMaxChecks int = 5
+
 // Format: REGION:basisPoints pairs separated by commas (2000 bp = 20 %), whole numbers 0–10000.
 // A region not listed, or a transaction without a region, is taxed at 0. The default is the
 // architecture's table (DEFAULT_TAX_RATES in shared/config/tax-rates.ts); a bad value stops the
@@ -336,6 +346,8 @@ var tuningSettings = {
   PUSHDRAIN_MAX_BODY_BYTES: string(maxBodyBytes)
   PUSHDRAIN_MAX_INFLATED_BYTES: string(maxInflatedBytes)
   PUSHDRAIN_SWEEP_MAX_FILES: string(sweepMaxFiles)
+  PUSHDRAIN_WATCHDOG_SLA_SECONDS: string(watchdogSlaSeconds)
+  PUSHDRAIN_WATCHDOG_MAX_CHECKS: string(watchdogMaxChecks)
   PUSHDRAIN_TAX_RATES: taxRates
   // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
   // The prefix exists for test isolation (each test run gets its own names in one account).

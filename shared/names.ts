@@ -5,6 +5,9 @@
 
 export const TOPIC = 'work-detected';
 
+/** Service Bus queue of scheduled per-batch watchdog checks (zero cost until one fires). */
+export const WATCHDOG_QUEUE = 'batch-watchdog';
+
 export const SUBSCRIPTIONS = {
   drain: { name: 'drain', role: 'input' },
   aggregate: { name: 'aggregate', role: 'output' },

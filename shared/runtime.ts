@@ -14,15 +14,17 @@ import { perMessagesRule } from './drain/task-count';
 import { type Clock, type DrainLogger, type MessageProcessor, systemClock } from './drain/types';
 import { PermanentError } from './errors';
 import { type ContainerKey, CONTAINERS, entityNames } from './names';
-import type { WorkDetected, WorkPublisher } from './notify/events';
+import type { WatchdogCheck, WorkDetected, WorkPublisher } from './notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
 import type { PipelineContext } from './pipeline/context';
 import { Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
 import { ReduceProcessor } from './pipeline/reduce-processor';
+import { redrive, type RedriveRequest, type RedriveResult } from './poison/redrive';
 import { StorageDrainQueue } from './queue/storage-queue';
 import { createStorageClients, type StorageClients } from './storage/clients';
 import { meterDelta, StorageMeter } from './storage/meter';
+import { runWatchdogCheck, type WatchdogOutcome } from './watchdog/check-batch';
 
 export interface RuntimeOptions {
   publisher?: WorkPublisher;
@@ -150,6 +152,18 @@ export class Runtime {
     return outcome;
   }
 
+  /** Moves poison messages back after a fix (CLI `redrive`, and the admin route). */
+  async redrive(request: RedriveRequest): Promise<RedriveResult> {
+    await this.ensureStorage();
+    return redrive(this.ctx, request);
+  }
+
+  /** A scheduled per-batch check fired (queue `batch-watchdog`). */
+  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
+    await this.ensureStorage();
+    return runWatchdogCheck(this.ctx, check);
+  }
+
   /** Graceful stop: drains finish their current batch, then publish a continuation for the rest. */
   beginShutdown(): void {
     this.stopping.abort();
@@ -162,8 +176,6 @@ export class Runtime {
 
 function defaultPublisher(settings: Settings): WorkPublisher {
   if (settings.serviceBus) return new ServiceBusPublisher(createServiceBusClient(settings.serviceBus));
-  return {
-    publish: () => Promise.reject(new PermanentError('ServiceBusConnection is not configured: WorkDetected events cannot be published')),
-    close: () => Promise.resolve(),
-  };
+  const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
+  return { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() };
 }

@@ -14,7 +14,7 @@ import ts from 'typescript';
 
 import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
+import { CONTAINERS, entityNames, SUBSCRIPTIONS, WATCHDOG_QUEUE } from '../shared/names';
 import {
   type AppSetting,
   bicepFiles,
@@ -39,12 +39,15 @@ const HTTP_CONTRACT = [
   { name: 'getBatch', route: 'batches/{batchId}', methods: ['GET'], authLevel: 'function' },
   { name: 'getBatchReport', route: 'batches/{batchId}/report', methods: ['GET'], authLevel: 'function' },
   { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
+  // Operators only: the master (admin) key, never a function key.
+  { name: 'adminRedrive', route: 'admin/redrive', methods: ['POST'], authLevel: 'admin' },
 ];
 const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
 const TOPIC_CONTRACT = [
   { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
   { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
 ];
+const QUEUE_CONTRACT = [{ name: 'watchdog', queue: WATCHDOG_QUEUE, connection: 'ServiceBusConnection' }];
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
 const HOST_STORAGE = 'AzureWebJobsStorage';
 
@@ -348,6 +351,20 @@ void describe('deploy readiness: the registrations the Functions host receives',
       assert.equal(t.connection, c.connection, `${c.name} connection`);
     });
   }
+
+  for (const c of QUEUE_CONTRACT) {
+    void it(`${c.name}: serviceBusTrigger on queue ${c.queue} through ${c.connection}`, () => {
+      const t = registration(c.name).trigger;
+      assert.equal(t.type, 'serviceBusTrigger', `${c.name} trigger type`);
+      assert.equal(t.queueName, c.queue, `${c.name} queue`);
+      assert.equal(t.connection, c.connection, `${c.name} connection`);
+    });
+  }
+
+  void it('every function registered is in the contract (a new function must be added here and to infra)', () => {
+    const known = new Set([...HTTP_CONTRACT, ...TIMER_CONTRACT, ...TOPIC_CONTRACT, ...QUEUE_CONTRACT].map((c) => c.name));
+    assert.deepEqual(captured().functions.map((f) => f.name).filter((n) => !known.has(n)), []);
+  });
 });
 
 void describe('deploy readiness: infra/ provides what the bindings use', () => {
@@ -426,6 +443,13 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
     }
     assert.ok(checked > 0, 'no binding names a topic');
     assert.deepEqual(problems, []);
+  });
+
+  void it('every Service Bus queue a binding names is in infra/servicebus-entities.json', () => {
+    const json = JSON.parse(readRepoFile(ENTITIES)) as { queues: { name: string }[] };
+    const named = captured().functions.flatMap((f) => f.bindings.filter((b) => typeof b.queueName === 'string' && b.type.startsWith('serviceBus')).map((b) => ({ f: f.name, queue: b.queueName as string })));
+    assert.ok(named.length > 0, 'no binding names a Service Bus queue');
+    assert.deepEqual(named.filter((n) => !json.queues.some((q) => q.name === n.queue)).map((n) => `${n.f}: queue ${n.queue} is not provisioned`), []);
   });
 
   void it('every %SETTING% in a binding is set on every deployment, with a usable value', () => {

@@ -206,5 +206,19 @@ describe('dequeue tasks', () => {
     const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, control }, 1);
     assert.equal(stats.processed, 1, 'the work behind the join was taken');
   });
+
+  test('receive failures back off on that queue, honouring the minimum wait of ServerBusy', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    let calls = 0;
+    q.receive = () => {
+      calls++;
+      return calls <= 2 ? Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' })) : Promise.resolve([]);
+    };
+    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, maxIdleMs: 60_000 }, 1);
+    assert.equal(stats.receiveErrors, 2);
+    assert.deepEqual(stats.sleeps.slice(0, 2), [10_000, 10_000], 'ServerBusy waits at least 10 s');
+    assert.equal(stats.sleeps[2], 400, 'then the ordinary back-off continues where it stood');
+  });
 });
 

@@ -34,12 +34,12 @@ export class ManifestStore {
 
   /** Creates the manifest only if none exists; undefined means one already does. */
   async create(m: Manifest): Promise<string | undefined> {
-    return writeBlob(this.blob(m.batchId), encode(m), 'application/json', { ifNoneMatch: '*' });
+    return writeBlob(this.blob(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' } });
   }
 
   /** Replaces the manifest if it is still at `etag`; undefined means it changed meanwhile. */
   async replace(m: Manifest, etag: string): Promise<string | undefined> {
-    return writeBlob(this.blob(m.batchId), encode(m), 'application/json', { ifMatch: etag });
+    return writeBlob(this.blob(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag } });
   }
 
   /** Applies `change` atomically. Undefined when the manifest does not exist. */

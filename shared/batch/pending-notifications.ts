@@ -3,14 +3,24 @@
  * A marker `batches/pending-notify/{batchId}` is written before the 202; the incoming/
  * sweep lists that prefix (one request when empty), re-publishes, and removes the marker.
  */
-import type { WorkDetected } from '../notify/events';
 import type { PipelineContext } from '../pipeline/context';
 import { writeBlob } from '../storage/blob-io';
+import { firstCheck, watchdogDelayMs } from '../watchdog/check-batch';
+import type { QueueTouch } from './manifest';
 
 const PREFIX = 'pending-notify/';
 
+/**
+ * Wakes the drainers of a newly accepted batch (one event per queue touched) and schedules its
+ * first watchdog check. Both go to Service Bus; if either fails the batch is marked pending.
+ */
+export async function notifyAccepted(ctx: PipelineContext, batchId: string, queues: readonly QueueTouch[]): Promise<void> {
+  await ctx.publisher.publish(queues.map((q) => ({ storageAccount: ctx.storageAccount, queueName: q.queue, payloadSize: q.payloadSize, role: 'input' as const, batchId })));
+  await ctx.publisher.scheduleWatchdog(firstCheck(batchId), watchdogDelayMs(ctx.tuning.watchdogSlaSeconds, 1));
+}
+
 export async function markNotificationPending(ctx: PipelineContext, batchId: string): Promise<void> {
-  await writeBlob(ctx.container('batches').getBlockBlobClient(`${PREFIX}${batchId}`), Buffer.from(batchId), 'text/plain');
+  await writeBlob(ctx.container('batches').getBlockBlobClient(`${PREFIX}${batchId}`), Buffer.from(batchId), { contentType: 'text/plain' });
 }
 
 export interface Renotified {
@@ -32,9 +42,8 @@ export async function renotifyPending(ctx: PipelineContext, max: number): Promis
       await marker.deleteIfExists(); // finished, abandoned or already notified: nothing to wake
       continue;
     }
-    const events: WorkDetected[] = got.manifest.queues.map((q) => ({ storageAccount: ctx.storageAccount, queueName: q.queue, payloadSize: q.payloadSize, role: 'input', batchId }));
     try {
-      await ctx.publisher.publish(events);
+      await notifyAccepted(ctx, batchId, got.manifest.queues);
     } catch (e) {
       out.push({ batchId, ok: false, error: (e as Error).message });
       continue;

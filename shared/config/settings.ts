@@ -36,6 +36,10 @@ export interface Tuning {
   maxInflatedBytes: number;
   /** Batch files the incoming/ sweep ingests per run. @defaultValue 10 */
   sweepMaxFiles: number;
+  /** First watchdog check of an accepted batch, this long after acceptance. @defaultValue 600 */
+  watchdogSlaSeconds: number;
+  /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. @defaultValue 5 */
+  watchdogMaxChecks: number;
 }
 
 export interface Settings {
@@ -72,6 +76,8 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'maxBodyBytes', setting: 'PUSHDRAIN_MAX_BODY_BYTES', def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
   { key: 'maxInflatedBytes', setting: 'PUSHDRAIN_MAX_INFLATED_BYTES', def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 },
   { key: 'sweepMaxFiles', setting: 'PUSHDRAIN_SWEEP_MAX_FILES', def: 10, min: 1, max: 1000 },
+  { key: 'watchdogSlaSeconds', setting: 'PUSHDRAIN_WATCHDOG_SLA_SECONDS', def: 600, min: 1, max: 7 * 24 * 3600 },
+  { key: 'watchdogMaxChecks', setting: 'PUSHDRAIN_WATCHDOG_MAX_CHECKS', def: 5, min: 1, max: 20 },
 ];
 
 function readInt(env: Env, spec: IntSpec): number {

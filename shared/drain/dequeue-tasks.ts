@@ -4,6 +4,7 @@
  * exits when its back-off reaches the maximum, or when the time budget is spent.
  */
 import { ensureError, PermanentError } from '../errors';
+import { retryDecision } from '../retry/transient';
 import { backoffDelay } from './backoff';
 import type { Clock, DrainLogger, DrainQueue, MessageProcessor, QueueMessage } from './types';
 
@@ -41,6 +42,8 @@ export interface DrainStats {
   poisoned: number;
   /** Back-off delays slept, in order (the test of the formula reads them). */
   sleeps: number[];
+  /** Receives that failed (throttling, 5xx, sockets): they back off like empty receives. */
+  receiveErrors: number;
   stoppedByBudget: boolean;
 }
 
@@ -52,7 +55,7 @@ export async function runDequeueTasks(
   options: TaskOptions,
   initialTasks: number,
 ): Promise<DrainStats> {
-  const stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], stoppedByBudget: false };
+  const stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
   const running = new Set<Promise<void>>();
   // Counted synchronously at task entry and exit (the running set updates a microtask later).
   let live = 0;
@@ -144,11 +147,16 @@ export async function runDequeueTasks(
         return;
       }
       let messages: QueueMessage[];
+      let minWait = 0;
       try {
         messages = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
         stats.receives++;
       } catch (e) {
-        log.warn(`${queue.name}: receive failed: ${ensureError(e).message}`);
+        // Back off on this queue only; other queues' drains are unaffected.
+        const decision = retryDecision(e);
+        stats.receiveErrors++;
+        minWait = decision.waitMs ?? 0;
+        log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
         messages = [];
       }
       if (messages.length === 0) {
@@ -158,7 +166,7 @@ export async function runDequeueTasks(
           idle = 0;
           continue;
         }
-        const delay = backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random());
+        const delay = Math.max(minWait, backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()));
         if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
         idle++;
         const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));

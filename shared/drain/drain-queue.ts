@@ -5,6 +5,7 @@
  * our last task was exiting.
  */
 import { ensureError } from '../errors';
+import { retryDecision } from '../retry/transient';
 import { type DrainStats, runDequeueTasks, type TaskOptions } from './dequeue-tasks';
 import type { DrainSlots } from './slot';
 import type { TaskCountRule } from './task-count';
@@ -38,7 +39,15 @@ export async function drainQueue(
   const rounds: DrainStats[] = [];
   // Bounded: each round needs the slot and time left; rounds repeat only while the re-check finds work.
   for (let round = 0; round < 1000; round++) {
-    const slot = await slots.acquire(queue.name);
+    let slot;
+    try {
+      slot = await slots.acquire(queue.name);
+    } catch (e) {
+      const decision = retryDecision(e);
+      if (!decision.retry) throw e;
+      log.warn(`${queue.name}: drain slot unavailable, handing over with a delay: ${ensureError(e).message}`);
+      return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
+    }
     if (!slot) {
       // Every slot is held; each holder re-checks the queue after releasing, so this event is not lost.
       return round === 0 ? { kind: 'slots-busy' } : { kind: 'drained', rounds: round, stats: rounds };
@@ -54,12 +63,24 @@ export async function drainQueue(
     log.info(`${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`);
 
     // Re-check after releasing the slot: an event may have arrived while we held it.
-    const visible = await queue.hasVisible();
+    let visible: boolean;
+    let inFlight: boolean;
+    try {
+      visible = await queue.hasVisible();
+      inFlight = !visible && (await queue.depth()) > 0;
+    } catch (e) {
+      // The queue is unreachable (throttled, 5xx): don't fail the event into a tight redelivery
+      // loop; come back later, no sooner than the retry table says.
+      const decision = retryDecision(e);
+      if (!decision.retry) throw e;
+      log.warn(`${queue.name}: re-check failed, handing over with a delay: ${ensureError(e).message}`);
+      return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
+    }
     if (visible && !stats.stoppedByBudget && clock.now() < deadline && !options.signal?.aborted) continue;
     if (visible) return handOver(hooks, log, queue, rounds, 0);
     // Nothing visible, but messages in flight (a failed processor's, or a crashed host's) come
     // back after the visibility timeout with nobody awake to take them: schedule a wake-up.
-    if ((await queue.depth()) > 0) return handOver(hooks, log, queue, rounds, options.visibilityTimeoutSeconds * 1000);
+    if (inFlight) return handOver(hooks, log, queue, rounds, options.visibilityTimeoutSeconds * 1000);
     return { kind: 'drained', rounds: rounds.length, stats: rounds };
   }
   return handOver(hooks, log, queue, rounds, 0);

@@ -49,7 +49,7 @@ export class BlobLeaseSlots implements DrainSlots {
         if (status === 409) return undefined; // leased by another drain
         if (status !== 404 || attempt > 0) throw e;
         // First use of this slot: create its (empty) blob, racing other creators harmlessly.
-        await writeBlob(blob, Buffer.alloc(0), 'application/octet-stream', { ifNoneMatch: '*' });
+        await writeBlob(blob, Buffer.alloc(0), { contentType: 'application/octet-stream', condition: { ifNoneMatch: '*' } });
       }
     }
     return undefined;

@@ -3,13 +3,12 @@
  * enqueue one pointer per chunk, publish one WorkDetected per queue touched, and only then
  * mark the manifest accepted. Any failure before that point leaves no accepted batch.
  */
-import { createHash } from 'node:crypto';
-
 import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
 import { isSettled, publicStatus } from '../batch/manifest';
-import { markNotificationPending } from '../batch/pending-notifications';
+import { markNotificationPending, notifyAccepted } from '../batch/pending-notifications';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
+import { partitionOf } from '../model/partition';
 import { workBlobName, type WorkPointer } from '../model/pointers';
 import type { PipelineContext } from '../pipeline/context';
 import { sendPointer } from '../queue/storage-queue';
@@ -85,10 +84,6 @@ export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<
 
 async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manifest, etag: string): Promise<IngestResult> {
   const { batchId } = m;
-  const partitions = ctx.tuning.partitions;
-  // Round-robin from a per-batch offset: a batch spreads over every partition, and small
-  // batches do not all land on work-0.
-  const offset = createHash('sha256').update(batchId).digest().readUInt32BE(0) % partitions;
   const pointers: { partition: number; pointer: WorkPointer }[] = [];
   const writes = new Pool(WRITE_CONCURRENCY);
   let index = 0;
@@ -99,9 +94,14 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
     await writes.run(async () => {
       const enc = await encodeChunk(chunk, txns);
       const blob = workBlobName(batchId, chunk);
-      await writeBlob(ctx.container('work').getBlockBlobClient(blob), enc.body, 'application/x-ndjson', undefined, 'gzip');
+      await writeBlob(ctx.container('work').getBlockBlobClient(blob), enc.body, {
+        contentType: 'application/x-ndjson',
+        contentEncoding: 'gzip',
+        // Lets the watchdog rebuild a lost pointer from the blob alone.
+        metadata: { sha256: enc.sha256, count: String(enc.count) },
+      });
       pointers[chunk] = {
-        partition: (offset + chunk) % partitions,
+        partition: partitionOf(batchId, chunk, ctx.tuning.partitions),
         pointer: { v: 1, batchId, chunk, blob, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
       };
     });
@@ -129,7 +129,7 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
   // batch: it stays `notification: pending` and the incoming/ sweep re-notifies it.
   let notified = true;
   try {
-    await ctx.publisher.publish(queues.map((q) => ({ storageAccount: ctx.storageAccount, queueName: q.queue, payloadSize: q.payloadSize, role: 'input' as const, batchId })));
+    await notifyAccepted(ctx, batchId, queues);
   } catch (e) {
     notified = false;
     ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`);

@@ -18,10 +18,33 @@ export interface PublishOptions {
   delayMs?: number;
 }
 
+/** A scheduled per-batch check (queue `batch-watchdog`): "is this batch done yet?" */
+export interface WatchdogCheck {
+  v: 1;
+  batchId: string;
+  /** 1 for the first check after acceptance. */
+  attempt: number;
+  /** Chunks done + failed at the previous check, to tell progress from a stall. */
+  settledBefore: number;
+}
+
 /** Implemented over Service Bus in production and by a capturing fake in unit tests. */
 export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
+  /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
+  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Parses a watchdog check from a trigger body; a string describes what is wrong. */
+export function parseWatchdogCheck(body: unknown): WatchdogCheck | string {
+  const value: unknown = typeof body === 'string' ? safeJson(body) : body instanceof Uint8Array ? safeJson(Buffer.from(body).toString('utf8')) : body;
+  if (typeof value !== 'object' || value === null) return 'watchdog body is not a JSON object';
+  const v = value as Record<string, unknown>;
+  if (v.v !== 1 || typeof v.batchId !== 'string') return 'watchdog body is not a v1 check with a batchId';
+  if (typeof v.attempt !== 'number' || !Number.isInteger(v.attempt) || v.attempt < 1) return 'watchdog attempt must be a positive integer';
+  const settledBefore = typeof v.settledBefore === 'number' && Number.isInteger(v.settledBefore) && v.settledBefore >= 0 ? v.settledBefore : 0;
+  return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore };
 }
 
 const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;

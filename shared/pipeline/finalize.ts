@@ -55,7 +55,7 @@ async function finalize(ctx: PipelineContext, m: Manifest): Promise<void> {
       throw new TransientError(`report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`);
     }
     const body = Buffer.from(JSON.stringify(report), 'utf8');
-    await writeBlob(ctx.container('reports').getBlockBlobClient(reportBlobName(m.batchId)), body, 'application/json');
+    await writeBlob(ctx.container('reports').getBlockBlobClient(reportBlobName(m.batchId)), body, { contentType: 'application/json' });
   }
   const now = ctx.now();
   const updated = await ctx.manifests.update(m.batchId, (cur) => {

@@ -28,7 +28,7 @@ export class MapProcessor implements MessageProcessor {
     if (txns.length !== p.count) throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
     const body = await encodeResult(p.batchId, p.chunk, billChunk(txns, this.ctx.taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
-    await writeBlob(this.ctx.container('results').getBlockBlobClient(resultBlobName(p.batchId, p.chunk)), body, 'application/x-ndjson', undefined, 'gzip');
+    await writeBlob(this.ctx.container('results').getBlockBlobClient(resultBlobName(p.batchId, p.chunk)), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
     const pointer: ResultPointer = { v: 1, batchId: p.batchId, chunk: p.chunk, blob: resultBlobName(p.batchId, p.chunk), count: p.count };
     await sendPointer(this.ctx.queues.getQueueClient(this.ctx.names.resultsQueue), pointer);
     this.produced += body.length;

@@ -37,11 +37,12 @@ export function retryDecision(error: unknown): RetryDecision {
   if (typeof error !== 'object' || error === null) return { retry: false };
   const e = error as { statusCode?: unknown; code?: unknown; name?: unknown };
   if (e.name === 'AbortError' || e.name === 'TimeoutError') return { retry: true };
-  if (typeof e.statusCode === 'number' && RETRYABLE_STATUS.has(e.statusCode)) return { retry: true };
   if (typeof e.code === 'string') {
-    if (e.code === 'ServiceBusy') return { retry: true, waitMs: SERVER_BUSY_WAIT_MS };
+    // Service Bus says ServiceBusy; Storage answers 503 with x-ms-error-code ServerBusy.
+    if (e.code === 'ServiceBusy' || e.code === 'ServerBusy') return { retry: true, waitMs: SERVER_BUSY_WAIT_MS };
     if (RETRYABLE_SOCKET_CODES.has(e.code) || RETRYABLE_SERVICE_BUS_CODES.has(e.code)) return { retry: true };
   }
+  if (typeof e.statusCode === 'number' && RETRYABLE_STATUS.has(e.statusCode)) return { retry: true };
   return { retry: false };
 }
 

@@ -27,28 +27,31 @@ export async function readBlob(blob: BlockBlobClient): Promise<BlobRead | undefi
   }
 }
 
-export type WriteCondition = { ifNoneMatch: '*' } | { ifMatch: string } | undefined;
+export type WriteCondition = { ifNoneMatch: '*' } | { ifMatch: string };
+
+export interface WriteOptions {
+  contentType: string;
+  contentEncoding?: string;
+  /** With a condition, a failed condition returns undefined instead of throwing. */
+  condition?: WriteCondition;
+  metadata?: Record<string, string>;
+}
 
 /**
  * Uploads in one request. With a condition, returns the new ETag, or undefined when the
  * condition failed (someone else wrote first): the caller decides what that means.
  */
-export async function writeBlob(
-  blob: BlockBlobClient,
-  body: Buffer,
-  contentType: string,
-  condition?: WriteCondition,
-  contentEncoding?: string,
-): Promise<string | undefined> {
+export async function writeBlob(blob: BlockBlobClient, body: Buffer, options: WriteOptions): Promise<string | undefined> {
   try {
     const res = await blob.upload(body, body.length, {
-      blobHTTPHeaders: { blobContentType: contentType, ...(contentEncoding ? { blobContentEncoding: contentEncoding } : {}) },
-      ...(condition ? { conditions: condition } : {}),
+      blobHTTPHeaders: { blobContentType: options.contentType, ...(options.contentEncoding ? { blobContentEncoding: options.contentEncoding } : {}) },
+      ...(options.condition ? { conditions: options.condition } : {}),
+      ...(options.metadata ? { metadata: options.metadata } : {}),
     });
     return res.etag ?? '';
   } catch (e) {
     const status = statusOf(e);
-    if (condition && (status === 412 || status === 409)) return undefined;
+    if (options.condition && (status === 412 || status === 409)) return undefined;
     throw e;
   }
 }

@@ -72,7 +72,7 @@ async function sweepOne(ctx: PipelineContext, incoming: ContainerClient, name: s
   const kind = formatOf(name);
   const reject = async (message: string, details: unknown[] = []): Promise<SweepOutcome> => {
     const report = { error: 'invalid_batch', file: name, message, details, rejectedAt: new Date(ctx.now()).toISOString() };
-    await writeBlob(ctx.container('rejected').getBlockBlobClient(`${name}.error.json`), Buffer.from(JSON.stringify(report, null, 2)), 'application/json');
+    await writeBlob(ctx.container('rejected').getBlockBlobClient(`${name}.error.json`), Buffer.from(JSON.stringify(report, null, 2)), { contentType: 'application/json' });
     await move(incoming, ctx.container('rejected'), name);
     ctx.log.warn(`incoming/${name} rejected: ${message}`);
     return { name, kind: 'rejected', error: message };

@@ -1,5 +1,5 @@
 /** A WorkPublisher that records events, standing in for Service Bus where a test feeds the handlers itself. */
-import type { PublishOptions, WorkDetected, WorkPublisher } from '../../shared/notify/events';
+import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../shared/notify/events';
 
 export interface Captured {
   event: WorkDetected;
@@ -19,6 +19,17 @@ export class CapturingPublisher implements WorkPublisher {
       return Promise.reject(new Error('injected publish failure'));
     }
     for (const event of events) this.all.push({ event, delayMs: options.delayMs ?? 0 });
+    return Promise.resolve();
+  }
+
+  readonly checks: { check: WatchdogCheck; delayMs: number }[] = [];
+
+  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new Error('injected schedule failure'));
+    }
+    this.checks.push({ check, delayMs });
     return Promise.resolve();
   }
 

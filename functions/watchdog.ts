@@ -1,0 +1,28 @@
+/** Service Bus queue `batch-watchdog`: a batch's scheduled "is it done yet?" check. */
+import { app, type InvocationContext } from '@azure/functions';
+
+import { WATCHDOG_QUEUE } from '../shared/names';
+import { parseWatchdogCheck } from '../shared/notify/events';
+import type { Runtime } from '../shared/runtime';
+import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
+import { runtime } from './runtime';
+
+/** Throws to abandon (redelivery retries the check); a malformed check is logged and completed. */
+export async function onWatchdog(rt: Runtime, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
+  const check = parseWatchdogCheck(body);
+  if (typeof check === 'string') {
+    context.error(`watchdog check ignored: ${check}`);
+    return undefined;
+  }
+  const outcome = await rt.watchdog(check);
+  context.log(`watchdog ${check.batchId} #${check.attempt}: ${outcome.kind}`);
+  return outcome;
+}
+
+app.serviceBusQueue('watchdog', {
+  connection: 'ServiceBusConnection',
+  queueName: WATCHDOG_QUEUE,
+  handler: async (message, context) => {
+    await onWatchdog(runtime(), message, context);
+  },
+});

@@ -1,0 +1,110 @@
+/**
+ * Redrive: after a fix, move poison messages back to the queue they came from, reopen their
+ * chunks on the batch (a failed batch becomes accepted again), and wake the queues. Send
+ * first, then delete: a crash in between duplicates a pointer, which processing absorbs.
+ */
+import type { Manifest } from '../batch/manifest';
+import { ValidationError } from '../errors';
+import type { WorkDetected } from '../notify/events';
+import type { PipelineContext } from '../pipeline/context';
+import type { PoisonRecord } from '../queue/storage-queue';
+import { MAX_RECEIVE, sendPointer } from '../queue/storage-queue';
+
+export interface RedriveRequest {
+  /** Source queue (e.g. `work-0`); all of the app's queues when absent. */
+  queue?: string;
+  /** Only messages of this batch. */
+  batchId?: string;
+  /** Stop after this many. @defaultValue 1000 */
+  max?: number;
+}
+
+export interface RedriveResult {
+  moved: number;
+  /** Messages looked at and left in poison (other batches, or unreadable records). */
+  skipped: number;
+  byQueue: Record<string, number>;
+  reopenedBatches: string[];
+}
+
+const DEFAULT_MAX = 1000;
+const MAX_LIMIT = 100_000;
+/** Long enough to move a received batch; skipped messages reappear after it. */
+const VISIBILITY_SECONDS = 30;
+
+function parseRecord(text: string): PoisonRecord | undefined {
+  try {
+    const r = JSON.parse(text) as PoisonRecord;
+    return typeof r.text === 'string' && typeof r.queue === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function chunkOf(text: string): { batchId: string; chunk: number } | undefined {
+  try {
+    const p = JSON.parse(text) as { batchId?: unknown; chunk?: unknown };
+    return typeof p.batchId === 'string' && typeof p.chunk === 'number' ? { batchId: p.batchId, chunk: p.chunk } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the chunk from `failed`; a batch that had failed only because of it is open again. */
+function reopen(m: Manifest, chunk: number): Manifest | undefined {
+  if (!m.failed.some((f) => f.chunk === chunk)) return undefined;
+  m.failed = m.failed.filter((f) => f.chunk !== chunk);
+  if (m.state === 'failed') {
+    m.state = 'accepted';
+    delete m.completedAt;
+    delete m.latencyMs;
+    delete m.error;
+  }
+  return m;
+}
+
+export async function redrive(ctx: PipelineContext, req: RedriveRequest = {}): Promise<RedriveResult> {
+  const all = [...ctx.names.inputQueues(), ctx.names.resultsQueue];
+  if (req.queue !== undefined && !all.includes(req.queue)) {
+    throw new ValidationError(`queue must be one of ${all.join(', ')}`, 400, 'invalid_request');
+  }
+  const max = req.max ?? DEFAULT_MAX;
+  if (!Number.isInteger(max) || max < 1 || max > MAX_LIMIT) throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
+  const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };
+  const reopened = new Set<string>();
+  for (const queue of req.queue ? [req.queue] : all) {
+    const poison = ctx.queues.getQueueClient(ctx.names.poisonQueue(queue));
+    const target = ctx.queues.getQueueClient(queue);
+    // Bounded: each round either moves or skips what it received, and skipped ones stay invisible.
+    for (let round = 0; round < Math.ceil(MAX_LIMIT / MAX_RECEIVE) && result.moved < max; round++) {
+      const got = await poison.receiveMessages({ numberOfMessages: Math.min(MAX_RECEIVE, max - result.moved), visibilityTimeout: VISIBILITY_SECONDS });
+      if (got.receivedMessageItems.length === 0) break;
+      for (const msg of got.receivedMessageItems) {
+        const record = parseRecord(msg.messageText);
+        const chunk = record ? chunkOf(record.text) : undefined;
+        if (!record || (req.batchId !== undefined && chunk?.batchId !== req.batchId)) {
+          result.skipped++;
+          continue;
+        }
+        await sendPointer(target, JSON.parse(record.text) as unknown);
+        if (chunk) {
+          const updated = await ctx.manifests.update(chunk.batchId, (m) => reopen(m, chunk.chunk));
+          if (updated) reopened.add(chunk.batchId);
+        }
+        await poison.deleteMessage(msg.messageId, msg.popReceipt);
+        result.moved++;
+        result.byQueue[queue] = (result.byQueue[queue] ?? 0) + 1;
+      }
+    }
+  }
+  const wake: WorkDetected[] = Object.keys(result.byQueue).map((queueName) => ({
+    storageAccount: ctx.storageAccount,
+    queueName,
+    payloadSize: 0,
+    role: queueName === ctx.names.resultsQueue ? 'output' : 'input',
+  }));
+  await ctx.publisher.publish(wake);
+  result.reopenedBatches = [...reopened].sort();
+  ctx.log.warn(`redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`);
+  return result;
+}
