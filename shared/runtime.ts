@@ -9,7 +9,7 @@ import { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
 import type { DrainControl } from './drain/dequeue-tasks';
 import { type DrainOutcome, drainQueue } from './drain/drain-queue';
-import { BlobLeaseSlots, type DrainSlots } from './drain/slot';
+import { BlobLeaseSlots, type DrainSlots, LEASE_SECONDS } from './drain/slot';
 import { perMessagesRule } from './drain/task-count';
 import { type Clock, type DrainLogger, type MessageProcessor, systemClock } from './drain/types';
 import { PermanentError } from './errors';
@@ -140,6 +140,7 @@ export class Runtime {
         maxDequeueCount: tuning.maxDequeueCount,
         budgetMs: tuning.drainBudgetSeconds * 1000,
         taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
+        busyRetryMs: LEASE_SECONDS * 1000 + 1000,
         signal: this.stopping.signal,
         control,
       },

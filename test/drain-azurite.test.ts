@@ -51,6 +51,7 @@ function options(rt: Runtime, budgetMs = 30_000) {
     maxDequeueCount: t.maxDequeueCount,
     budgetMs,
     taskCount: perMessagesRule(t.messagesPerTask, t.maxDequeueTasks),
+    busyRetryMs: 16_000,
   };
 }
 
@@ -120,6 +121,7 @@ describe('drain slots and the lost wake-up', () => {
     const proc: MessageProcessor = { process: (m) => (processed.push(m.text), Promise.resolve()) };
     const real = new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog);
     let secondWakeUp: string | undefined;
+    const busyContinuations: number[] = [];
     let forced = false;
     // Every task has exited and the slot is still held: exactly then, a producer enqueues and
     // its event's wake-up arrives, finds the only slot taken, and returns.
@@ -133,7 +135,7 @@ describe('drain slots and the lost wake-up', () => {
             if (!forced) {
               forced = true;
               await client.sendMessage('late-work');
-              const other = await drainQueue(q, proc, real, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+              const other = await drainQueue(q, proc, real, { continuation: (d) => (busyContinuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
               secondWakeUp = other.kind;
             }
             await held.release();
@@ -144,6 +146,7 @@ describe('drain slots and the lost wake-up', () => {
     await client.sendMessage('early-work');
     const outcome = await drainQueue(q, proc, interleaving, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
+    assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 2, 'the re-check found the late work and drained again');
     assert.deepEqual(processed, ['early-work', 'late-work']);

@@ -15,6 +15,8 @@ export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
   /** How long this wake-up may take work, in ms (stop before the function timeout). */
   budgetMs: number;
   taskCount: TaskCountRule;
+  /** When every slot is held: look again after this long (a crashed holder's lease has expired by then). */
+  busyRetryMs: number;
 }
 
 export interface DrainHooks {
@@ -49,8 +51,11 @@ export async function drainQueue(
       return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
     }
     if (!slot) {
-      // Every slot is held; each holder re-checks the queue after releasing, so this event is not lost.
-      return round === 0 ? { kind: 'slots-busy' } : { kind: 'drained', rounds: round, stats: rounds };
+      if (round > 0) return { kind: 'drained', rounds: round, stats: rounds };
+      // Every slot is held. A live holder re-checks the queue after releasing it; a crashed one
+      // never will, so come back once its lease could have expired.
+      await hooks.continuation(options.busyRetryMs);
+      return { kind: 'slots-busy' };
     }
     let stats: DrainStats;
     try {

@@ -18,9 +18,12 @@ export interface DrainSlots {
   acquire(queue: string): Promise<HeldSlot | undefined>;
 }
 
-/** Blob leases last 15–60 s; held drains renew well before expiry. */
-export const LEASE_SECONDS = 60;
-const RENEW_EVERY_MS = 20_000;
+/**
+ * Blob leases last 15–60 s. The shortest bounds how long a crashed drain can block its slot;
+ * a live drain renews three times per lease (one request per 5 s while it runs, none idle).
+ */
+export const LEASE_SECONDS = 15;
+const RENEW_EVERY_MS = 5_000;
 
 export class BlobLeaseSlots implements DrainSlots {
   constructor(
