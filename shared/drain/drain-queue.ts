@@ -39,16 +39,21 @@ export async function drainQueue(
 ): Promise<DrainOutcome> {
   const deadline = clock.now() + options.budgetMs;
   const rounds: DrainStats[] = [];
+  // Storage unreachable (throttled, 5xx, sockets): don't fail the event into a tight redelivery
+  // loop; hand over to a wake-up no sooner than the retry table says. Anything else is thrown.
+  const handOverLater = (e: unknown, what: string): Promise<DrainOutcome> => {
+    const decision = retryDecision(e);
+    if (!decision.retry) throw e;
+    log.warn(`${queue.name}: ${what}, handing over with a delay: ${ensureError(e).message}`);
+    return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
+  };
   // Bounded: each round needs the slot and time left; rounds repeat only while the re-check finds work.
   for (let round = 0; round < 1000; round++) {
     let slot;
     try {
       slot = await slots.acquire(queue.name);
     } catch (e) {
-      const decision = retryDecision(e);
-      if (!decision.retry) throw e;
-      log.warn(`${queue.name}: drain slot unavailable, handing over with a delay: ${ensureError(e).message}`);
-      return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
+      return handOverLater(e, 'drain slot unavailable');
     }
     if (!slot) {
       if (round > 0) return { kind: 'drained', rounds: round, stats: rounds };
@@ -62,9 +67,11 @@ export async function drainQueue(
       const depth = await queue.depth();
       stats = await runDequeueTasks(queue, processor, clock, log, { ...options, deadline }, options.taskCount(depth));
       rounds.push(stats);
-    } finally {
+    } catch (e) {
       await slot.release();
+      return handOverLater(e, 'queue unreachable');
     }
+    await slot.release();
     log.info(`${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`);
 
     // Re-check after releasing the slot: an event may have arrived while we held it.
@@ -74,12 +81,7 @@ export async function drainQueue(
       visible = await queue.hasVisible();
       inFlight = !visible && (await queue.depth()) > 0;
     } catch (e) {
-      // The queue is unreachable (throttled, 5xx): don't fail the event into a tight redelivery
-      // loop; come back later, no sooner than the retry table says.
-      const decision = retryDecision(e);
-      if (!decision.retry) throw e;
-      log.warn(`${queue.name}: re-check failed, handing over with a delay: ${ensureError(e).message}`);
-      return handOver(hooks, log, queue, rounds, Math.max(decision.waitMs ?? 0, options.visibilityTimeoutSeconds * 1000));
+      return handOverLater(e, 're-check failed');
     }
     if (visible && !stats.stoppedByBudget && clock.now() < deadline && !options.signal?.aborted) continue;
     if (visible) return handOver(hooks, log, queue, rounds, 0);

@@ -9,7 +9,7 @@ import { getBatch, getBatchReport } from '../../functions/batches-http';
 import { postBatch } from '../../functions/ingest-http';
 import { onWorkDetected } from '../../functions/work-detected';
 import type { Runtime } from '../../shared/runtime';
-import type { CapturingPublisher } from './capturing-publisher';
+import type { Captured, CapturingPublisher } from './capturing-publisher';
 
 export const logs: string[] = [];
 
@@ -49,13 +49,26 @@ export interface PumpResult {
  */
 export async function pump(rt: Runtime, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
   const inflight = new Set<Promise<unknown>>();
-  const timers = new Set<NodeJS.Timeout>();
+  // Scheduled events not yet fired: handed back to the publisher when this pump returns, so a
+  // later pump still delivers them (as Service Bus would: a scheduled message is not lost).
+  const timers = new Map<NodeJS.Timeout, { event: Captured['event']; fireAt: number }>();
   const result: PumpResult = { invocations: 0, byRole: { input: 0, output: 0 } };
+  const deliveries = new Map<unknown, number>();
   const deadline = Date.now() + timeoutMs;
   const fire = (body: unknown, role: 'input' | 'output'): void => {
     result.invocations++;
     result.byRole[role]++;
-    const p = onWorkDetected(rt, body, context(role === 'input' ? 'drain' : 'aggregate')).catch(() => undefined);
+    // A failed invocation is abandoned and redelivered, as Service Bus does (up to 10 deliveries).
+    const p = onWorkDetected(rt, body, context(role === 'input' ? 'drain' : 'aggregate')).catch(() => {
+      const n = (deliveries.get(body) ?? 1) + 1;
+      if (n > 10) return;
+      deliveries.set(body, n);
+      const t = setTimeout(() => {
+        timers.delete(t);
+        fire(body, role);
+      }, 250);
+      timers.set(t, { event: body as Captured['event'], fireAt: Date.now() + 250 });
+    });
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   };
@@ -69,7 +82,7 @@ export async function pump(rt: Runtime, events: CapturingPublisher, done: () => 
             timers.delete(t);
             fire(body, c.event.role);
           }, c.delayMs);
-          timers.add(t);
+          timers.set(t, { event: c.event, fireAt: Date.now() + c.delayMs });
         } else fire(body, c.event.role);
       }
       if (await done()) break;
@@ -79,7 +92,10 @@ export async function pump(rt: Runtime, events: CapturingPublisher, done: () => 
     await Promise.all(inflight);
     return result;
   } finally {
-    for (const t of timers) clearTimeout(t);
+    for (const [t, pending] of timers) {
+      clearTimeout(t);
+      void events.publish([pending.event], { delayMs: Math.max(1, pending.fireAt - Date.now()) });
+    }
   }
 }
 

@@ -1,0 +1,65 @@
+/**
+ * Retry discipline: a queue that answers 503 ServerBusy without end is backed off on its own
+ * (no tight retry loop), the other partitions keep draining, and once the fault clears the
+ * delayed continuation finishes the batch.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+
+import type { Report } from '../shared/billing/report';
+import { partitionOf } from '../shared/model/partition';
+import { generate, toNdjson } from './support/generate';
+import { completed, post, pump, report } from './support/invoke';
+import { expectedReport } from './support/oracle';
+import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { type StorageProxy, startStorageProxy } from './support/storage-proxy';
+
+let proxy: StorageProxy;
+let azuriteCs = '';
+
+before(async () => {
+  const azurite = await storageUp();
+  azuriteCs = azurite.connectionString;
+  proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
+});
+after(async () => {
+  await closeRuntimes();
+  await proxy?.close();
+  await storageDown();
+});
+afterEach(async () => {
+  proxy.clear();
+  await closeRuntimes();
+});
+
+describe('persistent 503 on one partition', () => {
+  test('that partition backs off alone; the others drain; the batch completes once it clears', async (t) => {
+    const { rt, events, observer } = await testRuntime({
+      StorageConnection: proxy.connectionString(azuriteCs),
+      PUSHDRAIN_CHUNK_SIZE: '50',
+      PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '2',
+    });
+    const txns = generate(800, 501, 30);
+    const { batchId, chunks } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string; chunks: number };
+    const sick = rt.ctx.names.inputQueue(1);
+    const onSick = Array.from({ length: chunks }, (_, c) => c).filter((c) => partitionOf(batchId, c, 4) === 1).length;
+    assert.ok(onSick > 0 && onSick < chunks);
+    const hits = proxy.inject('status503', { times: 1_000_000, match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) } });
+
+    // Everything but the sick partition completes while the fault lasts.
+    const t0 = Date.now();
+    await pump(rt, events, async () => ((await observer.ctx.manifests.read(batchId))?.manifest.done.length ?? 0) >= chunks - onSick, 60_000);
+    const faultedFor = Date.now() - t0;
+    const m = (await observer.ctx.manifests.read(batchId))!.manifest;
+    assert.equal(m.done.length, chunks - onSick, 'the healthy partitions finished their chunks');
+    assert.equal(m.state, 'accepted');
+    // Backed off, not hammered: with the SDK's own 4 tries per call, a tight loop would be hundreds.
+    const rate = hits.hits / Math.max(1, faultedFor / 1000);
+    assert.ok(rate < 20, `requests to the sick queue: ${hits.hits} in ${faultedFor} ms`);
+
+    proxy.clear();
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
+    t.diagnostic(`sick queue saw ${hits.hits} requests in ${faultedFor} ms of fault; the batch completed after it cleared`);
+  });
+});
