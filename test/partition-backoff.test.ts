@@ -12,7 +12,7 @@ import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
 import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
-import { type StorageProxy, startStorageProxy } from './support/storage-proxy';
+import { startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
 let proxy: StorageProxy;
 let azuriteCs = '';
