@@ -52,6 +52,7 @@ export class Runtime {
   private readonly stopping = new AbortController();
   /** Drains running in this process, by queue: a new event for one of them joins it. */
   private readonly active = new Map<string, DrainControl>();
+  private running = 0;
 
   constructor(
     readonly settings: Settings,
@@ -119,6 +120,7 @@ export class Runtime {
     const queue = new StorageDrainQueue(this.clients.queues, event.queueName, names.poisonQueue(event.queueName), () => this.clock.now());
     const before = this.meter.snapshot();
     const control: DrainControl = {};
+    this.running++;
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.active.set(event.queueName, control);
     const outcome = await drainQueue(
@@ -145,6 +147,7 @@ export class Runtime {
         control,
       },
     ).finally(() => {
+      this.running--;
       if (this.active.get(event.queueName) === control) this.active.delete(event.queueName);
     });
     const used = Object.entries(meterDelta(this.meter.snapshot(), before));
@@ -163,6 +166,11 @@ export class Runtime {
   async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ensureStorage();
     return runWatchdogCheck(this.ctx, check);
+  }
+
+  /** Drain invocations in progress in this process (tests assert none is left behind). */
+  get drainsInProgress(): number {
+    return this.running;
   }
 
   /** Graceful stop: drains finish their current batch, then publish a continuation for the rest. */

@@ -3,7 +3,7 @@
  * visibility timeout, the lost wake-up, drain slots, and the time budget.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { drainQueue } from '../shared/drain/drain-queue';
@@ -15,18 +15,9 @@ import type { Runtime } from '../shared/runtime';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { closeRuntimes, quietLog, storageDown, storageUp, testRuntime } from './support/storage';
+import { quietLog, testRuntime, useStorage } from './support/storage';
 
-before(async () => {
-  await storageUp();
-});
-after(async () => {
-  await closeRuntimes();
-  await storageDown();
-});
-afterEach(async () => {
-  await closeRuntimes();
-});
+useStorage();
 
 /** Re-sends a copy of every visible message of a queue: a duplicate delivery of each. */
 async function duplicateAll(rt: Runtime, queue: string): Promise<number> {

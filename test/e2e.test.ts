@@ -4,19 +4,17 @@
  * existing environment). Batches go in over HTTP with fetch; completion is read back over HTTP.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import { type Azurite, startAzurite } from '../local/azurite';
-import { findRepoRoot } from '../local/host/registry';
 import { entityNames, TOPIC } from '../shared/names';
 import type { MeterSnapshot } from '../shared/storage/meter';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { generate, toNdjson } from './support/generate';
+import { type HostProcess, startHostProcess } from './support/host-process';
 import { expectedReport } from './support/oracle';
 import { uniquePrefix } from './support/storage';
 
@@ -24,9 +22,8 @@ const PREFIX = uniquePrefix();
 const names = entityNames(PREFIX, 4);
 let azurite: Azurite;
 let bus: BrokerHarness;
-let host: ChildProcess;
+let host: HostProcess;
 let base = '';
-let output = '';
 
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -35,7 +32,7 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
     if (v !== undefined) return v;
     await new Promise((r) => setTimeout(r, 150));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${output.slice(-3000)}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-3000)}`);
 }
 
 async function meter(): Promise<MeterSnapshot> {
@@ -69,36 +66,23 @@ async function reportOf(batchId: string): Promise<{ rows: unknown[]; totals: unk
 
 before(async () => {
   [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
-  const root = findRepoRoot(__dirname);
-  host = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      StorageConnection: azurite.connectionString,
-      ServiceBusConnection: bus.broker.connectionString,
-      PORT: '0',
-      PUSHDRAIN_NAME_PREFIX: PREFIX,
-      PUSHDRAIN_CHUNK_SIZE: '500',
-      PUSHDRAIN_MAX_IDLE_MS: '1000',
-      // Far in the future: this test shows that nothing runs unless an event arrives.
-      PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
-    },
+  host = await startHostProcess({
+    StorageConnection: azurite.connectionString,
+    ServiceBusConnection: bus.broker.connectionString,
+    PUSHDRAIN_NAME_PREFIX: PREFIX,
+    PUSHDRAIN_CHUNK_SIZE: '500',
+    PUSHDRAIN_MAX_IDLE_MS: '1000',
+    // Far in the future: this test shows that nothing runs unless an event arrives.
+    PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   });
-  host.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  host.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const port = await until('the local host to listen', 30_000, () => Promise.resolve(/HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(output)?.[1]));
-  base = `http://localhost:${port}`;
+  base = host.base;
 });
 
 after(async () => {
-  if (host && host.exitCode === null) {
-    const exited = new Promise<number | null>((r) => host.once('exit', (code) => r(code)));
-    host.kill('SIGINT');
-    const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000))]);
-    if (code === 'timeout') host.kill('SIGKILL');
-    assert.equal(code, 0, `the host stops cleanly on SIGINT:\n${output.slice(-2000)}`);
-    assert.match(output, /Stopped cleanly/);
+  if (host) {
+    const code = await host.stop();
+    assert.equal(code, 0, `the host stops cleanly on SIGINT:\n${host.output().slice(-2000)}`);
+    assert.match(host.output(), /Stopped cleanly/);
   }
   await bus?.close();
   await azurite?.stop();

@@ -3,7 +3,7 @@
  * Idempotency-Key replays enqueue nothing, and a failure part-way leaves no accepted batch.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
 import { health } from '../functions/batches-http';
@@ -11,18 +11,9 @@ import { ingestSweep } from '../functions/ingest-timer';
 import { generate, toNdjson } from './support/generate';
 import { blobNames, totalQueued } from './support/inspect';
 import { context, post, report, status } from './support/invoke';
-import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { testRuntime, useStorage } from './support/storage';
 
-before(async () => {
-  await storageUp();
-});
-after(async () => {
-  await closeRuntimes();
-  await storageDown();
-});
-afterEach(async () => {
-  await closeRuntimes();
-});
+useStorage();
 
 const good = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR', region: 'EU' };
 

@@ -3,25 +3,16 @@
  * partitioned queues → drain (map) → results → aggregate (reduce) → report.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { meterDelta } from '../shared/storage/meter';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report, status } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { testRuntime, useStorage } from './support/storage';
 
-before(async () => {
-  await storageUp();
-});
-after(async () => {
-  await closeRuntimes();
-  await storageDown();
-});
-afterEach(async () => {
-  await closeRuntimes();
-});
+useStorage();
 
 describe('pipeline on Azurite', () => {
   test('100,000 transactions: report equals the independent computation; storage transactions metered', async (t) => {

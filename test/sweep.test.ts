@@ -1,6 +1,6 @@
 /** The timer path: files dropped in incoming/ are ingested like HTTP bodies, then archived or rejected. */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
 import { ingestSweep } from '../functions/ingest-timer';
@@ -9,18 +9,9 @@ import { generate, toNdjson } from './support/generate';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { testRuntime, useStorage } from './support/storage';
 
-before(async () => {
-  await storageUp();
-});
-after(async () => {
-  await closeRuntimes();
-  await storageDown();
-});
-afterEach(async () => {
-  await closeRuntimes();
-});
+useStorage();
 
 describe('incoming/ sweep', () => {
   test('NDJSON.gz and JSON files are ingested, processed, and archived; a bad file is rejected with a report', async () => {

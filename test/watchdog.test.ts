@@ -4,7 +4,7 @@
  * a corrupt blob completes after the blob is fixed and the poison queue redriven.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { HttpRequest } from '@azure/functions';
 
@@ -16,18 +16,9 @@ import { generate, toNdjson } from './support/generate';
 import { queueDepths } from './support/inspect';
 import { completed, context, post, pump, report, status } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { testRuntime, useStorage } from './support/storage';
 
-before(async () => {
-  await storageUp();
-});
-after(async () => {
-  await closeRuntimes();
-  await storageDown();
-});
-afterEach(async () => {
-  await closeRuntimes();
-});
+useStorage();
 
 async function clearQueue(q: { clearMessages(): Promise<unknown> }): Promise<void> {
   await q.clearMessages();

@@ -3,6 +3,7 @@
  * tests never see each other's queues or containers.
  */
 import { randomBytes } from 'node:crypto';
+import { after, afterEach, before } from 'node:test';
 
 import { type Azurite, startAzurite } from '../../local/azurite';
 import { loadSettings, type Settings } from '../../shared/config/settings';
@@ -58,12 +59,26 @@ export async function testRuntime(env: Record<string, string> = {}, options: Run
   return { rt, events, observer };
 }
 
-/** For afterEach: fails the test that left a runtime open. */
-export async function closeRuntimes(): Promise<number> {
-  const n = open.size;
+/** Closes every runtime a test made; throws if one still had a drain running (a leaked drain). */
+export async function closeRuntimes(): Promise<void> {
+  const busy = [...open].filter((rt) => rt.drainsInProgress > 0).length;
   for (const rt of open) await rt.close();
   open.clear();
-  return n;
+  if (busy > 0) throw new Error(`${busy} runtime(s) still had a drain in progress when the test ended`);
+}
+
+/** The usual hooks of an Azurite test file: one emulator per file, runtimes checked after each test. */
+export function useStorage(): void {
+  before(async () => {
+    await storageUp();
+  });
+  after(async () => {
+    await closeRuntimes();
+    await storageDown();
+  });
+  afterEach(async () => {
+    await closeRuntimes();
+  });
 }
 
 export const quietLog = {
