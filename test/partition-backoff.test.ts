@@ -11,25 +11,23 @@ import { partitionOf } from '../shared/model/partition';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
+import { storageUp, testRuntime, useStorage } from './support/storage';
 import { startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
 let proxy: StorageProxy;
 let azuriteCs = '';
 
+useStorage();
 before(async () => {
-  const azurite = await storageUp();
+  const azurite = await storageUp(); // already up: useStorage's hook ran first
   azuriteCs = azurite.connectionString;
   proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
 });
 after(async () => {
-  await closeRuntimes();
   await proxy?.close();
-  await storageDown();
 });
-afterEach(async () => {
+afterEach(() => {
   proxy.clear();
-  await closeRuntimes();
 });
 
 describe('persistent 503 on one partition', () => {
