@@ -1,10 +1,22 @@
 /** Maps the shared error classes to HTTP responses. 5xx bodies never echo internals. */
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
-import { ensureError, TransientError, ValidationError } from '../shared/errors';
+import { ensureError, ValidationError } from '../shared/errors';
+import { isTransient } from '../shared/retry/transient';
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit {
   return { status, jsonBody: body, headers: { 'Content-Type': 'application/json', ...headers } };
+}
+
+/**
+ * Masks credentials in text bound for a log line. Our own messages carry none, but messages
+ * that wrap an SDK error are not ours to vouch for.
+ */
+export function redactSecrets(text: string): string {
+  return text
+    .replace(/(AccountKey|SharedAccessKey)=[^;\s]*/gi, '$1=***')
+    .replace(/(SharedAccessSignature)([=\s])[^;\s]*/gi, '$1$2***')
+    .replace(/(^|[?&;\s])(sig(?:=|%3D))[^&;\s]*/gi, '$1$2***');
 }
 
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
@@ -12,10 +24,12 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
   if (e instanceof ValidationError) {
     return json(e.status, { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) });
   }
-  if (e instanceof TransientError) {
-    context.warn(`transient failure: ${e.message}`);
+  // Our TransientError, and an SDK error the retry table calls transient (a Storage 503 or a
+  // refused connection that outlived the SDK's own retries): the client should retry, so 503.
+  if (isTransient(error)) {
+    context.warn(`transient failure: ${redactSecrets(e.message)}`);
     return json(503, { error: 'unavailable', message: 'a dependency is temporarily unavailable; retry', invocationId: context.invocationId }, { 'Retry-After': '5' });
   }
-  context.error(`unhandled failure: ${e.stack ?? e.message}`);
+  context.error(`unhandled failure: ${redactSecrets(e.stack ?? e.message)}`);
   return json(500, { error: 'internal', message: 'internal error', invocationId: context.invocationId });
 }

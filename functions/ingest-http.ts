@@ -5,6 +5,7 @@ import { ValidationError } from '../shared/errors';
 import { bufferSource } from '../shared/ingest/body';
 import { ingest } from '../shared/ingest/ingest';
 import type { BodyFormat } from '../shared/ingest/records';
+import { isValidIdempotencyKey } from '../shared/model/batch-id';
 import type { Runtime } from '../shared/runtime';
 import { errorResponse, json } from './http-errors';
 import { runtime } from './runtime';
@@ -45,13 +46,23 @@ export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buff
   return Buffer.concat(parts, total);
 }
 
+/** The optional Idempotency-Key, checked before the body is read (ingest checks it again). */
+export function idempotencyKey(req: HttpRequest): string | undefined {
+  const key = req.headers.get('idempotency-key') ?? undefined;
+  if (key !== undefined && !isValidIdempotencyKey(key)) {
+    const rule = 'must be 1-128 characters of A-Z a-z 0-9 . _ : -';
+    throw new ValidationError(`Idempotency-Key ${rule}`, 400, 'invalid_idempotency_key', [{ line: 0, field: 'Idempotency-Key', message: rule }]);
+  }
+  return key;
+}
+
 export async function postBatch(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const { format, gzip } = bodyKind(req);
+    const key = idempotencyKey(req);
     const { tuning } = rt.settings;
     const body = await readBody(req, tuning.maxBodyBytes);
     await rt.ensureStorage();
-    const key = req.headers.get('idempotency-key') ?? undefined;
     const result = await ingest(rt.ctx, {
       open: bufferSource(body, gzip, tuning.maxInflatedBytes),
       format,

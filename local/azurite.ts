@@ -12,6 +12,8 @@ export interface AzuriteOptions {
   queuePort?: number;
   /** Give up waiting for the listeners after this long. @defaultValue 30000 */
   startTimeoutMs?: number;
+  /** Extra environment for Azurite, e.g. `AZURITE_ACCOUNTS=name:base64key` for a custom account. @defaultValue none */
+  env?: Record<string, string>;
 }
 
 export interface Azurite {
@@ -44,6 +46,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   const child = spawn(process.execPath, [join(__dirname, 'azurite-child.js'), ...args], {
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     cwd: options.location ?? process.cwd(),
+    env: { ...process.env, ...options.env },
     detached: true,
   });
   const ports = await waitForPorts(child, options.startTimeoutMs ?? 30_000);

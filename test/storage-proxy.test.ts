@@ -132,21 +132,21 @@ describe('storage proxy through the real SDKs', () => {
 
   test('500 on queue DELETE only: sends and receives pass, the delete is retried', async () => {
     const p = await proxy();
-    const direct = await freshQueue();
-    const q = queues(p).getQueueClient(direct.name);
+    const target = await freshQueue();
+    const q = queues(p).getQueueClient(target.name);
     p.inject('status500', { times: 1, match: { service: 'queue', method: 'DELETE' } });
     await q.sendMessage('m');
     const [m] = (await q.receiveMessages()).receivedMessageItems;
     assert.ok(m);
     await q.deleteMessage(m.messageId, m.popReceipt);
     assert.deepEqual(p.injectedFaults().map((f) => [f.kind, f.method]), [['status500', 'DELETE']]);
-    assert.match(p.injectedFaults()[0]!.path, new RegExp(`/${direct.name}/messages/${m.messageId}$`));
-    assert.equal((await direct.getProperties()).approximateMessagesCount, 0);
+    assert.match(p.injectedFaults()[0]!.path, new RegExp(`/${target.name}/messages/${m.messageId}$`));
+    assert.equal((await target.getProperties()).approximateMessagesCount, 0);
 
     p.inject('status500', { match: { service: 'queue', method: 'DELETE' } });
     await q.sendMessage('m2');
     const [m2] = (await q.receiveMessages()).receivedMessageItems;
-    const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(direct.name).deleteMessage(m2!.messageId, m2!.popReceipt));
+    const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(target.name).deleteMessage(m2!.messageId, m2!.popReceipt));
     assert.equal(e.statusCode, 500);
     assert.equal(e.code, 'InternalError');
   });
@@ -181,10 +181,10 @@ describe('storage proxy through the real SDKs', () => {
 
   test("stall past the client timeout: the caller's deadline fires, the proxy lets go, the next call succeeds", async () => {
     const p = await proxy();
-    const direct = await freshQueue();
-    await direct.sendMessage('slow');
+    const target = await freshQueue();
+    await target.sendMessage('slow');
     p.inject('stall', { match: { service: 'queue', method: 'GET' } });
-    const q = queues(p).getQueueClient(direct.name);
+    const q = queues(p).getQueueClient(target.name);
     const started = Date.now();
     const e = await rejection(q.peekMessages({ abortSignal: AbortSignal.timeout(300) }));
     const elapsed = Date.now() - started;
@@ -198,7 +198,7 @@ describe('storage proxy through the real SDKs', () => {
 
   test("the SDK's tryTimeoutInMs is only a server-side hint: a stalled attempt waits until the connection drops", async () => {
     const p = await proxy(1200);
-    const direct = await freshQueue();
+    const target = await freshQueue();
     const timeouts: (string | null)[] = [];
     // A rule whose matcher never matches sees every request: an observer.
     p.inject('status500', {
@@ -209,7 +209,7 @@ describe('storage proxy through the real SDKs', () => {
     });
     p.inject('stall', { match: { service: 'queue' } });
     const started = Date.now();
-    await queues(p, { maxTries: 2, tryTimeoutInMs: 1000 }).getQueueClient(direct.name).getProperties();
+    await queues(p, { maxTries: 2, tryTimeoutInMs: 1000 }).getQueueClient(target.name).getProperties();
     const elapsed = Date.now() - started;
     assert.deepEqual(timeouts, ['1', '1'], 'sent as ?timeout=1 (seconds) for the server');
     assert.ok(elapsed >= 1150, `the client did not time out the stalled attempt itself (${elapsed} ms)`);
@@ -218,17 +218,17 @@ describe('storage proxy through the real SDKs', () => {
 
   test('a stall is bounded by stallMaxMs, and close() ends a held request at once', async () => {
     const bounded = await proxy(400);
-    const direct = await freshQueue();
+    const target = await freshQueue();
     bounded.inject('stall', { match: { service: 'queue' } });
     const started = Date.now();
-    const e = await rejection(queues(bounded, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(direct.name).getProperties());
+    const e = await rejection(queues(bounded, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties());
     const elapsed = Date.now() - started;
     assert.ok(elapsed >= 350 && elapsed < 10_000, `dropped after ${elapsed} ms`);
     assert.ok(retryDecision(e).retry, `a dropped stall is transient (${e.code ?? e.message})`);
 
     const p = await proxy(60_000);
     p.inject('stall', { match: { service: 'queue' } });
-    const pending = rejection(queues(p, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(direct.name).getProperties());
+    const pending = rejection(queues(p, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties());
     for (let i = 0; i < 100 && p.stalled === 0; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(p.stalled, 1);
     const closing = Date.now();
@@ -240,17 +240,17 @@ describe('storage proxy through the real SDKs', () => {
 
   test('drop after apply: sendMessage fails for the client yet the message is queued; a retry duplicates it', async () => {
     const p = await proxy();
-    const direct = await freshQueue();
+    const target = await freshQueue();
     p.inject('dropAfterApply', { match: isSendMessage });
-    const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(direct.name).sendMessage('once'));
+    const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(target.name).sendMessage('once'));
     assert.ok(retryDecision(e).retry, `the client saw a transient failure (${e.code ?? e.message})`);
-    const peeked = await direct.peekMessages({ numberOfMessages: 32 });
+    const peeked = await target.peekMessages({ numberOfMessages: 32 });
     assert.deepEqual(peeked.peekedMessageItems.map((m) => m.messageText), ['once'], 'Azurite applied the send');
 
     // With the SDK's own retry the client sees success, and the queue holds the message twice.
     p.inject('dropAfterApply', { match: isSendMessage });
-    await queues(p).getQueueClient(direct.name).sendMessage('twice');
-    const all = await direct.peekMessages({ numberOfMessages: 32 });
+    await queues(p).getQueueClient(target.name).sendMessage('twice');
+    const all = await target.peekMessages({ numberOfMessages: 32 });
     assert.deepEqual(all.peekedMessageItems.map((m) => m.messageText), ['once', 'twice', 'twice']);
     assert.equal(p.counts().injected.dropAfterApply, 2);
     assert.equal(p.counts().forwarded, 3);

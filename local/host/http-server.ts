@@ -30,24 +30,46 @@ async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large'> 
   return Buffer.concat(parts, total);
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify(body));
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/**
+ * Refuses a body without reading it: `Connection: close` makes Node close the socket once the
+ * answer is out, instead of reading (and discarding) whatever the client still sends.
+ */
+function tooLarge(res: ServerResponse): void {
+  send(res, 413, { error: 'too_large', message: `the request body exceeds ${MAX_REQUEST_BYTES} bytes` }, { Connection: 'close' });
+}
+
+/** A route match, or 'bad_escape' for a path whose percent-encoding does not decode. */
+function matchRoute(route: RouteEntry, path: string): Record<string, string> | undefined | 'bad_escape' {
+  try {
+    return route.match(path);
+  } catch (e) {
+    if (e instanceof URIError) return 'bad_escape';
+    throw e;
+  }
 }
 
 async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage, res: ServerResponse, port: number): Promise<void> {
   const url = new URL(req.url ?? '/', `http://localhost:${port}`);
   const path = url.pathname.replace(/^\/+/, '/');
   const method = (req.method ?? 'GET').toUpperCase();
-  let pathMatched = false;
+  const allowed: string[] = [];
   for (const route of routes) {
-    const params = route.match(path);
+    const params = matchRoute(route, path);
+    if (params === 'bad_escape') return send(res, 400, { error: 'invalid_request', message: 'the URL path has a malformed percent-encoding' });
     if (!params) continue;
-    pathMatched = true;
-    if (!route.methods.includes(method)) continue;
-    if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return send(res, 413, { error: 'too_large' });
+    if (!route.methods.includes(method)) {
+      allowed.push(...route.methods);
+      continue;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return tooLarge(res);
     const body = await readRequest(req);
-    if (body === 'too_large') return send(res, 413, { error: 'too_large' });
+    if (body === 'too_large') return tooLarge(res);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const request = new HttpRequest({
@@ -68,7 +90,8 @@ async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage
     res.end(out);
     return;
   }
-  send(res, pathMatched ? 405 : 404, { error: pathMatched ? 'method_not_allowed' : 'not_found' });
+  if (allowed.length > 0) return send(res, 405, { error: 'method_not_allowed', message: `${method} is not allowed here` }, { Allow: [...new Set(allowed)].join(', ') });
+  send(res, 404, { error: 'not_found', message: 'no such route' });
 }
 
 export async function startHttpHost(routes: RouteEntry[], port: number, log: HostLog): Promise<HttpHost> {

@@ -3,6 +3,7 @@
  * top-level element (a small byte scanner finds element boundaries; JSON.parse does the rest).
  * Memory holds one record at a time, capped at MAX_RECORD_BYTES.
  */
+import { isUtf8 } from 'node:buffer';
 
 export type BodyFormat = 'ndjson' | 'json';
 
@@ -24,12 +25,19 @@ export const MAX_RECORD_BYTES = 64 * 1024;
 
 const NL = 0x0a;
 
-function parse(line: number, bytes: Buffer): RecordItem {
+// Checked before decoding: toString() would turn bad bytes into U+FFFD and hide them.
+const NOT_UTF8 = 'malformed JSON: the record is not valid UTF-8';
+
+function parseText(line: number, text: string): RecordItem {
   try {
-    return { line, value: JSON.parse(bytes.toString('utf8')) as unknown };
+    return { line, value: JSON.parse(text) as unknown };
   } catch (e) {
     return { line, error: `malformed JSON: ${(e as Error).message}` };
   }
+}
+
+function parse(line: number, bytes: Buffer): RecordItem {
+  return isUtf8(bytes) ? parseText(line, bytes.toString('utf8')) : { line, error: NOT_UTF8 };
 }
 
 export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem> {
@@ -46,8 +54,9 @@ export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem
       oversize = false;
       return { line, error: `record longer than ${MAX_RECORD_BYTES} bytes` };
     }
+    if (!isUtf8(buf)) return { line, error: NOT_UTF8 };
     const text = buf.toString('utf8').trim();
-    return text === '' ? undefined : parse(line, Buffer.from(text, 'utf8'));
+    return text === '' ? undefined : parseText(line, text);
   };
   for await (const chunk of source) {
     let start = 0;

@@ -28,12 +28,19 @@ export async function validateBody(open: BodySource, format: BodyFormat): Promis
   const seen = new Map<string, number>();
   const { stream, digest } = hashing(open());
   for await (const rec of readRecords(stream, format)) {
+    // Every record counts against the limit, valid or not, and the limit detail is always
+    // shown: it tells the client to split the batch, whatever else is wrong with it.
+    if (count === MAX_TRANSACTIONS) {
+      problems++;
+      details.splice(MAX_DETAILS - 1, Infinity, { line: rec.line, field: '', message: `a batch holds at most ${MAX_TRANSACTIONS} transactions` });
+      break;
+    }
+    count++;
     if (rec.error !== undefined) {
       add({ line: rec.line, field: '', message: rec.error });
       if (rec.fatal) break;
       continue;
     }
-    count++;
     const r = validateTransaction(rec.value, rec.line);
     if ('errors' in r) {
       for (const d of r.errors) add(d);
@@ -42,10 +49,6 @@ export async function validateBody(open: BodySource, format: BodyFormat): Promis
     const firstLine = seen.get(r.ok.id);
     if (firstLine !== undefined) add({ line: rec.line, field: 'id', message: `duplicate id (first seen at line ${firstLine})` });
     else seen.set(r.ok.id, rec.line);
-    if (count > MAX_TRANSACTIONS) {
-      add({ line: rec.line, field: '', message: `a batch holds at most ${MAX_TRANSACTIONS} transactions` });
-      break;
-    }
   }
   if (problems === 0 && count === 0) add({ line: 0, field: '', message: 'the batch is empty: it must hold 1 to 1000000 transactions' });
   if (problems > 0) {

@@ -25,14 +25,21 @@ const REGION = /^[A-Z0-9][A-Z0-9-]{0,15}$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
 const KNOWN = new Set(['id', 'account', 'timestamp', 'type', 'amount', 'currency', 'region']);
 
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Proleptic Gregorian, as RFC 3339 uses (year 0000 is a leap year; Date.UTC would read it as 1900). */
+function daysInMonth(y: number, mo: number): number {
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return mo === 2 && leap ? 29 : (DAYS[mo - 1] as number);
+}
+
 /** RFC 3339 date-time with real calendar bounds (no Feb 30, no hour 24). */
 export function isRfc3339(value: string): boolean {
   const m = RFC3339.exec(value);
   if (!m) return false;
   const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return false;
-  const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
-  if (d > daysInMonth) return false;
+  if (d > daysInMonth(y, mo)) return false;
   if (m[8] && m[8].length > 1 && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
   return true;
 }

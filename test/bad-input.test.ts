@@ -1,0 +1,505 @@
+/**
+ * Bad input, case by case, through the real handlers on Azurite: each gets a clear 4xx with
+ * details, costs no Storage request (the runtime's meter does not move) and leaves no blob,
+ * message or event behind. test/ingest-http.test.ts has the first examples of each kind; this
+ * file covers the rest. The last part goes through the local host over real HTTP, where the
+ * host layer itself answers (size limit before reading, unknown route, wrong method).
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { deflateSync, gzipSync } from 'node:zlib';
+
+import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+
+import { getBatch, getBatchReport } from '../functions/batches-http';
+import { postBatch } from '../functions/ingest-http';
+import { findRepoRoot } from '../local/host/registry';
+import type { Runtime } from '../shared/runtime';
+import { type BrokerHarness, startTestBroker } from './support/broker';
+import type { CapturingPublisher } from './support/capturing-publisher';
+import { blobNames, totalQueued } from './support/inspect';
+import { context } from './support/invoke';
+import { closeRuntimes, storageDown, storageUp, testRuntime, uniquePrefix } from './support/storage';
+
+before(async () => {
+  await storageUp();
+});
+after(async () => {
+  await closeRuntimes();
+  await storageDown();
+});
+afterEach(async () => {
+  await closeRuntimes();
+});
+
+interface Detail {
+  line: number;
+  field: string;
+  message: string;
+}
+interface ErrorBody {
+  error: string;
+  message: string;
+  details?: Detail[];
+}
+
+const good = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR', region: 'EU' };
+const line = (o: unknown): string => JSON.stringify(o);
+const tx = (i: number, patch: Record<string, unknown> = {}): Record<string, unknown> => ({ ...good, id: `t${i}`, ...patch });
+
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** A POST as the host builds it: bytes, so no Content-Type is added behind our back. */
+function postRaw(rt: Runtime, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
+  const req = new HttpRequest({
+    method: 'POST',
+    url: 'http://localhost:7071/api/batches',
+    headers,
+    ...(body === undefined ? {} : { body: { bytes: typeof body === 'string' ? Buffer.from(body) : body } }),
+  });
+  return postBatch(rt, req, context('postBatch'));
+}
+
+/** Checks a refusal: status, error code, a message, well-formed details, and no Storage request. */
+async function refused(rt: Runtime, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
+  const before = rt.meter.total();
+  const res = await call();
+  const body = res.jsonBody as ErrorBody;
+  assert.equal(res.status, status, `${name}: ${JSON.stringify(body)}`);
+  assert.equal(body.error, error, name);
+  assert.ok(typeof body.message === 'string' && body.message.length > 10, `${name}: a message`);
+  assert.equal((res.headers as Record<string, string>)['Content-Type'], 'application/json', name);
+  for (const d of body.details ?? []) {
+    assert.ok(Number.isInteger(d.line) && d.line >= 0, `${name}: line ${d.line}`);
+    assert.equal(typeof d.field, 'string', name);
+    assert.ok(d.message.length > 0, name);
+  }
+  if (error === 'invalid_batch') assert.ok((body.details ?? []).length > 0, `${name}: details`);
+  assert.equal(rt.meter.total(), before, `${name}: no Storage request was made`);
+  return body;
+}
+
+/** Details as `line:field` plus the message, for compact assertions. */
+const where = (b: ErrorBody): string[] => (b.details ?? []).map((d) => `${d.line}:${d.field}`);
+
+async function nothingWritten(rt: Runtime, events: CapturingPublisher): Promise<void> {
+  assert.deepEqual(await blobNames(rt), []);
+  assert.equal(await totalQueued(rt), 0);
+  assert.equal(events.all.length, 0);
+}
+
+describe('malformed bodies', () => {
+  test('NDJSON: truncated, trailing garbage, bare values, invalid UTF-8, oversize and deep records', async () => {
+    const { rt, events } = await testRuntime();
+    const bad = (s: string): Buffer => Buffer.concat([Buffer.from(s.slice(0, 8)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(s.slice(8))]);
+    const cases: [string, Buffer | string, string[], RegExp][] = [
+      ['truncated object', '{"id":"t1","account":"a1","timest', ['1:'], /malformed JSON/],
+      ['trailing garbage', `${line(good)} xyz`, ['1:'], /malformed JSON/],
+      ['two values on one line', `${line(good)}${line(tx(2))}`, ['1:'], /malformed JSON/],
+      ['a stray brace on line 3', `${line(good)}\n${line(tx(2))}\n}`, ['3:'], /malformed JSON/],
+      ['a bare number', '42', ['1:'], /must be a JSON object/],
+      ['null', 'null', ['1:'], /must be a JSON object/],
+      ['a bare string', '"t1"', ['1:'], /must be a JSON object/],
+      ['a JSON array sent as NDJSON', line([good, tx(2)]), ['1:'], /must be a JSON object/],
+      ['invalid UTF-8 bytes', bad(line(good)), ['1:'], /not valid UTF-8/],
+      ['invalid UTF-8 on line 2 only', Buffer.concat([Buffer.from(`${line(good)}\n`), bad(line(tx(2)))]), ['2:'], /not valid UTF-8/],
+      ['a record over 64 KiB', line(tx(1, { account: 'a'.repeat(70_000) })), ['1:'], /longer than 65536 bytes/],
+      ['20,000 nested arrays', '['.repeat(20_000) + ']'.repeat(20_000), ['1:'], /must be a JSON object/],
+      ['a lone UTF-16 surrogate escape in the id', line(good).replace('"t1"', '"t\\ud800"'), ['1:id'], /must be 1-64 characters/],
+    ];
+    for (const [name, body, expected, message] of cases) {
+      const b = await refused(rt, name, () => postRaw(rt, body, NDJSON), 400, 'invalid_batch');
+      assert.deepEqual(where(b), expected, name);
+      assert.match(b.details![0]!.message, message, name);
+    }
+    await nothingWritten(rt, events);
+  });
+
+  test('JSON array: unclosed, truncated, trailing garbage, bare number, bad separators, bad items', async () => {
+    const { rt, events } = await testRuntime();
+    const g = line(good);
+    const cases: [string, Buffer | string, string[], RegExp][] = [
+      ['unclosed array', `[${g}`, ['1:'], /not closed with "\]"/],
+      ['truncated object', '[{"id":"t1","acc', ['1:'], /not closed with "\]"/],
+      ['trailing garbage', `[${g}] xyz`, ['1:'], /after the closing "\]"/],
+      ['a bare number', '42', ['1:'], /must be an array of transactions/],
+      ['an object, not an array', g, ['1:'], /must be an array of transactions/],
+      ['NDJSON sent as JSON', `${g}\n${line(tx(2))}`, ['1:'], /must be an array of transactions/],
+      ['a trailing comma', `[${g},]`, ['1:'], /where an item was expected/],
+      ['a leading comma', `[,${g}]`, ['1:'], /where an item was expected/],
+      ['a missing comma', `[${g} ${line(tx(2))}]`, ['1:'], /malformed JSON/],
+      ['a number item', `[${g},42]`, ['2:'], /must be a JSON object/],
+      ['a nested array item', `[[${g}]]`, ['1:'], /must be a JSON object/],
+      ['invalid UTF-8 in item 2', Buffer.concat([Buffer.from(`[${g},{"id":"t`), Buffer.from([0xc0, 0xaf]), Buffer.from('2"}]')]), ['2:'], /not valid UTF-8/],
+      ['an item over 64 KiB', `[${g},${line(tx(2, { id: 'x'.repeat(70_000) }))}]`, ['2:'], /longer than 65536 bytes/],
+    ];
+    for (const [name, body, expected, message] of cases) {
+      const b = await refused(rt, name, () => postRaw(rt, body, JSON_TYPE), 400, 'invalid_batch');
+      assert.deepEqual(where(b), expected, name);
+      assert.match(b.details![0]!.message, message, name);
+    }
+    await nothingWritten(rt, events);
+  });
+});
+
+describe('schema rules, one transaction per rule', () => {
+  // What test/ingest-http.test.ts does not already cover: nulls, wrong types, look-alikes, limits.
+  const rules: [string, Record<string, unknown>, string[]][] = [
+    ['id null', { id: null }, ['id']],
+    ['account null', { account: null }, ['account']],
+    ['timestamp null', { timestamp: null }, ['timestamp']],
+    ['type null', { type: null }, ['type']],
+    ['amount null', { amount: null }, ['amount']],
+    ['currency null', { currency: null }, ['currency']],
+    ['id a number', { id: 12345 }, ['id']],
+    ['account an array', { account: ['a1'] }, ['account']],
+    ['timestamp epoch millis', { timestamp: 1767225600000 }, ['timestamp']],
+    ['type a number', { type: 1 }, ['type']],
+    ['type capitalised', { type: 'Charge' }, ['type']],
+    ['amount boolean', { amount: true }, ['amount']],
+    ['amount a numeric string', { amount: '100' }, ['amount']],
+    ['amount an exponent string', { amount: '1e3' }, ['amount']],
+    ['amount negative', { amount: -100 }, ['amount']],
+    ['amount 1e21', { amount: 1e21 }, ['amount']],
+    ['amount one over the maximum', { amount: 1_000_000_001 }, ['amount']],
+    ['amount a nested object', { amount: { value: 100 } }, ['amount']],
+    ['currency lowercase', { currency: 'eur' }, ['currency']],
+    ['currency four letters', { currency: 'EURO' }, ['currency']],
+    ['currency with a digit', { currency: 'EU1' }, ['currency']],
+    ['currency padded', { currency: ' EUR' }, ['currency']],
+    ['currency a number', { currency: 978 }, ['currency']],
+    ['region a number', { region: 1 }, ['region']],
+    ['region lowercase', { region: 'eu' }, ['region']],
+    ['timestamp month 13', { timestamp: '2026-13-01T00:00:00Z' }, ['timestamp']],
+    ['timestamp year 10000', { timestamp: '10000-01-01T00:00:00Z' }, ['timestamp']],
+    ['timestamp negative year', { timestamp: '-0001-01-01T00:00:00Z' }, ['timestamp']],
+    ['timestamp without offset', { timestamp: '2026-01-01T00:00:00' }, ['timestamp']],
+    ['timestamp offset +24:00', { timestamp: '2026-01-01T00:00:00+24:00' }, ['timestamp']],
+    ['timestamp 29 Feb of a common year', { timestamp: '2100-02-29T00:00:00Z' }, ['timestamp']],
+    ['timestamp second 61', { timestamp: '2026-01-01T00:00:61Z' }, ['timestamp']],
+    ['timestamp date only', { timestamp: '2026-01-01' }, ['timestamp']],
+    ['timestamp empty', { timestamp: '' }, ['timestamp']],
+    ['id of 65 characters', { id: 'i'.repeat(65) }, ['id']],
+    ['account of 65 characters', { account: 'a'.repeat(65) }, ['account']],
+    ['id empty', { id: '' }, ['id']],
+    ['id non-ASCII', { id: 'tx-ü' }, ['id']],
+    ['account with a space', { account: 'a 1' }, ['account']],
+    ['an unknown field', { note: 'typo?' }, ['note']],
+    ['a nested object field', { meta: { source: 'x' } }, ['meta']],
+    ['a field in the wrong case', { Amount: 100, amount: undefined }, ['Amount', 'amount']],
+    ['several problems at once', { amount: 0, currency: 'usd', extra: 1 }, ['extra', 'amount', 'currency']],
+  ];
+
+  test('NDJSON: each rule on its own line, reported on that line only', async () => {
+    const { rt, events } = await testRuntime();
+    const lines = rules.map(([, patch], i) => line(tx(i + 1, patch)));
+    // JSON.parse keeps "__proto__" as an own key: it must be reported, not slip through.
+    lines.push(line(tx(rules.length + 1)).replace('{', '{"__proto__":{"amount":1},'));
+    const b = await refused(rt, 'schema', () => postRaw(rt, lines.join('\n'), NDJSON), 400, 'invalid_batch');
+    const expected = [...rules.flatMap(([, , fields], i) => fields.map((f) => `${i + 1}:${f}`)), `${rules.length + 1}:__proto__`];
+    assert.deepEqual(where(b), expected);
+    assert.match(b.message, new RegExp(`^the batch has ${expected.length} problems$`));
+    await nothingWritten(rt, events);
+  });
+
+  test('JSON array: the same rules, reported by item position; duplicate ids name the first', async () => {
+    const { rt, events } = await testRuntime();
+    const items = [tx(1), tx(2, { amount: true }), tx(3, { currency: 'eur' }), tx(1, { account: 'other' }), tx(5, { meta: {} }), tx(1)];
+    const b = await refused(rt, 'array', () => postRaw(rt, JSON.stringify(items), JSON_TYPE), 400, 'invalid_batch');
+    assert.deepEqual(where(b), ['2:amount', '3:currency', '4:id', '5:meta', '6:id']);
+    assert.deepEqual(
+      b.details!.filter((d) => d.field === 'id').map((d) => d.message),
+      ['duplicate id (first seen at line 1)', 'duplicate id (first seen at line 1)'],
+    );
+    await nothingWritten(rt, events);
+  });
+
+  test('extreme but valid timestamps and a null region are accepted (no over-rejection)', async () => {
+    const { rt } = await testRuntime();
+    const ok = [
+      tx(1, { timestamp: '0000-01-01T00:00:00Z' }),
+      tx(2, { timestamp: '0000-02-29T00:00:00Z' }), // year 0 is a leap year in RFC 3339's calendar
+      tx(3, { timestamp: '9999-12-31T23:59:60.999999999Z' }),
+      tx(4, { timestamp: '2024-02-29T12:00:00-23:59' }),
+      tx(5, { timestamp: '2026-01-01t00:00:00z' }),
+      tx(6, { region: null }),
+      tx(7, { id: 'I'.repeat(64), account: 'a'.repeat(64), amount: 1_000_000_000 }),
+    ];
+    const res = await postRaw(rt, ok.map(line).join('\n'), NDJSON);
+    assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+    assert.equal((res.jsonBody as { transactions: number }).transactions, ok.length);
+  });
+});
+
+describe('empty, oversize, compressed, typed and keyed wrong', () => {
+  test('an empty batch, in every shape', async () => {
+    const { rt, events } = await testRuntime();
+    const cases: [string, Buffer | string | undefined, Record<string, string>, string[], RegExp][] = [
+      ['no body at all', undefined, NDJSON, ['0:'], /the batch is empty/],
+      ['only blank lines', '\n\n  \r\n\t\n', NDJSON, ['0:'], /the batch is empty/],
+      ['[ ] with whitespace', ' [ \n ] ', JSON_TYPE, ['0:'], /the batch is empty/],
+      ['whitespace as JSON', ' \n ', JSON_TYPE, ['1:'], /the body is empty/],
+      ['gzip of nothing', gzipSync(Buffer.alloc(0)), { ...NDJSON, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
+      ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
+    ];
+    for (const [name, body, headers, expected, message] of cases) {
+      const b = await refused(rt, name, () => postRaw(rt, body, headers), 400, 'invalid_batch');
+      assert.deepEqual(where(b), expected, name);
+      assert.match(b.details![0]!.message, message, name);
+    }
+    await nothingWritten(rt, events);
+  });
+
+  test('413: by Content-Length before reading, by actual size, lying lengths, gzip bombs', async () => {
+    const { rt, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
+    const big = Buffer.from(Array.from({ length: 60 }, (_, i) => line(tx(i))).join('\n'));
+    assert.ok(big.length > 4096);
+    const cases: [string, Buffer, Record<string, string>][] = [
+      ['Content-Length over the limit, tiny body', Buffer.from(line(good)), { ...NDJSON, 'content-length': '4097' }],
+      ['Content-Length of 100 GB', Buffer.from(line(good)), { ...NDJSON, 'content-length': '100000000000' }],
+      ['no Content-Length, body over the limit', big, NDJSON],
+      ['Content-Length lying small', big, { ...NDJSON, 'content-length': '10' }],
+      ['compressed size itself over the limit', gzipSync(Buffer.from(Array.from({ length: 3000 }, (_, i) => `${i * 7919}`).join(','))), { ...NDJSON, 'content-encoding': 'gzip' }],
+      ['gzip bomb of zeros', gzipSync(Buffer.alloc(2 * 1024 * 1024)), { ...NDJSON, 'content-encoding': 'gzip' }],
+      ['gzip bomb of JSON records', gzipSync(Buffer.from(`[${Array.from({ length: 5000 }, () => line(good)).join(',')}]`), { level: 9 }), { ...JSON_TYPE, 'content-encoding': 'gzip' }],
+      ['a second gzip member that explodes', Buffer.concat([gzipSync(Buffer.from(line(good))), gzipSync(Buffer.alloc(2 * 1024 * 1024, 0x20))]), { ...NDJSON, 'content-encoding': 'gzip' }],
+    ];
+    for (const [name, body, headers] of cases) {
+      if (headers['content-encoding'] && !name.startsWith('compressed')) assert.ok(body.length <= 4096, `${name} is ${body.length} bytes compressed`);
+      const b = await refused(rt, name, () => postRaw(rt, body, headers), 413, 'too_large');
+      assert.match(b.message, /exceeds 4096 bytes|inflates past 65536 bytes/, name);
+    }
+    await nothingWritten(rt, events);
+  });
+
+  test('gzip declared but not gzip: plain text, truncated gzip, zlib deflate data', async () => {
+    const { rt, events } = await testRuntime();
+    const gz = gzipSync(Buffer.from([line(good), line(tx(2))].join('\n')));
+    const cases: [string, Buffer][] = [
+      ['plain NDJSON', Buffer.from(line(good))],
+      ['truncated gzip', gz.subarray(0, gz.length - 12)],
+      ['zlib deflate', deflateSync(Buffer.from(line(good)))],
+      ['a gzip header alone', gz.subarray(0, 10)],
+    ];
+    for (const [name, body] of cases) {
+      const b = await refused(rt, name, () => postRaw(rt, body, { ...NDJSON, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+      assert.deepEqual(where(b), ['0:'], name);
+      assert.match(b.details![0]!.message, /does not inflate/, name);
+    }
+    await nothingWritten(rt, events);
+  });
+
+  test('415: a missing or wrong Content-Type, an unsupported Content-Encoding', async () => {
+    const { rt, events } = await testRuntime();
+    const body = line(good);
+    const cases: [string, Record<string, string>, RegExp][] = [
+      ['no Content-Type at all', {}, /Content-Type/],
+      ['form-urlencoded (curl -d without -H)', { 'content-type': 'application/x-www-form-urlencoded' }, /Content-Type/],
+      ['application/xml', { 'content-type': 'application/xml' }, /Content-Type/],
+      ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }, /Content-Type/],
+      ['text/json', { 'content-type': 'text/json' }, /Content-Type/],
+      ['json-seq', { 'content-type': 'application/json-seq' }, /Content-Type/],
+      ['deflate', { ...NDJSON, 'content-encoding': 'deflate' }, /Content-Encoding/],
+      ['compress', { ...NDJSON, 'content-encoding': 'compress' }, /Content-Encoding/],
+      ['stacked codings', { ...NDJSON, 'content-encoding': 'gzip, br' }, /Content-Encoding/],
+      ['415 wins over 413', { 'content-type': 'text/plain', 'content-length': '999999999999' }, /Content-Type/],
+    ];
+    for (const [name, headers, message] of cases) {
+      const b = await refused(rt, name, () => postRaw(rt, body, headers), 415, 'unsupported_media_type');
+      assert.match(b.message, message, name);
+    }
+    await nothingWritten(rt, events);
+  });
+
+  test('invalid Idempotency-Key values are refused before the body is read', async () => {
+    const { rt, events } = await testRuntime();
+    const keys: [string, string][] = [
+      ['empty', ''],
+      ['129 characters', 'k'.repeat(129)],
+      ['inner spaces', 'order 42'],
+      ['non-ASCII (Latin-1)', 'clé-1'],
+      ['non-ASCII (UTF-8 bytes as a host decodes them)', Buffer.from('键-1', 'utf8').toString('latin1')],
+      ['a slash', 'orders/42'],
+      ['path traversal', '../../batches'],
+      ['a semicolon', 'a;b'],
+    ];
+    for (const [name, key] of keys) {
+      // The body is valid; only the key is wrong.
+      const b = await refused(rt, name, () => postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': key }), 400, 'invalid_idempotency_key');
+      assert.deepEqual(where(b), ['0:Idempotency-Key'], name);
+    }
+    // Refused before reading: an oversize body with a bad key is a 400, not a 413.
+    await refused(rt, 'bad key, huge body', () => postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }), 400, 'invalid_idempotency_key');
+    // The limits themselves are fine: 128 characters of every allowed kind.
+    const longest = 'Az09._:-'.repeat(16);
+    assert.equal((await postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': longest })).status, 202);
+    assert.equal(events.all.length, 1);
+  });
+
+  test('over 1,000,000 records: refused with the limit named even when other problems fill the details', async (t) => {
+    const { rt, events } = await testRuntime();
+    // Every record counts against the limit, valid or not, so the cheapest record to parse
+    // keeps this fast (a million valid transactions take ~10 s to validate on a small machine).
+    const n = 1_000_001;
+    const body = Buffer.from('0\n'.repeat(n));
+    const started = Date.now();
+    const b = await refused(rt, 'a million and one', () => postRaw(rt, body, NDJSON), 400, 'invalid_batch');
+    assert.equal(b.message, `the batch has ${n} problems (first 100 shown)`);
+    assert.equal(b.details!.length, 100);
+    assert.deepEqual(b.details![0], { line: 1, field: '', message: 'transaction must be a JSON object' });
+    assert.deepEqual(b.details![99], { line: n, field: '', message: 'a batch holds at most 1000000 transactions' });
+    await nothingWritten(rt, events);
+    t.diagnostic(`1,000,001 records refused in ${Date.now() - started} ms`);
+  });
+});
+
+describe('batch ids in the status and report routes', () => {
+  test('path characters, case, length and emptiness are refused before any Storage request', async () => {
+    const { rt } = await testRuntime();
+    const ids = ['../x', '%2e%2e%2fx', '..%2Fx', '..', '.', 'b-1/../../x', 'b-1/manifest.json', 'B-ABC', 'b-ABC', 'a'.repeat(65), `b-${'0'.repeat(63)}`, '', ' b-1', 'b-1 ', 'b_1', 'b-1.json', '-b', 'b-1\u0000', 'b-1%00', 'b\\1'];
+    const routes: [string, (id: string) => Promise<HttpResponseInit>][] = [
+      ['status', (id) => getBatch(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }), context('getBatch'))],
+      ['report', (id) => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }), context('getBatchReport'))],
+      ['report csv', (id) => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report?format=csv', params: { batchId: id }, query: { format: 'csv' } }), context('getBatchReport'))],
+    ];
+    for (const [route, call] of routes) {
+      for (const id of ids) {
+        const b = await refused(rt, `${route} ${JSON.stringify(id)}`, () => call(id), 400, 'invalid_batch_id');
+        assert.match(b.message, /batchId/);
+      }
+    }
+    // A well-formed unknown id is looked up (one request) and not found: the meter does count.
+    const before = rt.meter.total();
+    const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
+    assert.equal(res.status, 404);
+    assert.equal(rt.meter.total() - before, 1);
+  });
+});
+
+describe('through the local host over real HTTP', () => {
+  let bus: BrokerHarness;
+  let host: ChildProcess | undefined;
+  let output = '';
+  let port = 0;
+
+  before(async () => {
+    const azurite = await storageUp();
+    bus = await startTestBroker();
+    const root = findRepoRoot(__dirname);
+    host = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        StorageConnection: azurite.connectionString,
+        ServiceBusConnection: bus.broker.connectionString,
+        PORT: '0',
+        PUSHDRAIN_NAME_PREFIX: uniquePrefix(),
+        PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
+      },
+    });
+    host.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    host.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    const deadline = Date.now() + 30_000;
+    for (let i = 0; port === 0 && Date.now() < deadline && i < 1000; i++) {
+      port = Number(/HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(output)?.[1] ?? 0);
+      if (host.exitCode !== null) break;
+      if (port === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(port > 0, `the local host did not start:\n${output.slice(-2000)}`);
+  });
+
+  after(async () => {
+    if (host && host.exitCode === null) {
+      const exited = new Promise((r) => host!.once('exit', r));
+      host.kill('SIGINT');
+      const timer = setTimeout(() => host!.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await bus?.close();
+  });
+
+  /** Sends raw bytes; resolves with what came back and whether the server closed the connection. */
+  function exchange(text: string, timeoutMs = 5_000): Promise<{ response: string; closed: boolean }> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let response = '';
+      const done = (closed: boolean): void => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve({ response, closed });
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      socket.on('data', (d: Buffer) => (response += d.toString('latin1')));
+      socket.on('end', () => done(true));
+      socket.on('error', () => done(true));
+      socket.write(text);
+    });
+  }
+
+  const jsonOf = (response: string): ErrorBody => {
+    const length = Number(/\r\ncontent-length: (\d+)\r\n/i.exec(response)?.[1]);
+    const start = response.indexOf('\r\n\r\n') + 4;
+    return JSON.parse(response.slice(start, start + length)) as ErrorBody;
+  };
+
+  test('a body over 100 MB by Content-Length: 413 at once, connection closed, body never read', async () => {
+    const started = Date.now();
+    const { response, closed } = await exchange(
+      `POST /api/batches HTTP/1.1\r\nHost: localhost:${port}\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${200 * 1024 * 1024}\r\n\r\n`,
+    );
+    assert.match(response, /^HTTP\/1\.1 413 /);
+    assert.match(response, /\r\nconnection: close\r\n/i);
+    assert.match(response, /\r\ncontent-type: application\/json\r\n/i);
+    assert.equal(jsonOf(response).error, 'too_large');
+    assert.ok(closed, 'the host closed the connection instead of waiting for 200 MB');
+    assert.ok(Date.now() - started < 5_000);
+  });
+
+  test('unknown routes are 404 JSON; a wrong method is 405 JSON with Allow', async () => {
+    const base = `http://127.0.0.1:${port}`;
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['GET', '/api'],
+      ['GET', '/api/nope'],
+      ['POST', '/api/batches/b-1/report/extra'],
+      ['GET', '/batches/b-1'],
+    ] as const) {
+      const res = await fetch(`${base}${path}`, { method });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.equal(res.headers.get('content-type'), 'application/json');
+      assert.equal(((await res.json()) as ErrorBody).error, 'not_found');
+    }
+    for (const [method, path, allow] of [
+      ['GET', '/api/batches', 'POST'],
+      ['PUT', '/api/batches', 'POST'],
+      ['DELETE', '/api/batches/b-1', 'GET'],
+      ['POST', '/api/health', 'GET'],
+      ['PATCH', '/api/batches/b-1/report', 'GET'],
+    ] as const) {
+      const res = await fetch(`${base}${path}`, { method });
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal(res.headers.get('content-type'), 'application/json');
+      assert.equal(res.headers.get('allow'), allow);
+      assert.equal(((await res.json()) as ErrorBody).error, 'method_not_allowed');
+    }
+  });
+
+  test('encoded traversal reaches the handler decoded and is refused; a broken escape is a 400, not a crash', async () => {
+    const base = `http://127.0.0.1:${port}`;
+    for (const path of ['/api/batches/..%2F..%2Fx', '/api/batches/%2e%2e%2fx/report', '/api/batches/B-ABC']) {
+      const res = await fetch(`${base}${path}`);
+      assert.equal(res.status, 400, path);
+      assert.equal(((await res.json()) as ErrorBody).error, 'invalid_batch_id', path);
+    }
+    const broken = await fetch(`${base}/api/batches/%E0%A4%A`);
+    assert.equal(broken.status, 400);
+    assert.equal(((await broken.json()) as ErrorBody).error, 'invalid_request');
+    assert.doesNotMatch(output, /HTTP dispatch failed/);
+  });
+});
