@@ -4,7 +4,8 @@
  */
 import type { ContainerClient } from '@azure/storage-blob';
 
-import { TransientError } from '../errors';
+import { PermanentError, TransientError } from '../errors';
+import { isValidBatchId } from '../model/batch-id';
 import { readBlob, writeBlob } from '../storage/blob-io';
 import type { Manifest } from './manifest';
 
@@ -23,6 +24,9 @@ export class ManifestStore {
   constructor(private readonly container: ContainerClient) {}
 
   private blob(batchId: string) {
+    // The id becomes a blob path; whoever passed it (a route, a pointer, a poison record), it
+    // must never reach another container through `..` or a slash.
+    if (!isValidBatchId(batchId)) throw new PermanentError(`refusing an invalid batch id as a blob path`);
     return this.container.getBlockBlobClient(`${batchId}/manifest.json`);
   }
 

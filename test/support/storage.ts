@@ -12,15 +12,20 @@ import { Runtime, type RuntimeOptions } from '../../shared/runtime';
 import { CapturingPublisher } from './capturing-publisher';
 
 let azurite: Azurite | undefined;
+// The promise, not the result: two callers racing (e.g. two before hooks) share one emulator.
+let starting: Promise<Azurite> | undefined;
 
 export async function storageUp(): Promise<Azurite> {
-  azurite ??= await startAzurite();
+  starting ??= startAzurite();
+  azurite = await starting;
   return azurite;
 }
 
 export async function storageDown(): Promise<void> {
-  await azurite?.stop();
+  const pending = starting;
+  starting = undefined;
   azurite = undefined;
+  if (pending) await (await pending).stop();
 }
 
 export function uniquePrefix(): string {
@@ -73,8 +78,11 @@ export function useStorage(): void {
     await storageUp();
   });
   after(async () => {
-    await closeRuntimes();
-    await storageDown();
+    try {
+      await closeRuntimes();
+    } finally {
+      await storageDown(); // always, or a live emulator keeps the test process from exiting
+    }
   });
   afterEach(async () => {
     await closeRuntimes();
