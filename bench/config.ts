@@ -1,0 +1,78 @@
+/**
+ * The bench's sizes and repetitions, for the full run and for the smoke run (--quick). The
+ * full run is budgeted to finish in under 15 minutes on 2 cores (see BENCHMARKS.md for the
+ * measured split); the smoke run takes seconds and exists so the harness cannot rot.
+ */
+import { defaultTuning } from '../shared/config/settings';
+import type { DesignName } from './app';
+import type { IdleConfig } from './scenarios/idle';
+import type { LatencyConfig } from './scenarios/latency';
+import type { WakeConfig } from './scenarios/wake';
+import { type BatchSpec,batchSpecs } from './support/data';
+
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface BenchConfig {
+  mode: 'full' | 'quick';
+  seed: number;
+  throughput: {
+    reps: number;
+    /** Batches per design; the no-claim-check baseline gets its own, smaller set. */
+    batches: BatchSpec[];
+    noClaimCheckBatches: BatchSpec[];
+    /** CPU-profile every design's first repetition (the report names pushdrain's top functions). */
+    profile: boolean;
+  };
+  idle: IdleConfig;
+  wake: WakeConfig & { pushdrainWarmup: boolean };
+  latency: LatencyConfig;
+  memory: { sizes: number[]; reps: number };
+  limit: { reps: number; batches: BatchSpec[] };
+}
+
+const tuning = defaultTuning();
+
+/** Longer than pushdrain's back-off cap: a quiet meter then means every dequeue task has exited. */
+const DRAIN_QUIET_MS = tuning.maxIdleMs + 1_000;
+
+export function fullConfig(): BenchConfig {
+  const batches = batchSpecs(10, 100_000, 1_000);
+  return {
+    mode: 'full',
+    seed: 20_261_120,
+    throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
+    idle: { reps: 3, functionsAppsPerRep: 4, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
+    wake: { reps: 3, trialsPerRep: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
+    latency: {
+      reps: 3,
+      trialsPerRep: 3,
+      batchSize: { pushdrain: 10_000, 'classic-poller': 10_000, 'functions-queue': 10_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      gapMinMs: 500,
+      gapMaxMs: 1_500,
+    },
+    memory: { sizes: [250_000, 1_000_000], reps: 2 },
+    limit: { reps: 3, batches: batches.slice(0, 2) },
+  };
+}
+
+export function quickConfig(): BenchConfig {
+  const batches = batchSpecs(2, 500, 9_000);
+  return {
+    mode: 'quick',
+    seed: 7,
+    throughput: { reps: 1, batches, noClaimCheckBatches: batchSpecs(1, 30, 9_500), profile: true },
+    idle: { reps: 1, functionsAppsPerRep: 1, windowMs: 1_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
+    // Seconds, not minutes: a short simulated idle, and pushdrain trials on fresh (idle) apps.
+    wake: { reps: 1, trialsPerRep: 1, pushdrainApps: 1, idleMinMs: 500, idleMaxMs: 1_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: false },
+    latency: {
+      reps: 1,
+      trialsPerRep: 1,
+      batchSize: { pushdrain: 200, 'classic-poller': 200, 'functions-queue': 200, 'no-claim-check': 10 },
+      gapMinMs: 50,
+      gapMaxMs: 100,
+    },
+    memory: { sizes: [300, 1_000], reps: 1 },
+    limit: { reps: 1, batches: batches.slice(0, 1) },
+  };
+}

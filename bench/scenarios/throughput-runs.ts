@@ -1,0 +1,54 @@
+/**
+ * Scenario 1 orchestration: every design, every repetition, one child process each, one at a
+ * time (the design order rotates between repetitions, so no design always runs on a cooler or
+ * warmer machine). Service Bus operations are read from the broker around each run.
+ */
+import { join } from 'node:path';
+
+import type { DesignName } from '../app';
+import type { BenchConfig } from '../config';
+import { runChild } from '../support/child';
+import type { BenchEnv } from '../support/env';
+import { freshPrefix } from '../support/fleet';
+import { serviceBusOperations } from '../support/service-bus';
+import type { ThroughputJob, ThroughputRun } from './throughput';
+
+export interface ThroughputRunRecord extends ThroughputRun {
+  rep: number;
+  /** Billable broker operations during the run (pushdrain only uses Service Bus). */
+  serviceBusOperations: number;
+}
+
+export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'], designs: readonly DesignName[], azuritePid: number | undefined, profileDir: string, log: (line: string) => void): Promise<ThroughputRunRecord[]> {
+  const out: ThroughputRunRecord[] = [];
+  for (let rep = 0; rep < cfg.reps; rep++) {
+    const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
+    for (const design of order) {
+      const topic = design === 'pushdrain' ? env.takeTopic() : undefined;
+      const batches = design === 'no-claim-check' ? cfg.noClaimCheckBatches : cfg.batches;
+      const job: ThroughputJob = {
+        kind: 'throughput',
+        design,
+        storage: env.azurite.connectionString,
+        ...(topic ? { serviceBus: { connectionString: env.broker.connectionString, topic } } : {}),
+        prefix: freshPrefix(design),
+        batches,
+        ...(azuritePid ? { azuritePid } : {}),
+        // Every design is profiled in the first repetition, so the sampling costs all of them alike.
+        ...(cfg.profile && rep === 0 ? { profileFile: join(profileDir, `throughput-${design}.cpuprofile`) } : {}),
+        timeoutMs: 20 * 60_000,
+      };
+      const before = env.broker.stats();
+      try {
+        const run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
+        const after = env.broker.stats();
+        const sb = serviceBusOperations(Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])));
+        out.push({ ...run, rep, serviceBusOperations: sb });
+        log(`  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx${run.verified ? '' : ', REPORT MISMATCH'}`);
+      } finally {
+        if (topic) env.releaseTopic(topic);
+      }
+    }
+  }
+  return out;
+}
