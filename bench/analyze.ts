@@ -65,8 +65,11 @@ export interface MemoryFigures {
 export interface LimitFigures {
   transactions: number;
   tps: Summary;
+  cpuPerMillion: Summary;
   /** pushdrain throughput ÷ the limit, paired by repetition. */
   pushdrainFraction: Summary | undefined;
+  /** The limit's CPU per transaction ÷ pushdrain's app CPU per transaction: the share of pushdrain's CPU that is the work itself. */
+  pushdrainCpuFraction: Summary | undefined;
 }
 
 export interface ProfileFigures {
@@ -208,7 +211,18 @@ export function memoryFigures(runs: readonly MemoryResultRun[]): MemoryFigures {
   };
 }
 
-export function limitFigures(runs: readonly LimitRun[], pushdrainTps: readonly number[]): LimitFigures {
+export function limitFigures(runs: readonly LimitRun[], pushdrain: readonly ThroughputRunRecord[]): LimitFigures {
   const tps = runs.map((r) => r.tps);
-  return { transactions: runs[0]?.transactions ?? 0, tps: summarize(tps), pushdrainFraction: ratioSummary(pushdrainTps, tps) };
+  const cpu = runs.map((r) => (r.cpuSeconds / r.transactions) * 1e6);
+  const ourCpu = pushdrain.map((r) => (r.appCpuSeconds / r.transactions) * 1e6);
+  return {
+    transactions: runs[0]?.transactions ?? 0,
+    tps: summarize(tps),
+    cpuPerMillion: summarize(cpu),
+    pushdrainFraction: ratioSummary(
+      pushdrain.map((r) => r.tps),
+      tps,
+    ),
+    pushdrainCpuFraction: ratioSummary(cpu, ourCpu),
+  };
 }

@@ -28,6 +28,7 @@ export interface BenchConfig {
   wake: WakeConfig & { pushdrainWarmup: boolean };
   latency: LatencyConfig;
   memory: { sizes: number[]; reps: number };
+  /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
   limit: { reps: number; batches: BatchSpec[] };
 }
 
@@ -36,13 +37,19 @@ const tuning = defaultTuning();
 /** Longer than pushdrain's back-off cap: a quiet meter then means every dequeue task has exited. */
 const DRAIN_QUIET_MS = tuning.maxIdleMs + 1_000;
 
+/** pushdrain apps a run starts in all; each gets a topic copy of its own (see support/env.ts). */
+export function pushdrainAppCount(c: BenchConfig): number {
+  const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
+  return c.throughput.reps + c.idle.reps + wake + c.latency.reps;
+}
+
 export function fullConfig(): BenchConfig {
   const batches = batchSpecs(10, 100_000, 1_000);
   return {
     mode: 'full',
     seed: 20_261_120,
     throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
-    idle: { reps: 3, functionsAppsPerRep: 4, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
+    idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
     wake: { reps: 3, trialsPerRep: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
     latency: {
       reps: 3,

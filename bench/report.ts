@@ -159,8 +159,12 @@ function memorySection(m: MemoryFigures): string {
 }
 
 function limitSection(l: LimitFigures, t: ThroughputFigures | undefined): string {
-  const rows = [['machine limit (one process, no storage)', num(l.transactions), fmt(l.tps, (n) => num(n)), '1'], ['pushdrain (scenario 1)', num(t?.perDesign.pushdrain?.transactions ?? 0), fmt(t?.perDesign.pushdrain?.tps, (n) => num(n)), fmt(l.pushdrainFraction, (n) => num(n, 2))]];
-  return table(['', 'transactions', 'tx/s', 'fraction of the limit'], rows);
+  const two = (n: number): string => num(n, 2);
+  const rows = [
+    ['machine limit (one process, no storage)', num(l.transactions), fmt(l.tps, (n) => num(n)), fmt(l.cpuPerMillion, (n) => num(n, 1)), '1', '1'],
+    ['pushdrain (scenario 1)', num(t?.perDesign.pushdrain?.transactions ?? 0), fmt(t?.perDesign.pushdrain?.tps, (n) => num(n)), fmt(t?.perDesign.pushdrain?.cpuPerMillion, (n) => num(n, 1)), fmt(l.pushdrainFraction, two), fmt(l.pushdrainCpuFraction, two)],
+  ];
+  return table(['', 'transactions', 'tx/s', 'CPU s per 1M', 'throughput, fraction of the limit', 'CPU efficiency, fraction of the limit'], rows);
 }
 
 function profileSection(p: ProfileFigures): string {
@@ -185,7 +189,10 @@ export function keyRatios(r: BenchResults): string[] {
     if (r.latency?.p50Ratio[b]) parts.push(`submit-to-report p50 ${ratio(r.latency.p50Ratio[b])}`);
     if (parts.length > 0) out.push(`pushdrain ÷ ${DESIGN_TITLES[b]}: ${parts.join(', ')}`);
   }
-  if (r.limit?.pushdrainFraction) out.push(`pushdrain ÷ machine limit (throughput): ${fmt(r.limit.pushdrainFraction, (n) => num(n, 2))}`);
+  if (r.limit?.pushdrainFraction) {
+    const cpu = r.limit.pushdrainCpuFraction ? `; the limit's CPU per transaction ÷ pushdrain's: ${fmt(r.limit.pushdrainCpuFraction, (n) => num(n, 2))}` : '';
+    out.push(`pushdrain ÷ machine limit (throughput): ${fmt(r.limit.pushdrainFraction, (n) => num(n, 2))}${cpu}`);
+  }
   return out;
 }
 

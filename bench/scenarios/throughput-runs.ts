@@ -19,9 +19,20 @@ export interface ThroughputRunRecord extends ThroughputRun {
   serviceBusOperations: number;
 }
 
-export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'], designs: readonly DesignName[], azuritePid: number | undefined, profileDir: string, log: (line: string) => void): Promise<ThroughputRunRecord[]> {
+export interface ThroughputOptions {
+  designs: readonly DesignName[];
+  azuritePid: number | undefined;
+  profileDir: string;
+  log: (line: string) => void;
+  /** Runs at the start of each repetition (the machine-limit job, so both see the same load). */
+  beforeRep?: (rep: number) => Promise<void>;
+}
+
+export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'], o: ThroughputOptions): Promise<ThroughputRunRecord[]> {
+  const { designs, azuritePid, profileDir, log } = o;
   const out: ThroughputRunRecord[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
+    await o.beforeRep?.(rep);
     const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
     for (const design of order) {
       const topic = design === 'pushdrain' ? env.takeTopic() : undefined;
@@ -39,15 +50,11 @@ export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'
         timeoutMs: 20 * 60_000,
       };
       const before = env.broker.stats();
-      try {
-        const run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
-        const after = env.broker.stats();
-        const sb = serviceBusOperations(Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])));
-        out.push({ ...run, rep, serviceBusOperations: sb });
-        log(`  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx${run.verified ? '' : ', REPORT MISMATCH'}`);
-      } finally {
-        if (topic) env.releaseTopic(topic);
-      }
+      const run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
+      const after = env.broker.stats();
+      const sb = serviceBusOperations(Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])));
+      out.push({ ...run, rep, serviceBusOperations: sb });
+      log(`  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx${run.verified ? '' : ', REPORT MISMATCH'}`);
     }
   }
   return out;

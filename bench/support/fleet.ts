@@ -42,7 +42,6 @@ export async function startFleetApp(env: BenchEnv, design: DesignName, options: 
 export async function stopFleetApp(env: BenchEnv, f: FleetApp): Promise<void> {
   await f.app.stop();
   await f.watcher.close();
-  if (f.topic) env.releaseTopic(f.topic);
   await removeApp(env.admin, f.prefix);
 }
 
