@@ -50,7 +50,7 @@ export function fullConfig(): BenchConfig {
     seed: 20_261_120,
     throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
     idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
-    wake: { reps: 3, trialsPerRep: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
+    wake: { reps: 3, trialsPerRep: 5, baselineTrialsPerRep: 10, settleMs: 2_000, spreadMs: 3_000, classicWave: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
     latency: {
       reps: 3,
       trialsPerRep: 3,
@@ -71,7 +71,7 @@ export function quickConfig(): BenchConfig {
     throughput: { reps: 1, batches, noClaimCheckBatches: batchSpecs(1, 30, 9_500), profile: true },
     idle: { reps: 1, functionsAppsPerRep: 1, windowMs: 1_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
     // Seconds, not minutes: a short simulated idle, and pushdrain trials on fresh (idle) apps.
-    wake: { reps: 1, trialsPerRep: 1, pushdrainApps: 1, idleMinMs: 500, idleMaxMs: 1_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: false },
+    wake: { reps: 1, trialsPerRep: 1, baselineTrialsPerRep: 1, settleMs: 100, spreadMs: 100, classicWave: 1, pushdrainApps: 1, idleMinMs: 500, idleMaxMs: 1_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: false },
     latency: {
       reps: 1,
       trialsPerRep: 1,

@@ -9,8 +9,7 @@
  * The baselines' idle would take minutes to reach (the Functions back-off needs ~100 s of empty
  * polls to reach its 60 s cap), so each trial is a fresh app whose listeners start in the state
  * a 10–20 minute idle leaves them in: the Functions rule replayed to that moment, or for the
- * classic poller a uniformly random phase of its 1 s period. Many such apps run side by side.
- * Idle pollers cost a few requests a second in all, so the trials do not disturb each other.
+ * classic poller a uniformly random phase of its 1 s period. See runWake for what runs when.
  */
 import type { DesignName } from '../app';
 import { DESIGNS } from '../app';
@@ -20,8 +19,19 @@ import { type FleetApp, sleep, startFleetApp, stopFleetApp, untilQuiet } from '.
 import { ProbeMeter } from '../support/probe-meter';
 
 export interface WakeConfig {
+  /** pushdrain trials per repetition (they run one after another on each app). */
   trialsPerRep: number;
+  /**
+   * Baseline trials per repetition: cheap (each is an app of its own, all side by side), and
+   * needed, because the Functions back-off spreads wake-ups uniformly over a minute.
+   */
+  baselineTrialsPerRep: number;
   reps: number;
+  /** Baselines: quiet time after their apps have started, then arrivals spread over spreadMs. */
+  settleMs: number;
+  spreadMs: number;
+  /** Classic-poller apps running trials at once (each polls 5 queues a second). */
+  classicWave: number;
   /** pushdrain apps running trials side by side. */
   pushdrainApps: number;
   /** The idle gap before each baseline trial is drawn from [min, max]. */
@@ -95,24 +105,55 @@ async function pushdrainTrials(env: BenchEnv, cfg: WakeConfig, total: number): P
   return out;
 }
 
+/** One wave of baseline trials: start the apps, let the start-up burst pass, spread the arrivals. */
+async function baselineWave(env: BenchEnv, cfg: WakeConfig, design: DesignName, first: number, count: number, random: () => number): Promise<WakeTrial[]> {
+  const apps: { f: FleetApp; probe: ProbeMeter; idleMs: number; n: number }[] = [];
+  try {
+    await Promise.all(
+      Array.from({ length: count }, async (_, k) => {
+        const idleMs = cfg.idleMinMs + random() * (cfg.idleMaxMs - cfg.idleMinMs);
+        const probe = new ProbeMeter();
+        apps.push({ f: await startFleetApp(env, design, { meter: probe, idleMs, random }), probe, idleMs, n: first + k });
+      }),
+    );
+    // Every app creating its queues at once keeps the emulator busy for a moment, and a busy
+    // emulator lengthens every poll cycle: wait that out, then spread the arrivals.
+    await sleep(cfg.settleMs);
+    return await Promise.all(
+      apps.map(async ({ f, probe, idleMs, n }) => {
+        await sleep(random() * cfg.spreadMs);
+        return { design, rep: n % cfg.reps, latencyMs: await trial(f, probe), idleMs };
+      }),
+    );
+  } finally {
+    await Promise.all(apps.map(({ f }) => stopFleetApp(env, f)));
+  }
+}
+
+/**
+ * The Functions-style apps poll once a minute when idle, so all their trials run side by side;
+ * the classic poller's apps poll every second, so they run a few at a time, or together they
+ * would saturate the emulator (one thread) and slow every poll they are measured by.
+ */
 async function baselineTrials(env: BenchEnv, cfg: WakeConfig, design: DesignName, total: number, random: () => number): Promise<WakeTrial[]> {
-  return Promise.all(
-    Array.from({ length: total }, async (_, i) => {
-      const idleMs = cfg.idleMinMs + random() * (cfg.idleMaxMs - cfg.idleMinMs);
-      const probe = new ProbeMeter();
-      const f = await startFleetApp(env, design, { meter: probe, idleMs, random });
-      try {
-        return { design, rep: i % cfg.reps, latencyMs: await trial(f, probe), idleMs };
-      } finally {
-        await stopFleetApp(env, f);
-      }
-    }),
-  );
+  const wave = design === 'classic-poller' ? Math.max(1, cfg.classicWave) : total;
+  const out: WakeTrial[] = [];
+  for (let first = 0; first < total; first += wave) out.push(...(await baselineWave(env, cfg, design, first, Math.min(wave, total - first), random)));
+  return out;
 }
 
+/**
+ * The Functions-style trials wait up to a minute with almost no load, so pushdrain's trials run
+ * inside that minute; the classic poller's waves (5 queues a second each, apps coming and going)
+ * run after pushdrain's, so they never share the emulator with a pushdrain measurement.
+ */
 export async function runWake(env: BenchEnv, cfg: WakeConfig, random: () => number): Promise<WakeTrial[]> {
-  const total = cfg.trialsPerRep * cfg.reps;
-  const groups = await Promise.all(DESIGNS.map((d) => (d === 'pushdrain' ? pushdrainTrials(env, cfg, total) : baselineTrials(env, cfg, d, total, random))));
-  return groups.flat();
+  const slow = Promise.all(
+    DESIGNS.filter((d) => d !== 'pushdrain' && d !== 'classic-poller').map((d) => baselineTrials(env, cfg, d, cfg.baselineTrialsPerRep * cfg.reps, random)),
+  );
+  // Keep the slow group's rejection observed while the others run; it is awaited below.
+  slow.catch(() => undefined);
+  const ours = await pushdrainTrials(env, cfg, cfg.trialsPerRep * cfg.reps);
+  const classic = await baselineTrials(env, cfg, 'classic-poller', cfg.baselineTrialsPerRep * cfg.reps, random);
+  return [...ours, ...classic, ...(await slow).flat()];
 }
-
