@@ -22,7 +22,8 @@ export function redactSecrets(text: string): string {
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
   const e = ensureError(error);
   if (e instanceof ValidationError) {
-    return json(e.status, { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) });
+    const retryAfter: Record<string, string> = e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
+    return json(e.status, { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) }, retryAfter);
   }
   // Our TransientError, and an SDK error the retry table calls transient (a Storage 503 or a
   // refused connection that outlived the SDK's own retries): the client should retry, so 503.

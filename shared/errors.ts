@@ -18,6 +18,8 @@ export class ValidationError extends Error {
     readonly status: 400 | 409 | 413 | 415 = 400,
     readonly code: string = 'invalid_batch',
     readonly details: ErrorDetail[] = [],
+    /** When the same request may succeed later (a claim in progress): the Retry-After to send. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

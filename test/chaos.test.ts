@@ -174,7 +174,9 @@ describe('chaos', () => {
     await verify([batch], 90_000);
   });
 
-  for (const seed of [1, 2, 3, 4]) {
+  // CHAOS_SEEDS=5,6,7 soaks other seeds locally; CI runs the fixed four.
+  const seeds = process.env.CHAOS_SEEDS ? process.env.CHAOS_SEEDS.split(',').map(Number) : [1, 2, 3, 4];
+  for (const seed of seeds) {
     test(`seed ${seed}: storage faults, Service Bus faults and a host kill, while batches run`, async () => {
       const r = rng(seed);
       proxy.chaos({ seed, rates: { status503: 0.02, status500: 0.01, reset: 0.01, stall: 0.002, dropAfterApply: 0.01 } });
@@ -209,7 +211,7 @@ describe('chaos', () => {
     tally();
     for (const k of FAULT_KINDS) assert.ok((ran.storage[k] ?? 0) >= 1, `storage fault ${k} was injected`);
     assert.ok(ran.serverBusy > 0 && ran.detaches > 0 && ran.connectionDrops > 0, 'every Service Bus fault switch was used');
-    assert.ok(host.kills >= 5, 'the host was killed mid-drain in every scenario');
+    assert.ok(host.kills >= seeds.length + 1, 'the host was killed mid-drain in every scenario');
   });
 });
 

@@ -28,6 +28,13 @@ export interface Manifest {
   /** The incoming/ blob a swept batch came from. */
   sourceName?: string;
   idempotencyKey?: string;
+  /**
+   * A random id per ingest request. Tells "our own create, retried after its response was
+   * lost" from "another request's claim", and keeps a taken-over request from touching it.
+   */
+  attempt?: string;
+  /** While `ingesting`: the last heartbeat of the request doing it (staleness is measured from here). */
+  aliveAt?: string;
   bodySha256: string;
   submittedAt: string;
   acceptedAt?: string;

@@ -2,18 +2,29 @@
  * Claiming a batch id before writing anything under it. With an Idempotency-Key the id is
  * derived from the key, so the manifest's create-if-absent is what de-duplicates: a replay
  * finds the accepted batch and enqueues nothing.
+ *
+ * While a request ingests, it keeps the claim alive with a heartbeat (`aliveAt`). A claim
+ * whose heartbeat stopped belongs to a request that died (host killed, timed out); the
+ * client's retry takes it over instead of waiting out a long lease.
  */
 import type { Manifest } from '../batch/manifest';
 import { publicStatus } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
-import { TransientError, ValidationError } from '../errors';
+import { ensureError, TransientError, ValidationError } from '../errors';
 
-/** An `ingesting` manifest older than this belongs to a request that died; a retry may take it over. */
-export const STALE_INGEST_MS = 10 * 60 * 1000;
+/** An `ingesting` claim with no heartbeat for this long belongs to a request that died. */
+export const STALE_INGEST_MS = 60_000;
+/** Four beats per staleness window: one slow or failed write does not make a live claim look dead. */
+export const INGEST_HEARTBEAT_MS = STALE_INGEST_MS / 4;
 
 export type Claim =
   | { kind: 'new'; manifest: Manifest; etag: string }
   | { kind: 'replay'; manifest: Manifest };
+
+/** When an ingesting claim was last known alive. */
+function lastAlive(m: Manifest): number {
+  return Date.parse(m.aliveAt ?? m.submittedAt);
+}
 
 export async function claimBatch(store: ManifestStore, fresh: Manifest, now: number): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -22,19 +33,75 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
     const existing = await store.read(fresh.batchId);
     if (!existing) continue; // removed in between: try to create again
     const m = existing.manifest;
+    // Our own create applied, but its response was lost and the SDK's retry saw "exists".
+    if (fresh.attempt !== undefined && m.attempt === fresh.attempt && m.state === 'ingesting') {
+      return { kind: 'new', manifest: m, etag: existing.etag };
+    }
     if (m.bodySha256 !== fresh.bodySha256) {
       throw new ValidationError('this Idempotency-Key was already used with a different body', 409, 'idempotency_conflict');
     }
     if (publicStatus(m)) return { kind: 'replay', manifest: m };
-    const age = now - Date.parse(m.submittedAt);
-    if (m.state === 'ingesting' && age < STALE_INGEST_MS) {
-      throw new ValidationError('a request with this Idempotency-Key is still being ingested; retry shortly', 409, 'ingest_in_progress');
+    const quietFor = now - lastAlive(m);
+    if (m.state === 'ingesting' && quietFor < STALE_INGEST_MS) {
+      const wait = Math.max(1, Math.ceil((STALE_INGEST_MS - quietFor) / 1000));
+      throw new ValidationError(
+        'a request with this Idempotency-Key is still being ingested; retry shortly',
+        409,
+        'ingest_in_progress',
+        [],
+        Math.min(wait, 5),
+      );
     }
-    // Take over an abandoned or stale attempt. Its done chunks stay valid: same body, same
+    // Take over an abandoned or dead attempt. Its done chunks stay valid: same body, same
     // chunking (the recorded chunk size wins), same blob names.
     const takeover: Manifest = { ...fresh, chunkSize: m.chunkSize, done: m.done, failed: m.failed };
     const took = await store.replace(takeover, existing.etag);
     if (took !== undefined) return { kind: 'new', manifest: takeover, etag: took };
   }
   throw new TransientError(`could not claim batch ${fresh.batchId}: its manifest keeps changing`);
+}
+
+/** Whether `m` is still the claim of the request with this attempt id. */
+export function isOwnClaim(m: Manifest, attempt: string | undefined): boolean {
+  return m.state === 'ingesting' && m.attempt === attempt;
+}
+
+export interface Heartbeat {
+  /** Stops beating and waits for a beat in flight, so no beat lands after the caller's next write. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Refreshes `aliveAt` on the claim every `intervalMs` until stopped. A failed beat is only
+ * logged: the claim stays valid until it is stale, and the next beat may succeed.
+ */
+export function startHeartbeat(
+  store: ManifestStore,
+  claim: Manifest,
+  now: () => number,
+  warn: (message: string) => void,
+  intervalMs: number = INGEST_HEARTBEAT_MS,
+): Heartbeat {
+  let inFlight: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const beat = async (): Promise<void> => {
+    try {
+      const aliveAt = new Date(now()).toISOString();
+      await store.update(claim.batchId, (cur) => (isOwnClaim(cur, claim.attempt) ? { ...cur, aliveAt } : undefined));
+    } catch (e) {
+      warn(`batch ${claim.batchId}: ingest heartbeat failed (the claim stays valid until stale): ${ensureError(e).message}`);
+    }
+  };
+  const timer = setInterval(() => {
+    if (stopped) return;
+    inFlight = inFlight.then(beat);
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop(): Promise<void> {
+      stopped = true;
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
 }

@@ -3,6 +3,8 @@
  * enqueue one pointer per chunk, publish one WorkDetected per queue touched, and only then
  * mark the manifest accepted. Any failure before that point leaves no accepted batch.
  */
+import { randomUUID } from 'node:crypto';
+
 import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
 import { isSettled, publicStatus } from '../batch/manifest';
 import { markNotificationPending, notifyAccepted } from '../batch/pending-notifications';
@@ -16,7 +18,7 @@ import { writeBlob } from '../storage/blob-io';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
 import { chunkBody, encodeChunk } from './chunks';
-import { claimBatch } from './claim';
+import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
 
@@ -57,6 +59,7 @@ export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<
     source: req.source,
     ...(req.sourceName ? { sourceName: req.sourceName } : {}),
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    attempt: randomUUID(),
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),
     transactions: summary.transactions,
@@ -73,16 +76,20 @@ export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<
     const status = publicStatus(m) ?? 'accepted';
     return { batchId, status, transactions: m.transactions, chunks: m.chunks, replayed: true, notified: m.notification === 'sent' };
   }
+  const heartbeat = startHeartbeat(ctx.manifests, claim.manifest, () => ctx.now(), (msg) => ctx.log.warn(msg));
   try {
-    return await writeAndAccept(ctx, req, claim.manifest, claim.etag);
+    return await writeAndAccept(ctx, req, claim.manifest, claim.etag, heartbeat);
   } catch (e) {
-    await abandon(ctx, batchId, ensureError(e).message);
+    await heartbeat.stop();
+    await abandon(ctx, claim.manifest, ensureError(e).message);
     if (e instanceof ValidationError) throw e;
     throw new TransientError(`ingest of ${batchId} failed part-way and was rolled back; nothing was accepted: ${ensureError(e).message}`, undefined, { cause: e });
+  } finally {
+    await heartbeat.stop();
   }
 }
 
-async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manifest, etag: string): Promise<IngestResult> {
+async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat): Promise<IngestResult> {
   const { batchId } = m;
   const pointers: { partition: number; pointer: WorkPointer }[] = [];
   const writes = new Pool(WRITE_CONCURRENCY);
@@ -144,10 +151,12 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
     queues,
     notification: notified ? 'sent' : 'pending',
   });
-  // Usually nobody else has written; if an aggregator recorded chunks meanwhile, merge with it.
+  // Usually nobody else has written; if an aggregator recorded chunks (or a heartbeat landed)
+  // meanwhile, merge with it. A claim taken over by another request is left to that request.
+  await heartbeat.stop();
   let accepted = accept(m);
   if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
-    const updated = await ctx.manifests.update(batchId, (cur) => (cur.state === 'ingesting' ? accept(cur) : undefined));
+    const updated = await ctx.manifests.update(batchId, (cur) => (isOwnClaim(cur, m.attempt) ? accept(cur) : undefined));
     if (!updated || updated.manifest.state !== 'accepted') throw new Error(`manifest of ${batchId} left the ingesting state unexpectedly`);
     accepted = updated.manifest;
   }
@@ -156,9 +165,11 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
   return { batchId, status: 'accepted', transactions: accepted.transactions, chunks: accepted.chunks, replayed: false, notified };
 }
 
-async function abandon(ctx: PipelineContext, batchId: string, reason: string): Promise<void> {
+async function abandon(ctx: PipelineContext, claim: Manifest, reason: string): Promise<void> {
+  const { batchId } = claim;
   try {
-    await ctx.manifests.update(batchId, (cur) => (cur.state === 'ingesting' ? { ...cur, state: 'abandoned', error: reason } : undefined));
+    // Only our own claim: a request that took ours over is still working and must not be undone.
+    await ctx.manifests.update(batchId, (cur) => (isOwnClaim(cur, claim.attempt) ? { ...cur, state: 'abandoned', error: reason } : undefined));
   } catch (e) {
     ctx.log.error(`batch ${batchId}: could not mark the failed ingest abandoned: ${ensureError(e).message}`);
   }

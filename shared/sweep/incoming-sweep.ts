@@ -93,7 +93,8 @@ async function sweepOne(ctx: PipelineContext, incoming: ContainerClient, name: s
     ctx.log.info(`incoming/${name} ingested as batch ${result.batchId} (${result.transactions} transactions)`);
     return { name, kind: 'ingested', result };
   } catch (e) {
-    if (e instanceof ValidationError) return reject(e.message, e.details);
+    // A claim still in progress (an earlier sweep that died moments ago) is not the file's fault.
+    if (e instanceof ValidationError && e.retryAfterSeconds === undefined) return reject(e.message, e.details);
     const error = ensureError(e).message;
     ctx.log.warn(`incoming/${name} left for the next sweep: ${error}`);
     return { name, kind: 'retry-later', error };

@@ -1,0 +1,152 @@
+/**
+ * The ingest claim under Storage faults, through the real handlers, real Azurite and the
+ * fault proxy: a create whose response was lost is still ours; a claim left behind by a
+ * request that could not clean up answers 409 with Retry-After until its heartbeat is stale,
+ * then the retry takes it over; the timer sweep leaves such a file for later, never rejects it.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+
+import { ingestSweep } from '../functions/ingest-timer';
+import type { ManifestStore } from '../shared/batch/manifest-store';
+import type { Report } from '../shared/billing/report';
+import { systemClock } from '../shared/drain/types';
+import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
+import { generate, toNdjson } from './support/generate';
+import { blobNames } from './support/inspect';
+import { completed, context, post, pump, report } from './support/invoke';
+import { expectedReport } from './support/oracle';
+import { storageUp, testRuntime, useStorage } from './support/storage';
+import { startStorageProxy, type StorageProxy } from './support/storage-proxy';
+
+let proxy: StorageProxy;
+let azuriteCs = '';
+
+useStorage();
+before(async () => {
+  const azurite = await storageUp();
+  azuriteCs = azurite.connectionString;
+  proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
+});
+after(async () => {
+  await proxy?.close();
+});
+afterEach(() => {
+  proxy.clear();
+});
+
+const manifestWrite = { service: 'blob', method: 'PUT', path: /\/manifest\.json$/ } as const;
+const queueSend = { service: 'queue', method: 'POST', path: /\/messages$/ } as const;
+
+/** A clock whose `now` can be moved forward, as if the test had waited. */
+function movableClock(): { clock: typeof systemClock; advance(ms: number): void } {
+  let offset = 0;
+  return { clock: { ...systemClock, now: () => Date.now() + offset }, advance: (ms) => (offset += ms) };
+}
+
+/**
+ * Fails every pointer send and every manifest write after the claim's create: the ingest fails
+ * part-way and cannot mark its claim abandoned, as if its host had died mid-request.
+ */
+function strandNextClaim(): void {
+  proxy.inject('status500', { times: 1_000_000, match: queueSend });
+  proxy.inject('status500', { times: 1_000_000, skip: 1, match: manifestWrite });
+}
+
+describe('ingest claim', () => {
+  test('a manifest create applied but answered by a dropped connection: the request still succeeds', async () => {
+    const { rt, events, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' });
+    const drop = proxy.inject('dropAfterApply', { times: 1, match: manifestWrite });
+    const txns = generate(400, 71, 20);
+    const res = await post(rt, toNdjson(txns), { 'idempotency-key': 'lost-create-1' });
+    assert.equal(drop.hits, 1, 'the create was applied and its response dropped');
+    assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+    const { batchId, chunks } = res.jsonBody as { batchId: string; chunks: number };
+    assert.equal(chunks, 4);
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
+  });
+
+  test('a stranded claim answers 409 with Retry-After while fresh, and is taken over once stale', async () => {
+    const time = movableClock();
+    const { rt, events, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const txns = generate(300, 72, 20);
+    const body = toNdjson(txns);
+    strandNextClaim();
+    const first = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    assert.equal(first.status, 503);
+    proxy.clear();
+    const manifests = (await blobNames(observer, ['batches'])).filter((n) => n.endsWith('manifest.json'));
+    assert.equal(manifests.length, 1);
+    const batchId = manifests[0]!.split('/')[1]!;
+    assert.equal((await observer.ctx.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
+
+    const busy = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    assert.equal(busy.status, 409);
+    assert.equal((busy.jsonBody as { error: string }).error, 'ingest_in_progress');
+    const retryAfter = Number((busy.headers as Record<string, string>)['Retry-After']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 5, `Retry-After: ${retryAfter}`);
+
+    time.advance(STALE_INGEST_MS + 1_000);
+    const retry = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    assert.equal(retry.status, 202, JSON.stringify(retry.jsonBody));
+    assert.equal((retry.jsonBody as { batchId: string }).batchId, batchId);
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
+  });
+
+  test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
+    const time = movableClock();
+    const { rt, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    await observer.ctx.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
+    strandNextClaim();
+    const [failed] = await ingestSweep(rt, context('ingestSweep'));
+    assert.equal(failed?.kind, 'retry-later');
+    proxy.clear();
+    const [busy] = await ingestSweep(rt, context('ingestSweep'));
+    assert.equal(busy?.kind, 'retry-later', `a claim in progress is not the file's fault: ${JSON.stringify(busy)}`);
+    assert.deepEqual(await blobNames(observer, ['rejected']), []);
+    time.advance(STALE_INGEST_MS + 1_000);
+    const [done] = await ingestSweep(rt, context('ingestSweep'));
+    assert.equal(done?.kind, 'ingested', JSON.stringify(done));
+    assert.deepEqual(await blobNames(observer, ['archive']), ['archive/day-1.ndjson']);
+  });
+
+  test('the heartbeat refreshes only its own claim, and writes nothing once stopped', async () => {
+    const { rt, observer } = await testRuntime();
+    const store = rt.ctx.manifests;
+    const claim = (await testClaim(store, 'b-heartbeat-own', 'mine'))!;
+    const other = (await testClaim(store, 'b-heartbeat-other', 'theirs'))!;
+    const beat = startHeartbeat(store, claim, () => Date.now(), () => {}, 30);
+    const foreign = startHeartbeat(store, { ...other, attempt: 'mine' }, () => Date.now(), () => {}, 30);
+    const read = async (id: string) => (await observer.ctx.manifests.read(id))!;
+    for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    await beat.stop();
+    await foreign.stop();
+    const stopped = await read('b-heartbeat-own');
+    assert.ok(stopped.manifest.aliveAt !== undefined, 'the claim was refreshed');
+    assert.equal((await read('b-heartbeat-other')).manifest.aliveAt, undefined, "another request's claim was not touched");
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal((await read('b-heartbeat-own')).etag, stopped.etag, 'no write after stop()');
+  });
+});
+
+async function testClaim(store: ManifestStore, batchId: string, attempt: string) {
+  const m = {
+    v: 1 as const,
+    batchId,
+    state: 'ingesting' as const,
+    source: 'http' as const,
+    attempt,
+    bodySha256: 'x',
+    submittedAt: new Date().toISOString(),
+    transactions: 1,
+    chunkSize: 1,
+    chunks: 0,
+    queues: [],
+    notification: 'pending' as const,
+    done: [],
+    failed: [],
+  };
+  return (await store.create(m)) === undefined ? undefined : m;
+}
