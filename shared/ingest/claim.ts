@@ -13,9 +13,9 @@ import type { ManifestStore } from '../batch/manifest-store';
 import { ensureError, TransientError, ValidationError } from '../errors';
 
 /** An `ingesting` claim with no heartbeat for this long belongs to a request that died. */
-export const STALE_INGEST_MS = 60_000;
-/** Four beats per staleness window: one slow or failed write does not make a live claim look dead. */
-export const INGEST_HEARTBEAT_MS = STALE_INGEST_MS / 4;
+export const STALE_INGEST_MS = 30_000;
+/** Six beats per staleness window: a few slow or failed writes do not make a live claim look dead. */
+export const INGEST_HEARTBEAT_MS = STALE_INGEST_MS / 6;
 
 export type Claim =
   | { kind: 'new'; manifest: Manifest; etag: string }
