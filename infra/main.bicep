@@ -96,6 +96,11 @@ param storageSku string = 'Standard_LRS'
 @description('Lifecycle rule: delete blobs in the archive container this many days after their last change. 0 disables the rule.')
 param archiveRetentionDays int = 30
 
+@minValue(0)
+@maxValue(3650)
+@description('Lifecycle rule: delete work/ and results/ blobs (chunk and result intermediates) this many days after their last change. Keep it above the longest time a poison message may wait for a redrive. 0 disables the rule.')
+param intermediateRetentionDays int = 30
+
 // ---------------------------------------------------------------------------------------------
 // Monitoring
 // ---------------------------------------------------------------------------------------------
@@ -112,7 +117,7 @@ param logRetentionDays int = 30
 
 @minValue(1)
 @maxValue(64)
-@description('PUSHDRAIN_PARTITIONS: input queues work-0…work-{P-1}. Provisioned here and passed to the app, so both always agree.')
+@description('PUSHDRAIN_PARTITIONS: input queues work-0…work-{P-1}. Provisioned here and passed to the app, so both always agree. Keep host.json maxConcurrentCalls at least 2 × partitions × drainSlots.')
 param partitions int = 4
 
 @description('PUSHDRAIN_SWEEP_SCHEDULE: NCRONTAB (six fields, seconds first) of the incoming/ sweep timer. Each run lists incoming/ once.')
@@ -265,6 +270,7 @@ module storage 'core/storage/storage-account.bicep' = {
     partitions: partitions
     deploymentContainerName: deploymentContainerName
     archiveRetentionDays: archiveRetentionDays
+    intermediateRetentionDays: intermediateRetentionDays
   }
 }
 

@@ -69,6 +69,17 @@ describe('development broker: wire level (bare rhea client)', () => {
     assert.equal(await refusal(open({ username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE' })), 'amqp:not-found');
   });
 
+  test('it listens on loopback only (it accepts any token), and answers on 127.0.0.1 and on localhost', async () => {
+    assert.ok(broker.addresses.length >= 1);
+    for (const a of broker.addresses) assert.ok(a === '127.0.0.1' || a === '::1', `bound to ${a}`);
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const conn = create_container().connect({ host, port: broker.port, reconnect: false } as ConnectionOptions);
+      conn.on('error', () => undefined);
+      connections.push(conn);
+      assert.equal(await within(2000, false, (done) => conn.on('connection_open', () => done(true))), true, `AMQP open via ${host}`);
+    }
+  });
+
   test('a drain is echoed even when the deliveries it races with used all the credit', async () => {
     const conn = open();
     assert.ok(await send(conn, 'drain', { body: 'one' }));

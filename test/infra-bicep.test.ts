@@ -383,6 +383,16 @@ void describe('infra: names and settings the app relies on', () => {
     assert.ok(cap + 60 <= timeout, `drain budget cap ${cap}s vs functionTimeout ${timeout}s`);
   });
 
+  void it("host.json's maxConcurrentCalls leaves room above the default partitions × drain slots", () => {
+    // A drain invocation holds its Service Bus call while its tasks back off. If every call is
+    // held, the next batch's WorkDetected cannot be delivered, so it cannot join the live drains
+    // and waits for their next back-off receive (the warm-latency spread BENCHMARKS.md measured).
+    const host = JSON.parse(readRepoFile('host.json')) as { extensions?: { serviceBus?: { maxConcurrentCalls?: number } } };
+    const calls = host.extensions?.serviceBus?.maxConcurrentCalls ?? 0;
+    const longRunning = Number(mainParams.get('partitions')!.defaultText) * Number(mainParams.get('drainSlots')!.defaultText);
+    assert.ok(calls >= 2 * longRunning, `maxConcurrentCalls ${calls} vs ${longRunning} drains that can each hold a call`);
+  });
+
   void it('connections are identity-based: the host, Storage and Service Bus all use the managed identity', () => {
     const expected: Record<string, RegExp> = {
       AzureWebJobsStorage__accountName: /^storageAccountName$/,
@@ -418,11 +428,16 @@ void describe('infra: names and settings the app relies on', () => {
     for (const name of mainParams.keys()) assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `no table row for ${name}`);
   });
 
-  void it('the archive lifecycle rule, if present, is documented in docs/DEPLOY.md', () => {
+  void it('the lifecycle rules expire archive/ and the work/ and results/ intermediates, never manifests or reports, and are documented', () => {
     const rules = resourcesOfType('Microsoft.Storage/storageAccounts/managementPolicies');
-    if (rules.length === 0) return;
-    assert.match(rules[0]!.body.text, /prefixMatch: \[\s*'archive\/'\s*\]/);
-    assert.match(readRepoFile('docs/DEPLOY.md'), /archiveRetentionDays/);
+    assert.equal(rules.length, 1);
+    assert.match(rules[0]!.body.text, /rules: lifecycleRules/);
+    const code = src('infra/core/storage/storage-account.bicep');
+    const prefixes = [...code.matchAll(/prefixMatch: \[([^\]]*)\]/g)].flatMap((m) => [...m[1]!.matchAll(/'([^']*)'/g)].map((p) => p[1]));
+    assert.deepEqual(prefixes.sort(), ['archive/', 'results/', 'work/']);
+    assert.match(code, /var lifecycleRules = concat\(archiveRetentionDays > 0 \? \[archiveRule\] : \[\], intermediateRetentionDays > 0 \? \[intermediateRule\] : \[\]\)/);
+    const doc = readRepoFile('docs/DEPLOY.md');
+    for (const p of ['archiveRetentionDays', 'intermediateRetentionDays']) assert.match(doc, new RegExp(p));
   });
 });
 

@@ -2,7 +2,7 @@
  * pushdrain as deployed: the Runtime publishes WorkDetected to a real Service Bus (the
  * development broker, over AMQP with the official SDK), and the local host's own Service Bus
  * trigger runner delivers each event to the drain / aggregate handler with host.json's
- * settings (maxConcurrentCalls 4 per function, auto-complete, lock renewal). Only the HTTP
+ * settings (its maxConcurrentCalls per function, auto-complete, lock renewal). Only the HTTP
  * transport is skipped: batches go straight to the POST handler.
  */
 import type { InvocationContext } from '@azure/functions';

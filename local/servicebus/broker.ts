@@ -25,6 +25,8 @@ export interface BrokerOptions {
 
 export interface Broker {
   readonly port: number;
+  /** Loopback addresses only (127.0.0.1, and ::1 where the host has IPv6): it accepts any token. */
+  readonly addresses: readonly string[];
   /** Endpoint=sb://localhost:PORT;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true; */
   readonly connectionString: string;
   readonly faults: FaultSwitches;
@@ -65,7 +67,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
   container.on('protocol_error', (err: unknown) => log(`amqp protocol error: ${String(err)}`));
 
   const sockets = new Map<Socket, Connection>();
-  const server = createServer((socket) => {
+  const onSocket = (socket: Socket): void => {
     stats.inc('connections');
     const connection = acceptServerConnection(container, socket, `conn-${stats.snapshot().connections}`);
     sockets.set(socket, connection);
@@ -73,8 +75,9 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       sockets.delete(socket);
       router.forgetConnection(connection);
     });
-  });
-  const port = await listen(server, options.port ?? 0);
+  };
+  const servers = await listenOnLoopback(onSocket, options.port ?? 0);
+  const port = servers.port;
   log(`development Service Bus broker listening on port ${port}`);
 
   const dropConnections = (): void => {
@@ -85,6 +88,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
 
   return {
     port,
+    addresses: servers.addresses,
     connectionString: connectionStringFor(port),
     faults: {
       serverBusy: (n) => faults.setServerBusy(n),
@@ -98,7 +102,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {
         timers.stop();
-        server.close(() => resolve());
+        servers.close(resolve);
         dropConnections();
       });
       return stopping;
@@ -106,22 +110,62 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
   };
 }
 
-/** Dual stack (`::`) where the host has IPv6, else 127.0.0.1. */
-async function listen(server: Server, port: number): Promise<number> {
+interface LoopbackServers {
+  port: number;
+  /** The addresses actually bound, as the OS reports them. */
+  addresses: string[];
+  close(done: () => void): void;
+}
+
+/**
+ * Loopback only: the broker accepts any token, so it must never be reachable from the network.
+ * `localhost` (the connection string's host) may resolve to ::1 first, so the same port is also
+ * served on ::1 where the host has IPv6.
+ */
+async function listenOnLoopback(onSocket: (socket: Socket) => void, port: number): Promise<LoopbackServers> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listenOnBoth(onSocket, port);
+    } catch (err) {
+      // An ephemeral port free on 127.0.0.1 but taken on ::1: pick another.
+      if (port !== 0 || attempt >= 5 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+}
+
+async function listenOnBoth(onSocket: (socket: Socket) => void, port: number): Promise<LoopbackServers> {
+  const v4 = createServer(onSocket);
+  const bound = await listenOn(v4, port, '127.0.0.1');
+  const all: Server[] = [v4];
+  const v6 = createServer(onSocket);
   try {
-    return await listenOn(server, port, '::');
+    await listenOn(v6, bound, '::1');
+    all.push(v6);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') throw err;
-    return listenOn(server, port, '127.0.0.1');
+    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') {
+      v4.close();
+      throw err;
+    }
   }
+  return {
+    port: bound,
+    addresses: all.map((srv) => {
+      const a = srv.address();
+      return typeof a === 'object' && a ? a.address : String(a);
+    }),
+    close(done): void {
+      let open = all.length;
+      for (const s of all) s.close(() => --open === 0 && done());
+    },
+  };
 }
 
 function listenOn(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);
-    server.listen({ port, host, ipv6Only: false }, () => {
+    server.listen({ port, host }, () => {
       server.off('error', onError);
       const address = server.address();
       resolve(typeof address === 'object' && address ? address.port : port);

@@ -32,6 +32,10 @@ param deploymentContainerName string
 @description('Delete archive/ blobs this many days after their last change; 0 keeps them forever.')
 param archiveRetentionDays int
 
+@minValue(0)
+@description('Delete work/ and results/ blobs (chunk and result intermediates) this many days after their last change; 0 keeps them forever.')
+param intermediateRetentionDays int
+
 // shared/names.ts CONTAINERS: the app never creates containers at run time.
 var appContainers = [
   'work'
@@ -105,35 +109,63 @@ resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2024-01-
 ]
 
 // Ingested batch files are moved to archive/; nothing reads them again, so they expire.
-resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2024-01-01' = if (archiveRetentionDays > 0) {
+var archiveRule = {
+  name: 'expire-archive'
+  enabled: true
+  type: 'Lifecycle'
+  definition: {
+    filters: {
+      blobTypes: [
+        'blockBlob'
+      ]
+      prefixMatch: [
+        'archive/'
+      ]
+    }
+    actions: {
+      baseBlob: {
+        delete: {
+          daysAfterModificationGreaterThan: archiveRetentionDays
+        }
+      }
+    }
+  }
+}
+
+// Chunk blobs and chunk results are only read while their batch runs (and by a redrive of its
+// poison messages); the manifest and the report in batches/ and reports/ are kept.
+var intermediateRule = {
+  name: 'expire-intermediates'
+  enabled: true
+  type: 'Lifecycle'
+  definition: {
+    filters: {
+      blobTypes: [
+        'blockBlob'
+      ]
+      prefixMatch: [
+        'work/'
+        'results/'
+      ]
+    }
+    actions: {
+      baseBlob: {
+        delete: {
+          daysAfterModificationGreaterThan: intermediateRetentionDays
+        }
+      }
+    }
+  }
+}
+
+var lifecycleRules = concat(archiveRetentionDays > 0 ? [archiveRule] : [], intermediateRetentionDays > 0 ? [intermediateRule] : [])
+
+resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2024-01-01' = if (!empty(lifecycleRules)) {
   parent: account
   name: 'default'
   properties: {
     policy: {
-      rules: [
-        {
-          name: 'expire-archive'
-          enabled: true
-          type: 'Lifecycle'
-          definition: {
-            filters: {
-              blobTypes: [
-                'blockBlob'
-              ]
-              prefixMatch: [
-                'archive/'
-              ]
-            }
-            actions: {
-              baseBlob: {
-                delete: {
-                  daysAfterModificationGreaterThan: archiveRetentionDays
-                }
-              }
-            }
-          }
-        }
-      ]
+      rules: lifecycleRules
     }
   }
 }
