@@ -5,7 +5,7 @@
  * then the retry takes it over; the timer sweep leaves such a file for later, never rejects it.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { ingestSweep } from '../functions/ingest-timer';
 import type { ManifestStore } from '../shared/batch/manifest-store';
@@ -16,24 +16,9 @@ import { generate, toNdjson } from './support/generate';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { storageUp, testRuntime, useStorage } from './support/storage';
-import { startStorageProxy, type StorageProxy } from './support/storage-proxy';
+import { testRuntime, useProxiedStorage } from './support/storage';
 
-let proxy: StorageProxy;
-let azuriteCs = '';
-
-useStorage();
-before(async () => {
-  const azurite = await storageUp();
-  azuriteCs = azurite.connectionString;
-  proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
-});
-after(async () => {
-  await proxy?.close();
-});
-afterEach(() => {
-  proxy.clear();
-});
+const storage = useProxiedStorage();
 
 const manifestWrite = { service: 'blob', method: 'PUT', path: /\/manifest\.json$/ } as const;
 const queueSend = { service: 'queue', method: 'POST', path: /\/messages$/ } as const;
@@ -49,14 +34,14 @@ function movableClock(): { clock: typeof systemClock; advance(ms: number): void 
  * part-way and cannot mark its claim abandoned, as if its host had died mid-request.
  */
 function strandNextClaim(): void {
-  proxy.inject('status500', { times: 1_000_000, match: queueSend });
-  proxy.inject('status500', { times: 1_000_000, skip: 1, match: manifestWrite });
+  storage.proxy.inject('status500', { times: 1_000_000, match: queueSend });
+  storage.proxy.inject('status500', { times: 1_000_000, skip: 1, match: manifestWrite });
 }
 
 describe('ingest claim', () => {
   test('a manifest create applied but answered by a dropped connection: the request still succeeds', async () => {
-    const { rt, events, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' });
-    const drop = proxy.inject('dropAfterApply', { times: 1, match: manifestWrite });
+    const { rt, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' });
+    const drop = storage.proxy.inject('dropAfterApply', { times: 1, match: manifestWrite });
     const txns = generate(400, 71, 20);
     const res = await post(rt, toNdjson(txns), { 'idempotency-key': 'lost-create-1' });
     assert.equal(drop.hits, 1, 'the create was applied and its response dropped');
@@ -69,13 +54,13 @@ describe('ingest claim', () => {
 
   test('a stranded claim answers 409 with Retry-After while fresh, and is taken over once stale', async () => {
     const time = movableClock();
-    const { rt, events, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const { rt, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
     const txns = generate(300, 72, 20);
     const body = toNdjson(txns);
     strandNextClaim();
     const first = await post(rt, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(first.status, 503);
-    proxy.clear();
+    storage.proxy.clear();
     const manifests = (await blobNames(observer, ['batches'])).filter((n) => n.endsWith('manifest.json'));
     assert.equal(manifests.length, 1);
     const batchId = manifests[0]!.split('/')[1]!;
@@ -97,12 +82,12 @@ describe('ingest claim', () => {
 
   test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
     const time = movableClock();
-    const { rt, observer } = await testRuntime({ StorageConnection: proxy.connectionString(azuriteCs), PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const { rt, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
     await observer.ctx.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
     strandNextClaim();
     const [failed] = await ingestSweep(rt, context('ingestSweep'));
     assert.equal(failed?.kind, 'retry-later');
-    proxy.clear();
+    storage.proxy.clear();
     const [busy] = await ingestSweep(rt, context('ingestSweep'));
     assert.equal(busy?.kind, 'retry-later', `a claim in progress is not the file's fault: ${JSON.stringify(busy)}`);
     assert.deepEqual(await blobNames(observer, ['rejected']), []);

@@ -4,36 +4,21 @@
  * delayed continuation finishes the batch.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { partitionOf } from '../shared/model/partition';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { storageUp, testRuntime, useStorage } from './support/storage';
-import { startStorageProxy,type StorageProxy } from './support/storage-proxy';
+import { testRuntime, useProxiedStorage } from './support/storage';
 
-let proxy: StorageProxy;
-let azuriteCs = '';
-
-useStorage();
-before(async () => {
-  const azurite = await storageUp(); // already up: useStorage's hook ran first
-  azuriteCs = azurite.connectionString;
-  proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
-});
-after(async () => {
-  await proxy?.close();
-});
-afterEach(() => {
-  proxy.clear();
-});
+const storage = useProxiedStorage();
 
 describe('persistent 503 on one partition', () => {
   test('that partition backs off alone; the others drain; the batch completes once it clears', async (t) => {
     const { rt, events, observer } = await testRuntime({
-      StorageConnection: proxy.connectionString(azuriteCs),
+      StorageConnection: storage.connectionString,
       PUSHDRAIN_CHUNK_SIZE: '50',
       PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '2',
     });
@@ -42,7 +27,7 @@ describe('persistent 503 on one partition', () => {
     const sick = rt.ctx.names.inputQueue(1);
     const onSick = Array.from({ length: chunks }, (_, c) => c).filter((c) => partitionOf(batchId, c, 4) === 1).length;
     assert.ok(onSick > 0 && onSick < chunks);
-    const hits = proxy.inject('status503', { times: 1_000_000, match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) } });
+    const hits = storage.proxy.inject('status503', { times: 1_000_000, match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) } });
 
     // Everything but the sick partition completes while the fault lasts.
     const t0 = Date.now();
@@ -55,7 +40,7 @@ describe('persistent 503 on one partition', () => {
     const rate = hits.hits / Math.max(1, faultedFor / 1000);
     assert.ok(rate < 20, `requests to the sick queue: ${hits.hits} in ${faultedFor} ms`);
 
-    proxy.clear();
+    storage.proxy.clear();
     await pump(rt, events, () => completed(observer, batchId), 60_000);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
     t.diagnostic(`sick queue saw ${hits.hits} requests in ${faultedFor} ms of fault; the batch completed after it cleared`);

@@ -10,6 +10,7 @@ import { loadSettings, type Settings } from '../../shared/config/settings';
 import type { WorkDetected } from '../../shared/notify/events';
 import { Runtime, type RuntimeOptions } from '../../shared/runtime';
 import { CapturingPublisher } from './capturing-publisher';
+import { startStorageProxy, type StorageProxy } from './storage-proxy';
 
 let azurite: Azurite | undefined;
 // The promise, not the result: two callers racing (e.g. two before hooks) share one emulator.
@@ -87,6 +88,40 @@ export function useStorage(): void {
   afterEach(async () => {
     await closeRuntimes();
   });
+}
+
+export interface ProxiedStorage {
+  /** The fault proxy in front of this file's Azurite; its faults are cleared after each test. */
+  readonly proxy: StorageProxy;
+  /** A connection string whose Storage traffic goes through the proxy. */
+  readonly connectionString: string;
+}
+
+/** useStorage(), plus a fault proxy in front of the emulator (stalls bounded at 2 s). */
+export function useProxiedStorage(): ProxiedStorage {
+  useStorage();
+  let proxy: StorageProxy | undefined;
+  let connectionString = '';
+  before(async () => {
+    const azurite = await storageUp(); // already up: useStorage's hook ran first
+    proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
+    connectionString = proxy.connectionString(azurite.connectionString);
+  });
+  after(async () => {
+    await proxy?.close();
+  });
+  afterEach(() => {
+    proxy?.clear();
+  });
+  return {
+    get proxy(): StorageProxy {
+      if (!proxy) throw new Error('the storage proxy starts in before()');
+      return proxy;
+    },
+    get connectionString(): string {
+      return connectionString;
+    },
+  };
 }
 
 export const quietLog = {
