@@ -3,8 +3,8 @@
  * NDJSON body, as POST /api/batches would carry it) and records completion on the same
  * manifest, so the scenarios drive them all through this one interface.
  */
+import type { PushdrainApp } from '../shared/app';
 import type { Settings } from '../shared/config/settings';
-import type { Runtime } from '../shared/runtime';
 import type { StorageMeter } from '../shared/storage/meter';
 
 export const DESIGNS = ['pushdrain', 'classic-poller', 'functions-queue', 'no-claim-check'] as const;
@@ -22,7 +22,7 @@ export const DESIGN_TITLES: Record<DesignName, string> = {
 export interface BenchApp {
   readonly design: DesignName;
   readonly settings: Settings;
-  readonly runtime: Runtime;
+  readonly runtime: PushdrainApp;
   /** The app's own storage transactions (the scenario's reads go through another client). */
   readonly meter: StorageMeter;
   /** Submits one batch as POST /api/batches would; resolves with its batchId once answered 202. */

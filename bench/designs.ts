@@ -10,7 +10,7 @@ export async function startApp(design: DesignName, options: AppOptions): Promise
   switch (design) {
     case 'pushdrain': {
       const app = startPushdrain(options);
-      await app.runtime.ensureStorage();
+      await app.runtime.ready();
       return app;
     }
     case 'classic-poller':

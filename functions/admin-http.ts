@@ -1,11 +1,11 @@
 /** POST /api/admin/redrive: move poison messages back after a fix. Admin (master) key only. */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
+import type { PushdrainApp } from '../shared/app';
 import { ValidationError } from '../shared/errors';
 import type { RedriveRequest } from '../shared/poison/redrive';
-import type { Runtime } from '../shared/runtime';
 import { errorResponse, json } from './http-errors';
-import { runtime } from './runtime';
+import { instance } from './instance';
 
 /** Body `{queue?, batchId?, max?}`, all optional; an empty body redrives every poison queue. */
 export function parseRedrive(text: string): RedriveRequest {
@@ -36,7 +36,7 @@ export function parseRedrive(text: string): RedriveRequest {
   return out;
 }
 
-export async function postRedrive(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postRedrive(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const result = await rt.redrive(parseRedrive(await req.text()));
     context.log(`redrive: moved ${result.moved}, skipped ${result.skipped}`);
@@ -50,5 +50,5 @@ app.http('adminRedrive', {
   route: 'admin/redrive',
   methods: ['POST'],
   authLevel: 'admin',
-  handler: (req, context) => postRedrive(runtime(), req, context),
+  handler: (req, context) => postRedrive(instance(), req, context),
 });

@@ -2,7 +2,7 @@
 import { app } from '@azure/functions';
 
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
-import { runtime } from './runtime';
+import { instance } from './instance';
 import { onWorkDetected } from './work-detected';
 
 app.serviceBusTopic('aggregate', {
@@ -10,6 +10,6 @@ app.serviceBusTopic('aggregate', {
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.aggregate.name,
   handler: async (message, context) => {
-    await onWorkDetected(runtime(), message, context);
+    await onWorkDetected(instance(), message, context);
   },
 });

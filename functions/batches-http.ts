@@ -1,26 +1,25 @@
 /** GET /api/batches/{batchId}, GET /api/batches/{batchId}/report, GET /api/health. */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
-import { batchReport, batchStatus } from '../shared/batch/read-batch';
+import type { PushdrainApp } from '../shared/app';
 import { reportCsv } from '../shared/billing/report';
-import type { Runtime } from '../shared/runtime';
 import { errorResponse, json } from './http-errors';
-import { runtime } from './runtime';
+import { instance } from './instance';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
 
-export async function getBatch(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatch(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    const status = await batchStatus(rt.ctx, req.params.batchId ?? '');
+    const status = await rt.status(req.params.batchId ?? '');
     return status ? json(200, status) : json(404, NOT_FOUND);
   } catch (e) {
     return errorResponse(e, context);
   }
 }
 
-export async function getBatchReport(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    const found = await batchReport(rt.ctx, req.params.batchId ?? '');
+    const found = await rt.report(req.params.batchId ?? '');
     if (found.kind === 'not_found') return json(404, NOT_FOUND);
     if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
     if (req.query.get('format') === 'csv') {
@@ -37,27 +36,27 @@ export async function getBatchReport(rt: Runtime, req: HttpRequest, context: Inv
 }
 
 /** Makes no Storage request: a health probe must not cost transactions or wake anything. */
-export function health(rt: Runtime): HttpResponseInit {
-  return json(200, { status: 'ok', storageTransactions: rt.meter.snapshot() });
+export function health(rt: PushdrainApp): HttpResponseInit {
+  return json(200, { status: 'ok', storageTransactions: rt.storageTransactions() });
 }
 
 app.http('getBatch', {
   route: 'batches/{batchId}',
   methods: ['GET'],
   authLevel: 'function',
-  handler: (req, context) => getBatch(runtime(), req, context),
+  handler: (req, context) => getBatch(instance(), req, context),
 });
 
 app.http('getBatchReport', {
   route: 'batches/{batchId}/report',
   methods: ['GET'],
   authLevel: 'function',
-  handler: (req, context) => getBatchReport(runtime(), req, context),
+  handler: (req, context) => getBatchReport(instance(), req, context),
 });
 
 app.http('health', {
   route: 'health',
   methods: ['GET'],
   authLevel: 'anonymous',
-  handler: () => health(runtime()),
+  handler: () => health(instance()),
 });

@@ -2,7 +2,7 @@
 import { app } from '@azure/functions';
 
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
-import { runtime } from './runtime';
+import { instance } from './instance';
 import { onWorkDetected } from './work-detected';
 
 app.serviceBusTopic('drain', {
@@ -10,6 +10,6 @@ app.serviceBusTopic('drain', {
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.drain.name,
   handler: async (message, context) => {
-    await onWorkDetected(runtime(), message, context);
+    await onWorkDetected(instance(), message, context);
   },
 });

@@ -1,14 +1,12 @@
 /** POST /api/batches: submit a batch (JSON array or NDJSON, optionally gzip). */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
+import type { PushdrainApp } from '../shared/app';
 import { ValidationError } from '../shared/errors';
-import { bufferSource } from '../shared/ingest/body';
-import { ingest } from '../shared/ingest/ingest';
 import type { BodyFormat } from '../shared/ingest/records';
 import { isValidIdempotencyKey } from '../shared/model/batch-id';
-import type { Runtime } from '../shared/runtime';
 import { errorResponse, json } from './http-errors';
-import { runtime } from './runtime';
+import { instance } from './instance';
 
 const MEDIA_TYPES: Record<string, BodyFormat> = {
   'application/json': 'json',
@@ -56,19 +54,12 @@ export function idempotencyKey(req: HttpRequest): string | undefined {
   return key;
 }
 
-export async function postBatch(rt: Runtime, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postBatch(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
-    const { tuning } = rt.settings;
-    const body = await readBody(req, tuning.maxBodyBytes);
-    await rt.ensureStorage();
-    const result = await ingest(rt.ctx, {
-      open: bufferSource(body, gzip, tuning.maxInflatedBytes),
-      format,
-      ...(key !== undefined ? { idempotencyKey: key } : {}),
-      source: 'http',
-    });
+    const body = await readBody(req, rt.maxBodyBytes);
+    const result = await rt.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}) });
     context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
     return json(
       202,
@@ -84,5 +75,5 @@ app.http('postBatch', {
   route: 'batches',
   methods: ['POST'],
   authLevel: 'function',
-  handler: (req, context) => postBatch(runtime(), req, context),
+  handler: (req, context) => postBatch(instance(), req, context),
 });

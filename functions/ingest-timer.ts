@@ -4,13 +4,12 @@
  */
 import { app, type InvocationContext } from '@azure/functions';
 
-import type { Runtime } from '../shared/runtime';
-import { sweep, type SweepOutcome } from '../shared/sweep/incoming-sweep';
-import { runtime } from './runtime';
+import type { PushdrainApp } from '../shared/app';
+import type { SweepOutcome } from '../shared/sweep/incoming-sweep';
+import { instance } from './instance';
 
-export async function ingestSweep(rt: Runtime, context: InvocationContext): Promise<SweepOutcome[]> {
-  await rt.ensureStorage();
-  const { renotified, files } = await sweep(rt.ctx);
+export async function ingestSweep(rt: PushdrainApp, context: InvocationContext): Promise<SweepOutcome[]> {
+  const { renotified, files } = await rt.sweep();
   for (const r of renotified) context.log(`batch ${r.batchId}: pending notification ${r.ok ? 're-published' : `still failing: ${r.error ?? ''}`}`);
   if (files.length > 0) context.log(`incoming sweep: ${files.map((o) => `${o.name}=${o.kind}`).join(', ')}`);
   return files;
@@ -19,6 +18,6 @@ export async function ingestSweep(rt: Runtime, context: InvocationContext): Prom
 app.timer('ingestSweep', {
   schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%',
   handler: async (_timer, context) => {
-    await ingestSweep(runtime(), context);
+    await ingestSweep(instance(), context);
   },
 });

@@ -1,14 +1,14 @@
 /** Service Bus queue `batch-watchdog`: a batch's scheduled "is it done yet?" check. */
 import { app, type InvocationContext } from '@azure/functions';
 
+import type { PushdrainApp } from '../shared/app';
 import { WATCHDOG_QUEUE } from '../shared/names';
 import { parseWatchdogCheck } from '../shared/notify/events';
-import type { Runtime } from '../shared/runtime';
 import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
-import { runtime } from './runtime';
+import { instance } from './instance';
 
 /** Throws to abandon (redelivery retries the check); a malformed check is logged and completed. */
-export async function onWatchdog(rt: Runtime, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
+export async function onWatchdog(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
   const check = parseWatchdogCheck(body);
   if (typeof check === 'string') {
     context.error(`watchdog check ignored: ${check}`);
@@ -23,6 +23,6 @@ app.serviceBusQueue('watchdog', {
   connection: 'ServiceBusConnection',
   queueName: WATCHDOG_QUEUE,
   handler: async (message, context) => {
-    await onWatchdog(runtime(), message, context);
+    await onWatchdog(instance(), message, context);
   },
 });

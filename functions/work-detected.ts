@@ -1,16 +1,16 @@
 /** Shared by the two Service Bus triggers: parse the event, drain, let the host settle. */
 import type { InvocationContext } from '@azure/functions';
 
-import type { DrainOutcome } from '../shared/drain/drain-queue';
+import type { PushdrainApp } from '../shared/app';
+import type { DrainResult } from '../shared/drain/coordinator';
 import { ensureError, PermanentError } from '../shared/errors';
 import { parseWorkDetected } from '../shared/notify/events';
-import type { Runtime } from '../shared/runtime';
 
 /**
  * Returns normally to complete the message; throws to abandon it (redelivery retries the
  * drain). A malformed or foreign event can never succeed, so it is logged and completed.
  */
-export async function onWorkDetected(rt: Runtime, body: unknown, context: InvocationContext): Promise<DrainOutcome | { kind: 'joined' } | undefined> {
+export async function onWorkDetected(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<DrainResult | undefined> {
   const event = parseWorkDetected(body);
   if (typeof event === 'string') {
     context.error(`WorkDetected ignored: ${event}`);

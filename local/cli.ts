@@ -3,37 +3,42 @@
  *   npm run redrive -- [--queue work-0] [--batch <batchId>] [--max 1000]
  * Reads the same settings as the app (StorageConnection, ServiceBusConnection, PUSHDRAIN_*).
  */
+import { parseArgs as parseNodeArgs } from 'node:util';
+
 import { loadSettings } from '../shared/config/settings';
+import { createApp } from '../shared/create-app';
 import { ensureError } from '../shared/errors';
 import type { RedriveRequest } from '../shared/poison/redrive';
-import { Runtime } from '../shared/runtime';
 
 const USAGE = 'usage: cli redrive [--queue <queue>] [--batch <batchId>] [--max <n>]';
 
 export function parseArgs(argv: readonly string[]): { command: 'redrive'; request: RedriveRequest } {
-  const [command, ...rest] = argv;
-  if (command !== 'redrive') throw new Error(USAGE);
-  const request: RedriveRequest = {};
-  for (let i = 0; i < rest.length; i += 2) {
-    const flag = rest[i];
-    const value = rest[i + 1];
-    if (value === undefined) throw new Error(`${flag ?? ''} needs a value\n${USAGE}`);
-    if (flag === '--queue') request.queue = value;
-    else if (flag === '--batch') request.batchId = value;
-    else if (flag === '--max' && /^\d+$/.test(value)) request.max = Number(value);
-    else throw new Error(`unknown or malformed option ${flag ?? ''}\n${USAGE}`);
+  let parsed;
+  try {
+    parsed = parseNodeArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: { queue: { type: 'string' }, batch: { type: 'string' }, max: { type: 'string' } },
+    });
+  } catch (e) {
+    throw new Error(`${ensureError(e).message}\n${USAGE}`);
   }
-  return { command, request };
+  const [command, ...extra] = parsed.positionals;
+  if (command !== 'redrive' || extra.length > 0) throw new Error(USAGE);
+  const { queue, batch, max } = parsed.values;
+  if (max !== undefined && !/^\d+$/.test(max)) throw new Error(`--max must be a whole number\n${USAGE}`);
+  return { command, request: { ...(queue !== undefined ? { queue } : {}), ...(batch !== undefined ? { batchId: batch } : {}), ...(max !== undefined ? { max: Number(max) } : {}) } };
 }
 
 async function main(): Promise<void> {
   const { request } = parseArgs(process.argv.slice(2));
-  const rt = new Runtime(loadSettings(process.env));
+  const app = createApp(loadSettings(process.env));
   try {
-    const result = await rt.redrive(request);
+    const result = await app.redrive(request);
     console.log(JSON.stringify(result, null, 2));
   } finally {
-    await rt.close();
+    await app.close();
   }
 }
 

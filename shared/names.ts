@@ -21,15 +21,15 @@ export type Role = 'input' | 'output';
 
 /** Resolved names for one deployment (or one test). */
 export interface EntityNames {
-  container(key: ContainerKey): string;
-  inputQueue(partition: number): string;
-  inputQueues(): string[];
+  container: (key: ContainerKey) => string;
+  inputQueue: (partition: number) => string;
+  inputQueues: () => string[];
   resultsQueue: string;
-  poisonQueue(queue: string): string;
+  poisonQueue: (queue: string) => string;
   /** Every queue the app reads or writes, poison twins included. */
-  allQueues(): string[];
+  allQueues: () => string[];
   /** The role of a queue we own, or undefined for a foreign name (never drain what we don't own). */
-  roleOf(queue: string): Role | undefined;
+  roleOf: (queue: string) => Role | undefined;
 }
 
 /** Names are `${prefix}${base}`; the prefix is validated by settings (lowercase, digits, dashes). */

@@ -77,6 +77,18 @@ export function findCycle(g: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
+/** Azure SDK packages whose clients and types only adapters may touch. */
+const SDK = /^@azure\/(storage-blob|storage-queue|service-bus|identity|core-[a-z-]+|arm-[a-z-]+)(\/|$)/;
+/** The adapters behind the ports, and the composition root that picks them. */
+const SDK_ALLOWED = ['shared/storage/', 'shared/queue/', 'shared/notify/', 'shared/create-app.ts'];
+
+/** Files of shared/ that import an Azure SDK package without being an adapter or the composition root. */
+export function sdkOffenders(files: readonly { path: string; text: string }[]): string[] {
+  return files
+    .filter((f) => !SDK_ALLOWED.some((a) => f.path.startsWith(a)))
+    .flatMap((f) => importsOf(f.text).filter((spec) => SDK.test(spec)).map((spec) => `${f.path} → ${spec}`));
+}
+
 describe('architecture', () => {
   test('shared/ never imports @azure/functions, functions/ or local/', () => {
     const offenders: string[] = [];
@@ -92,6 +104,12 @@ describe('architecture', () => {
     assert.deepEqual(offenders, []);
   });
 
+  test('only the storage, queue and notify adapters and the composition root import an Azure SDK', () => {
+    const files = sources(join(ROOT, 'shared')).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path === 'shared/create-app.ts' && /@azure\/storage-blob|storage\/clients/.test(f.text)), 'the composition root is where it should be');
+    assert.deepEqual(sdkOffenders(files), []);
+  });
+
   test('there are no import cycles', () => {
     const g = graph();
     assert.ok(g.size > 30, `read the sources (${g.size} files)`);
@@ -99,7 +117,9 @@ describe('architecture', () => {
     assert.equal(cycle?.map((f) => relative(ROOT, f)).join(' → '), undefined);
   });
 
-  test('the checks can fail: a planted cycle and a planted import are caught', () => {
+  test('the checks can fail: a planted cycle, a planted import and a planted SDK client are caught', () => {
+    assert.deepEqual(sdkOffenders([{ path: 'shared/ingest/ingest.ts', text: "import type { ContainerClient } from '@azure/storage-blob';" }]), ['shared/ingest/ingest.ts → @azure/storage-blob']);
+    assert.deepEqual(sdkOffenders([{ path: 'shared/storage/azure-blob-store.ts', text: "import type { ContainerClient } from '@azure/storage-blob';" }]), []);
     assert.deepEqual(findCycle(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), ['a', 'b', 'c', 'a']);
     assert.deepEqual(importsOf("import { app } from '@azure/functions';\nimport type { X } from '../functions/runtime';"), ['@azure/functions', '../functions/runtime']);
     assert.deepEqual(importsOf("export { a } from './a';\nconst m = await import('./b');"), ['./a', './b']);

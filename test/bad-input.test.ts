@@ -17,7 +17,7 @@ import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { getBatch, getBatchReport } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
 import { findRepoRoot } from '../local/host/registry';
-import type { Runtime } from '../shared/runtime';
+import type { PushdrainApp } from '../shared/app';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';
@@ -54,7 +54,7 @@ const NDJSON = { 'content-type': 'application/x-ndjson' };
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 /** A POST as the host builds it: bytes, so no Content-Type is added behind our back. */
-function postRaw(rt: Runtime, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
+function postRaw(rt: PushdrainApp, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
@@ -65,8 +65,8 @@ function postRaw(rt: Runtime, body: Buffer | string | undefined, headers: Record
 }
 
 /** Checks a refusal: status, error code, a message, well-formed details, and no Storage request. */
-async function refused(rt: Runtime, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
-  const before = rt.meter.total();
+async function refused(rt: PushdrainApp, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
+  const before = rt.parts.meter.total();
   const res = await call();
   const body = res.jsonBody as ErrorBody;
   assert.equal(res.status, status, `${name}: ${JSON.stringify(body)}`);
@@ -79,14 +79,14 @@ async function refused(rt: Runtime, name: string, call: () => Promise<HttpRespon
     assert.ok(d.message.length > 0, name);
   }
   if (error === 'invalid_batch') assert.ok((body.details ?? []).length > 0, `${name}: details`);
-  assert.equal(rt.meter.total(), before, `${name}: no Storage request was made`);
+  assert.equal(rt.parts.meter.total(), before, `${name}: no Storage request was made`);
   return body;
 }
 
 /** Details as `line:field` plus the message, for compact assertions. */
 const where = (b: ErrorBody): string[] => (b.details ?? []).map((d) => `${d.line}:${d.field}`);
 
-async function nothingWritten(rt: Runtime, events: CapturingPublisher): Promise<void> {
+async function nothingWritten(rt: PushdrainApp, events: CapturingPublisher): Promise<void> {
   assert.deepEqual(await blobNames(rt), []);
   assert.equal(await totalQueued(rt), 0);
   assert.equal(events.all.length, 0);
@@ -373,10 +373,10 @@ describe('batch ids in the status and report routes', () => {
       }
     }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
-    const before = rt.meter.total();
+    const before = rt.parts.meter.total();
     const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
     assert.equal(res.status, 404);
-    assert.equal(rt.meter.total() - before, 1);
+    assert.equal(rt.parts.meter.total() - before, 1);
   });
 });
 

@@ -5,67 +5,55 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
+import type { PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import { drainOptions } from '../shared/drain/coordinator';
 import { drainQueue } from '../shared/drain/drain-queue';
-import { BlobLeaseSlots, type DrainSlots } from '../shared/drain/slot';
-import { perMessagesRule } from '../shared/drain/task-count';
-import { type MessageProcessor, systemClock } from '../shared/drain/types';
-import { StorageDrainQueue } from '../shared/queue/storage-queue';
-import type { Runtime } from '../shared/runtime';
+import type { DrainQueue, DrainSlots, MessageProcessor } from '../shared/drain/types';
+import { systemClock } from '../shared/ports';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';
-import { quietLog, testRuntime, useStorage } from './support/storage';
+import { leaseSlots, quietLog, type RawStorage, testRuntime, useStorage } from './support/storage';
 
 useStorage();
 
 /** Re-sends a copy of every visible message of a queue: a duplicate delivery of each. */
-async function duplicateAll(rt: Runtime, queue: string): Promise<number> {
-  const client = rt.clients.queues.getQueueClient(queue);
+async function duplicateAll(raw: RawStorage, queue: string): Promise<number> {
+  const client = raw.queue(queue);
   const peeked = await client.peekMessages({ numberOfMessages: 32 });
   for (const m of peeked.peekedMessageItems) await client.sendMessage(m.messageText);
   return peeked.peekedMessageItems.length;
 }
 
-function queueOf(rt: Runtime, name: string): StorageDrainQueue {
-  return new StorageDrainQueue(rt.clients.queues, name, rt.ctx.names.poisonQueue(name));
+function queueOf(rt: PushdrainApp, name: string): DrainQueue {
+  return rt.parts.queues.queue(name);
 }
 
-function options(rt: Runtime, budgetMs = 30_000) {
-  const t = rt.settings.tuning;
-  return {
-    batchSize: t.dequeueBatchSize,
-    visibilityTimeoutSeconds: t.visibilityTimeoutSeconds,
-    minIdleMs: t.minIdleMs,
-    maxIdleMs: t.maxIdleMs,
-    maxTasks: t.maxDequeueTasks,
-    maxDequeueCount: t.maxDequeueCount,
-    budgetMs,
-    taskCount: perMessagesRule(t.messagesPerTask, t.maxDequeueTasks),
-    busyRetryMs: 16_000,
-  };
+function options(rt: PushdrainApp, budgetMs = 30_000) {
+  return { ...drainOptions(rt.parts.settings.tuning), budgetMs };
 }
 
 describe('at-least-once delivery', () => {
   test('duplicate input and result messages do not change the report', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
     const txns = generate(1000, 21, 40);
     const res = await post(rt, toNdjson(txns));
     assert.equal(res.status, 202);
     const { batchId } = res.jsonBody as { batchId: string };
     // Every input pointer delivered twice.
     let dup = 0;
-    for (const q of rt.ctx.names.inputQueues()) dup += await duplicateAll(rt, q);
+    for (const q of rt.parts.names.inputQueues()) dup += await duplicateAll(raw, q);
     assert.equal(dup, 20);
     // Drain inputs only (hold back the aggregate events), then duplicate every result pointer.
     const held = events.take();
     for (const c of held.filter((c) => c.event.role === 'input')) await rt.drain(c.event);
-    const resultsQueued = (await rt.clients.queues.getQueueClient(rt.ctx.names.resultsQueue).getProperties()).approximateMessagesCount;
+    const resultsQueued = (await raw.queue(rt.parts.names.resultsQueue).getProperties()).approximateMessagesCount;
     assert.equal(resultsQueued, 40, 'each duplicated input produced a result pointer');
-    await duplicateAll(rt, rt.ctx.names.resultsQueue);
-    await duplicateAll(rt, rt.ctx.names.resultsQueue); // the peek caps at 32: add the rest too
+    await duplicateAll(raw, rt.parts.names.resultsQueue);
+    await duplicateAll(raw, rt.parts.names.resultsQueue); // the peek caps at 32: add the rest too
     await pump(rt, events, () => completed(observer, batchId), 60_000);
-    const m = (await observer.ctx.manifests.read(batchId))!.manifest;
+    const m = (await observer.parts.manifests.read(batchId))!.manifest;
     assert.equal(m.state, 'completed');
     assert.deepEqual(m.done, Array.from({ length: 20 }, (_, i) => i));
     const got = (await report(observer, batchId)).jsonBody as Report;
@@ -75,16 +63,16 @@ describe('at-least-once delivery', () => {
   });
 
   test('a failed processor leaves the message to reappear after its visibility timeout', async () => {
-    const { rt } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
-    const name = rt.ctx.names.inputQueue(0);
-    await rt.clients.queues.getQueueClient(name).sendMessage('{"hello":1}');
+    const { rt, raw } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
+    const name = rt.parts.names.inputQueue(0);
+    await raw.queue(name).sendMessage('{"hello":1}');
     const q = queueOf(rt, name);
     let calls = 0;
     const flaky: MessageProcessor = {
       process: () => (++calls === 1 ? Promise.reject(new Error('transient boom')) : Promise.resolve()),
     };
     const continuations: number[] = [];
-    const slots = new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog);
+    const slots = leaseSlots(rt, 1);
     const first = await drainQueue(q, flaky, slots, { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
     assert.equal(first.kind, 'drained');
     assert.equal(calls, 1);
@@ -93,7 +81,7 @@ describe('at-least-once delivery', () => {
     // Nothing visible yet something queued: the drain schedules its own wake-up for when it reappears.
     assert.deepEqual(continuations, [1000]);
     await new Promise((r) => setTimeout(r, 1300));
-    const peeked = await rt.clients.queues.getQueueClient(name).peekMessages();
+    const peeked = await raw.queue(name).peekMessages();
     assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
     const second = await drainQueue(q, flaky, slots, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
     assert.equal(second.kind, 'drained');
@@ -104,19 +92,20 @@ describe('at-least-once delivery', () => {
 
 describe('drain slots and the lost wake-up', () => {
   test('work enqueued while the last task exits is drained by the re-check after release', async () => {
-    const { rt } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1' });
-    const name = rt.ctx.names.inputQueue(0);
-    const client = rt.clients.queues.getQueueClient(name);
+    const { rt, raw } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1' });
+    const name = rt.parts.names.inputQueue(0);
+    const client = raw.queue(name);
     const q = queueOf(rt, name);
     const processed: string[] = [];
     const proc: MessageProcessor = { process: (m) => (processed.push(m.text), Promise.resolve()) };
-    const real = new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog);
+    const real = leaseSlots(rt, 1);
     let secondWakeUp: string | undefined;
     const busyContinuations: number[] = [];
     let forced = false;
     // Every task has exited and the slot is still held: exactly then, a producer enqueues and
     // its event's wake-up arrives, finds the only slot taken, and returns.
     const interleaving: DrainSlots = {
+      holdLimitMs: real.holdLimitMs,
       acquire: async (queue) => {
         const held = await real.acquire(queue);
         if (!held) return undefined;
@@ -146,7 +135,7 @@ describe('drain slots and the lost wake-up', () => {
 
   test('slots bound concurrent drains per queue', async () => {
     const { rt } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '2' });
-    const slots = new BlobLeaseSlots(rt.ctx.container('leases'), 2, quietLog);
+    const slots = leaseSlots(rt, 2);
     const a = await slots.acquire('work-x');
     const b = await slots.acquire('work-x');
     const c = await slots.acquire('work-x');
@@ -162,13 +151,13 @@ describe('drain slots and the lost wake-up', () => {
   });
 
   test('the time budget stops the drain and hands the rest over with a continuation', async () => {
-    const { rt } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
-    const name = rt.ctx.names.inputQueue(1);
-    const client = rt.clients.queues.getQueueClient(name);
+    const { rt, raw } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
+    const name = rt.parts.names.inputQueue(1);
+    const client = raw.queue(name);
     for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
     const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
     const continuations: number[] = [];
-    const outcome = await drainQueue(queueOf(rt, name), slow, new BlobLeaseSlots(rt.ctx.container('leases'), 1, quietLog), { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt, 250));
+    const outcome = await drainQueue(queueOf(rt, name), slow, leaseSlots(rt, 1), { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt, 250));
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
     assert.deepEqual(continuations, [0]);

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { backoffDelay } from '../shared/drain/backoff';
-import { type DrainControl, runDequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
+import { DequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
 import { perMessagesRule } from '../shared/drain/task-count';
-import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/drain/types';
+import type { DrainQueue, MessageProcessor, QueueMessage } from '../shared/drain/types';
 import { PermanentError } from '../shared/errors';
+import type { Clock } from '../shared/ports';
 import { quietLog } from './support/storage';
 
 class FakeClock implements Clock {
@@ -87,7 +88,7 @@ describe('dequeue tasks', () => {
   test('an empty queue: one task backs off by the formula exactly, then exits at max idle', async () => {
     const clock = new FakeClock([0.25, 0.75]);
     const q = new MemoryQueue();
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
     // random alternates 0.25 → U=90 and 0.75 → U=110, starting with 0.25 at idle 0.
     const expected: number[] = [];
     const u = [90, 110];
@@ -110,7 +111,7 @@ describe('dequeue tasks', () => {
     q.onReceive = (n) => {
       if (n === 3) q.add(2); // work arrives while the task is backing off
     };
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
     assert.equal(stats.processed, 7);
     assert.equal(q.deleted.length, 7);
     assert.equal(clock.slept[0], 100);
@@ -121,7 +122,7 @@ describe('dequeue tasks', () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
     q.add(32 * 20);
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
     assert.equal(stats.processed, 640);
     assert.ok(stats.tasksStarted > 1, 'scaled up');
     assert.ok(stats.peakTasks <= OPTS.maxTasks, `peak ${stats.peakTasks} within the cap`);
@@ -131,7 +132,7 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(3);
     const failing: MessageProcessor = { process: () => Promise.reject(new Error('boom')) };
-    const stats = await runDequeueTasks(q, failing, new FakeClock(), quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, failing, new FakeClock(), quietLog, OPTS).run(1);
     assert.equal(stats.failed, 3);
     assert.deepEqual(q.deleted, []);
     assert.deepEqual(q.poisoned, []);
@@ -149,7 +150,7 @@ describe('dequeue tasks', () => {
         return Promise.resolve();
       },
     };
-    const stats = await runDequeueTasks(q, p, new FakeClock(), quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, p, new FakeClock(), quietLog, OPTS).run(1);
     assert.equal(stats.poisoned, 3);
     assert.deepEqual(q.poisoned.map((x) => x.reason).sort(), ['corrupt', 'corrupt', 'dequeued 6 times (max 5)']);
     assert.equal(poisonedIds.length, 3);
@@ -159,7 +160,7 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(4);
     const p: MessageProcessor = { process: () => Promise.resolve(), afterBatch: () => Promise.reject(new Error('publish down')) };
-    const stats = await runDequeueTasks(q, p, new FakeClock(), quietLog, OPTS, 1);
+    const stats = await new DequeueTasks(q, p, new FakeClock(), quietLog, OPTS).run(1);
     assert.deepEqual(q.deleted, []);
     assert.equal(stats.processed, 0);
   });
@@ -169,8 +170,10 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(32 * 10);
     const slow: MessageProcessor = { process: () => clock.sleep(10) }; // each batch advances time
-    const stats = await runDequeueTasks(q, slow, clock, quietLog, { ...OPTS, maxTasks: 1, deadline: clock.t + 35 }, 1);
+    const tasks = new DequeueTasks(q, slow, clock, quietLog, { ...OPTS, maxTasks: 1, deadline: clock.t + 35 });
+    const stats = await tasks.run(1);
     assert.ok(stats.stoppedByBudget);
+    assert.equal(tasks.nudge(), false, 'a group that stopped for its budget takes no joins');
     assert.ok(q.visible.length > 0, 'work left for the continuation');
     assert.ok(stats.receives < 10);
   });
@@ -178,32 +181,34 @@ describe('dequeue tasks', () => {
   test('a wake-up joins running tasks: it resets their back-off, and is refused once no task is live', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
-    const control: DrainControl = {};
+    const tasks = new DequeueTasks(q, ok, clock, quietLog, OPTS);
+    assert.equal(tasks.nudge(), false, 'nothing to join before the tasks run');
     let joined: boolean | undefined;
     q.onReceive = (n) => {
       // Third receive (idle 2): an event for this queue arrives while the receive is in flight.
       if (n === 3) {
         q.add(1);
-        joined = control.nudge?.();
+        joined = tasks.nudge();
       }
     };
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, control }, 1);
+    const stats = await tasks.run(1);
     assert.equal(joined, true, 'a live task covered the event');
     assert.equal(stats.processed, 1);
     assert.deepEqual(stats.sleeps.slice(0, 3), [100, 200, 100], 'back-off restarted at min after the join');
-    assert.equal(control.nudge?.(), false, 'after the last task exits, a wake-up must drain itself');
+    assert.equal(tasks.state, 'stopped');
+    assert.equal(tasks.nudge(), false, 'after the last task exits, a wake-up must drain itself');
   });
 
   test('a join during an empty receive is not lost: the task receives again instead of exiting', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
-    const control: DrainControl = {};
+    const tasks = new DequeueTasks(q, ok, clock, quietLog, OPTS);
     // The receive that would end the task (delay reaches max) sees a join while in flight.
     q.onReceive = (n) => {
-      if (n === 7) control.nudge?.();
+      if (n === 7) tasks.nudge();
       if (n === 8) q.add(1);
     };
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, control }, 1);
+    const stats = await tasks.run(1);
     assert.equal(stats.processed, 1, 'the work behind the join was taken');
   });
 
@@ -215,7 +220,7 @@ describe('dequeue tasks', () => {
       calls++;
       return calls <= 2 ? Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' })) : Promise.resolve([]);
     };
-    const stats = await runDequeueTasks(q, ok, clock, quietLog, { ...OPTS, maxIdleMs: 60_000 }, 1);
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, { ...OPTS, maxIdleMs: 60_000 }).run(1);
     assert.equal(stats.receiveErrors, 2);
     assert.deepEqual(stats.sleeps.slice(0, 2), [10_000, 10_000], 'ServerBusy waits at least 10 s');
     assert.equal(stats.sleeps[2], 400, 'then the ordinary back-off continues where it stood');

@@ -10,8 +10,8 @@ import { describe, test } from 'node:test';
 import { ingestSweep } from '../functions/ingest-timer';
 import type { ManifestStore } from '../shared/batch/manifest-store';
 import type { Report } from '../shared/billing/report';
-import { systemClock } from '../shared/drain/types';
 import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
+import { systemClock } from '../shared/ports';
 import { generate, toNdjson } from './support/generate';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
@@ -64,7 +64,7 @@ describe('ingest claim', () => {
     const manifests = (await blobNames(observer, ['batches'])).filter((n) => n.endsWith('manifest.json'));
     assert.equal(manifests.length, 1);
     const batchId = manifests[0]!.split('/')[1]!;
-    assert.equal((await observer.ctx.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
+    assert.equal((await observer.parts.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
 
     const busy = await post(rt, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(busy.status, 409);
@@ -82,8 +82,8 @@ describe('ingest claim', () => {
 
   test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
     const time = movableClock();
-    const { rt, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
-    await observer.ctx.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
+    const { rt, observer, raw } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    await raw.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
     strandNextClaim();
     const [failed] = await ingestSweep(rt, context('ingestSweep'));
     assert.equal(failed?.kind, 'retry-later');
@@ -99,12 +99,12 @@ describe('ingest claim', () => {
 
   test('the heartbeat refreshes only its own claim, and writes nothing once stopped', async () => {
     const { rt, observer } = await testRuntime();
-    const store = rt.ctx.manifests;
+    const store = rt.parts.manifests;
     const claim = (await testClaim(store, 'b-heartbeat-own', 'mine'))!;
     const other = (await testClaim(store, 'b-heartbeat-other', 'theirs'))!;
     const beat = startHeartbeat(store, claim, () => Date.now(), () => {}, 30);
     const foreign = startHeartbeat(store, { ...other, attempt: 'mine' }, () => Date.now(), () => {}, 30);
-    const read = async (id: string) => (await observer.ctx.manifests.read(id))!;
+    const read = async (id: string) => (await observer.parts.manifests.read(id))!;
     for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     await beat.stop();
     await foreign.stop();

@@ -126,7 +126,7 @@ describe('POST /api/batches acceptance', () => {
     const res = await post(rt, toNdjson(generate(10, 11)));
     assert.equal(res.status, 202);
     const id = (res.jsonBody as { batchId: string }).batchId;
-    const m = (await rt.ctx.manifests.read(id))!.manifest;
+    const m = (await rt.parts.manifests.read(id))!.manifest;
     assert.equal(m.state, 'accepted');
     assert.equal(m.notification, 'pending');
     assert.equal(await totalQueued(rt), 1, 'the work is durably enqueued');
@@ -135,16 +135,16 @@ describe('POST /api/batches acceptance', () => {
     const files = await ingestSweep(rt, context('ingestSweep'));
     assert.deepEqual(files, []);
     assert.deepEqual(events.all.map((c) => [c.event.queueName, c.event.batchId]), [[m.queues[0]!.queue, id]]);
-    assert.equal((await rt.ctx.manifests.read(id))!.manifest.notification, 'sent');
+    assert.equal((await rt.parts.manifests.read(id))!.manifest.notification, 'sent');
     assert.deepEqual((await blobNames(rt, ['batches'])).filter((n) => n.includes('pending-notify')), []);
     await ingestSweep(rt, context('ingestSweep'));
     assert.equal(events.all.length, 1, 'published once, not on every sweep');
   });
 
   test('a storage failure part-way through ingest leaves no accepted batch', async () => {
-    const { rt, events } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '5', PUSHDRAIN_PARTITIONS: '4' });
+    const { rt, events, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '5', PUSHDRAIN_PARTITIONS: '4' });
     // Chunks are spread over every partition, so a missing queue fails the enqueue step.
-    await rt.clients.queues.getQueueClient(rt.ctx.names.inputQueue(2)).delete();
+    await raw.queue(rt.parts.names.inputQueue(2)).delete();
     const res = await post(rt, toNdjson(generate(40, 12)), { 'idempotency-key': 'partial-1' });
     assert.equal(res.status, 503);
     assert.ok(!JSON.stringify(res.jsonBody).includes('AccountKey'));
@@ -152,10 +152,10 @@ describe('POST /api/batches acceptance', () => {
     const manifests = (await blobNames(rt, ['batches'])).filter((n) => n.endsWith('manifest.json'));
     assert.equal(manifests.length, 1);
     const id = manifests[0]!.split('/')[1]!;
-    assert.equal((await rt.ctx.manifests.read(id))!.manifest.state, 'abandoned');
+    assert.equal((await rt.parts.manifests.read(id))!.manifest.state, 'abandoned');
     assert.equal((await status(rt, id)).status, 404, 'no batch claims to be accepted');
     // The client's retry with the same key takes the abandoned attempt over and succeeds.
-    await rt.clients.queues.getQueueClient(rt.ctx.names.inputQueue(2)).create();
+    await raw.queue(rt.parts.names.inputQueue(2)).create();
     const retry = await post(rt, toNdjson(generate(40, 12)), { 'idempotency-key': 'partial-1' });
     assert.equal(retry.status, 202);
     assert.equal((retry.jsonBody as { batchId: string }).batchId, id);

@@ -24,16 +24,16 @@ describe('persistent 503 on one partition', () => {
     });
     const txns = generate(800, 501, 30);
     const { batchId, chunks } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string; chunks: number };
-    const sick = rt.ctx.names.inputQueue(1);
+    const sick = rt.parts.names.inputQueue(1);
     const onSick = Array.from({ length: chunks }, (_, c) => c).filter((c) => partitionOf(batchId, c, 4) === 1).length;
     assert.ok(onSick > 0 && onSick < chunks);
     const hits = storage.proxy.inject('status503', { times: 1_000_000, match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) } });
 
     // Everything but the sick partition completes while the fault lasts.
     const t0 = Date.now();
-    await pump(rt, events, async () => ((await observer.ctx.manifests.read(batchId))?.manifest.done.length ?? 0) >= chunks - onSick, 60_000);
+    await pump(rt, events, async () => ((await observer.parts.manifests.read(batchId))?.manifest.done.length ?? 0) >= chunks - onSick, 60_000);
     const faultedFor = Date.now() - t0;
-    const m = (await observer.ctx.manifests.read(batchId))!.manifest;
+    const m = (await observer.parts.manifests.read(batchId))!.manifest;
     assert.equal(m.done.length, chunks - onSick, 'the healthy partitions finished their chunks');
     assert.equal(m.state, 'accepted');
     // Backed off, not hammered: with the SDK's own 4 tries per call, a tight loop would be hundreds.

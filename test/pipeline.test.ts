@@ -20,7 +20,7 @@ describe('pipeline on Azurite', () => {
     const { rt, events, observer } = await testRuntime({ PUSHDRAIN_MIN_IDLE_MS: '100', PUSHDRAIN_MAX_IDLE_MS: '5000' });
     const txns = generate(100_000, 42, 2_000);
     const body = toNdjson(txns);
-    const before = rt.meter.snapshot();
+    const before = rt.parts.meter.snapshot();
     const started = Date.now();
 
     const res = await post(rt, body);
@@ -34,13 +34,13 @@ describe('pipeline on Azurite', () => {
 
     // One WorkDetected per input queue touched, each after its work was enqueued.
     const first = events.all.map((c) => c.event);
-    assert.deepEqual(first.map((e) => e.queueName).sort(), rt.ctx.names.inputQueues().sort(), 'every partition used');
+    assert.deepEqual(first.map((e) => e.queueName).sort(), rt.parts.names.inputQueues().sort(), 'every partition used');
     assert.ok(first.every((e) => e.role === 'input' && e.payloadSize > 0 && e.batchId === accepted.batchId));
 
     const pumped = await pump(rt, events, () => completed(observer, accepted.batchId), 120_000);
     const elapsed = Date.now() - started;
-    const used = meterDelta(rt.meter.snapshot(), before);
-    const latency = (await observer.ctx.manifests.read(accepted.batchId))?.manifest.latencyMs;
+    const used = meterDelta(rt.parts.meter.snapshot(), before);
+    const latency = (await observer.parts.manifests.read(accepted.batchId))?.manifest.latencyMs;
 
     const st = await status(observer, accepted.batchId);
     assert.equal(st.status, 200);

@@ -15,10 +15,10 @@ useStorage();
 
 describe('incoming/ sweep', () => {
   test('NDJSON.gz and JSON files are ingested, processed, and archived; a bad file is rejected with a report', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
     const a = generate(700, 31);
     const b = generate(300, 32);
-    const incoming = rt.ctx.container('incoming');
+    const incoming = raw.container('incoming');
     await incoming.getBlockBlobClient('day-1.ndjson.gz').uploadData(gzipSync(toNdjson(a)));
     await incoming.getBlockBlobClient('day-2.json').uploadData(Buffer.from(JSON.stringify(b)));
     await incoming.getBlockBlobClient('broken.ndjson').uploadData(Buffer.from('{"id":"x"}\n'));
@@ -36,7 +36,7 @@ describe('incoming/ sweep', () => {
       'rejected/notes.txt',
       'rejected/notes.txt.error.json',
     ]);
-    const errorReport = JSON.parse((await rt.ctx.container('rejected').getBlockBlobClient('broken.ndjson.error.json').downloadToBuffer()).toString()) as { details: { field: string }[] };
+    const errorReport = JSON.parse((await raw.container('rejected').getBlockBlobClient('broken.ndjson.error.json').downloadToBuffer()).toString()) as { details: { field: string }[] };
     assert.ok(errorReport.details.some((d) => d.field === 'account'));
 
     for (const [o, txns] of [[outcomes.find((x) => x.name === 'day-1.ndjson.gz'), a], [outcomes.find((x) => x.name === 'day-2.json'), b]] as const) {
@@ -52,8 +52,8 @@ describe('incoming/ sweep', () => {
   });
 
   test('a rejected file enqueues nothing', async () => {
-    const { rt, events } = await testRuntime();
-    await rt.ctx.container('incoming').getBlockBlobClient('bad.json').uploadData(Buffer.from('[{"id":1}]'));
+    const { rt, events, raw } = await testRuntime();
+    await raw.container('incoming').getBlockBlobClient('bad.json').uploadData(Buffer.from('[{"id":1}]'));
     const [o] = await ingestSweep(rt, context('ingestSweep'));
     assert.equal(o?.kind, 'rejected');
     assert.equal(await totalQueued(rt), 0);

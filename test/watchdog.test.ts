@@ -11,7 +11,7 @@ import { HttpRequest } from '@azure/functions';
 import { postRedrive } from '../functions/admin-http';
 import { onWatchdog } from '../functions/watchdog';
 import type { Report } from '../shared/billing/report';
-import { workBlobName } from '../shared/model/pointers';
+import { layout } from '../shared/layout';
 import { generate, toNdjson } from './support/generate';
 import { queueDepths } from './support/inspect';
 import { completed, context, post, pump, report, status } from './support/invoke';
@@ -26,12 +26,12 @@ async function clearQueue(q: { clearMessages(): Promise<unknown> }): Promise<voi
 
 describe('watchdog', () => {
   test('acceptance schedules the first check; a check re-enqueues lost work pointers and the batch completes', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_WATCHDOG_SLA_SECONDS: '30' });
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_WATCHDOG_SLA_SECONDS: '30' });
     const txns = generate(500, 301, 20);
     const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
     assert.deepEqual(events.checks, [{ check: { v: 1, batchId, attempt: 1, settledBefore: 0 }, delayMs: 30_000 }]);
     // Lose every pointer and event (a storage hiccup after the 202, say).
-    for (const q of rt.ctx.names.inputQueues()) await clearQueue(rt.clients.queues.getQueueClient(q));
+    for (const q of rt.parts.names.inputQueues()) await clearQueue(raw.queue(q));
     events.take();
     const outcome = await onWatchdog(rt, JSON.parse(JSON.stringify(events.checks[0]!.check)), context('watchdog'));
     assert.deepEqual(outcome, { kind: 'nudged', missing: 5, reenqueued: 5, nextInMs: 60_000 });
@@ -43,11 +43,11 @@ describe('watchdog', () => {
   });
 
   test('lost result pointers are re-enqueued from the result blobs', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
     const txns = generate(300, 302, 10);
     const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
     for (const c of events.take()) await rt.drain(c.event); // map only
-    await clearQueue(rt.clients.queues.getQueueClient(rt.ctx.names.resultsQueue));
+    await clearQueue(raw.queue(rt.parts.names.resultsQueue));
     events.take();
     const outcome = await rt.watchdog({ v: 1, batchId, attempt: 1, settledBefore: 0 });
     assert.equal(outcome.kind, 'nudged');
@@ -75,10 +75,10 @@ describe('watchdog', () => {
 
 describe('poison and redrive', () => {
   test('a corrupt chunk goes to poison at once, the batch fails; after the fix a redrive completes it', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
     const txns = generate(400, 304, 15);
     const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
-    const blob = rt.ctx.container('work').getBlockBlobClient(workBlobName(batchId, 2));
+    const blob = raw.container('work').getBlockBlobClient(layout.chunk(batchId, 2).name);
     const good = await blob.downloadToBuffer();
     await blob.uploadData(Buffer.from('not gzip at all'));
     await pump(rt, events, () => completed(observer, batchId));
@@ -89,7 +89,7 @@ describe('poison and redrive', () => {
     const depths = await queueDepths(rt);
     const poisoned = Object.entries(depths).filter(([q, n]) => q.endsWith('-poison') && n > 0);
     assert.equal(poisoned.length, 1, 'one message in one poison queue, on its first delivery');
-    const record = JSON.parse((await rt.clients.queues.getQueueClient(poisoned[0]![0]).peekMessages()).peekedMessageItems[0]!.messageText) as { reason: string; dequeueCount: number };
+    const record = JSON.parse((await raw.queue(poisoned[0]![0]).peekMessages()).peekedMessageItems[0]!.messageText) as { reason: string; dequeueCount: number };
     assert.equal(record.dequeueCount, 1);
     assert.equal(record.reason, 'chunk blob checksum mismatch');
 

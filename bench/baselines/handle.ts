@@ -4,8 +4,9 @@
  * (or released at once, as the Functions queue trigger does). Same processors, same poison
  * queue, same delete-after-success as pushdrain's drainer, so only the polling differs.
  */
-import type { DrainLogger, DrainQueue, MessageProcessor, QueueMessage } from '../../shared/drain/types';
+import type { DrainQueue, MessageProcessor, QueueMessage } from '../../shared/drain/types';
 import { ensureError, PermanentError } from '../../shared/errors';
+import type { Logger } from '../../shared/ports';
 
 export interface HandleOptions {
   maxDequeueCount: number;
@@ -14,7 +15,7 @@ export interface HandleOptions {
 }
 
 /** True when the message was processed and deleted. */
-export async function processAndDelete(queue: DrainQueue, processor: MessageProcessor, m: QueueMessage, log: DrainLogger, options: HandleOptions): Promise<boolean> {
+export async function processAndDelete(queue: DrainQueue, processor: MessageProcessor, m: QueueMessage, log: Logger, options: HandleOptions): Promise<boolean> {
   try {
     if (m.dequeueCount > options.maxDequeueCount) {
       await poison(queue, processor, m, `dequeued ${m.dequeueCount} times (max ${options.maxDequeueCount})`);

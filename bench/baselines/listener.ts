@@ -1,5 +1,6 @@
 /** The contract of a baseline's per-queue polling loop. */
-import type { DrainLogger, DrainQueue, MessageProcessor } from '../../shared/drain/types';
+import type { DrainQueue, MessageProcessor } from '../../shared/drain/types';
+import type { Logger } from '../../shared/ports';
 
 export interface Listener {
   /** Stops polling, lets in-flight messages finish, and resolves when the loop has exited. */
@@ -11,7 +12,7 @@ export interface Listener {
 export interface ListenerDeps {
   queue: DrainQueue;
   processor: MessageProcessor;
-  log: DrainLogger;
+  log: Logger;
   maxDequeueCount: number;
   random: () => number;
   /** Release a failed message at once (Functions: update with visibility 0). */

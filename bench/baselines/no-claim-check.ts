@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 
+import type { PushdrainApp } from '../../shared/app';
 import type { Manifest, QueueTouch } from '../../shared/batch/manifest';
 import { isSettled } from '../../shared/batch/manifest';
 import { billChunk } from '../../shared/billing/bill';
@@ -17,11 +18,10 @@ import { PermanentError } from '../../shared/errors';
 import { bufferSource } from '../../shared/ingest/body';
 import { chunkBody } from '../../shared/ingest/chunks';
 import { validateBody } from '../../shared/ingest/validate-body';
+import { layout } from '../../shared/layout';
 import { batchIdFor } from '../../shared/model/batch-id';
-import { resultBlobName, type ResultPointer } from '../../shared/model/pointers';
+import { resultPointer } from '../../shared/model/pointers';
 import { type Transaction, validateTransaction } from '../../shared/model/transaction';
-import { sendPointer } from '../../shared/queue/storage-queue';
-import type { Runtime } from '../../shared/runtime';
 import { Pool } from '../../shared/util/pool';
 import type { AppOptions, BenchApp } from '../app';
 import { startFunctionsQueueListener } from './functions-queue-trigger';
@@ -38,12 +38,12 @@ interface InlineMessage {
 }
 
 /** Validate everything first (writes nothing on a bad batch), then one message per transaction. */
-async function submitInline(rt: Runtime, body: Buffer): Promise<string> {
-  const ctx = rt.ctx;
-  const open = bufferSource(body, false, ctx.tuning.maxInflatedBytes);
+async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
+  const ctx = rt.parts;
+  const open = bufferSource(body, false, ctx.settings.tuning.maxInflatedBytes);
   const summary = await validateBody(open, 'ndjson');
   const batchId = batchIdFor(undefined);
-  const now = ctx.now();
+  const now = ctx.clock.now();
   const manifest: Manifest = {
     v: 1,
     batchId,
@@ -61,7 +61,7 @@ async function submitInline(rt: Runtime, body: Buffer): Promise<string> {
   };
   const etag = await ctx.manifests.create(manifest);
   if (etag === undefined) throw new Error(`batch ${batchId} already exists`);
-  const partitions = ctx.tuning.partitions;
+  const partitions = ctx.settings.tuning.partitions;
   const offset = createHash('sha256').update(batchId).digest().readUInt32BE(0) % partitions;
   const touches = new Map<string, QueueTouch>();
   const pool = new Pool(ENQUEUE_CONCURRENCY);
@@ -72,10 +72,10 @@ async function submitInline(rt: Runtime, body: Buffer): Promise<string> {
     const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };
     t.chunks++;
     touches.set(queue, t);
-    await pool.run(() => sendPointer(ctx.queues.getQueueClient(queue), message));
+    await pool.run(() => ctx.queues.send(queue, message));
   }
   await pool.drain();
-  const accept = (cur: Manifest): Manifest => ({ ...cur, state: 'accepted', acceptedAt: new Date(ctx.now()).toISOString(), chunks: chunk, queues: [...touches.values()] });
+  const accept = (cur: Manifest): Manifest => ({ ...cur, state: 'accepted', acceptedAt: new Date(ctx.clock.now()).toISOString(), chunks: chunk, queues: [...touches.values()] });
   let accepted = accept(manifest);
   if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
     // Results were recorded meanwhile: merge with them.
@@ -83,13 +83,13 @@ async function submitInline(rt: Runtime, body: Buffer): Promise<string> {
     if (!updated) throw new Error(`manifest of ${batchId} vanished`);
     accepted = updated.manifest;
   }
-  if (isSettled(accepted)) await ctx.finalizeIfSettled(accepted);
+  if (isSettled(accepted)) await ctx.finalizer.ifSettled(accepted);
   return batchId;
 }
 
 /** Bills the one transaction in the message and records its result for the reduce step. */
-function inlineMapProcessor(rt: Runtime): MessageProcessor {
-  const ctx = rt.ctx;
+function inlineMapProcessor(rt: PushdrainApp): MessageProcessor {
+  const ctx = rt.parts;
   return {
     process: async (m: QueueMessage) => {
       let msg: InlineMessage;
@@ -100,14 +100,9 @@ function inlineMapProcessor(rt: Runtime): MessageProcessor {
       }
       const r = validateTransaction(msg.txn, 1);
       if ('errors' in r) throw new PermanentError('message does not hold a valid transaction');
-      const body = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.taxRates));
-      const blob = resultBlobName(msg.batchId, msg.chunk);
-      await ctx
-        .container('results')
-        .getBlockBlobClient(blob)
-        .upload(body, body.length, { blobHTTPHeaders: { blobContentType: 'application/x-ndjson', blobContentEncoding: 'gzip' } });
-      const pointer: ResultPointer = { v: 1, batchId: msg.batchId, chunk: msg.chunk, blob, count: 1 };
-      await sendPointer(ctx.queues.getQueueClient(ctx.names.resultsQueue), pointer);
+      const body = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
+      await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
+      await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
     },
   };
 }

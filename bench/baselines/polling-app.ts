@@ -1,14 +1,13 @@
 /**
- * A polling deployment of the same pipeline: the same Runtime storage clients, ingest (POST
- * handler), chunk blobs, pointers, MapProcessor and ReduceProcessor as pushdrain, but no
+ * A polling deployment of the same pipeline: the same app (storage clients, ingest (POST
+ * handler), chunk blobs, pointers, MapProcessor and ReduceProcessor as pushdrain), but no
  * Service Bus and no drainer. Instead one listener per queue (each input partition and the
  * results queue) polls for as long as the app runs.
  */
-import type { DrainQueue, MessageProcessor, QueueMessage } from '../../shared/drain/types';
-import { MapProcessor } from '../../shared/pipeline/map-processor';
-import { ReduceProcessor } from '../../shared/pipeline/reduce-processor';
-import { StorageDrainQueue } from '../../shared/queue/storage-queue';
-import { Runtime } from '../../shared/runtime';
+import type { PushdrainApp } from '../../shared/app';
+import { createApp } from '../../shared/create-app';
+import type { MessageProcessor, QueueMessage } from '../../shared/drain/types';
+import { createStorageClients } from '../../shared/storage/clients';
 import { StorageMeter } from '../../shared/storage/meter';
 import type { AppOptions, BenchApp, DesignName } from '../app';
 import { appSettings } from '../support/env';
@@ -23,9 +22,9 @@ export interface PollingDesign {
   design: DesignName;
   listener: ListenerFactory;
   /** The map step; defaults to pushdrain's MapProcessor (chunk pointers). */
-  map?: (rt: Runtime) => MessageProcessor;
+  map?: (rt: PushdrainApp) => MessageProcessor;
   /** How a batch enters; defaults to the POST /api/batches handler. */
-  submit?: (rt: Runtime, body: Buffer) => Promise<string>;
+  submit?: (rt: PushdrainApp, body: Buffer) => Promise<string>;
 }
 
 /** Wraps the map step so each message it finishes notifies the results listener. */
@@ -42,15 +41,16 @@ function notifying(processor: MessageProcessor, after: () => void): MessageProce
 export async function startPollingApp(spec: PollingDesign, options: AppOptions): Promise<BenchApp> {
   const settings = appSettings({ storage: options.storage }, options.prefix);
   const meter = options.meter ?? new StorageMeter();
-  const runtime = new Runtime(settings, { publisher: new NullPublisher(), meter, log: benchLog });
-  await runtime.ensureStorage();
-  const { names, tuning } = runtime.ctx;
+  const runtime = createApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
+  await runtime.ready();
+  const { names, settings: { tuning }, queues } = runtime.parts;
+  // Releasing a message early (visibility 0) is a baseline's own move; no port offers it. Same meter.
+  const sdk = createStorageClients(settings.storage, meter).queues;
   const random = options.random ?? Math.random;
   const listen = (name: string, processor: MessageProcessor, idleMs: number | undefined): Listener => {
-    const queue: DrainQueue = new StorageDrainQueue(runtime.clients.queues, name, names.poisonQueue(name));
-    const client = runtime.clients.queues.getQueueClient(name);
+    const client = sdk.getQueueClient(name);
     return spec.listener({
-      queue,
+      queue: queues.queue(name),
       processor,
       log: benchLog,
       maxDequeueCount: tuning.maxDequeueCount,
@@ -61,8 +61,8 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
       ...(idleMs !== undefined ? { idleMs } : {}),
     });
   };
-  const reduce = new ReduceProcessor(runtime.ctx);
-  const mapStep = spec.map ? spec.map(runtime) : new MapProcessor(runtime.ctx);
+  const { reduce } = runtime.parts;
+  const mapStep = spec.map ? spec.map(runtime) : runtime.parts.map;
   let listeners: Listener[] = [];
   const startListeners = (idleMs: number | undefined): void => {
     const results = listen(names.resultsQueue, reduce, idleMs);

@@ -1,5 +1,5 @@
 /**
- * pushdrain as deployed: the Runtime publishes WorkDetected to a real Service Bus (the
+ * pushdrain as deployed: the PushdrainApp publishes WorkDetected to a real Service Bus (the
  * development broker, over AMQP with the official SDK), and the local host's own Service Bus
  * trigger runner delivers each event to the drain / aggregate handler with host.json's
  * settings (its maxConcurrentCalls per function, auto-complete, lock renewal). Only the HTTP
@@ -11,10 +11,11 @@ import { onWorkDetected } from '../../functions/work-detected';
 import { serviceBusOptions } from '../../local/host/host-json';
 import { findRepoRoot, type Registration } from '../../local/host/registry';
 import { type ServiceBusHost, startServiceBusTriggers } from '../../local/host/service-bus-triggers';
+import type { PushdrainApp } from '../../shared/app';
+import { createApp } from '../../shared/create-app';
 import { SUBSCRIPTIONS } from '../../shared/names';
 import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../shared/notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from '../../shared/notify/service-bus-publisher';
-import { Runtime } from '../../shared/runtime';
 import { StorageMeter } from '../../shared/storage/meter';
 import type { AppOptions, BenchApp } from '../app';
 import { appSettings } from '../support/env';
@@ -43,7 +44,7 @@ export class CountingPublisher implements WorkPublisher {
   }
 }
 
-function trigger(name: string, topic: string, subscription: string, rt: Runtime): Registration {
+function trigger(name: string, topic: string, subscription: string, rt: PushdrainApp): Registration {
   return {
     name,
     bindings: {
@@ -63,7 +64,7 @@ export function startPushdrain(options: AppOptions): BenchApp {
   const meter = options.meter ?? new StorageMeter();
   if (!settings.serviceBus) throw new Error('unreachable: ServiceBusConnection was set');
   const publisher = new CountingPublisher(new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic));
-  const runtime = new Runtime(settings, { publisher, meter, log: benchLog });
+  const runtime = createApp(settings, { publisher, meter, log: benchLog });
   const host: ServiceBusHost = startServiceBusTriggers(
     [trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime), trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime)],
     { ServiceBusConnection: sb.connectionString },

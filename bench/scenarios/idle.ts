@@ -13,7 +13,6 @@
  */
 import type { StatsSnapshot } from '../../local/servicebus/stats';
 import { meterDelta,type MeterSnapshot } from '../../shared/storage/meter';
-import { sweep } from '../../shared/sweep/incoming-sweep';
 import { type DesignName,DESIGNS } from '../app';
 import { batchBody } from '../support/data';
 import type { BenchEnv } from '../support/env';
@@ -139,14 +138,14 @@ export async function runIdle(env: BenchEnv, cfg: IdleConfig, random: () => numb
     let sweepRun: MeterSnapshot = {};
     if (first) {
       const before = first.f.app.meter.snapshot();
-      await sweep(first.f.app.runtime.ctx);
+      await first.f.app.runtime.sweep();
       sweepRun = meterDelta(first.f.app.meter.snapshot(), before);
     }
     // pushdrain apps are the broker's only users here; their windows open within moments of each other.
     const span = (from: StatsSnapshot[], to: StatsSnapshot[]): Record<string, number> => (from.length > 0 && to.length > 0 ? statsDelta(to[to.length - 1]!, from[0]!) : {});
     return {
       windowMs: cfg.windowMs,
-      queuesPerApp: first ? first.f.app.runtime.ctx.names.inputQueues().length + 1 : 0,
+      queuesPerApp: first ? first.f.app.runtime.parts.names.inputQueues().length + 1 : 0,
       functionsAppsPerRep: cfg.functionsAppsPerRep,
       runs: perRepRuns(fleet, lines),
       broker: { afterWork: span(brokerAt.a0, brokerAt.a1), steady: span(brokerAt.b0, brokerAt.b1), pushdrainApps: fleet.filter(({ design }) => design === 'pushdrain').length },

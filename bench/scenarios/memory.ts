@@ -8,8 +8,8 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync 
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { Runtime } from '../../shared/runtime';
-import { sweepIncoming } from '../../shared/sweep/incoming-sweep';
+import { createApp } from '../../shared/create-app';
+import { layout } from '../../shared/layout';
 import { runChild } from '../support/child';
 import { batchFile, type BatchSpec, DATA_DIR } from '../support/data';
 import { adminClients, appSettings, type BenchEnv, removeApp } from '../support/env';
@@ -64,23 +64,22 @@ export async function memoryFile(transactions: number, sources: readonly BatchSp
 }
 
 export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
-  const rt = new Runtime(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
+  const rt = createApp(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
   try {
-    await rt.ensureStorage();
-    const incoming = rt.ctx.container('incoming').getBlockBlobClient(INCOMING_NAME);
-    const props = await incoming.getProperties();
+    await rt.ready();
+    const info = await rt.parts.blobs.info(layout.file('incoming', INCOMING_NAME));
     // Sample the heap while the sweep runs: maxRSS gives the peak RSS, this the peak live heap.
     let peakHeap = process.memoryUsage().heapUsed;
     const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 50);
     const startRss = process.memoryUsage().rss;
     const t0 = Date.now();
-    const outcomes = await sweepIncoming(rt.ctx).finally(() => clearInterval(sampler));
+    const outcomes = await rt.parts.sweeper.incoming().finally(() => clearInterval(sampler));
     const ingestMs = Date.now() - t0;
     const o = outcomes.find((x) => x.name === INCOMING_NAME);
     if (o?.kind !== 'ingested' || o.result.transactions !== job.transactions) throw new Error(`sweep did not ingest the file: ${JSON.stringify(o)}`);
     return {
       transactions: o.result.transactions,
-      fileBytes: props.contentLength ?? 0,
+      fileBytes: info?.size ?? 0,
       // resourceUsage().maxRSS is in kilobytes.
       peakRssMb: process.resourceUsage().maxRSS / 1024,
       startRssMb: mb(startRss),

@@ -7,7 +7,6 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 
-import { batchReport } from '../../shared/batch/read-batch';
 import type { MeterSnapshot } from '../../shared/storage/meter';
 import { meterDelta } from '../../shared/storage/meter';
 import { expectedReport } from '../../test/support/oracle';
@@ -102,7 +101,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
 
 /** The report of the first batch equals the oracle's (BigInt arithmetic, no shared code). */
 async function verifyFirst(watcher: CompletionWatcher, batchId: string, spec: BatchSpec): Promise<boolean> {
-  const got = await batchReport(watcher.runtime.ctx, batchId);
+  const got = await watcher.runtime.report(batchId);
   if (got.kind !== 'ready') return false;
   const expected = expectedReport(batchTransactions(spec));
   return got.report.transactions === expected.transactions && isDeepStrictEqual(got.report.rows, expected.rows) && isDeepStrictEqual(got.report.totals, expected.totals);

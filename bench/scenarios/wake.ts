@@ -66,7 +66,7 @@ const TIMEOUT_MS = 90_000;
 async function trial(f: FleetApp, probe: ProbeMeter): Promise<number> {
   probe.arm();
   await f.app.submit(batchBody(TRIAL_BATCH));
-  const inputs = new Set(f.app.runtime.ctx.names.inputQueues());
+  const inputs = new Set(f.app.runtime.parts.names.inputQueues());
   const deadline = Date.now() + TIMEOUT_MS;
   // Bounded by the deadline; the probe is filled in by the app's own receives.
   while (Date.now() < deadline) {

@@ -4,8 +4,9 @@
  * the manifest's own `completedAt`, written by the app, so the polling interval only delays
  * noticing it, never the figure.
  */
+import type { PushdrainApp } from '../../shared/app';
 import type { Settings } from '../../shared/config/settings';
-import { Runtime } from '../../shared/runtime';
+import { createApp } from '../../shared/create-app';
 import { benchLog } from './log';
 import { NullPublisher } from './null-publisher';
 
@@ -19,13 +20,13 @@ export interface Completed {
 const POLL_MS = 200;
 
 export class CompletionWatcher {
-  private readonly observer: Runtime;
+  private readonly observer: PushdrainApp;
 
   constructor(settings: Settings) {
-    this.observer = new Runtime(settings, { publisher: new NullPublisher(), log: benchLog });
+    this.observer = createApp(settings, { publisher: new NullPublisher(), log: benchLog });
   }
 
-  get runtime(): Runtime {
+  get runtime(): PushdrainApp {
     return this.observer;
   }
 
@@ -40,7 +41,7 @@ export class CompletionWatcher {
     const done: Completed[] = [];
     while (open.length > 0) {
       const id = open[0] as string;
-      const got = await this.observer.ctx.manifests.read(id);
+      const got = await this.observer.parts.manifests.read(id);
       const m = got?.manifest;
       if (m?.state === 'failed') throw new Error(`batch ${id} failed: ${m.error ?? 'no reason recorded'}`);
       if (m?.state === 'completed' && m.completedAt) {

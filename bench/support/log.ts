@@ -1,6 +1,6 @@
 /** Quiet logs for the apps under test: warnings and errors are kept (and counted), info is dropped. */
 import type { HostLog } from '../../local/host/invocation';
-import type { DrainLogger } from '../../shared/drain/types';
+import type { Logger } from '../../shared/ports';
 
 export const problems: string[] = [];
 
@@ -9,7 +9,7 @@ const keep = (line: string): void => {
   if (process.env.BENCH_VERBOSE === '1') console.warn(line);
 };
 
-export const benchLog: DrainLogger = {
+export const benchLog: Logger = {
   info: (m) => {
     if (process.env.BENCH_VERBOSE === '1') console.log(m);
   },

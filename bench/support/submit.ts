@@ -2,11 +2,11 @@
 import { HttpRequest, InvocationContext } from '@azure/functions';
 
 import { postBatch } from '../../functions/ingest-http';
-import type { Runtime } from '../../shared/runtime';
+import type { PushdrainApp } from '../../shared/app';
 
 const quietContext = (): InvocationContext => new InvocationContext({ functionName: 'postBatch', logHandler: () => {} });
 
-export async function postNdjson(rt: Runtime, body: Buffer): Promise<string> {
+export async function postNdjson(rt: PushdrainApp, body: Buffer): Promise<string> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://127.0.0.1:7071/api/batches',

@@ -29,8 +29,8 @@ export interface LocalHost {
   stop(): Promise<void>;
 }
 
-interface FunctionsRuntimeModule {
-  runtime(): { beginShutdown(): void; close(): Promise<void> };
+interface FunctionsInstanceModule {
+  instance(): { beginShutdown(): void; close(): Promise<void> };
 }
 
 /** Reads app settings from process.env, as the worker does. Call once per process. */
@@ -56,8 +56,8 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
       (stopping ??= (async () => {
         // Loaded by loadApp already; required lazily so the stand-in core was in place first.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const fns = require('../../functions/runtime') as FunctionsRuntimeModule;
-        const rt = fns.runtime();
+        const fns = require('../../functions/instance') as FunctionsInstanceModule;
+        const rt = fns.instance();
         rt.beginShutdown();
         await Promise.all([http.close(), serviceBus.close(), timers.close()]);
         for (const hook of registry.hooks.appTerminate ?? []) await hook({ hookData: {}, appHookData: {} });

@@ -2,11 +2,9 @@
  * Reads and conditionally writes manifests. `update` is the only way to change one: it
  * re-reads and re-applies the change when another writer got there first (ETag 412).
  */
-import type { ContainerClient } from '@azure/storage-blob';
-
-import { PermanentError, TransientError } from '../errors';
-import { isValidBatchId } from '../model/batch-id';
-import { readBlob, writeBlob } from '../storage/blob-io';
+import { TransientError } from '../errors';
+import { layout } from '../layout';
+import type { BlobStore } from '../ports';
 import type { Manifest } from './manifest';
 
 export interface VersionedManifest {
@@ -21,29 +19,22 @@ export type ManifestChange = (current: Manifest) => Manifest | undefined;
 const MAX_CONFLICTS = 25;
 
 export class ManifestStore {
-  constructor(private readonly container: ContainerClient) {}
-
-  private blob(batchId: string) {
-    // The id becomes a blob path; whoever passed it (a route, a pointer, a poison record), it
-    // must never reach another container through `..` or a slash.
-    if (!isValidBatchId(batchId)) throw new PermanentError(`refusing an invalid batch id as a blob path`);
-    return this.container.getBlockBlobClient(`${batchId}/manifest.json`);
-  }
+  constructor(private readonly blobs: BlobStore) {}
 
   async read(batchId: string): Promise<VersionedManifest | undefined> {
-    const got = await readBlob(this.blob(batchId));
+    const got = await this.blobs.read(layout.manifest(batchId));
     if (!got) return undefined;
     return { manifest: JSON.parse(got.body.toString('utf8')) as Manifest, etag: got.etag };
   }
 
   /** Creates the manifest only if none exists; undefined means one already does. */
   async create(m: Manifest): Promise<string | undefined> {
-    return writeBlob(this.blob(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' } });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' } });
   }
 
   /** Replaces the manifest if it is still at `etag`; undefined means it changed meanwhile. */
   async replace(m: Manifest, etag: string): Promise<string | undefined> {
-    return writeBlob(this.blob(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag } });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag } });
   }
 
   /** Applies `change` atomically. Undefined when the manifest does not exist. */

@@ -2,11 +2,16 @@
  * A bounded fan-out of dequeue tasks over one queue. Each task receives up to a batch,
  * processes it, deletes only what succeeded, and backs off when the queue is empty; it
  * exits when its back-off reaches the maximum, or when the time budget is spent.
+ *
+ * The group is an object with an explicit state, as pg-boss's Worker is:
+ *   created → running → stopping (budget spent or shutdown) → stopped (last task gone).
+ * A later wake-up for the same queue joins a running group through nudge().
  */
 import { ensureError, PermanentError } from '../errors';
+import type { Clock, Logger } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { backoffDelay } from './backoff';
-import type { Clock, DrainLogger, DrainQueue, MessageProcessor, QueueMessage } from './types';
+import type { DrainQueue, MessageProcessor, QueueMessage } from './types';
 
 export interface TaskOptions {
   batchSize: number;
@@ -19,17 +24,6 @@ export interface TaskOptions {
   deadline: number;
   /** Host shutdown: stop taking work now, as if the budget were spent. */
   signal?: AbortSignal;
-  /** Filled in while tasks run: lets a later wake-up for this queue join them. */
-  control?: DrainControl;
-}
-
-export interface DrainControl {
-  /**
-   * A new event for this queue: wake sleeping tasks and reset their back-off. True when a
-   * live task will receive again after this call (the event is covered); false when none
-   * is left, so the caller must drain itself.
-   */
-  nudge?: () => boolean;
 }
 
 export interface DrainStats {
@@ -47,121 +41,114 @@ export interface DrainStats {
   stoppedByBudget: boolean;
 }
 
-export async function runDequeueTasks(
-  queue: DrainQueue,
-  processor: MessageProcessor,
-  clock: Clock,
-  log: DrainLogger,
-  options: TaskOptions,
-  initialTasks: number,
-): Promise<DrainStats> {
-  const stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
-  const running = new Set<Promise<void>>();
-  // Counted synchronously at task entry and exit (the running set updates a microtask later).
-  let live = 0;
-  let generation = 0;
-  let wake: () => void = () => {};
-  let woken = new Promise<void>((r) => (wake = r));
-  // Shutdown wakes sleepers too, so they see the signal now rather than after their back-off.
-  const aborted = new Promise<void>((r) => options.signal?.addEventListener('abort', () => r(), { once: true }));
-  if (options.control) {
-    options.control.nudge = () => {
-      if (live === 0) return false;
-      generation++;
-      const fire = wake;
-      woken = new Promise<void>((r) => (wake = r));
-      fire();
-      return true;
-    };
+export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
+
+function latch(): { promise: Promise<void>; open: () => void } {
+  let open = (): void => {};
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+export class DequeueTasks {
+  private phase: TaskGroupState = 'created';
+  readonly stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
+  private readonly running = new Set<Promise<void>>();
+  /** Tasks inside their loop, counted synchronously at entry and exit (`running` updates a microtask later). */
+  private live = 0;
+  /** Bumped by every nudge: a task that sees it change resets its back-off. */
+  private generation = 0;
+  /** Settles on the next nudge, waking every sleeping task; replaced after each. */
+  private nudged = latch();
+  /** Shutdown wakes sleepers too, so they see the signal now rather than after their back-off. */
+  private readonly aborted: Promise<void>;
+
+  constructor(
+    private readonly queue: DrainQueue,
+    private readonly processor: MessageProcessor,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly options: TaskOptions,
+  ) {
+    this.aborted = new Promise<void>((r) => options.signal?.addEventListener('abort', () => r(), { once: true }));
   }
 
-  const poison = async (m: QueueMessage, reason: string): Promise<void> => {
-    await queue.poison(m, reason);
-    stats.poisoned++;
-    log.warn(`${queue.name}: message ${m.id} moved to poison: ${reason}`);
-    await processor.onPoison?.(m, reason);
-  };
+  get state(): TaskGroupState {
+    return this.phase;
+  }
 
-  const handle = async (m: QueueMessage): Promise<boolean> => {
+  /** Starts `initialTasks` (capped) and resolves with the stats once the last task has exited. */
+  async run(initialTasks: number): Promise<DrainStats> {
+    if (this.phase !== 'created') throw new Error(`dequeue tasks already ${this.phase}`);
+    this.phase = 'running';
+    for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
+    while (this.running.size > 0) await Promise.race(this.running);
+    this.phase = 'stopped';
+    return this.stats;
+  }
+
+  /**
+   * A new event for this queue: wake sleeping tasks and reset their back-off. True when a
+   * live task will receive again after this call (the event is covered); false when none
+   * is left, so the caller must drain itself.
+   */
+  nudge(): boolean {
+    if (this.phase !== 'running' || this.live === 0) return false;
+    this.generation++;
+    const fire = this.nudged;
+    this.nudged = latch();
+    fire.open();
+    return true;
+  }
+
+  private start(): void {
+    if (this.running.size >= this.options.maxTasks) return;
+    this.stats.tasksStarted++;
+    const p: Promise<void> = this.task()
+      .catch((e) => this.log.error(`${this.queue.name}: dequeue task crashed: ${ensureError(e).message}`))
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
+    this.stats.peakTasks = Math.max(this.stats.peakTasks, this.running.size);
+  }
+
+  private async task(): Promise<void> {
+    this.live++;
     try {
-      if (m.dequeueCount > options.maxDequeueCount) {
-        await poison(m, `dequeued ${m.dequeueCount} times (max ${options.maxDequeueCount})`);
-        return false;
-      }
-      await processor.process(m);
-      return true;
-    } catch (e) {
-      const err = ensureError(e);
-      if (err instanceof PermanentError) {
-        await poison(m, err.message).catch((pe) => log.error(`${queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`));
-      } else {
-        stats.failed++;
-        log.warn(`${queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`);
-      }
-      return false;
-    }
-  };
-
-  const handleBatch = async (messages: QueueMessage[]): Promise<void> => {
-    const results = await Promise.all(messages.map(handle));
-    const ok = messages.filter((_, i) => results[i]);
-    if (ok.length === 0) return;
-    if (processor.afterBatch) {
-      try {
-        await processor.afterBatch();
-      } catch (e) {
-        // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
-        stats.failed += ok.length;
-        log.warn(`${queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`);
-        return;
-      }
-    }
-    await Promise.all(
-      ok.map(async (m) => {
-        try {
-          await queue.delete(m);
-          stats.processed++;
-        } catch (e) {
-          // Processed but not deleted: it comes back and is processed again, idempotently.
-          log.warn(`${queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
-        }
-      }),
-    );
-  };
-
-  const task = async (): Promise<void> => {
-    live++;
-    try {
-      await loop();
+      await this.loop();
     } finally {
-      live--;
+      this.live--;
     }
-  };
+  }
 
-  const loop = async (): Promise<void> => {
+  /** Whether to stop taking work: the budget is spent or the host is shutting down. */
+  private stopNow(): boolean {
+    if (this.clock.now() < this.options.deadline && !this.options.signal?.aborted) return false;
+    this.phase = 'stopping';
+    this.stats.stoppedByBudget = true;
+    return true;
+  }
+
+  private async loop(): Promise<void> {
+    const { options, clock, queue } = this;
     let idle = 0;
     for (;;) {
-      const seen = generation;
-      if (clock.now() >= options.deadline || options.signal?.aborted) {
-        stats.stoppedByBudget = true;
-        return;
-      }
+      const seen = this.generation;
+      if (this.stopNow()) return;
       let messages: QueueMessage[];
       let minWait = 0;
       try {
         messages = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
-        stats.receives++;
+        this.stats.receives++;
       } catch (e) {
         // Back off on this queue only; other queues' drains are unaffected.
         const decision = retryDecision(e);
-        stats.receiveErrors++;
+        this.stats.receiveErrors++;
         minWait = decision.waitMs ?? 0;
-        log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
+        this.log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
         messages = [];
       }
       if (messages.length === 0) {
-        stats.emptyReceives++;
-        if (generation !== seen) {
+        this.stats.emptyReceives++;
+        if (this.generation !== seen) {
           // A wake-up joined while this receive was in flight: its work may be just behind it.
           idle = 0;
           continue;
@@ -170,29 +157,71 @@ export async function runDequeueTasks(
         if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
         idle++;
         const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
-        stats.sleeps.push(sleep);
-        await Promise.race([clock.sleep(sleep), woken, aborted]);
-        if (generation !== seen) idle = 0;
+        this.stats.sleeps.push(sleep);
+        await Promise.race([clock.sleep(sleep), this.nudged.promise, this.aborted]);
+        if (this.generation !== seen) idle = 0;
         continue;
       }
       idle = 0;
       // A full batch means more is waiting: scale up (the QueueWorkDetected idea).
-      if (messages.length >= options.batchSize) start();
-      await handleBatch(messages);
+      if (messages.length >= options.batchSize) this.start();
+      await this.handleBatch(messages);
     }
-  };
-
-  function start(): void {
-    if (running.size >= options.maxTasks) return;
-    stats.tasksStarted++;
-    const p: Promise<void> = task()
-      .catch((e) => log.error(`${queue.name}: dequeue task crashed: ${ensureError(e).message}`))
-      .finally(() => running.delete(p));
-    running.add(p);
-    stats.peakTasks = Math.max(stats.peakTasks, running.size);
   }
 
-  for (let i = 0; i < Math.min(initialTasks, options.maxTasks); i++) start();
-  while (running.size > 0) await Promise.race(running);
-  return stats;
+  private async handleBatch(messages: QueueMessage[]): Promise<void> {
+    const results = await Promise.all(messages.map((m) => this.handle(m)));
+    const ok = messages.filter((_, i) => results[i]);
+    if (ok.length === 0) return;
+    if (this.processor.afterBatch) {
+      try {
+        await this.processor.afterBatch();
+      } catch (e) {
+        // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
+        this.stats.failed += ok.length;
+        this.log.warn(`${this.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`);
+        return;
+      }
+    }
+    await Promise.all(
+      ok.map(async (m) => {
+        try {
+          await this.queue.delete(m);
+          this.stats.processed++;
+        } catch (e) {
+          // Processed but not deleted: it comes back and is processed again, idempotently.
+          this.log.warn(`${this.queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
+        }
+      }),
+    );
+  }
+
+  /** True when the message was processed and may be deleted. */
+  private async handle(m: QueueMessage): Promise<boolean> {
+    const { maxDequeueCount } = this.options;
+    try {
+      if (m.dequeueCount > maxDequeueCount) {
+        await this.poison(m, `dequeued ${m.dequeueCount} times (max ${maxDequeueCount})`);
+        return false;
+      }
+      await this.processor.process(m);
+      return true;
+    } catch (e) {
+      const err = ensureError(e);
+      if (err instanceof PermanentError) {
+        await this.poison(m, err.message).catch((pe) => this.log.error(`${this.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`));
+      } else {
+        this.stats.failed++;
+        this.log.warn(`${this.queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`);
+      }
+      return false;
+    }
+  }
+
+  private async poison(m: QueueMessage, reason: string): Promise<void> {
+    await this.queue.poison(m, reason);
+    this.stats.poisoned++;
+    this.log.warn(`${this.queue.name}: message ${m.id} moved to poison: ${reason}`);
+    await this.processor.onPoison?.(m, reason);
+  }
 }

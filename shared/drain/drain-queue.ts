@@ -5,23 +5,23 @@
  * our last task was exiting.
  */
 import { ensureError } from '../errors';
+import type { Clock, Logger } from '../ports';
 import { retryDecision } from '../retry/transient';
-import { type DrainStats, runDequeueTasks, type TaskOptions } from './dequeue-tasks';
-import type { DrainSlots } from './slot';
+import { DequeueTasks, type DrainStats, type TaskOptions } from './dequeue-tasks';
 import type { TaskCountRule } from './task-count';
-import type { Clock, DrainLogger, DrainQueue, MessageProcessor } from './types';
+import type { DrainQueue, DrainSlots, MessageProcessor } from './types';
 
 export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
   /** How long this wake-up may take work, in ms (stop before the function timeout). */
   budgetMs: number;
   taskCount: TaskCountRule;
-  /** When every slot is held: look again after this long (a crashed holder's lease has expired by then). */
-  busyRetryMs: number;
 }
 
 export interface DrainHooks {
   /** Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay. */
   continuation(delayMs: number): Promise<void>;
+  /** Each round's task group as it starts, so a later wake-up can join it. */
+  started?(tasks: DequeueTasks): void;
 }
 
 export type DrainOutcome =
@@ -34,7 +34,7 @@ export async function drainQueue(
   slots: DrainSlots,
   hooks: DrainHooks,
   clock: Clock,
-  log: DrainLogger,
+  log: Logger,
   options: DrainOptions,
 ): Promise<DrainOutcome> {
   const deadline = clock.now() + options.budgetMs;
@@ -59,13 +59,15 @@ export async function drainQueue(
       if (round > 0) return { kind: 'drained', rounds: round, stats: rounds };
       // Every slot is held. A live holder re-checks the queue after releasing it; a crashed one
       // never will, so come back once its lease could have expired.
-      await hooks.continuation(options.busyRetryMs);
+      await hooks.continuation(slots.holdLimitMs + 1000);
       return { kind: 'slots-busy' };
     }
     let stats: DrainStats;
     try {
       const depth = await queue.depth();
-      stats = await runDequeueTasks(queue, processor, clock, log, { ...options, deadline }, options.taskCount(depth));
+      const tasks = new DequeueTasks(queue, processor, clock, log, { ...options, deadline });
+      hooks.started?.(tasks);
+      stats = await tasks.run(options.taskCount(depth));
       rounds.push(stats);
     } catch (e) {
       await slot.release();
@@ -93,7 +95,7 @@ export async function drainQueue(
   return handOver(hooks, log, queue, rounds, 0);
 }
 
-async function handOver(hooks: DrainHooks, log: DrainLogger, queue: DrainQueue, rounds: DrainStats[], delayMs: number): Promise<DrainOutcome> {
+async function handOver(hooks: DrainHooks, log: Logger, queue: DrainQueue, rounds: DrainStats[], delayMs: number): Promise<DrainOutcome> {
   try {
     await hooks.continuation(delayMs);
   } catch (e) {

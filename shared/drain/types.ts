@@ -1,4 +1,4 @@
-/** The seams of the drainer: a queue, a processor, and a clock, all injected. */
+/** The seams of the drainer: a queue and a processor (time and logging come from ../ports). */
 
 export interface QueueMessage {
   id: string;
@@ -7,6 +7,9 @@ export interface QueueMessage {
   dequeueCount: number;
   text: string;
 }
+
+/** Azure's cap on one receive. */
+export const MAX_RECEIVE = 32;
 
 export interface DrainQueue {
   readonly name: string;
@@ -20,6 +23,16 @@ export interface DrainQueue {
   poison(message: QueueMessage, reason: string): Promise<void>;
 }
 
+/** What a `{queue}-poison` message holds: the original message, and why and when it was moved. */
+export interface PoisonRecord {
+  queue: string;
+  messageId: string;
+  dequeueCount: number;
+  reason: string;
+  at: string;
+  text: string;
+}
+
 export interface MessageProcessor {
   /** Throw to leave the message for redelivery; throw PermanentError to poison it now. */
   process(message: QueueMessage): Promise<void>;
@@ -29,23 +42,15 @@ export interface MessageProcessor {
   onPoison?(message: QueueMessage, reason: string): Promise<void>;
 }
 
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-  /** U(0,1). */
-  random(): number;
+export interface HeldSlot {
+  readonly id: string;
+  release(): Promise<void>;
 }
 
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-  random: () => Math.random(),
-};
-
-export interface DrainLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+/** The "processing already running" record: at most S concurrent drains per queue. */
+export interface DrainSlots {
+  /** A free slot for the queue, or undefined when all are held. */
+  acquire(queue: string): Promise<HeldSlot | undefined>;
+  /** How long a crashed holder can keep a slot: after this, a retry finds it free. */
+  readonly holdLimitMs: number;
 }
-
-export const silentLogger: DrainLogger = { info: () => {}, warn: () => {}, error: () => {} };

@@ -7,17 +7,21 @@ import { randomUUID } from 'node:crypto';
 
 import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
 import { isSettled, publicStatus } from '../batch/manifest';
-import { markNotificationPending, notifyAccepted } from '../batch/pending-notifications';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { PendingNotifications } from '../batch/pending-notifications';
 import { ensureError, TransientError, ValidationError } from '../errors';
+import { layout } from '../layout';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
+import { encodeChunk } from '../model/chunk-codec';
 import { partitionOf } from '../model/partition';
-import { workBlobName, type WorkPointer } from '../model/pointers';
-import type { PipelineContext } from '../pipeline/context';
-import { sendPointer } from '../queue/storage-queue';
-import { writeBlob } from '../storage/blob-io';
+import type { WorkPointer } from '../model/pointers';
+import type { EntityNames } from '../names';
+import type { Notifier } from '../notify/notifier';
+import type { Finalizer } from '../pipeline/finalize';
+import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
-import { chunkBody, encodeChunk } from './chunks';
+import { chunkBody } from './chunks';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
@@ -41,11 +45,33 @@ export interface IngestResult {
   notified: boolean;
 }
 
+export interface IngestDeps {
+  blobs: BlobStore;
+  queues: QueueStore;
+  manifests: ManifestStore;
+  notifier: Notifier;
+  pending: PendingNotifications;
+  finalizer: Finalizer;
+  names: EntityNames;
+  chunkSize: number;
+  partitions: number;
+  now: () => number;
+  log: Logger;
+}
+
 /** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
 const WRITE_CONCURRENCY = 2;
 const ENQUEUE_CONCURRENCY = 16;
 
-export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<IngestResult> {
+export class Ingestor {
+  constructor(private readonly deps: IngestDeps) {}
+
+  ingest(req: IngestRequest): Promise<IngestResult> {
+    return ingest(this.deps, req);
+  }
+}
+
+async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
   if (req.idempotencyKey !== undefined && !isValidIdempotencyKey(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
   }
@@ -63,7 +89,7 @@ export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),
     transactions: summary.transactions,
-    chunkSize: ctx.tuning.chunkSize,
+    chunkSize: ctx.chunkSize,
     chunks: 0,
     queues: [],
     notification: 'pending',
@@ -89,7 +115,7 @@ export async function ingest(ctx: PipelineContext, req: IngestRequest): Promise<
   }
 }
 
-async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat): Promise<IngestResult> {
+async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat): Promise<IngestResult> {
   const { batchId } = m;
   const pointers: { partition: number; pointer: WorkPointer }[] = [];
   const writes = new Pool(WRITE_CONCURRENCY);
@@ -100,16 +126,16 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
     counted += txns.length;
     await writes.run(async () => {
       const enc = await encodeChunk(chunk, txns);
-      const blob = workBlobName(batchId, chunk);
-      await writeBlob(ctx.container('work').getBlockBlobClient(blob), enc.body, {
+      const ref = layout.chunk(batchId, chunk);
+      await ctx.blobs.write(ref, enc.body, {
         contentType: 'application/x-ndjson',
         contentEncoding: 'gzip',
         // Lets the watchdog rebuild a lost pointer from the blob alone.
         metadata: { sha256: enc.sha256, count: String(enc.count) },
       });
       pointers[chunk] = {
-        partition: partitionOf(batchId, chunk, ctx.tuning.partitions),
-        pointer: { v: 1, batchId, chunk, blob, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
+        partition: partitionOf(batchId, chunk, ctx.partitions),
+        pointer: { v: 1, batchId, chunk, blob: ref.name, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
       };
     });
   }
@@ -118,7 +144,7 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
 
   const sends = new Pool(ENQUEUE_CONCURRENCY);
   for (const { partition, pointer } of pointers) {
-    await sends.run(() => sendPointer(ctx.queues.getQueueClient(ctx.names.inputQueue(partition)), pointer));
+    await sends.run(() => ctx.queues.send(ctx.names.inputQueue(partition), pointer));
   }
   await sends.drain();
 
@@ -136,11 +162,11 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
   // batch: it stays `notification: pending` and the incoming/ sweep re-notifies it.
   let notified = true;
   try {
-    await notifyAccepted(ctx, batchId, queues);
+    await ctx.notifier.accepted(batchId, queues);
   } catch (e) {
     notified = false;
     ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`);
-    await markNotificationPending(ctx, batchId);
+    await ctx.pending.mark(batchId);
   }
 
   const accept = (cur: Manifest): Manifest => ({
@@ -161,11 +187,11 @@ async function writeAndAccept(ctx: PipelineContext, req: IngestRequest, m: Manif
     accepted = updated.manifest;
   }
   // Tiny batches can be fully processed before the flip; then nobody else will finalize.
-  if (isSettled(accepted)) await ctx.finalizeIfSettled(accepted);
+  if (isSettled(accepted)) await ctx.finalizer.ifSettled(accepted);
   return { batchId, status: 'accepted', transactions: accepted.transactions, chunks: accepted.chunks, replayed: false, notified };
 }
 
-async function abandon(ctx: PipelineContext, claim: Manifest, reason: string): Promise<void> {
+async function abandon(ctx: IngestDeps, claim: Manifest, reason: string): Promise<void> {
   const { batchId } = claim;
   try {
     // Only our own claim: a request that took ours over is still working and must not be undone.

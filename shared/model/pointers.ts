@@ -3,6 +3,7 @@
  * work itself. A pointer that does not parse can never succeed, so it is a PermanentError.
  */
 import { PermanentError } from '../errors';
+import { layout } from '../layout';
 import { isValidBatchId } from './batch-id';
 
 /** On queue `work-{p}`: one chunk of transactions to bill. */
@@ -27,8 +28,10 @@ export interface ResultPointer {
   count: number;
 }
 
-export const workBlobName = (batchId: string, chunk: number): string => `${batchId}/${chunk}.ndjson.gz`;
-export const resultBlobName = (batchId: string, chunk: number): string => `${batchId}/${chunk}`;
+/** The pointer to a billed chunk (count is informational: the fold reads the result's own header). */
+export function resultPointer(batchId: string, chunk: number, count: number): ResultPointer {
+  return { v: 1, batchId, chunk, blob: layout.result(batchId, chunk).name, count };
+}
 
 function parseCommon(text: string): Record<string, unknown> {
   let v: unknown;
@@ -50,7 +53,7 @@ export function parseWorkPointer(text: string): WorkPointer {
   const o = parseCommon(text);
   const p = o as unknown as WorkPointer;
   // The blob name is derived, not trusted: a pointer cannot make us read another batch's blob.
-  if (p.blob !== workBlobName(p.batchId, p.chunk)) throw new PermanentError('pointer blob does not match its batch and chunk');
+  if (p.blob !== layout.chunk(p.batchId, p.chunk).name) throw new PermanentError('pointer blob does not match its batch and chunk');
   if (typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256)) throw new PermanentError('pointer has an invalid sha256');
   return p;
 }
@@ -58,6 +61,6 @@ export function parseWorkPointer(text: string): WorkPointer {
 export function parseResultPointer(text: string): ResultPointer {
   const o = parseCommon(text);
   const p = o as unknown as ResultPointer;
-  if (p.blob !== resultBlobName(p.batchId, p.chunk)) throw new PermanentError('pointer blob does not match its batch and chunk');
+  if (p.blob !== layout.result(p.batchId, p.chunk).name) throw new PermanentError('pointer blob does not match its batch and chunk');
   return p;
 }

@@ -28,6 +28,11 @@ export interface WatchdogCheck {
   settledBefore: number;
 }
 
+/** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
+export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
+  return Math.min(slaSeconds * 1000 * 2 ** (attempt - 1), 24 * 3600 * 1000);
+}
+
 /** Implemented over Service Bus in production and by a capturing fake in unit tests. */
 export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;

@@ -6,17 +6,15 @@
  */
 import type { Manifest } from '../batch/manifest';
 import { isSettled, isTerminal } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
 import { ReportBuilder } from '../billing/report';
 import { readResultHeader } from '../billing/result-blob';
 import { TransientError } from '../errors';
-import { resultBlobName } from '../model/pointers';
-import { readBlob, writeBlob } from '../storage/blob-io';
+import { layout } from '../layout';
+import type { BlobStore, Logger } from '../ports';
 import { mapLimit } from '../util/pool';
-import type { PipelineContext } from './context';
 
 const READ_CONCURRENCY = 8;
-
-export const reportBlobName = (batchId: string): string => `${batchId}.json`;
 
 /**
  * Finalizes each batch at most once at a time in this process: the last coalesced progress
@@ -25,26 +23,45 @@ export const reportBlobName = (batchId: string): string => `${batchId}.json`;
 export class Finalizer {
   private readonly inflight = new Map<string, Promise<void>>();
 
-  constructor(private readonly ctx: PipelineContext) {}
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly manifests: ManifestStore,
+    private readonly now: () => number,
+    private readonly log: Logger,
+  ) {}
 
+  /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
   async ifSettled(m: Manifest | undefined): Promise<void> {
     if (!m || m.state !== 'accepted' || !isSettled(m)) return;
     let p = this.inflight.get(m.batchId);
     if (!p) {
-      p = finalize(this.ctx, m).finally(() => this.inflight.delete(m.batchId));
+      p = this.finalize(m).finally(() => this.inflight.delete(m.batchId));
       this.inflight.set(m.batchId, p);
     }
     await p;
   }
-}
 
-async function finalize(ctx: PipelineContext, m: Manifest): Promise<void> {
-  const failed = m.failed.length > 0;
-  if (!failed) {
-    const results = ctx.container('results');
+  private async finalize(m: Manifest): Promise<void> {
+    const failed = m.failed.length > 0;
+    if (!failed) await this.writeReport(m);
+    const now = this.now();
+    const updated = await this.manifests.update(m.batchId, (cur) => {
+      if (isTerminal(cur) || cur.state !== 'accepted') return undefined;
+      cur.state = failed ? 'failed' : 'completed';
+      cur.completedAt = new Date(now).toISOString();
+      cur.latencyMs = now - Date.parse(cur.submittedAt);
+      if (failed) cur.error = `${cur.failed.length} of ${cur.chunks} chunks failed: ${cur.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
+      return cur;
+    });
+    if (updated?.manifest.state === 'completed' && updated.manifest.completedAt === new Date(now).toISOString()) {
+      this.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${updated.manifest.latencyMs ?? 0} ms after submission`);
+    }
+  }
+
+  private async writeReport(m: Manifest): Promise<void> {
     const builder = new ReportBuilder();
     const headers = await mapLimit(m.done, READ_CONCURRENCY, async (chunk) => {
-      const got = await readBlob(results.getBlockBlobClient(resultBlobName(m.batchId, chunk)));
+      const got = await this.blobs.read(layout.result(m.batchId, chunk));
       // Written before its pointer was sent, so absence is a storage hiccup, not a state.
       if (!got) throw new TransientError(`result blob for chunk ${chunk} of ${m.batchId} is missing`);
       return readResultHeader(got.body);
@@ -54,19 +71,6 @@ async function finalize(ctx: PipelineContext, m: Manifest): Promise<void> {
     if (report.transactions !== m.transactions) {
       throw new TransientError(`report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`);
     }
-    const body = Buffer.from(JSON.stringify(report), 'utf8');
-    await writeBlob(ctx.container('reports').getBlockBlobClient(reportBlobName(m.batchId)), body, { contentType: 'application/json' });
-  }
-  const now = ctx.now();
-  const updated = await ctx.manifests.update(m.batchId, (cur) => {
-    if (isTerminal(cur) || cur.state !== 'accepted') return undefined;
-    cur.state = failed ? 'failed' : 'completed';
-    cur.completedAt = new Date(now).toISOString();
-    cur.latencyMs = now - Date.parse(cur.submittedAt);
-    if (failed) cur.error = `${cur.failed.length} of ${cur.chunks} chunks failed: ${cur.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
-    return cur;
-  });
-  if (updated?.manifest.state === 'completed' && updated.manifest.completedAt === new Date(now).toISOString()) {
-    ctx.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${updated.manifest.latencyMs ?? 0} ms after submission`);
+    await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), { contentType: 'application/json' });
   }
 }

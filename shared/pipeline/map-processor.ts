@@ -3,34 +3,48 @@
  * send its pointer to `results`. After each processed batch, one WorkDetected(role output)
  * wakes the aggregator: the results pointers are enqueued before that event is published.
  */
+import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
 import { encodeResult } from '../billing/result-blob';
+import type { TaxRates } from '../config/tax-rates';
 import type { MessageProcessor, QueueMessage } from '../drain/types';
 import { PermanentError } from '../errors';
-import { decodeChunk } from '../ingest/chunks';
-import { parseWorkPointer, resultBlobName, type ResultPointer } from '../model/pointers';
-import { sendPointer } from '../queue/storage-queue';
-import { readBlob, writeBlob } from '../storage/blob-io';
-import type { PipelineContext } from './context';
+import { layout } from '../layout';
+import { decodeChunk } from '../model/chunk-codec';
+import { parseWorkPointer, resultPointer } from '../model/pointers';
+import type { Notifier } from '../notify/notifier';
+import type { BlobStore, QueueStore } from '../ports';
+import type { Finalizer } from './finalize';
+import { recordPoison } from './record-poison';
+
+export interface MapDeps {
+  blobs: BlobStore;
+  queues: QueueStore;
+  notifier: Notifier;
+  progress: ProgressRecorder;
+  finalizer: Finalizer;
+  resultsQueue: string;
+  taxRates: TaxRates;
+}
 
 export class MapProcessor implements MessageProcessor {
   /** Result bytes enqueued since the last published event, summed across dequeue tasks. */
   private produced = 0;
   private producedBatch: string | undefined;
 
-  constructor(private readonly ctx: PipelineContext) {}
+  constructor(private readonly deps: MapDeps) {}
 
   async process(message: QueueMessage): Promise<void> {
+    const { blobs, queues, resultsQueue, taxRates } = this.deps;
     const p = parseWorkPointer(message.text);
-    const got = await readBlob(this.ctx.container('work').getBlockBlobClient(p.blob));
+    const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
     const txns = await decodeChunk(got.body, p.sha256);
     if (txns.length !== p.count) throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
-    const body = await encodeResult(p.batchId, p.chunk, billChunk(txns, this.ctx.taxRates));
+    const body = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
-    await writeBlob(this.ctx.container('results').getBlockBlobClient(resultBlobName(p.batchId, p.chunk)), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
-    const pointer: ResultPointer = { v: 1, batchId: p.batchId, chunk: p.chunk, blob: resultBlobName(p.batchId, p.chunk), count: p.count };
-    await sendPointer(this.ctx.queues.getQueueClient(this.ctx.names.resultsQueue), pointer);
+    await blobs.write(layout.result(p.batchId, p.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
+    await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count));
     this.produced += body.length;
     this.producedBatch = this.producedBatch === undefined || this.producedBatch === p.batchId ? p.batchId : '';
   }
@@ -42,23 +56,14 @@ export class MapProcessor implements MessageProcessor {
     this.produced = 0;
     this.producedBatch = undefined;
     try {
-      await this.ctx.publisher.publish([
-        { storageAccount: this.ctx.storageAccount, queueName: this.ctx.names.resultsQueue, payloadSize, role: 'output', ...(batchId ? { batchId } : {}) },
-      ]);
+      await this.deps.notifier.wake([{ queue: this.deps.resultsQueue, payloadSize }], batchId || undefined);
     } catch (e) {
       this.produced += payloadSize; // publish again with the next batch (or the redelivery)
       throw e;
     }
   }
 
-  async onPoison(message: QueueMessage, reason: string): Promise<void> {
-    let p;
-    try {
-      p = parseWorkPointer(message.text);
-    } catch {
-      return; // not attributable to any batch
-    }
-    const m = await this.ctx.progress.record(p.batchId, { chunk: p.chunk, done: false, reason });
-    await this.ctx.finalizeIfSettled(m);
+  onPoison(message: QueueMessage, reason: string): Promise<void> {
+    return recordPoison(this.deps.progress, this.deps.finalizer, parseWorkPointer, message, reason);
   }
 }

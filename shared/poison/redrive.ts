@@ -4,11 +4,12 @@
  * first, then delete: a crash in between duplicates a pointer, which processing absorbs.
  */
 import type { Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import { MAX_RECEIVE, type PoisonRecord } from '../drain/types';
 import { ValidationError } from '../errors';
-import type { WorkDetected } from '../notify/events';
-import type { PipelineContext } from '../pipeline/context';
-import type { PoisonRecord } from '../queue/storage-queue';
-import { MAX_RECEIVE, sendPointer } from '../queue/storage-queue';
+import type { EntityNames } from '../names';
+import type { Notifier } from '../notify/notifier';
+import type { Logger, QueueStore } from '../ports';
 
 export interface RedriveRequest {
   /** Source queue (e.g. `work-0`); all of the app's queues when absent. */
@@ -63,48 +64,54 @@ function reopen(m: Manifest, chunk: number): Manifest | undefined {
   return m;
 }
 
-export async function redrive(ctx: PipelineContext, req: RedriveRequest = {}): Promise<RedriveResult> {
-  const all = [...ctx.names.inputQueues(), ctx.names.resultsQueue];
-  if (req.queue !== undefined && !all.includes(req.queue)) {
-    throw new ValidationError(`queue must be one of ${all.join(', ')}`, 400, 'invalid_request');
-  }
-  const max = req.max ?? DEFAULT_MAX;
-  if (!Number.isInteger(max) || max < 1 || max > MAX_LIMIT) throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
-  const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };
-  const reopened = new Set<string>();
-  for (const queue of req.queue ? [req.queue] : all) {
-    const poison = ctx.queues.getQueueClient(ctx.names.poisonQueue(queue));
-    const target = ctx.queues.getQueueClient(queue);
-    // Bounded: each round either moves or skips what it received, and skipped ones stay invisible.
-    for (let round = 0; round < Math.ceil(MAX_LIMIT / MAX_RECEIVE) && result.moved < max; round++) {
-      const got = await poison.receiveMessages({ numberOfMessages: Math.min(MAX_RECEIVE, max - result.moved), visibilityTimeout: VISIBILITY_SECONDS });
-      if (got.receivedMessageItems.length === 0) break;
-      for (const msg of got.receivedMessageItems) {
-        const record = parseRecord(msg.messageText);
-        const chunk = record ? chunkOf(record.text) : undefined;
-        if (!record || (req.batchId !== undefined && chunk?.batchId !== req.batchId)) {
-          result.skipped++;
-          continue;
+export interface RedriveDeps {
+  queues: QueueStore;
+  manifests: ManifestStore;
+  notifier: Notifier;
+  names: EntityNames;
+  log: Logger;
+}
+
+export class Redriver {
+  constructor(private readonly deps: RedriveDeps) {}
+
+  async redrive(req: RedriveRequest = {}): Promise<RedriveResult> {
+    const { queues, manifests, names, log } = this.deps;
+    const all = [...names.inputQueues(), names.resultsQueue];
+    if (req.queue !== undefined && !all.includes(req.queue)) {
+      throw new ValidationError(`queue must be one of ${all.join(', ')}`, 400, 'invalid_request');
+    }
+    const max = req.max ?? DEFAULT_MAX;
+    if (!Number.isInteger(max) || max < 1 || max > MAX_LIMIT) throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
+    const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };
+    const reopened = new Set<string>();
+    for (const queue of req.queue ? [req.queue] : all) {
+      const poison = queues.queue(names.poisonQueue(queue));
+      // Bounded: each round either moves or skips what it received, and skipped ones stay invisible.
+      for (let round = 0; round < Math.ceil(MAX_LIMIT / MAX_RECEIVE) && result.moved < max; round++) {
+        const got = await poison.receive(Math.min(MAX_RECEIVE, max - result.moved), VISIBILITY_SECONDS);
+        if (got.length === 0) break;
+        for (const msg of got) {
+          const record = parseRecord(msg.text);
+          const chunk = record ? chunkOf(record.text) : undefined;
+          if (!record || (req.batchId !== undefined && chunk?.batchId !== req.batchId)) {
+            result.skipped++;
+            continue;
+          }
+          await queues.send(queue, JSON.parse(record.text) as unknown);
+          if (chunk) {
+            const updated = await manifests.update(chunk.batchId, (m) => reopen(m, chunk.chunk));
+            if (updated) reopened.add(chunk.batchId);
+          }
+          await poison.delete(msg);
+          result.moved++;
+          result.byQueue[queue] = (result.byQueue[queue] ?? 0) + 1;
         }
-        await sendPointer(target, JSON.parse(record.text) as unknown);
-        if (chunk) {
-          const updated = await ctx.manifests.update(chunk.batchId, (m) => reopen(m, chunk.chunk));
-          if (updated) reopened.add(chunk.batchId);
-        }
-        await poison.deleteMessage(msg.messageId, msg.popReceipt);
-        result.moved++;
-        result.byQueue[queue] = (result.byQueue[queue] ?? 0) + 1;
       }
     }
+    await this.deps.notifier.wake(Object.keys(result.byQueue).map((queue) => ({ queue })));
+    result.reopenedBatches = [...reopened].sort();
+    log.warn(`redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`);
+    return result;
   }
-  const wake: WorkDetected[] = Object.keys(result.byQueue).map((queueName) => ({
-    storageAccount: ctx.storageAccount,
-    queueName,
-    payloadSize: 0,
-    role: queueName === ctx.names.resultsQueue ? 'output' : 'input',
-  }));
-  await ctx.publisher.publish(wake);
-  result.reopenedBatches = [...reopened].sort();
-  ctx.log.warn(`redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`);
-  return result;
 }

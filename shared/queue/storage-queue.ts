@@ -1,36 +1,26 @@
 /**
- * The drainer's queue seam over Azure Storage queues. Messages are plain JSON text: no
- * Functions queue trigger reads these queues, so no base64 envelope is needed.
+ * The QueueStore port over Azure Storage queues. Messages are plain JSON text: no Functions
+ * queue trigger reads these queues, so no base64 envelope is needed.
  */
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 
-import type { DrainQueue, QueueMessage } from '../drain/types';
-import { statusOf } from '../storage/blob-io';
+import { type DrainQueue, MAX_RECEIVE, type PoisonRecord, type QueueMessage } from '../drain/types';
+import type { QueueStore } from '../ports';
+import { statusOf } from '../storage/azure-blob-store';
 
-/** Azure's cap on one receive. */
-export const MAX_RECEIVE = 32;
 
-export interface PoisonRecord {
-  queue: string;
-  messageId: string;
-  dequeueCount: number;
-  reason: string;
-  at: string;
-  text: string;
-}
+/** TTL -1: a backlog never silently expires (the default is 7 days). */
+const FOREVER = { messageTimeToLive: -1 };
 
 export class StorageDrainQueue implements DrainQueue {
-  private readonly client: QueueClient;
-  private readonly poisonClient: QueueClient;
-
   constructor(
-    service: QueueServiceClient,
-    readonly name: string,
-    poisonName: string,
+    private readonly client: QueueClient,
+    private readonly poisonClient: QueueClient,
     private readonly now: () => number = Date.now,
-  ) {
-    this.client = service.getQueueClient(name);
-    this.poisonClient = service.getQueueClient(poisonName);
+  ) {}
+
+  get name(): string {
+    return this.client.name;
   }
 
   async receive(max: number, visibilityTimeoutSeconds: number): Promise<QueueMessage[]> {
@@ -68,12 +58,31 @@ export class StorageDrainQueue implements DrainQueue {
       text: message.text,
     };
     // Send first, delete second: a crash in between leaves a duplicate, never a loss.
-    await this.poisonClient.sendMessage(JSON.stringify(record), { messageTimeToLive: -1 });
+    await this.poisonClient.sendMessage(JSON.stringify(record), FOREVER);
     await this.delete(message);
   }
 }
 
-/** Sends a small pointer message; TTL -1 so a backlog never silently expires (the default is 7 days). */
-export async function sendPointer(client: QueueClient, body: unknown): Promise<void> {
-  await client.sendMessage(JSON.stringify(body), { messageTimeToLive: -1 });
+export class AzureQueueStore implements QueueStore {
+  constructor(
+    private readonly service: QueueServiceClient,
+    private readonly poisonOf: (queue: string) => string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  queue(name: string): DrainQueue {
+    return new StorageDrainQueue(this.service.getQueueClient(name), this.service.getQueueClient(this.poisonOf(name)), this.now);
+  }
+
+  async send(queue: string, body: unknown): Promise<void> {
+    await this.service.getQueueClient(queue).sendMessage(JSON.stringify(body), FOREVER);
+  }
+
+  async depth(queue: string): Promise<number> {
+    return (await this.service.getQueueClient(queue).getProperties()).approximateMessagesCount ?? 0;
+  }
+
+  async ensureQueues(names: readonly string[]): Promise<void> {
+    await Promise.all(names.map((q) => this.service.getQueueClient(q).createIfNotExists()));
+  }
 }

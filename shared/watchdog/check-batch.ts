@@ -7,12 +7,16 @@
  */
 import type { Manifest } from '../batch/manifest';
 import { isSettled, isTerminal } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { ProgressRecorder } from '../batch/progress';
+import { layout } from '../layout';
 import { partitionOf } from '../model/partition';
-import { resultBlobName, type ResultPointer, workBlobName, type WorkPointer } from '../model/pointers';
-import type { WatchdogCheck, WorkDetected } from '../notify/events';
-import type { PipelineContext } from '../pipeline/context';
-import { sendPointer } from '../queue/storage-queue';
-import { statusOf } from '../storage/blob-io';
+import { resultPointer, type WorkPointer } from '../model/pointers';
+import type { EntityNames } from '../names';
+import type { WatchdogCheck } from '../notify/events';
+import type { Notifier, Wake } from '../notify/notifier';
+import type { Finalizer } from '../pipeline/finalize';
+import type { BlobStore, Logger, QueueStore } from '../ports';
 import { mapLimit } from '../util/pool';
 
 export type WatchdogOutcome =
@@ -20,13 +24,17 @@ export type WatchdogOutcome =
   | { kind: 'nudged'; missing: number; reenqueued: number; nextInMs: number }
   | { kind: 'failed'; missing: number };
 
-/** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
-export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
-  return Math.min(slaSeconds * 1000 * 2 ** (attempt - 1), 24 * 3600 * 1000);
-}
-
-export function firstCheck(batchId: string): WatchdogCheck {
-  return { v: 1, batchId, attempt: 1, settledBefore: 0 };
+export interface WatchdogDeps {
+  manifests: ManifestStore;
+  progress: ProgressRecorder;
+  finalizer: Finalizer;
+  blobs: BlobStore;
+  queues: QueueStore;
+  notifier: Notifier;
+  names: EntityNames;
+  partitions: number;
+  maxChecks: number;
+  log: Logger;
 }
 
 function missingChunks(m: Manifest): number[] {
@@ -34,78 +42,77 @@ function missingChunks(m: Manifest): number[] {
   return Array.from({ length: m.chunks }, (_, i) => i).filter((c) => !settled.has(c));
 }
 
-export async function runWatchdogCheck(ctx: PipelineContext, check: WatchdogCheck): Promise<WatchdogOutcome> {
-  const got = await ctx.manifests.read(check.batchId);
-  if (!got) return { kind: 'gone' };
-  const m = got.manifest;
-  if (isTerminal(m)) return { kind: 'finished' };
-  if (m.state !== 'accepted') return { kind: 'not-accepted' };
-  if (isSettled(m)) {
-    await ctx.finalizeIfSettled(m); // the finalize itself was lost (crash after the last fold)
-    return { kind: 'finished' };
+export class Watchdog {
+  constructor(private readonly deps: WatchdogDeps) {}
+
+  async check(check: WatchdogCheck): Promise<WatchdogOutcome> {
+    const { manifests, progress, finalizer, log } = this.deps;
+    const got = await manifests.read(check.batchId);
+    if (!got) return { kind: 'gone' };
+    const m = got.manifest;
+    if (isTerminal(m)) return { kind: 'finished' };
+    if (m.state !== 'accepted') return { kind: 'not-accepted' };
+    if (isSettled(m)) {
+      await finalizer.ifSettled(m); // the finalize itself was lost (crash after the last fold)
+      return { kind: 'finished' };
+    }
+    const missing = missingChunks(m);
+    if (check.attempt >= this.deps.maxChecks) {
+      const reason = `watchdog: unfinished after ${check.attempt} checks`;
+      let last: Manifest | undefined;
+      for (const chunk of missing) last = await progress.record(m.batchId, { chunk, done: false, reason });
+      await finalizer.ifSettled(last);
+      log.error(`batch ${m.batchId} failed: ${missing.length} of ${m.chunks} chunks ${reason}`);
+      return { kind: 'failed', missing: missing.length };
+    }
+    const settled = m.chunks - missing.length;
+    // With no progress since the last check, pointers may be lost: re-enqueue even when a queue
+    // looks busy. With progress, only where the queue holds nothing that could be ours.
+    const reenqueued = await this.repair(m.batchId, missing, settled <= check.settledBefore);
+    const nextInMs = await this.deps.notifier.scheduleCheck({ v: 1, batchId: m.batchId, attempt: check.attempt + 1, settledBefore: settled });
+    log.warn(`batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`);
+    return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
   }
-  const missing = missingChunks(m);
-  const { tuning } = ctx;
-  if (check.attempt >= tuning.watchdogMaxChecks) {
-    const reason = `watchdog: unfinished after ${check.attempt} checks`;
-    let last: Manifest | undefined;
-    for (const chunk of missing) last = await ctx.progress.record(m.batchId, { chunk, done: false, reason });
-    await ctx.finalizeIfSettled(last);
-    ctx.log.error(`batch ${m.batchId} failed: ${missing.length} of ${m.chunks} chunks ${reason}`);
-    return { kind: 'failed', missing: missing.length };
+
+  /** Re-enqueues lost pointers of the missing chunks and wakes their queues; returns how many it sent. */
+  private async repair(batchId: string, missing: readonly number[], stalled: boolean): Promise<number> {
+    const { blobs, queues, names, partitions } = this.deps;
+    const depthOf = new Map<string, Promise<number>>();
+    const depth = (queue: string): Promise<number> => {
+      let d = depthOf.get(queue);
+      if (!d) depthOf.set(queue, (d = queues.depth(queue)));
+      return d;
+    };
+    const wake = new Map<string, Wake>();
+    let reenqueued = 0;
+    await mapLimit(missing, 8, async (chunk) => {
+      const hasResult = await blobs.exists(layout.result(batchId, chunk));
+      const queue = hasResult ? names.resultsQueue : names.inputQueue(partitionOf(batchId, chunk, partitions));
+      wake.set(queue, { queue });
+      if (!stalled && (await depth(queue)) > 0) return;
+      const pointer = hasResult ? resultPointer(batchId, chunk, 1) : await this.workPointer(batchId, chunk);
+      if (!pointer) return;
+      await queues.send(queue, pointer);
+      reenqueued++;
+    });
+    await this.deps.notifier.wake([...wake.values()], batchId);
+    return reenqueued;
   }
 
-  const settled = m.chunks - missing.length;
-  // With no progress since the last check, pointers may be lost: re-enqueue even when a queue
-  // looks busy. With progress, only where the queue holds nothing that could be ours.
-  const stalled = settled <= check.settledBefore;
-  const depthOf = new Map<string, number>();
-  const depth = async (queue: string): Promise<number> => {
-    if (!depthOf.has(queue)) depthOf.set(queue, (await ctx.queues.getQueueClient(queue).getProperties()).approximateMessagesCount ?? 0);
-    return depthOf.get(queue) ?? 0;
-  };
-  const wake = new Map<string, WorkDetected>();
-  let reenqueued = 0;
-  await mapLimit(missing, 8, async (chunk) => {
-    const hasResult = await ctx.container('results').getBlockBlobClient(resultBlobName(m.batchId, chunk)).exists();
-    const queue = hasResult ? ctx.names.resultsQueue : ctx.names.inputQueue(partitionOf(m.batchId, chunk, tuning.partitions));
-    wake.set(queue, { storageAccount: ctx.storageAccount, queueName: queue, payloadSize: 0, role: hasResult ? 'output' : 'input', batchId: m.batchId });
-    if (!stalled && (await depth(queue)) > 0) return;
-    const pointer = hasResult ? resultPointer(m.batchId, chunk) : await workPointer(ctx, m.batchId, chunk);
-    if (!pointer) return;
-    await sendPointer(ctx.queues.getQueueClient(queue), pointer);
-    reenqueued++;
-  });
-  await ctx.publisher.publish([...wake.values()]);
-  const next: WatchdogCheck = { v: 1, batchId: m.batchId, attempt: check.attempt + 1, settledBefore: settled };
-  const nextInMs = watchdogDelayMs(tuning.watchdogSlaSeconds, next.attempt);
-  await ctx.publisher.scheduleWatchdog(next, nextInMs);
-  ctx.log.warn(`batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`);
-  return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
-}
-
-function resultPointer(batchId: string, chunk: number): ResultPointer {
-  // count is informational on result pointers; the fold reads the result blob's own header.
-  return { v: 1, batchId, chunk, blob: resultBlobName(batchId, chunk), count: 1 };
-}
-
-/** Rebuilds a work pointer from the chunk blob's metadata (sha256, count) written at ingest. */
-async function workPointer(ctx: PipelineContext, batchId: string, chunk: number): Promise<WorkPointer | undefined> {
-  const blob = workBlobName(batchId, chunk);
-  try {
-    const props = await ctx.container('work').getBlockBlobClient(blob).getProperties();
-    const sha256 = props.metadata?.sha256;
-    const count = Number(props.metadata?.count);
+  /** Rebuilds a work pointer from the chunk blob's metadata (sha256, count) written at ingest. */
+  private async workPointer(batchId: string, chunk: number): Promise<WorkPointer | undefined> {
+    const ref = layout.chunk(batchId, chunk);
+    const info = await this.deps.blobs.info(ref);
+    if (!info) {
+      this.deps.log.error(`batch ${batchId}: chunk blob ${ref.name} is gone; the chunk cannot be redone`);
+      return undefined;
+    }
+    const sha256 = info.metadata.sha256;
+    const count = Number(info.metadata.count);
     if (!sha256 || !Number.isInteger(count) || count < 1) {
-      ctx.log.error(`batch ${batchId}: chunk blob ${blob} lacks its sha256/count metadata; cannot re-enqueue it`);
+      this.deps.log.error(`batch ${batchId}: chunk blob ${ref.name} lacks its sha256/count metadata; cannot re-enqueue it`);
       return undefined;
     }
-    return { v: 1, batchId, chunk, blob, count, sha256, bytes: props.contentLength ?? 0 };
-  } catch (e) {
-    if (statusOf(e) === 404) {
-      ctx.log.error(`batch ${batchId}: chunk blob ${blob} is gone; the chunk cannot be redone`);
-      return undefined;
-    }
-    throw e;
+    return { v: 1, batchId, chunk, blob: ref.name, count, sha256, bytes: info.size };
   }
 }

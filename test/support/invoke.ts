@@ -8,7 +8,7 @@ import { HttpRequest, type HttpResponseInit, InvocationContext } from '@azure/fu
 import { getBatch, getBatchReport } from '../../functions/batches-http';
 import { postBatch } from '../../functions/ingest-http';
 import { onWorkDetected } from '../../functions/work-detected';
-import type { Runtime } from '../../shared/runtime';
+import type { PushdrainApp } from '../../shared/app';
 import type { Captured, CapturingPublisher } from './capturing-publisher';
 
 export const logs: string[] = [];
@@ -20,7 +20,7 @@ export function context(functionName = 'test'): InvocationContext {
   });
 }
 
-export async function post(rt: Runtime, body: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponseInit> {
+export async function post(rt: PushdrainApp, body: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
@@ -30,11 +30,11 @@ export async function post(rt: Runtime, body: Buffer | string, headers: Record<s
   return postBatch(rt, req, context('postBatch'));
 }
 
-export async function status(rt: Runtime, batchId: string): Promise<HttpResponseInit> {
+export async function status(rt: PushdrainApp, batchId: string): Promise<HttpResponseInit> {
   return getBatch(rt, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }), context('getBatch'));
 }
 
-export async function report(rt: Runtime, batchId: string, query: Record<string, string> = {}): Promise<HttpResponseInit> {
+export async function report(rt: PushdrainApp, batchId: string, query: Record<string, string> = {}): Promise<HttpResponseInit> {
   return getBatchReport(rt, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}/report`, params: { batchId }, query }), context('getBatchReport'));
 }
 
@@ -47,7 +47,7 @@ export interface PumpResult {
  * Feeds events to the handlers until `done()` holds or the time runs out. Events with a
  * delay (scheduled continuations) fire after it, like a scheduled Service Bus message.
  */
-export async function pump(rt: Runtime, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
+export async function pump(rt: PushdrainApp, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
   const inflight = new Set<Promise<unknown>>();
   // Scheduled events not yet fired: handed back to the publisher when this pump returns, so a
   // later pump still delivers them (as Service Bus would: a scheduled message is not lost).
@@ -99,7 +99,7 @@ export async function pump(rt: Runtime, events: CapturingPublisher, done: () => 
   }
 }
 
-export async function completed(rt: Runtime, batchId: string): Promise<boolean> {
-  const got = await rt.ctx.manifests.read(batchId);
+export async function completed(rt: PushdrainApp, batchId: string): Promise<boolean> {
+  const got = await rt.parts.manifests.read(batchId);
   return got?.manifest.state === 'completed' || got?.manifest.state === 'failed';
 }

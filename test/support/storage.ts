@@ -5,10 +5,19 @@
 import { randomBytes } from 'node:crypto';
 import { after, afterEach, before } from 'node:test';
 
+import type { ContainerClient } from '@azure/storage-blob';
+import type { QueueClient } from '@azure/storage-queue';
+
 import { type Azurite, startAzurite } from '../../local/azurite';
+import type { PushdrainApp } from '../../shared/app';
 import { loadSettings, type Settings } from '../../shared/config/settings';
+import { type AppOptions, createApp } from '../../shared/create-app';
+import { type ContainerKey, entityNames } from '../../shared/names';
 import type { WorkDetected } from '../../shared/notify/events';
-import { Runtime, type RuntimeOptions } from '../../shared/runtime';
+import { AzureBlobStore } from '../../shared/storage/azure-blob-store';
+import { createStorageClients } from '../../shared/storage/clients';
+import { BlobLeaseSlots } from '../../shared/storage/lease-slots';
+import { StorageMeter } from '../../shared/storage/meter';
 import { CapturingPublisher } from './capturing-publisher';
 import { startStorageProxy, type StorageProxy } from './storage-proxy';
 
@@ -45,32 +54,51 @@ export function testSettings(env: Record<string, string> = {}): Settings {
   });
 }
 
+/** The SDK clients behind a test's names, for what no port offers (clearing a queue, deleting one). */
+export interface RawStorage {
+  queue(name: string): QueueClient;
+  container(key: ContainerKey): ContainerClient;
+}
+
+export function rawStorage(settings: Settings): RawStorage {
+  const names = entityNames(settings.namePrefix, settings.tuning.partitions);
+  const clients = createStorageClients(settings.storage, new StorageMeter());
+  return { queue: (name) => clients.queues.getQueueClient(name), container: (key) => clients.blobs.getContainerClient(names.container(key)) };
+}
+
+/** Lease-based drain slots over the app's `leases` container, as the composition root builds them. */
+export function leaseSlots(app: PushdrainApp, perQueue: number): BlobLeaseSlots {
+  const { settings, names } = app.parts;
+  return new BlobLeaseSlots(new AzureBlobStore(createStorageClients(settings.storage, new StorageMeter()).blobs, names.container), perQueue, quietLog);
+}
+
 export interface TestRuntime {
-  rt: Runtime;
+  rt: PushdrainApp;
   events: CapturingPublisher;
   /** Same storage, own meter: what the test itself reads does not count against the app. */
-  observer: Runtime;
+  observer: PushdrainApp;
+  raw: RawStorage;
 }
 
-const open = new Set<Runtime>();
+const open = new Set<PushdrainApp>();
 
-export async function testRuntime(env: Record<string, string> = {}, options: RuntimeOptions = {}): Promise<TestRuntime> {
+export async function testRuntime(env: Record<string, string> = {}, options: AppOptions = {}): Promise<TestRuntime> {
   const events = new CapturingPublisher();
   const settings = testSettings(env);
-  const rt = new Runtime(settings, { publisher: events, log: quietLog, ...options });
-  const observer = new Runtime(settings, { publisher: new CapturingPublisher(), log: quietLog });
+  const rt = createApp(settings, { publisher: events, log: quietLog, ...options });
+  const observer = createApp(settings, { publisher: new CapturingPublisher(), log: quietLog });
   open.add(rt);
   open.add(observer);
-  await rt.ensureStorage();
-  return { rt, events, observer };
+  await rt.ready();
+  return { rt, events, observer, raw: rawStorage(settings) };
 }
 
-/** Closes every runtime a test made; throws if one still had a drain running (a leaked drain). */
+/** Closes every app a test made; throws if one still had a drain running (a leaked drain). */
 export async function closeRuntimes(): Promise<void> {
   const busy = [...open].filter((rt) => rt.drainsInProgress > 0).length;
   for (const rt of open) await rt.close();
   open.clear();
-  if (busy > 0) throw new Error(`${busy} runtime(s) still had a drain in progress when the test ended`);
+  if (busy > 0) throw new Error(`${busy} app(s) still had a drain in progress when the test ended`);
 }
 
 /** The usual hooks of an Azurite test file: one emulator per file, runtimes checked after each test. */

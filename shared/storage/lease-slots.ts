@@ -1,22 +1,15 @@
 /**
  * Drain slots: at most S concurrent drains per queue, held as blob leases on
- * `leases/{queue}/slot-{k}`. A lease outlives a crashed holder by at most LEASE_SECONDS,
- * so a dead drain never blocks its queue for long.
+ * `leases/{queue}/slot-{k}` (the "processing already running" record of the design). A lease
+ * outlives a crashed holder by at most LEASE_SECONDS, so a dead drain never blocks its queue
+ * for long.
  */
-import type { ContainerClient } from '@azure/storage-blob';
+import type { BlobLeaseClient } from '@azure/storage-blob';
 
-import { statusOf, writeBlob } from '../storage/blob-io';
-import type { DrainLogger } from './types';
-
-export interface HeldSlot {
-  readonly id: string;
-  release(): Promise<void>;
-}
-
-export interface DrainSlots {
-  /** A free slot for the queue, or undefined when all are held. */
-  acquire(queue: string): Promise<HeldSlot | undefined>;
-}
+import type { DrainSlots, HeldSlot } from '../drain/types';
+import { layout } from '../layout';
+import type { Logger } from '../ports';
+import { type AzureBlobStore, statusOf } from './azure-blob-store';
 
 /**
  * Blob leases last 15–60 s. The shortest bounds how long a crashed drain can block its slot;
@@ -26,23 +19,26 @@ export const LEASE_SECONDS = 15;
 const RENEW_EVERY_MS = 5_000;
 
 export class BlobLeaseSlots implements DrainSlots {
+  readonly holdLimitMs = LEASE_SECONDS * 1000;
+
   constructor(
-    private readonly container: ContainerClient,
+    private readonly blobs: AzureBlobStore,
     private readonly slotsPerQueue: number,
-    private readonly log: DrainLogger,
+    private readonly log: Logger,
   ) {}
 
   async acquire(queue: string): Promise<HeldSlot | undefined> {
     for (let k = 0; k < this.slotsPerQueue; k++) {
-      const held = await this.tryAcquire(`${queue}/slot-${k}`);
+      const held = await this.tryAcquire(queue, k);
       if (held) return held;
     }
     return undefined;
   }
 
-  private async tryAcquire(name: string): Promise<HeldSlot | undefined> {
-    const blob = this.container.getBlockBlobClient(name);
-    const lease = blob.getBlobLeaseClient();
+  private async tryAcquire(queue: string, k: number): Promise<HeldSlot | undefined> {
+    const ref = layout.slot(queue, k);
+    const name = ref.name;
+    const lease = this.blobs.container(ref.container).getBlockBlobClient(name).getBlobLeaseClient();
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         await lease.acquireLease(LEASE_SECONDS);
@@ -52,13 +48,13 @@ export class BlobLeaseSlots implements DrainSlots {
         if (status === 409) return undefined; // leased by another drain
         if (status !== 404 || attempt > 0) throw e;
         // First use of this slot: create its (empty) blob, racing other creators harmlessly.
-        await writeBlob(blob, Buffer.alloc(0), { contentType: 'application/octet-stream', condition: { ifNoneMatch: '*' } });
+        await this.blobs.write(ref, Buffer.alloc(0), { contentType: 'application/octet-stream', condition: { ifNoneMatch: '*' } });
       }
     }
     return undefined;
   }
 
-  private held(name: string, lease: ReturnType<ReturnType<ContainerClient['getBlockBlobClient']>['getBlobLeaseClient']>): HeldSlot {
+  private held(name: string, lease: BlobLeaseClient): HeldSlot {
     const timer = setInterval(() => {
       lease.renewLease().catch((e: unknown) => this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`));
     }, RENEW_EVERY_MS);

@@ -1,0 +1,27 @@
+/**
+ * The one application of this worker process, built on first use from app settings.
+ * Validated at app start (appStart hook), so a bad setting fails there, naming the setting.
+ */
+import { app } from '@azure/functions';
+
+import type { PushdrainApp } from '../shared/app';
+import { loadSettings } from '../shared/config/settings';
+import { createApp } from '../shared/create-app';
+import { ConfigError } from '../shared/errors';
+
+let current: PushdrainApp | undefined;
+
+export function instance(): PushdrainApp {
+  if (!current) {
+    const settings = loadSettings(process.env);
+    if (!settings.serviceBus) {
+      throw new ConfigError('ServiceBusConnection', 'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published');
+    }
+    current = createApp(settings);
+  }
+  return current;
+}
+
+app.hook.appStart(() => {
+  instance();
+});

@@ -1,0 +1,103 @@
+/**
+ * The composition root: every client, adapter and pipeline step is built here, once, from
+ * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
+ */
+import { type AppParts, PushdrainApp } from './app';
+import { ManifestStore } from './batch/manifest-store';
+import { PendingNotifications } from './batch/pending-notifications';
+import { ProgressRecorder } from './batch/progress';
+import { BatchReader } from './batch/read-batch';
+import type { Settings } from './config/settings';
+import { DrainCoordinator } from './drain/coordinator';
+import { PermanentError } from './errors';
+import { Ingestor } from './ingest/ingest';
+import { CONTAINERS, entityNames } from './names';
+import type { WorkPublisher } from './notify/events';
+import { Notifier } from './notify/notifier';
+import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
+import { Finalizer } from './pipeline/finalize';
+import { MapProcessor } from './pipeline/map-processor';
+import { ReduceProcessor } from './pipeline/reduce-processor';
+import { Redriver } from './poison/redrive';
+import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
+import { AzureQueueStore } from './queue/storage-queue';
+import { AzureBlobStore } from './storage/azure-blob-store';
+import { createStorageClients } from './storage/clients';
+import { BlobLeaseSlots } from './storage/lease-slots';
+import { StorageMeter } from './storage/meter';
+import { Sweeper } from './sweep/incoming-sweep';
+import { Watchdog } from './watchdog/check-batch';
+
+export interface AppOptions {
+  /** @defaultValue Service Bus from settings.serviceBus */
+  publisher?: WorkPublisher;
+  /** @defaultValue the system clock */
+  clock?: Clock;
+  /** @defaultValue the console */
+  log?: Logger;
+  /** @defaultValue a new meter */
+  meter?: StorageMeter;
+}
+
+export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
+  const { tuning } = settings;
+  const meter = options.meter ?? new StorageMeter();
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? consoleLogger;
+  const now = (): number => clock.now();
+  const names = entityNames(settings.namePrefix, tuning.partitions);
+  const clients = createStorageClients(settings.storage, meter);
+  const blobs = new AzureBlobStore(clients.blobs, names.container);
+  const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
+  const manifests = new ManifestStore(blobs);
+  const progress = new ProgressRecorder(manifests);
+  const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
+  const pending = new PendingNotifications(blobs, manifests, notifier);
+  const finalizer = new Finalizer(blobs, manifests, now, log);
+  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, partitions: tuning.partitions, now, log });
+  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
+  const reduce = new ReduceProcessor(progress, finalizer, log);
+  return {
+    settings,
+    names,
+    meter,
+    clock,
+    log,
+    blobs,
+    queues,
+    manifests,
+    progress,
+    notifier,
+    finalizer,
+    ingestor,
+    reader: new BatchReader(manifests, blobs),
+    sweeper: new Sweeper({ blobs, ingestor, pending, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
+    map,
+    reduce,
+    drains: new DrainCoordinator({
+      queues,
+      slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
+      processors: { input: map, output: reduce },
+      continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+      clock,
+      log,
+      tuning,
+    }),
+    redriver: new Redriver({ queues, manifests, notifier, names, log }),
+    watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, partitions: tuning.partitions, maxChecks: tuning.watchdogMaxChecks, log }),
+    provision: async () => {
+      await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
+    },
+  };
+}
+
+/** The application, wired from settings. */
+export function createApp(settings: Settings, options: AppOptions = {}): PushdrainApp {
+  return new PushdrainApp(composeApp(settings, options));
+}
+
+function defaultPublisher(settings: Settings): WorkPublisher {
+  if (settings.serviceBus) return new ServiceBusPublisher(createServiceBusClient(settings.serviceBus));
+  const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
+  return { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() };
+}

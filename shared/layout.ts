@@ -1,0 +1,43 @@
+/**
+ * Where everything lives in Blob Storage: every blob path the app reads or writes is made
+ * here, and nowhere else. Paths keyed by a batch id validate it, so an id from a route, a
+ * pointer or a poison record can never reach another blob through `..` or a slash.
+ */
+import { PermanentError } from './errors';
+import { isValidBatchId } from './model/batch-id';
+import type { ContainerKey } from './names';
+
+/** A blob, named by its container key (the deployment's prefix is applied by the store). */
+export interface BlobRef {
+  container: ContainerKey;
+  name: string;
+}
+
+function batch(batchId: string): string {
+  if (!isValidBatchId(batchId)) throw new PermanentError('refusing an invalid batch id as a blob path');
+  return batchId;
+}
+
+/** Markers of batches whose WorkDetected events are still to be published (see the sweep). */
+export const PENDING_NOTIFY_PREFIX = 'pending-notify/';
+
+export const layout = {
+  /** A chunk of transactions, gzip NDJSON (claim check): `work/{batchId}/{chunk}.ndjson.gz`. */
+  chunk: (batchId: string, chunk: number): BlobRef => ({ container: 'work', name: `${batch(batchId)}/${chunk}.ndjson.gz` }),
+  /** A billed chunk: `results/{batchId}/{chunk}`. */
+  result: (batchId: string, chunk: number): BlobRef => ({ container: 'results', name: `${batch(batchId)}/${chunk}` }),
+  /** The batch's record of truth: `batches/{batchId}/manifest.json`. */
+  manifest: (batchId: string): BlobRef => ({ container: 'batches', name: `${batch(batchId)}/manifest.json` }),
+  /** The finished report: `reports/{batchId}.json`. */
+  report: (batchId: string): BlobRef => ({ container: 'reports', name: `${batch(batchId)}.json` }),
+  /** `batches/pending-notify/{batchId}`: written before a 202 whose events could not be published. */
+  pendingNotify: (batchId: string): BlobRef => ({ container: 'batches', name: `${PENDING_NOTIFY_PREFIX}${batch(batchId)}` }),
+  /** The batch id of a pending-notify marker name. */
+  pendingNotifyBatch: (name: string): string => name.slice(PENDING_NOTIFY_PREFIX.length),
+  /** Drain slot k of a queue, held as a blob lease: `leases/{queue}/slot-{k}`. */
+  slot: (queue: string, k: number): BlobRef => ({ container: 'leases', name: `${queue}/slot-${k}` }),
+  /** Batch files are dropped in `incoming/`, then moved to `archive/` or `rejected/`. */
+  file: (container: 'incoming' | 'archive' | 'rejected', name: string): BlobRef => ({ container, name }),
+  /** Why a file was rejected: `rejected/{name}.error.json`. */
+  rejection: (name: string): BlobRef => ({ container: 'rejected', name: `${name}.error.json` }),
+} as const;

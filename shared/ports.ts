@@ -1,0 +1,94 @@
+/**
+ * The seams between the pipeline steps and the outside world. Steps receive only the ports
+ * they use, through their constructors; the adapters behind them (shared/storage,
+ * shared/queue, shared/notify) are the only code that touches an Azure SDK client, and
+ * shared/create-app.ts is the only place that picks them.
+ */
+import type { DrainQueue } from './drain/types';
+import type { BlobRef } from './layout';
+import type { ContainerKey } from './names';
+
+export interface BlobRead {
+  body: Buffer;
+  etag: string;
+}
+
+export type WriteCondition = { ifNoneMatch: '*' } | { ifMatch: string };
+
+export interface WriteOptions {
+  contentType: string;
+  contentEncoding?: string;
+  /** With a condition, a failed condition returns undefined instead of throwing. */
+  condition?: WriteCondition;
+  metadata?: Record<string, string>;
+}
+
+export interface BlobInfo {
+  size: number;
+  metadata: Record<string, string>;
+}
+
+export interface ListedBlob {
+  name: string;
+  etag: string;
+}
+
+/** Blob Storage as the steps see it: whole-blob reads and writes, one request each where possible. */
+export interface BlobStore {
+  /** The bytes and ETag, or undefined when the blob does not exist. */
+  read(ref: BlobRef): Promise<BlobRead | undefined>;
+  /**
+   * Uploads in one request and returns the new ETag. With a condition, undefined means the
+   * condition failed (someone else wrote first): the caller decides what that means.
+   */
+  write(ref: BlobRef, body: Buffer, options: WriteOptions): Promise<string | undefined>;
+  exists(ref: BlobRef): Promise<boolean>;
+  /** Size and metadata, or undefined when the blob does not exist. */
+  info(ref: BlobRef): Promise<BlobInfo | undefined>;
+  /** Deletes if present. */
+  remove(ref: BlobRef): Promise<void>;
+  list(container: ContainerKey, prefix?: string): AsyncIterable<ListedBlob>;
+  /** Streams a (possibly large) blob without holding it in memory. */
+  stream(ref: BlobRef): AsyncIterable<Buffer>;
+  /** Server-side copy within the account; resolves when the copy is complete. */
+  copy(from: BlobRef, to: BlobRef): Promise<void>;
+  /** Creates the containers if missing (one request each). */
+  ensureContainers(keys: readonly ContainerKey[]): Promise<void>;
+}
+
+/** Storage queues as the steps see them. Messages are small JSON pointers (claim checks). */
+export interface QueueStore {
+  /** The drainer's view of one queue, with its `{queue}-poison` twin. */
+  queue(name: string): DrainQueue;
+  /** Sends a JSON message that never expires (a backlog must not silently vanish). */
+  send(queue: string, body: unknown): Promise<void>;
+  /** Approximate count, in-flight messages included. */
+  depth(queue: string): Promise<number>;
+  /** Creates the queues if missing (one request each). */
+  ensureQueues(names: readonly string[]): Promise<void>;
+}
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  /** U(0,1). */
+  random(): number;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+  random: () => Math.random(),
+};
+
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export const consoleLogger: Logger = {
+  info: (m) => console.log(m),
+  warn: (m) => console.warn(m),
+  error: (m) => console.error(m),
+};
