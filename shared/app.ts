@@ -3,8 +3,7 @@
  * local host, the CLI). Each method is one use case; it makes sure Storage is provisioned,
  * then hands over to the pipeline step that owns the work. Built by create-app.ts.
  */
-import type { BatchStatusBody } from './batch/manifest';
-import type { ManifestStore } from './batch/manifest-store';
+import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchReader, ReportLookup } from './batch/read-batch';
 import type { Settings } from './config/settings';
@@ -14,13 +13,11 @@ import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
 import type { EntityNames } from './names';
-import type { WatchdogCheck, WorkDetected } from './notify/events';
-import type { Notifier } from './notify/notifier';
+import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
-import type { Redriver } from './poison/redrive';
-import type { RedriveRequest, RedriveResult } from './poison/redrive';
+import type { Redriver, RedriveRequest, RedriveResult } from './poison/redrive';
 import type { BlobStore, Clock, Logger, QueueStore } from './ports';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';

@@ -3,7 +3,7 @@
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
 import { type AppParts, PushdrainApp } from './app';
-import { ManifestStore } from './batch/manifest-store';
+import { ManifestStore } from './batch/manifest';
 import { PendingNotifications } from './batch/pending-notifications';
 import { ProgressRecorder } from './batch/progress';
 import { BatchReader } from './batch/read-batch';
@@ -12,8 +12,7 @@ import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
 import { CONTAINERS, entityNames } from './names';
-import type { WorkPublisher } from './notify/events';
-import { Notifier } from './notify/notifier';
+import { Notifier, type WorkPublisher } from './notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
 import { Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
@@ -54,7 +53,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const pending = new PendingNotifications(blobs, manifests, notifier);
   const finalizer = new Finalizer(blobs, manifests, now, log);
-  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, partitions: tuning.partitions, now, log });
+  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, now, log });
   const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   return {
@@ -84,7 +83,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       tuning,
     }),
     redriver: new Redriver({ queues, manifests, notifier, names, log }),
-    watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, partitions: tuning.partitions, maxChecks: tuning.watchdogMaxChecks, log }),
+    watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log }),
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },

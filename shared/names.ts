@@ -2,6 +2,7 @@
  * Every queue, container, topic and subscription name the app uses, in one place.
  * infra/ provisions exactly these (a test reads both); a prefix lets tests isolate themselves.
  */
+import { createHash } from 'node:crypto';
 
 export const TOPIC = 'work-detected';
 
@@ -24,6 +25,8 @@ export interface EntityNames {
   container: (key: ContainerKey) => string;
   inputQueue: (partition: number) => string;
   inputQueues: () => string[];
+  /** The input queue of a batch's chunk (see partitionOf). */
+  inputQueueOf: (batchId: string, chunk: number) => string;
   resultsQueue: string;
   poisonQueue: (queue: string) => string;
   /** Every queue the app reads or writes, poison twins included. */
@@ -42,9 +45,19 @@ export function entityNames(prefix: string, partitions: number): EntityNames {
     container: (key) => `${prefix}${key}`,
     inputQueue,
     inputQueues: () => [...inputs],
+    inputQueueOf: (batchId, chunk) => inputQueue(partitionOf(batchId, chunk, partitions)),
     resultsQueue,
     poisonQueue,
     allQueues: () => [...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]),
     roleOf: (queue) => (queue === resultsQueue ? 'output' : inputs.includes(queue) ? 'input' : undefined),
   };
+}
+
+/**
+ * Chunk i of a batch goes to partition (offset + i) mod P, with the offset from the batch id:
+ * a batch of at least P chunks uses every partition, and small batches don't all land on 0.
+ */
+export function partitionOf(batchId: string, chunk: number, partitions: number): number {
+  const offset = createHash('sha256').update(batchId).digest().readUInt32BE(0) % partitions;
+  return (offset + chunk) % partitions;
 }

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { billChunk } from '../shared/billing/bill';
+import { billChunk, taxOf } from '../shared/billing/bill';
 import { ReportBuilder, reportCsv } from '../shared/billing/report';
-import { taxOf } from '../shared/billing/tax';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { generate } from './support/generate';
 import { expectedReport, halfEven } from './support/oracle';

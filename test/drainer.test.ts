@@ -8,10 +8,9 @@ import { describe, test } from 'node:test';
 
 import { backoffDelay } from '../shared/drain/backoff';
 import { DequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
-import { perMessagesRule } from '../shared/drain/task-count';
-import type { DrainQueue, MessageProcessor, QueueMessage } from '../shared/drain/types';
+import { perMessagesRule } from '../shared/drain/drain-queue';
 import { PermanentError } from '../shared/errors';
-import type { Clock } from '../shared/ports';
+import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/ports';
 import { quietLog } from './support/storage';
 
 class FakeClock implements Clock {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
-import { partitionOf } from '../shared/model/partition';
+import { partitionOf } from '../shared/names';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
 import { expectedReport } from './support/oracle';

@@ -3,10 +3,10 @@
  * asks for up to 32 messages, processes them, and when the queue is empty waits a fixed 1 s
  * and asks again, forever. Idle, every queue costs 3,600 receives an hour.
  */
-import type { QueueMessage } from '../../shared/drain/types';
 import { ensureError } from '../../shared/errors';
+import type { QueueMessage } from '../../shared/ports';
 import { interruptibleSleep, processAndDelete, Signal } from './handle';
-import { type Listener, LISTENER_MAX_RUN_MS,type ListenerDeps } from './listener';
+import { type Listener, LISTENER_MAX_RUN_MS, type ListenerDeps } from './listener';
 
 export const CLASSIC_POLL_MS = 1_000;
 export const CLASSIC_BATCH = 32;

@@ -6,11 +6,11 @@
  * that found work resets it. A function writing to a queue of the same app wakes that queue's
  * listener early (the SDK's SharedQueueWatcher), modelled by notify().
  */
-import type { QueueMessage } from '../../shared/drain/types';
 import { ensureError } from '../../shared/errors';
+import type { QueueMessage } from '../../shared/ports';
 import { FUNCTIONS_MAX_POLL_MS, FUNCTIONS_MIN_POLL_MS, idleState, RandomizedExponentialBackoff } from './functions-backoff';
 import { interruptibleSleep, processAndDelete, Signal } from './handle';
-import { type Listener, LISTENER_MAX_RUN_MS,type ListenerDeps } from './listener';
+import { type Listener, LISTENER_MAX_RUN_MS, type ListenerDeps } from './listener';
 
 export const FUNCTIONS_BATCH = 16;
 export const FUNCTIONS_NEW_BATCH_THRESHOLD = FUNCTIONS_BATCH / 2;

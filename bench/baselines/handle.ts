@@ -4,9 +4,8 @@
  * (or released at once, as the Functions queue trigger does). Same processors, same poison
  * queue, same delete-after-success as pushdrain's drainer, so only the polling differs.
  */
-import type { DrainQueue, MessageProcessor, QueueMessage } from '../../shared/drain/types';
 import { ensureError, PermanentError } from '../../shared/errors';
-import type { Logger } from '../../shared/ports';
+import type { DrainQueue, Logger, MessageProcessor, QueueMessage } from '../../shared/ports';
 
 export interface HandleOptions {
   maxDequeueCount: number;

@@ -1,6 +1,5 @@
 /** The contract of a baseline's per-queue polling loop. */
-import type { DrainQueue, MessageProcessor } from '../../shared/drain/types';
-import type { Logger } from '../../shared/ports';
+import type { DrainQueue, Logger, MessageProcessor } from '../../shared/ports';
 
 export interface Listener {
   /** Stops polling, lets in-flight messages finish, and resolves when the loop has exited. */

@@ -9,19 +9,18 @@
 import { createHash } from 'node:crypto';
 
 import type { PushdrainApp } from '../../shared/app';
-import type { Manifest, QueueTouch } from '../../shared/batch/manifest';
-import { isSettled } from '../../shared/batch/manifest';
+import { isSettled, type Manifest, type QueueTouch } from '../../shared/batch/manifest';
 import { billChunk } from '../../shared/billing/bill';
 import { encodeResult } from '../../shared/billing/result-blob';
-import type { MessageProcessor, QueueMessage } from '../../shared/drain/types';
 import { PermanentError } from '../../shared/errors';
 import { bufferSource } from '../../shared/ingest/body';
-import { chunkBody } from '../../shared/ingest/chunks';
+import { chunkBody } from '../../shared/ingest/ingest';
 import { validateBody } from '../../shared/ingest/validate-body';
 import { layout } from '../../shared/layout';
 import { batchIdFor } from '../../shared/model/batch-id';
 import { resultPointer } from '../../shared/model/pointers';
 import { type Transaction, validateTransaction } from '../../shared/model/transaction';
+import type { MessageProcessor, QueueMessage } from '../../shared/ports';
 import { Pool } from '../../shared/util/pool';
 import type { AppOptions, BenchApp } from '../app';
 import { startFunctionsQueueListener } from './functions-queue-trigger';

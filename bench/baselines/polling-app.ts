@@ -6,7 +6,7 @@
  */
 import type { PushdrainApp } from '../../shared/app';
 import { createApp } from '../../shared/create-app';
-import type { MessageProcessor, QueueMessage } from '../../shared/drain/types';
+import type { MessageProcessor, QueueMessage } from '../../shared/ports';
 import { createStorageClients } from '../../shared/storage/clients';
 import { StorageMeter } from '../../shared/storage/meter';
 import type { AppOptions, BenchApp, DesignName } from '../app';

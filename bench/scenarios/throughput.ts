@@ -7,8 +7,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 
-import type { MeterSnapshot } from '../../shared/storage/meter';
-import { meterDelta } from '../../shared/storage/meter';
+import { meterDelta, type MeterSnapshot } from '../../shared/storage/meter';
 import { expectedReport } from '../../test/support/oracle';
 import type { DesignName } from '../app';
 import { startApp } from '../designs';

@@ -5,9 +5,9 @@
  */
 import { ensureError } from '../errors';
 import { layout, PENDING_NOTIFY_PREFIX } from '../layout';
-import type { Notifier } from '../notify/notifier';
+import type { Notifier } from '../notify/events';
 import type { BlobStore } from '../ports';
-import type { ManifestStore } from './manifest-store';
+import type { ManifestStore } from './manifest';
 
 export interface Renotified {
   batchId: string;

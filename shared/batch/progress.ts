@@ -3,9 +3,7 @@
  * single read-modify-write. A results drain settles up to 32 chunks at once; one write for
  * all of them saves transactions and avoids a storm of ETag conflicts between them.
  */
-import type { FailedChunk, Manifest } from './manifest';
-import { isTerminal } from './manifest';
-import type { ManifestStore, VersionedManifest } from './manifest-store';
+import { type FailedChunk, isTerminal, type Manifest, type ManifestStore, type VersionedManifest } from './manifest';
 
 export type ChunkOutcome = { chunk: number; done: true } | ({ done: false } & FailedChunk);
 

@@ -4,8 +4,7 @@ import { ValidationError } from '../errors';
 import { layout } from '../layout';
 import { isValidBatchId } from '../model/batch-id';
 import type { BlobStore } from '../ports';
-import { type BatchStatusBody, statusBody } from './manifest';
-import type { ManifestStore } from './manifest-store';
+import { type BatchStatusBody, type ManifestStore, statusBody } from './manifest';
 
 export type ReportLookup = { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatusBody['status'] } | { kind: 'ready'; report: Report };
 

@@ -5,11 +5,9 @@
  */
 import type { Tuning } from '../config/settings';
 import type { Role } from '../names';
-import type { Clock, Logger, QueueStore } from '../ports';
+import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
 import type { DequeueTasks } from './dequeue-tasks';
-import { type DrainOptions, type DrainOutcome, drainQueue } from './drain-queue';
-import { perMessagesRule } from './task-count';
-import type { DrainSlots, MessageProcessor } from './types';
+import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
 
 export type DrainResult = DrainOutcome | { kind: 'joined' };
 

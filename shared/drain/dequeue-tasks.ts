@@ -8,10 +8,9 @@
  * A later wake-up for the same queue joins a running group through nudge().
  */
 import { ensureError, PermanentError } from '../errors';
-import type { Clock, Logger } from '../ports';
+import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { backoffDelay } from './backoff';
-import type { DrainQueue, MessageProcessor, QueueMessage } from './types';
 
 export interface TaskOptions {
   batchSize: number;

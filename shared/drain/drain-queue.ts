@@ -5,11 +5,17 @@
  * our last task was exiting.
  */
 import { ensureError } from '../errors';
-import type { Clock, Logger } from '../ports';
+import type { Clock, DrainQueue, DrainSlots, Logger, MessageProcessor } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { DequeueTasks, type DrainStats, type TaskOptions } from './dequeue-tasks';
-import type { TaskCountRule } from './task-count';
-import type { DrainQueue, DrainSlots, MessageProcessor } from './types';
+
+/** How many dequeue tasks a drain starts for a queue of a given depth. */
+export type TaskCountRule = (depth: number) => number;
+
+/** One task per `messagesPerTask` queued messages, at least one, at most `maxTasks`. */
+export function perMessagesRule(messagesPerTask: number, maxTasks: number): TaskCountRule {
+  return (depth) => Math.max(1, Math.min(maxTasks, Math.ceil(Math.max(0, depth) / messagesPerTask)));
+}
 
 export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
   /** How long this wake-up may take work, in ms (stop before the function timeout). */

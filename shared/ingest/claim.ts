@@ -7,9 +7,7 @@
  * whose heartbeat stopped belongs to a request that died (host killed, timed out); the
  * client's retry takes it over instead of waiting out a long lease.
  */
-import type { Manifest } from '../batch/manifest';
-import { publicStatus } from '../batch/manifest';
-import type { ManifestStore } from '../batch/manifest-store';
+import { type Manifest, type ManifestStore, publicStatus } from '../batch/manifest';
 import { ensureError, TransientError, ValidationError } from '../errors';
 
 /** An `ingesting` claim with no heartbeat for this long belongs to a request that died. */

@@ -5,25 +5,22 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import type { Manifest, PublicStatus, QueueTouch } from '../batch/manifest';
-import { isSettled, publicStatus } from '../batch/manifest';
-import type { ManifestStore } from '../batch/manifest-store';
+import { isSettled, type Manifest, type ManifestStore, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import type { PendingNotifications } from '../batch/pending-notifications';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { layout } from '../layout';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
 import { encodeChunk } from '../model/chunk-codec';
-import { partitionOf } from '../model/partition';
 import type { WorkPointer } from '../model/pointers';
+import { type Transaction, validateTransaction } from '../model/transaction';
 import type { EntityNames } from '../names';
-import type { Notifier } from '../notify/notifier';
+import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
-import { chunkBody } from './chunks';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
-import type { BodyFormat } from './records';
+import { type BodyFormat, readRecords } from './records';
 import { validateBody } from './validate-body';
 
 export interface IngestRequest {
@@ -54,7 +51,6 @@ export interface IngestDeps {
   finalizer: Finalizer;
   names: EntityNames;
   chunkSize: number;
-  partitions: number;
   now: () => number;
   log: Logger;
 }
@@ -117,7 +113,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
 
 async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat): Promise<IngestResult> {
   const { batchId } = m;
-  const pointers: { partition: number; pointer: WorkPointer }[] = [];
+  const pointers: { queue: string; pointer: WorkPointer }[] = [];
   const writes = new Pool(WRITE_CONCURRENCY);
   let index = 0;
   let counted = 0;
@@ -134,7 +130,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
         metadata: { sha256: enc.sha256, count: String(enc.count) },
       });
       pointers[chunk] = {
-        partition: partitionOf(batchId, chunk, ctx.partitions),
+        queue: ctx.names.inputQueueOf(batchId, chunk),
         pointer: { v: 1, batchId, chunk, blob: ref.name, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
       };
     });
@@ -143,14 +139,13 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
   if (counted !== m.transactions) throw new Error(`body changed between passes: ${counted} vs ${m.transactions} transactions`);
 
   const sends = new Pool(ENQUEUE_CONCURRENCY);
-  for (const { partition, pointer } of pointers) {
-    await sends.run(() => ctx.queues.send(ctx.names.inputQueue(partition), pointer));
+  for (const { queue, pointer } of pointers) {
+    await sends.run(() => ctx.queues.send(queue, pointer));
   }
   await sends.drain();
 
   const touches = new Map<string, QueueTouch>();
-  for (const { partition, pointer } of pointers) {
-    const queue = ctx.names.inputQueue(partition);
+  for (const { queue, pointer } of pointers) {
     const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };
     t.chunks++;
     t.payloadSize += pointer.bytes;
@@ -199,4 +194,20 @@ async function abandon(ctx: IngestDeps, claim: Manifest, reason: string): Promis
   } catch (e) {
     ctx.log.error(`batch ${batchId}: could not mark the failed ingest abandoned: ${ensureError(e).message}`);
   }
+}
+
+/** Pass two: re-read the (already valid) body and cut it into chunks of validated transactions. */
+/** A record that no longer validates is a bug upstream. */
+export async function* chunkBody(open: BodySource, format: BodyFormat, size: number): AsyncGenerator<Transaction[]> {
+  let chunk: Transaction[] = [];
+  for await (const rec of readRecords(open(), format)) {
+    const r = rec.error === undefined ? validateTransaction(rec.value, rec.line) : undefined;
+    if (!r || 'errors' in r) throw new Error(`body changed between validation and chunking at line ${rec.line}`);
+    chunk.push(r.ok);
+    if (chunk.length === size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) yield chunk;
 }

@@ -4,9 +4,7 @@
  * (concurrent aggregators, or ingest and an aggregator): the report is the same bytes and
  * the manifest keeps its first completion.
  */
-import type { Manifest } from '../batch/manifest';
-import { isSettled, isTerminal } from '../batch/manifest';
-import type { ManifestStore } from '../batch/manifest-store';
+import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
 import { ReportBuilder } from '../billing/report';
 import { readResultHeader } from '../billing/result-blob';
 import { TransientError } from '../errors';

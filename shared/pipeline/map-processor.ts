@@ -7,13 +7,12 @@ import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
 import { encodeResult } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
-import type { MessageProcessor, QueueMessage } from '../drain/types';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
 import { decodeChunk } from '../model/chunk-codec';
 import { parseWorkPointer, resultPointer } from '../model/pointers';
-import type { Notifier } from '../notify/notifier';
-import type { BlobStore, QueueStore } from '../ports';
+import type { Notifier } from '../notify/events';
+import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
 

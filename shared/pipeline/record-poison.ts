@@ -1,6 +1,6 @@
 /** A poisoned pointer fails its chunk on the batch, which may settle (and fail) the batch. */
 import type { ProgressRecorder } from '../batch/progress';
-import type { QueueMessage } from '../drain/types';
+import type { QueueMessage } from '../ports';
 import type { Finalizer } from './finalize';
 
 export async function recordPoison(

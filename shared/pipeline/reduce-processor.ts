@@ -3,9 +3,8 @@
  * often the message is delivered; when the batch is settled, finalize it.
  */
 import type { ProgressRecorder } from '../batch/progress';
-import type { MessageProcessor, QueueMessage } from '../drain/types';
 import { parseResultPointer } from '../model/pointers';
-import type { Logger } from '../ports';
+import type { Logger, MessageProcessor, QueueMessage } from '../ports';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
 

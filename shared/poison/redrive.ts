@@ -3,13 +3,11 @@
  * chunks on the batch (a failed batch becomes accepted again), and wake the queues. Send
  * first, then delete: a crash in between duplicates a pointer, which processing absorbs.
  */
-import type { Manifest } from '../batch/manifest';
-import type { ManifestStore } from '../batch/manifest-store';
-import { MAX_RECEIVE, type PoisonRecord } from '../drain/types';
+import type { Manifest, ManifestStore } from '../batch/manifest';
 import { ValidationError } from '../errors';
 import type { EntityNames } from '../names';
-import type { Notifier } from '../notify/notifier';
-import type { Logger, QueueStore } from '../ports';
+import type { Notifier } from '../notify/events';
+import { type Logger, MAX_RECEIVE, type PoisonRecord, type QueueStore } from '../ports';
 
 export interface RedriveRequest {
   /** Source queue (e.g. `work-0`); all of the app's queues when absent. */

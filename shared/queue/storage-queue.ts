@@ -4,8 +4,7 @@
  */
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 
-import { type DrainQueue, MAX_RECEIVE, type PoisonRecord, type QueueMessage } from '../drain/types';
-import type { QueueStore } from '../ports';
+import { type DrainQueue, MAX_RECEIVE, type PoisonRecord, type QueueMessage, type QueueStore } from '../ports';
 import { statusOf } from '../storage/azure-blob-store';
 
 

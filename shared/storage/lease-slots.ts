@@ -6,9 +6,8 @@
  */
 import type { BlobLeaseClient } from '@azure/storage-blob';
 
-import type { DrainSlots, HeldSlot } from '../drain/types';
 import { layout } from '../layout';
-import type { Logger } from '../ports';
+import type { DrainSlots, HeldSlot, Logger } from '../ports';
 import { type AzureBlobStore, statusOf } from './azure-blob-store';
 
 /**

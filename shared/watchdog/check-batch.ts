@@ -5,16 +5,12 @@
  * pointer in flight (blob + idempotent processing make a duplicate harmless), and schedules
  * the next check with a doubled delay. The last check fails the batch with a clear reason.
  */
-import type { Manifest } from '../batch/manifest';
-import { isSettled, isTerminal } from '../batch/manifest';
-import type { ManifestStore } from '../batch/manifest-store';
+import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
 import type { ProgressRecorder } from '../batch/progress';
 import { layout } from '../layout';
-import { partitionOf } from '../model/partition';
 import { resultPointer, type WorkPointer } from '../model/pointers';
 import type { EntityNames } from '../names';
-import type { WatchdogCheck } from '../notify/events';
-import type { Notifier, Wake } from '../notify/notifier';
+import type { Notifier, Wake, WatchdogCheck } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { mapLimit } from '../util/pool';
@@ -32,7 +28,6 @@ export interface WatchdogDeps {
   queues: QueueStore;
   notifier: Notifier;
   names: EntityNames;
-  partitions: number;
   maxChecks: number;
   log: Logger;
 }
@@ -76,7 +71,7 @@ export class Watchdog {
 
   /** Re-enqueues lost pointers of the missing chunks and wakes their queues; returns how many it sent. */
   private async repair(batchId: string, missing: readonly number[], stalled: boolean): Promise<number> {
-    const { blobs, queues, names, partitions } = this.deps;
+    const { blobs, queues, names } = this.deps;
     const depthOf = new Map<string, Promise<number>>();
     const depth = (queue: string): Promise<number> => {
       let d = depthOf.get(queue);
@@ -87,7 +82,7 @@ export class Watchdog {
     let reenqueued = 0;
     await mapLimit(missing, 8, async (chunk) => {
       const hasResult = await blobs.exists(layout.result(batchId, chunk));
-      const queue = hasResult ? names.resultsQueue : names.inputQueue(partitionOf(batchId, chunk, partitions));
+      const queue = hasResult ? names.resultsQueue : names.inputQueueOf(batchId, chunk);
       wake.set(queue, { queue });
       if (!stalled && (await depth(queue)) > 0) return;
       const pointer = hasResult ? resultPointer(batchId, chunk, 1) : await this.workPointer(batchId, chunk);
