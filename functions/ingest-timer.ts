@@ -1,6 +1,6 @@
 /**
- * Timer (schedule from PUSHDRAIN_SWEEP_SCHEDULE): re-notify batches whose events could not be
- * published at ingest, then ingest batch files dropped in `incoming/`. Two list requests per run.
+ * Timer (schedule from PUSHDRAIN_SWEEP_SCHEDULE): recover open batches whose events were lost
+ * or that stalled, then ingest batch files dropped in `incoming/`. Two list requests per idle run.
  */
 import { app, type InvocationContext } from '@azure/functions';
 
@@ -9,8 +9,9 @@ import type { SweepOutcome } from '../shared/sweep/incoming-sweep';
 import { instance } from './instance';
 
 export async function ingestSweep(rt: PushdrainApp, context: InvocationContext): Promise<SweepOutcome[]> {
-  const { renotified, files } = await rt.sweep();
-  for (const r of renotified) context.log(`batch ${r.batchId}: pending notification ${r.ok ? 're-published' : `still failing: ${r.error ?? ''}`}`);
+  const { recovered, files } = await rt.sweep();
+  const acted = recovered.filter((a) => a.kind !== 'progressing' && a.kind !== 'claimed');
+  if (acted.length > 0) context.log(`recovery: ${acted.map((a) => `${a.batchId}=${a.kind}`).join(', ')}`);
   if (files.length > 0) context.log(`incoming sweep: ${files.map((o) => `${o.name}=${o.kind}`).join(', ')}`);
   return files;
 }

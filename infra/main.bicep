@@ -192,6 +192,16 @@ param maxInflatedBytes int = 268435456
 param sweepMaxFiles int = 10
 
 @minValue(1)
+@maxValue(5000)
+@description('PUSHDRAIN_SWEEP_MAX_BATCHES: open batches the sweep\'s recovery looks at per run.')
+param sweepMaxBatches int = 100
+
+@minValue(1)
+@maxValue(604800)
+@description('PUSHDRAIN_STALL_SECONDS: the sweep repairs an open batch with no chunk settled for this long.')
+param stallSeconds int = 180
+
+@minValue(1)
 @maxValue(604800)
 @description('PUSHDRAIN_WATCHDOG_SLA_SECONDS: first watchdog check of an accepted batch, this long after acceptance.')
 param watchdogSlaSeconds int = 600
@@ -352,6 +362,8 @@ var tuningSettings = {
   PUSHDRAIN_MAX_BODY_BYTES: string(maxBodyBytes)
   PUSHDRAIN_MAX_INFLATED_BYTES: string(maxInflatedBytes)
   PUSHDRAIN_SWEEP_MAX_FILES: string(sweepMaxFiles)
+  PUSHDRAIN_SWEEP_MAX_BATCHES: string(sweepMaxBatches)
+  PUSHDRAIN_STALL_SECONDS: string(stallSeconds)
   PUSHDRAIN_WATCHDOG_SLA_SECONDS: string(watchdogSlaSeconds)
   PUSHDRAIN_WATCHDOG_MAX_CHECKS: string(watchdogMaxChecks)
   PUSHDRAIN_TAX_RATES: taxRates

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { type Azurite, startAzurite } from './azurite';
-import { startLocalHost } from './host/local-host';
+import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { type Broker, startBroker } from './servicebus/broker';
 
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
+  await recoverAtStart(host);
 
   let stopping = false;
   const stop = (signal: string): void => {
@@ -92,6 +93,23 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/**
+ * After a crash, resume at once instead of at the next timer tick: repair every open batch
+ * (re-publish its wake-ups, re-enqueue lost pointers, redo a lost finalize) and say what was found.
+ */
+async function recoverAtStart(host: LocalHost): Promise<void> {
+  try {
+    const { actions, queued } = await host.recover();
+    const open = actions.filter((a) => a.kind !== 'closed');
+    const depths = Object.entries(queued).map(([q, n]) => `${q}=${n}`);
+    if (open.length === 0 && depths.length === 0) return;
+    console.log(`Recovery: ${open.length} open batch(es)${open.length > 0 ? ` (${open.map((a) => `${a.batchId} ${a.kind}`).join(', ')})` : ''}; queued: ${depths.join(' ') || 'nothing'}`);
+  } catch (e) {
+    // Not fatal: the timer sweep runs the same recovery later.
+    console.warn(`Recovery at start-up failed, the sweep will retry it: ${(e as Error).message}`);
+  }
 }
 
 main().catch((e: unknown) => {

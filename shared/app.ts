@@ -22,6 +22,7 @@ import type { BlobStore, Clock, Logger, QueueStore } from './ports';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
 import type { Watchdog, WatchdogOutcome } from './watchdog/check-batch';
+import type { Recovery, RecoveryAction } from './watchdog/recovery';
 
 /** Everything the composition root built; the façade uses the steps, the bench some parts. */
 export interface AppParts {
@@ -44,6 +45,7 @@ export interface AppParts {
   drains: DrainCoordinator;
   redriver: Redriver;
   watchdog: Watchdog;
+  recovery: Recovery;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
 }
@@ -121,6 +123,22 @@ export class PushdrainApp {
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
     log.info(`${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
     return outcome;
+  }
+
+  /**
+   * Recovery at start-up (`npm start` after a crash): repairs every open batch at once instead
+   * of after the stall threshold, and reports what was queued.
+   */
+  async recover(): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
+    await this.ready();
+    const { names, queues, recovery } = this.parts;
+    const actions = await recovery.run(0);
+    const queued: Record<string, number> = {};
+    for (const q of names.allQueues()) {
+      const depth = await queues.depth(q);
+      if (depth > 0) queued[q] = depth;
+    }
+    return { actions, queued };
   }
 
   /** Moves poison messages back after a fix (CLI `redrive`, and the admin route). */

@@ -4,7 +4,7 @@
  */
 import { type AppParts, PushdrainApp } from './app';
 import { ManifestStore } from './batch/manifest';
-import { PendingNotifications } from './batch/pending-notifications';
+import { OpenBatches } from './batch/open-batches';
 import { ProgressRecorder } from './batch/progress';
 import { BatchReader } from './batch/read-batch';
 import type { Settings } from './config/settings';
@@ -26,6 +26,7 @@ import { BlobLeaseSlots } from './storage/lease-slots';
 import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
 import { Watchdog } from './watchdog/check-batch';
+import { Recovery } from './watchdog/recovery';
 
 export interface AppOptions {
   /** @defaultValue Service Bus from settings.serviceBus */
@@ -49,11 +50,13 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
-  const progress = new ProgressRecorder(manifests);
+  const progress = new ProgressRecorder(manifests, now);
   const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
-  const pending = new PendingNotifications(blobs, manifests, notifier);
-  const finalizer = new Finalizer(blobs, manifests, now, log);
-  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, now, log });
+  const open = new OpenBatches(blobs);
+  const finalizer = new Finalizer(blobs, manifests, open, now, log);
+  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
+  const watchdog = new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log });
+  const recovery = new Recovery({ open, manifests, finalizer, notifier, watchdog, maxBatches: tuning.sweepMaxBatches, now, log });
   const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   return {
@@ -70,7 +73,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     finalizer,
     ingestor,
     reader: new BatchReader(manifests, blobs),
-    sweeper: new Sweeper({ blobs, ingestor, pending, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
+    recovery,
+    sweeper: new Sweeper({ blobs, ingestor, recovery, stallMs: tuning.stallSeconds * 1000, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
     map,
     reduce,
     drains: new DrainCoordinator({
@@ -82,8 +86,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       log,
       tuning,
     }),
-    redriver: new Redriver({ queues, manifests, notifier, names, log }),
-    watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log }),
+    redriver: new Redriver({ queues, manifests, open, notifier, names, log }),
+    watchdog,
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },

@@ -18,8 +18,8 @@ function batch(batchId: string): string {
   return batchId;
 }
 
-/** Markers of batches whose WorkDetected events are still to be published (see the sweep). */
-export const PENDING_NOTIFY_PREFIX = 'pending-notify/';
+/** The index of open batches (accepted, not yet finished): one empty blob per batch. */
+export const OPEN_PREFIX = 'open/';
 
 export const layout = {
   /** A chunk of transactions, gzip NDJSON (claim check): `work/{batchId}/{chunk}.ndjson.gz`. */
@@ -30,10 +30,8 @@ export const layout = {
   manifest: (batchId: string): BlobRef => ({ container: 'batches', name: `${batch(batchId)}/manifest.json` }),
   /** The finished report: `reports/{batchId}.json`. */
   report: (batchId: string): BlobRef => ({ container: 'reports', name: `${batch(batchId)}.json` }),
-  /** `batches/pending-notify/{batchId}`: written before a 202 whose events could not be published. */
-  pendingNotify: (batchId: string): BlobRef => ({ container: 'batches', name: `${PENDING_NOTIFY_PREFIX}${batch(batchId)}` }),
-  /** The batch id of a pending-notify marker name. */
-  pendingNotifyBatch: (name: string): string => name.slice(PENDING_NOTIFY_PREFIX.length),
+  /** `batches/open/{batchId}`: present from acceptance until the batch is completed or failed. */
+  openBatch: (batchId: string): BlobRef => ({ container: 'batches', name: `${OPEN_PREFIX}${batch(batchId)}` }),
   /** Drain slot k of a queue, held as a blob lease: `leases/{queue}/slot-{k}`. */
   slot: (queue: string, k: number): BlobRef => ({ container: 'leases', name: `${queue}/slot-${k}` }),
   /** Batch files are dropped in `incoming/`, then moved to `archive/` or `rejected/`. */

@@ -11,7 +11,7 @@ import { ingestSweep } from '../functions/ingest-timer';
 import type { ManifestStore } from '../shared/batch/manifest';
 import type { Report } from '../shared/billing/report';
 import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
-import { systemClock } from '../shared/ports';
+import { movableClock } from './support/clock';
 import { generate, toNdjson } from './support/generate';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
@@ -22,12 +22,6 @@ const storage = useProxiedStorage();
 
 const manifestWrite = { service: 'blob', method: 'PUT', path: /\/manifest\.json$/ } as const;
 const queueSend = { service: 'queue', method: 'POST', path: /\/messages$/ } as const;
-
-/** A clock whose `now` can be moved forward, as if the test had waited. */
-function movableClock(): { clock: typeof systemClock; advance(ms: number): void } {
-  let offset = 0;
-  return { clock: { ...systemClock, now: () => Date.now() + offset }, advance: (ms) => (offset += ms) };
-}
 
 /**
  * Fails every pointer send and every manifest write after the claim's create: the ingest fails

@@ -13,7 +13,7 @@ import { onWatchdog } from '../functions/watchdog';
 import type { Report } from '../shared/billing/report';
 import { layout } from '../shared/layout';
 import { generate, toNdjson } from './support/generate';
-import { queueDepths } from './support/inspect';
+import { blobNames, queueDepths } from './support/inspect';
 import { completed, context, post, pump, report, status } from './support/invoke';
 import { expectedReport } from './support/oracle';
 import { testRuntime, useStorage } from './support/storage';
@@ -99,11 +99,13 @@ describe('poison and redrive', () => {
     assert.deepEqual((res.jsonBody as { moved: number; reopenedBatches: string[] }).moved, 1);
     assert.deepEqual((res.jsonBody as { reopenedBatches: string[] }).reopenedBatches, [batchId]);
     assert.equal(((await status(observer, batchId)).jsonBody as { status: string }).status, 'processing');
+    assert.ok((await blobNames(rt, ['batches'])).includes(`batches/open/${batchId}`), 'a reopened batch is back in the open index');
     await pump(rt, events, () => completed(observer, batchId));
     const after = (await status(observer, batchId)).jsonBody as { status: string; chunksFailed: number };
     assert.equal(after.status, 'completed');
     assert.equal(after.chunksFailed, 0);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expectedReport(txns).rows);
+    assert.ok(!(await blobNames(rt, ['batches'])).includes(`batches/open/${batchId}`), 'and leaves it once completed');
   });
 
   test('redrive validates its request', async () => {

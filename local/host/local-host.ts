@@ -4,6 +4,7 @@
  * Everything is read from the captured registrations; nothing here repeats a route,
  * schedule or entity name.
  */
+import type { PushdrainApp } from '../../shared/app';
 import { serviceBusOptions } from './host-json';
 import { type HttpHost,startHttpHost } from './http-server';
 import { consoleHostLog, type HostLog } from './invocation';
@@ -25,12 +26,20 @@ export interface LocalHost {
   readonly http: HttpHost;
   readonly timers: TimerHost;
   readonly serviceBus: ServiceBusHost;
+  /** Recovery of open batches at once (after a crash), with what was queued; see PushdrainApp.recover. */
+  recover(): ReturnType<PushdrainApp['recover']>;
   /** Graceful: stop taking requests and events, let drains hand their work back, close. */
   stop(): Promise<void>;
 }
 
 interface FunctionsInstanceModule {
-  instance(): { beginShutdown(): void; close(): Promise<void> };
+  instance(): PushdrainApp;
+}
+
+/** The app the entry files built (loaded by loadApp already; required lazily so the stand-in core was in place first). */
+function app(): PushdrainApp {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../../functions/instance') as FunctionsInstanceModule).instance();
 }
 
 /** Reads app settings from process.env, as the worker does. Call once per process. */
@@ -52,12 +61,10 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
     http,
     timers,
     serviceBus,
+    recover: () => app().recover(),
     stop: () =>
       (stopping ??= (async () => {
-        // Loaded by loadApp already; required lazily so the stand-in core was in place first.
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const fns = require('../../functions/instance') as FunctionsInstanceModule;
-        const rt = fns.instance();
+        const rt = app();
         rt.beginShutdown();
         await Promise.all([http.close(), serviceBus.close(), timers.close()]);
         for (const hook of registry.hooks.appTerminate ?? []) await hook({ hookData: {}, appHookData: {} });

@@ -41,6 +41,8 @@ export interface Manifest {
   bodySha256: string;
   submittedAt: string;
   acceptedAt?: string;
+  /** The last time a chunk of this batch settled (done or failed). */
+  progressAt?: string;
   completedAt?: string;
   /** submittedAt → completedAt, in ms. */
   latencyMs?: number;

@@ -35,7 +35,10 @@ export class ProgressRecorder {
   private readonly pending = new Map<string, Waiter[]>();
   private readonly flushing = new Set<string>();
 
-  constructor(private readonly store: ManifestStore) {}
+  constructor(
+    private readonly store: ManifestStore,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Resolves with the manifest as persisted (undefined if the batch has no manifest). */
   record(batchId: string, outcome: ChunkOutcome): Promise<Manifest | undefined> {
@@ -54,7 +57,12 @@ export class ProgressRecorder {
       for (let waiters = this.take(batchId); waiters.length > 0; waiters = this.take(batchId)) {
         let result: VersionedManifest | undefined;
         try {
-          result = await this.store.update(batchId, (m) => applyOutcomes(m, waiters.map((w) => w.outcome)));
+          const at = new Date(this.now()).toISOString();
+          result = await this.store.update(batchId, (m) => {
+            const next = applyOutcomes(m, waiters.map((w) => w.outcome));
+            if (next) next.progressAt = at; // what the sweep's stall check reads
+            return next;
+          });
         } catch (e) {
           for (const w of waiters) w.reject(e);
           continue;

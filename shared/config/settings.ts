@@ -36,10 +36,14 @@ export interface Tuning {
   maxInflatedBytes: number;
   /** Batch files the incoming/ sweep ingests per run. @defaultValue 10 */
   sweepMaxFiles: number;
+  /** Open batches the sweep's recovery looks at per run. @defaultValue 100 */
+  sweepMaxBatches: number;
   /** First watchdog check of an accepted batch, this long after acceptance. @defaultValue 600 */
   watchdogSlaSeconds: number;
   /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. @defaultValue 5 */
   watchdogMaxChecks: number;
+  /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). @defaultValue 180 */
+  stallSeconds: number;
 }
 
 export interface Settings {
@@ -76,8 +80,10 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'maxBodyBytes', setting: 'PUSHDRAIN_MAX_BODY_BYTES', def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
   { key: 'maxInflatedBytes', setting: 'PUSHDRAIN_MAX_INFLATED_BYTES', def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 },
   { key: 'sweepMaxFiles', setting: 'PUSHDRAIN_SWEEP_MAX_FILES', def: 10, min: 1, max: 1000 },
+  { key: 'sweepMaxBatches', setting: 'PUSHDRAIN_SWEEP_MAX_BATCHES', def: 100, min: 1, max: 5000 },
   { key: 'watchdogSlaSeconds', setting: 'PUSHDRAIN_WATCHDOG_SLA_SECONDS', def: 600, min: 1, max: 7 * 24 * 3600 },
   { key: 'watchdogMaxChecks', setting: 'PUSHDRAIN_WATCHDOG_MAX_CHECKS', def: 5, min: 1, max: 20 },
+  { key: 'stallSeconds', setting: 'PUSHDRAIN_STALL_SECONDS', def: 180, min: 1, max: 7 * 24 * 3600 },
 ];
 
 function readInt(env: Env, spec: IntSpec): number {

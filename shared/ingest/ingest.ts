@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { isSettled, type Manifest, type ManifestStore, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
-import type { PendingNotifications } from '../batch/pending-notifications';
+import type { OpenBatches } from '../batch/open-batches';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { layout } from '../layout';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
@@ -47,7 +47,7 @@ export interface IngestDeps {
   queues: QueueStore;
   manifests: ManifestStore;
   notifier: Notifier;
-  pending: PendingNotifications;
+  open: OpenBatches;
   finalizer: Finalizer;
   names: EntityNames;
   chunkSize: number;
@@ -154,16 +154,17 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
   const queues = [...touches.values()];
 
   // Work is durably enqueued; now wake the drainers. A failed publish does not fail the
-  // batch: it stays `notification: pending` and the incoming/ sweep re-notifies it.
+  // batch: it stays `notification: pending` in the open index, and the sweep's recovery publishes it.
   let notified = true;
   try {
     await ctx.notifier.accepted(batchId, queues);
   } catch (e) {
     notified = false;
     ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`);
-    await ctx.pending.mark(batchId);
   }
 
+  // Indexed before it is accepted, so recovery can find it even if every event is lost.
+  await ctx.open.add(batchId);
   const accept = (cur: Manifest): Manifest => ({
     ...cur,
     state: 'accepted',

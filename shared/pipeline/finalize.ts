@@ -5,6 +5,7 @@
  * the manifest keeps its first completion.
  */
 import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
+import type { OpenBatches } from '../batch/open-batches';
 import { ReportBuilder } from '../billing/report';
 import { readResultHeader } from '../billing/result-blob';
 import { TransientError } from '../errors';
@@ -24,6 +25,7 @@ export class Finalizer {
   constructor(
     private readonly blobs: BlobStore,
     private readonly manifests: ManifestStore,
+    private readonly open: OpenBatches,
     private readonly now: () => number,
     private readonly log: Logger,
   ) {}
@@ -51,6 +53,7 @@ export class Finalizer {
       if (failed) cur.error = `${cur.failed.length} of ${cur.chunks} chunks failed: ${cur.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
       return cur;
     });
+    if (updated && isTerminal(updated.manifest)) await this.open.remove(m.batchId);
     if (updated?.manifest.state === 'completed' && updated.manifest.completedAt === new Date(now).toISOString()) {
       this.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${updated.manifest.latencyMs ?? 0} ms after submission`);
     }

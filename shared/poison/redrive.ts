@@ -4,6 +4,7 @@
  * first, then delete: a crash in between duplicates a pointer, which processing absorbs.
  */
 import type { Manifest, ManifestStore } from '../batch/manifest';
+import type { OpenBatches } from '../batch/open-batches';
 import { ValidationError } from '../errors';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
@@ -65,6 +66,7 @@ function reopen(m: Manifest, chunk: number): Manifest | undefined {
 export interface RedriveDeps {
   queues: QueueStore;
   manifests: ManifestStore;
+  open: OpenBatches;
   notifier: Notifier;
   names: EntityNames;
   log: Logger;
@@ -100,6 +102,8 @@ export class Redriver {
           if (chunk) {
             const updated = await manifests.update(chunk.batchId, (m) => reopen(m, chunk.chunk));
             if (updated) reopened.add(chunk.batchId);
+            // A failed batch that reopens is open again: back into the index recovery reads.
+            if (updated?.manifest.state === 'accepted') await this.deps.open.add(chunk.batchId);
           }
           await poison.delete(msg);
           result.moved++;

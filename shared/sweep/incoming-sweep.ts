@@ -1,17 +1,18 @@
 /**
- * The timer path: batch files dropped in `incoming/` are ingested exactly as HTTP bodies
- * are, then moved to `archive/`; a rejected file goes to `rejected/` with `{name}.error.json`
- * beside it. Bounded per run; a file that fails transiently stays for the next run.
+ * The timer path: recovery of open batches (watchdog/recovery.ts), then batch files dropped
+ * in `incoming/`, ingested exactly as HTTP bodies are, then moved to `archive/`; a rejected
+ * file goes to `rejected/` with `{name}.error.json` beside it. Bounded per run; a file that
+ * fails transiently stays for the next run.
  */
 import { createHash } from 'node:crypto';
 
-import type { PendingNotifications, Renotified } from '../batch/pending-notifications';
 import { ensureError, ValidationError } from '../errors';
 import { type BodySource, inflateLimited, limited } from '../ingest/body';
 import type { Ingestor, IngestResult } from '../ingest/ingest';
 import type { BodyFormat } from '../ingest/records';
 import { layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
+import type { Recovery, RecoveryAction } from '../watchdog/recovery';
 
 export type SweepOutcome =
   | { name: string; kind: 'ingested'; result: IngestResult }
@@ -19,7 +20,7 @@ export type SweepOutcome =
   | { name: string; kind: 'retry-later'; error: string };
 
 export interface SweepResult {
-  renotified: Renotified[];
+  recovered: RecoveryAction[];
   files: SweepOutcome[];
 }
 
@@ -37,8 +38,10 @@ export function formatOf(name: string): { format: BodyFormat; gzip: boolean } | 
 export interface SweepDeps {
   blobs: BlobStore;
   ingestor: Ingestor;
-  pending: PendingNotifications;
-  /** Files (and pending notifications) handled per run. */
+  recovery: Recovery;
+  /** An open batch with no progress for this long is repaired. */
+  stallMs: number;
+  /** Files handled per run. */
   maxFiles: number;
   maxInflatedBytes: number;
   now: () => number;
@@ -48,10 +51,10 @@ export interface SweepDeps {
 export class Sweeper {
   constructor(private readonly deps: SweepDeps) {}
 
-  /** One timer run: re-notify batches whose events were lost at ingest, then ingest new files. */
+  /** One timer run: recover open batches that lost their events or stalled, then ingest new files. */
   async run(): Promise<SweepResult> {
-    const renotified = await this.deps.pending.renotify(this.deps.maxFiles);
-    return { renotified, files: await this.incoming() };
+    const recovered = await this.deps.recovery.run(this.deps.stallMs);
+    return { recovered, files: await this.incoming() };
   }
 
   async incoming(): Promise<SweepOutcome[]> {

@@ -61,17 +61,21 @@ export class Watchdog {
       return { kind: 'failed', missing: missing.length };
     }
     const settled = m.chunks - missing.length;
-    // With no progress since the last check, pointers may be lost: re-enqueue even when a queue
-    // looks busy. With progress, only where the queue holds nothing that could be ours.
-    const reenqueued = await this.repair(m.batchId, missing, settled <= check.settledBefore);
+    const reenqueued = await this.repair(m, settled <= check.settledBefore);
     const nextInMs = await this.deps.notifier.scheduleCheck({ v: 1, batchId: m.batchId, attempt: check.attempt + 1, settledBefore: settled });
     log.warn(`batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`);
     return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
   }
 
-  /** Re-enqueues lost pointers of the missing chunks and wakes their queues; returns how many it sent. */
-  private async repair(batchId: string, missing: readonly number[], stalled: boolean): Promise<number> {
+  /**
+   * Re-enqueues lost pointers of the unsettled chunks and wakes their queues; returns how many
+   * it sent. `stalled` (no progress since the last check): pointers may be lost even where a
+   * queue looks busy, so re-enqueue regardless; otherwise only where the queue holds nothing.
+   */
+  async repair(m: Manifest, stalled: boolean): Promise<number> {
     const { blobs, queues, names } = this.deps;
+    const { batchId } = m;
+    const missing = missingChunks(m);
     const depthOf = new Map<string, Promise<number>>();
     const depth = (queue: string): Promise<number> => {
       let d = depthOf.get(queue);

@@ -1,0 +1,99 @@
+/**
+ * Recovery that does not depend on Service Bus: the index of open batches, read by the timer
+ * sweep (after the stall threshold) and by `npm start` at start-up (at once). Real Azurite;
+ * the events are captured and thrown away, as a broker that lost them would.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { ingestSweep } from '../functions/ingest-timer';
+import type { Report } from '../shared/billing/report';
+import { layout } from '../shared/layout';
+import { meterDelta } from '../shared/storage/meter';
+import { movableClock } from './support/clock';
+import { generate, toNdjson } from './support/generate';
+import { blobNames } from './support/inspect';
+import { completed, context, post, pump, report } from './support/invoke';
+import { expectedReport } from './support/oracle';
+import { testRuntime, useStorage } from './support/storage';
+
+useStorage();
+
+const openMarker = (batchId: string): string => `batches/${layout.openBatch(batchId).name}`;
+
+describe('recovery of open batches', () => {
+  test('every event lost after the 202: the sweep repairs the batch once it is stalled, and it completes', async () => {
+    const time = movableClock();
+    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_STALL_SECONDS: '120' }, { clock: time.clock });
+    const txns = generate(450, 401, 12);
+    const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
+    assert.ok((await blobNames(rt, ['batches'])).includes(openMarker(batchId)));
+    const lost = events.take(); // the broker dropped every WorkDetected
+    assert.ok(lost.length > 0);
+
+    // Within the threshold the sweep leaves it alone (a busy queue may simply be behind).
+    const early = await rt.sweep();
+    assert.deepEqual(early.recovered, [{ batchId, kind: 'progressing' }]);
+    assert.equal(events.all.length, lost.length, 'nothing published yet');
+
+    time.advance(121_000);
+    const { recovered } = await rt.sweep();
+    assert.deepEqual(recovered, [{ batchId, kind: 'repaired', reenqueued: 0 }], 'pointers are still queued: only the wake-ups were lost');
+    const woken = events.all.slice(lost.length).map((c) => c.event.queueName).sort();
+    assert.deepEqual(woken, [...new Set(lost.map((c) => c.event.queueName))].sort(), 'every queue holding its chunks is woken again');
+
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
+    assert.ok(!(await blobNames(rt, ['batches'])).includes(openMarker(batchId)), 'a finished batch leaves the index');
+  });
+
+  test('lost pointers are re-enqueued from the chunk blobs; a lost finalize is redone', async () => {
+    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const txns = generate(300, 402, 8);
+    const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
+    events.take();
+    for (const q of rt.parts.names.inputQueues()) await raw.queue(q).clearMessages();
+    // npm start after a crash: repair at once, whatever the threshold.
+    const first = await rt.recover();
+    assert.deepEqual(first.actions, [{ batchId, kind: 'repaired', reenqueued: 3 }]);
+    assert.equal(Object.values(first.queued).reduce((a, b) => a + b, 0), 3, 'the re-enqueued pointers are reported as queued');
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    const expected = expectedReport(txns);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expected.rows);
+
+    // A crash between the last fold and the finalize: settled, still accepted, no report.
+    await rt.parts.manifests.update(batchId, (m) => ({ ...m, state: 'accepted', completedAt: undefined, latencyMs: undefined }));
+    await raw.container('reports').getBlockBlobClient(layout.report(batchId).name).delete();
+    await rt.parts.blobs.write(layout.openBatch(batchId), Buffer.alloc(0), { contentType: 'application/octet-stream' });
+    const second = await rt.recover();
+    assert.deepEqual(second.actions, [{ batchId, kind: 'finished' }]);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expected.rows);
+    assert.ok(!(await blobNames(rt, ['batches'])).includes(openMarker(batchId)));
+  });
+
+  test('markers of finished, abandoned or vanished batches are closed; foreign names are ignored', async () => {
+    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { batchId } = (await post(rt, toNdjson(generate(50, 403)))).jsonBody as { batchId: string };
+    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    const blobs = rt.parts.blobs;
+    const empty = { contentType: 'application/octet-stream' };
+    await blobs.write(layout.openBatch(batchId), Buffer.alloc(0), empty); // a crash left it behind
+    await blobs.write(layout.openBatch('b-gone'), Buffer.alloc(0), empty); // no manifest at all
+    await blobs.write({ container: 'batches', name: 'open/NOT..an-id' }, Buffer.alloc(0), empty);
+    const { actions } = await rt.recover();
+    assert.deepEqual(actions.map((a) => [a.batchId, a.kind]).sort(), [
+      ['b-gone', 'closed'],
+      [batchId, 'closed'],
+    ].sort());
+    assert.deepEqual((await blobNames(rt, ['batches'])).filter((n) => n.startsWith('batches/open/')), ['batches/open/NOT..an-id']);
+  });
+
+  test('idle: with nothing open and nothing dropped in, a sweep costs two list requests and nothing else', async () => {
+    const { rt } = await testRuntime();
+    await rt.sweep(); // provisioning is done by now
+    const before = rt.parts.meter.snapshot();
+    const outcome = await ingestSweep(rt, context('ingestSweep'));
+    assert.deepEqual(outcome, []);
+    assert.deepEqual(meterDelta(rt.parts.meter.snapshot(), before), { 'blob.list': 2, total: 2 });
+  });
+});
