@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 
 import { findRepoRoot } from '../local/host/registry';
 import { defaultTuning } from '../shared/config/settings';
-import { rng } from '../test/support/generate';
+import { rng } from '../testkit/generate';
 import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures } from './analyze';
 import { type DesignName,DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';

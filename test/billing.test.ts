@@ -5,8 +5,8 @@ import { billChunk } from '../shared/billing/bill';
 import { ReportBuilder, reportCsv } from '../shared/billing/report';
 import { taxOf } from '../shared/billing/tax';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { generate } from './support/generate';
-import { expectedReport, halfEven } from './support/oracle';
+import { generate } from '../testkit/generate';
+import { expectedReport, halfEven } from '../testkit/oracle';
 
 describe('tax rounding (half even)', () => {
   test('exact halves go to the even neighbour', () => {

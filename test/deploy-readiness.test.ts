@@ -25,10 +25,9 @@ import {
   params,
   provisionedContainers,
   provisionedQueues,
-  readRepoFile,
-  repoRoot,
   resolveFrom,
 } from './support/bicep-text';
+import { readRepoFile, repoRoot } from './support/repo';
 
 // ---------------------------------------------------------------------------------------------
 // The contract (docs: /work/shared/ARCHITECTURE.md). Fixed: clients and infra rely on it.

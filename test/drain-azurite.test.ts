@@ -12,9 +12,9 @@ import { perMessagesRule } from '../shared/drain/task-count';
 import { type MessageProcessor, systemClock } from '../shared/drain/types';
 import { StorageDrainQueue } from '../shared/queue/storage-queue';
 import type { Runtime } from '../shared/runtime';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { completed, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { quietLog, testRuntime, useStorage } from './support/storage';
 
 useStorage();

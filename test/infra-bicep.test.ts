@@ -26,13 +26,12 @@ import {
   propertyAt,
   provisionedContainers,
   provisionedQueues,
-  readRepoFile,
-  repoRoot,
   resolveFrom,
   type Resource,
   resources,
   unresolvedIdentifiers,
 } from './support/bicep-text';
+import { readRepoFile, repoRoot } from './support/repo';
 
 const MAIN = 'infra/main.bicep';
 const files = bicepFiles();

@@ -12,10 +12,10 @@ import type { ManifestStore } from '../shared/batch/manifest-store';
 import type { Report } from '../shared/billing/report';
 import { systemClock } from '../shared/drain/types';
 import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useProxiedStorage } from './support/storage';
 
 const storage = useProxiedStorage();
