@@ -12,7 +12,7 @@ let current: Runtime | undefined;
 
 export function runtime(): Runtime {
   if (!current) {
-    const settings = loadSettings(process.env);
+    const settings = loadSettings();
     if (!settings.serviceBus) {
       throw new ConfigError('ServiceBusConnection', 'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published');
     }
