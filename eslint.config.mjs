@@ -17,7 +17,23 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': ['error', { allow: ['warn', 'error', 'log'] }],
+      // Settings are read in one place, shared/config, validated once (allowed list below).
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through shared/config (loadSettings), not process.env.' }],
+      'no-restricted-imports': ['error', { paths: ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: 'Read settings through shared/config.' })) }],
     },
+  },
+  {
+    // Where process.env is legitimate: the settings module itself; the local launchers, which run
+    // outside the Functions host and hand the environment on as the host would (npm start, the
+    // redrive CLI, the broker, Azurite, the local host); the bench's BENCH_VERBOSE switch; the
+    // test helper that starts the host as a child; the chaos suite's CHAOS_* knobs for local soaks.
+    files: [
+      'shared/config/**/*.ts',
+      'local/start.ts', 'local/cli.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts',
+      'bench/support/log.ts',
+      'test/support/host-process.ts', 'test/chaos.test.ts',
+    ],
+    rules: { 'no-restricted-properties': 'off' },
   },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],

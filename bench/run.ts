@@ -5,12 +5,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem, type } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { findRepoRoot } from '../local/host/registry';
 import { defaultTuning } from '../shared/config/settings';
-import { rng } from '../test/support/generate';
+import { rng } from '../testkit/generate';
 import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures } from './analyze';
 import { type DesignName,DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
@@ -169,11 +169,12 @@ async function main(): Promise<void> {
           ...(only.has('limit') ? { beforeRep: () => limitJob() } : {}),
         }),
       );
-      raw.throughput = throughputRuns;
+      // Repo-relative, so the committed results name no path of the machine that ran them.
+      raw.throughput = throughputRuns.map((r) => (r.profileFile ? { ...r, profileFile: relative(root, r.profileFile) } : r));
       results.throughput = throughputFigures(throughputRuns);
       results.storage = storageFigures(throughputRuns);
       const profiled = throughputRuns.find((r) => r.profileFile && r.design === 'pushdrain');
-      if (profiled?.profileFile) results.profile = { file: profiled.profileFile.replace(`${root}/`, ''), ...topFunctions(profiled.profileFile, 5, root) } satisfies ProfileFigures;
+      if (profiled?.profileFile) results.profile = { file: relative(root, profiled.profileFile), ...topFunctions(profiled.profileFile, 5, root) } satisfies ProfileFigures;
     }
     if (only.has('idle')) {
       const idle = await timed(timings, 'idle', log, () => runIdle(env, cfg.idle, random));

@@ -13,7 +13,7 @@ let current: PushdrainApp | undefined;
 
 export function instance(): PushdrainApp {
   if (!current) {
-    const settings = loadSettings(process.env);
+    const settings = loadSettings();
     if (!settings.serviceBus) {
       throw new ConfigError('ServiceBusConnection', 'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published');
     }

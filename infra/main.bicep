@@ -64,21 +64,6 @@ param maximumInstanceCount int = 100
 param premiumMaximumElasticWorkerCount int = 20
 
 // ---------------------------------------------------------------------------------------------
-// Messaging
-// ---------------------------------------------------------------------------------------------
-
-@description('Create a second Service Bus namespace with backlog queues, used by the publisher when the primary cannot accept sends.')
-param enableSecondaryNamespace bool = false
-
-@description('Region of the secondary namespace. Empty means the same region as everything else.')
-param secondaryLocation string = ''
-
-@minValue(1)
-@maxValue(16)
-@description('Backlog queues backlog-0…backlog-{N-1} in the secondary namespace.')
-param backlogQueueCount int = 2
-
-// ---------------------------------------------------------------------------------------------
 // Storage
 // ---------------------------------------------------------------------------------------------
 
@@ -233,9 +218,6 @@ var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(r
 
 // The one list of Service Bus entities; the local development broker serves the same file.
 var serviceBusEntities = loadJsonContent('servicebus-entities.json')
-var backlogQueues = map(range(0, backlogQueueCount), i => {
-  name: 'backlog-${i}'
-})
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   name: !empty(resourceGroupName) ? resourceGroupName : 'rg-${environmentName}'
@@ -296,18 +278,6 @@ module serviceBus 'core/messaging/servicebus-namespace.bicep' = {
   }
 }
 
-module serviceBusSecondary 'core/messaging/servicebus-namespace.bicep' = if (enableSecondaryNamespace) {
-  name: 'servicebus-secondary'
-  scope: rg
-  params: {
-    name: 'sb2-${resourceToken}'
-    location: !empty(secondaryLocation) ? secondaryLocation : location
-    tags: tags
-    topics: []
-    queues: backlogQueues
-  }
-}
-
 // Data-plane roles for the app identity (and optionally the developer), granted before the app
 // starts so that its first host start can already read its package and take its leases.
 module rbac 'app/rbac.bicep' = {
@@ -317,7 +287,6 @@ module rbac 'app/rbac.bicep' = {
     identityPrincipalId: identity.outputs.principalId
     storageAccountName: storage.outputs.name
     serviceBusNamespaceName: serviceBus.outputs.name
-    secondaryServiceBusNamespaceName: enableSecondaryNamespace ? serviceBusSecondary.outputs.name : ''
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     principalId: principalId
     principalType: principalType
@@ -337,14 +306,6 @@ var connectionSettings = {
   ServiceBusConnection__credential: 'managedidentity'
   ServiceBusConnection__clientId: identity.outputs.clientId
 }
-
-// Only with the secondary namespace: where the publisher fails over to (backlog-0…backlog-{N-1}).
-var secondarySettings = enableSecondaryNamespace ? {
-  ServiceBusSecondaryConnection__fullyQualifiedNamespace: serviceBusSecondary.outputs.fullyQualifiedNamespace
-  ServiceBusSecondaryConnection__credential: 'managedidentity'
-  ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
-  PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
-} : {}
 
 var tuningSettings = {
   PUSHDRAIN_PARTITIONS: string(partitions)
@@ -386,12 +347,11 @@ module api 'app/function-app.bicep' = {
     deploymentContainerUrl: '${storage.outputs.blobEndpoint}${deploymentContainerName}'
     identityId: identity.outputs.id
     identityClientId: identity.outputs.clientId
-    identityPrincipalId: identity.outputs.principalId
     applicationInsightsConnectionString: monitoring.outputs.applicationInsightsConnectionString
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, secondarySettings, tuningSettings)
+    appSettings: union(connectionSettings, tuningSettings)
   }
   dependsOn: [
     rbac
@@ -413,7 +373,6 @@ output AZURE_STORAGE_BLOB_ENDPOINT string = storage.outputs.blobEndpoint
 output AZURE_STORAGE_QUEUE_ENDPOINT string = storage.outputs.queueEndpoint
 output AZURE_SERVICEBUS_NAMESPACE string = serviceBus.outputs.name
 output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
-output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? serviceBusSecondary.outputs.fullyQualifiedNamespace : ''
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 // The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString

@@ -2,13 +2,9 @@
  * Bad input, case by case, through the real handlers on Azurite: each gets a clear 4xx with
  * details, costs no Storage request (the runtime's meter does not move) and leaves no blob,
  * message or event behind. test/ingest-http.test.ts has the first examples of each kind; this
- * file covers the rest. The last part goes through the local host over real HTTP, where the
- * host layer itself answers (size limit before reading, unknown route, wrong method).
+ * file covers the rest. What the host layer itself answers is in test/bad-input-http.test.ts.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { connect } from 'node:net';
-import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 
@@ -16,13 +12,11 @@ import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
 import { getBatch, getBatchReport } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
-import { findRepoRoot } from '../local/host/registry';
 import type { PushdrainApp } from '../shared/app';
-import { type BrokerHarness, startTestBroker } from './support/broker';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';
 import { context } from './support/invoke';
-import { closeRuntimes, storageDown, storageUp, testRuntime, uniquePrefix } from './support/storage';
+import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
 
 before(async () => {
   await storageUp();
@@ -377,129 +371,5 @@ describe('batch ids in the status and report routes', () => {
     const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
     assert.equal(res.status, 404);
     assert.equal(rt.parts.meter.total() - before, 1);
-  });
-});
-
-describe('through the local host over real HTTP', () => {
-  let bus: BrokerHarness;
-  let host: ChildProcess | undefined;
-  let output = '';
-  let port = 0;
-
-  before(async () => {
-    const azurite = await storageUp();
-    bus = await startTestBroker();
-    const root = findRepoRoot(__dirname);
-    host = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        StorageConnection: azurite.connectionString,
-        ServiceBusConnection: bus.broker.connectionString,
-        PORT: '0',
-        PUSHDRAIN_NAME_PREFIX: uniquePrefix(),
-        PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
-      },
-    });
-    host.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-    host.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-    const deadline = Date.now() + 30_000;
-    for (let i = 0; port === 0 && Date.now() < deadline && i < 1000; i++) {
-      port = Number(/HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(output)?.[1] ?? 0);
-      if (host.exitCode !== null) break;
-      if (port === 0) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(port > 0, `the local host did not start:\n${output.slice(-2000)}`);
-  });
-
-  after(async () => {
-    if (host && host.exitCode === null) {
-      const exited = new Promise((r) => host!.once('exit', r));
-      host.kill('SIGINT');
-      const timer = setTimeout(() => host!.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    await bus?.close();
-  });
-
-  /** Sends raw bytes; resolves with what came back and whether the server closed the connection. */
-  function exchange(text: string, timeoutMs = 5_000): Promise<{ response: string; closed: boolean }> {
-    return new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      let response = '';
-      const done = (closed: boolean): void => {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve({ response, closed });
-      };
-      const timer = setTimeout(() => done(false), timeoutMs);
-      socket.on('data', (d: Buffer) => (response += d.toString('latin1')));
-      socket.on('end', () => done(true));
-      socket.on('error', () => done(true));
-      socket.write(text);
-    });
-  }
-
-  const jsonOf = (response: string): ErrorBody => {
-    const length = Number(/\r\ncontent-length: (\d+)\r\n/i.exec(response)?.[1]);
-    const start = response.indexOf('\r\n\r\n') + 4;
-    return JSON.parse(response.slice(start, start + length)) as ErrorBody;
-  };
-
-  test('a body over 100 MB by Content-Length: 413 at once, connection closed, body never read', async () => {
-    const started = Date.now();
-    const { response, closed } = await exchange(
-      `POST /api/batches HTTP/1.1\r\nHost: localhost:${port}\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${200 * 1024 * 1024}\r\n\r\n`,
-    );
-    assert.match(response, /^HTTP\/1\.1 413 /);
-    assert.match(response, /\r\nconnection: close\r\n/i);
-    assert.match(response, /\r\ncontent-type: application\/json\r\n/i);
-    assert.equal(jsonOf(response).error, 'too_large');
-    assert.ok(closed, 'the host closed the connection instead of waiting for 200 MB');
-    assert.ok(Date.now() - started < 5_000);
-  });
-
-  test('unknown routes are 404 JSON; a wrong method is 405 JSON with Allow', async () => {
-    const base = `http://127.0.0.1:${port}`;
-    for (const [method, path] of [
-      ['GET', '/'],
-      ['GET', '/api'],
-      ['GET', '/api/nope'],
-      ['POST', '/api/batches/b-1/report/extra'],
-      ['GET', '/batches/b-1'],
-    ] as const) {
-      const res = await fetch(`${base}${path}`, { method });
-      assert.equal(res.status, 404, `${method} ${path}`);
-      assert.equal(res.headers.get('content-type'), 'application/json');
-      assert.equal(((await res.json()) as ErrorBody).error, 'not_found');
-    }
-    for (const [method, path, allow] of [
-      ['GET', '/api/batches', 'POST'],
-      ['PUT', '/api/batches', 'POST'],
-      ['DELETE', '/api/batches/b-1', 'GET'],
-      ['POST', '/api/health', 'GET'],
-      ['PATCH', '/api/batches/b-1/report', 'GET'],
-    ] as const) {
-      const res = await fetch(`${base}${path}`, { method });
-      assert.equal(res.status, 405, `${method} ${path}`);
-      assert.equal(res.headers.get('content-type'), 'application/json');
-      assert.equal(res.headers.get('allow'), allow);
-      assert.equal(((await res.json()) as ErrorBody).error, 'method_not_allowed');
-    }
-  });
-
-  test('encoded traversal reaches the handler decoded and is refused; a broken escape is a 400, not a crash', async () => {
-    const base = `http://127.0.0.1:${port}`;
-    for (const path of ['/api/batches/..%2F..%2Fx', '/api/batches/%2e%2e%2fx/report', '/api/batches/B-ABC']) {
-      const res = await fetch(`${base}${path}`);
-      assert.equal(res.status, 400, path);
-      assert.equal(((await res.json()) as ErrorBody).error, 'invalid_batch_id', path);
-    }
-    const broken = await fetch(`${base}/api/batches/%E0%A4%A`);
-    assert.equal(broken.status, 400);
-    assert.equal(((await broken.json()) as ErrorBody).error, 'invalid_request');
-    assert.doesNotMatch(output, /HTTP dispatch failed/);
   });
 });

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 
 import type { ServiceBusSender } from '@azure/service-bus';
 
-import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } from './support/broker';
+import { type BrokerHarness, queue, receiveExactly, startTestBroker } from './support/broker';
+import { waitFor } from './support/poll';
 
 async function sendNumbered(sender: ServiceBusSender, count: number): Promise<void> {
   let batch = await sender.createMessageBatch();

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { isServiceBusError } from '@azure/service-bus';
 
-import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } from './support/broker';
+import { type BrokerHarness, queue, receiveExactly, startTestBroker } from './support/broker';
+import { waitFor } from './support/poll';
 
 describe('development broker: management operations', () => {
   let h: BrokerHarness;

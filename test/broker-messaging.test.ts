@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 
-import { type BrokerHarness, queue, receiveExactly, startTestBroker, waitFor } from './support/broker';
+import { type BrokerHarness, queue, receiveExactly, startTestBroker } from './support/broker';
+import { waitFor } from './support/poll';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

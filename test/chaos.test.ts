@@ -13,10 +13,10 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { type Azurite, startAzurite } from '../local/azurite';
 import { loadEntitiesConfig } from '../local/servicebus/config';
 import { entityNames } from '../shared/names';
+import { generate, rng, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
-import { generate, rng, toNdjson } from './support/generate';
 import { type HostProcess, startHostProcess } from './support/host-process';
-import { expectedReport } from './support/oracle';
 import { uniquePrefix } from './support/storage';
 import { FAULT_KINDS, type FaultKind, startStorageProxy,type StorageProxy } from './support/storage-proxy';
 

@@ -2,15 +2,13 @@
  * Deploy readiness, offline: the function registrations the Functions host would receive (captured
  * in a child process by local/host/print-registrations), held against the contract, against infra/
  * and against the route table the local host serves. What the app reads is derived from the code:
- * the bindings themselves, TUNING_SPECS, and a scan of shared/ and functions/ for env reads.
+ * the bindings themselves, and the settings loadSettings looks up (the lint rule keeps every
+ * process.env read in shared/config).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
-
-import ts from 'typescript';
 
 import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
@@ -25,13 +23,12 @@ import {
   params,
   provisionedContainers,
   provisionedQueues,
-  readRepoFile,
-  repoRoot,
   resolveFrom,
 } from './support/bicep-text';
+import { readRepoFile, repoRoot } from './support/repo';
 
 // ---------------------------------------------------------------------------------------------
-// The contract (docs: /work/shared/ARCHITECTURE.md). Fixed: clients and infra rely on it.
+// The contract (docs/ARCHITECTURE.md). Fixed: clients and infra rely on it.
 // ---------------------------------------------------------------------------------------------
 
 const HTTP_CONTRACT = [
@@ -139,149 +136,26 @@ function deployedEnv(): Record<string, string> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// What the code reads: a scan of shared/ and functions/ with the TypeScript parser
+// What the app reads: the lint rule keeps process.env inside shared/config, so what loadSettings
+// looks up when it starts on the deployed environment is every setting the app reads.
 // ---------------------------------------------------------------------------------------------
 
-interface EnvRead {
-  name: string;
-  /** `__accountName` etc. for a `${name}__suffix` read (an identity-based connection). */
-  suffix: string | undefined;
-  where: string;
-}
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return tsFiles(p);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
-  });
-}
-
-/**
- * Every app setting read as `env.X`, `env['X']`, `env[name]`, `env[\`${name}__x\`]` or
- * `env[spec.setting]` (env: a variable named env or typed Env, or process.env). An identifier is
- * followed to a string constant in scope, or to a parameter's default and the arguments of every
- * call; anything the scan cannot pin down is reported, so that no read escapes the check.
- */
-function scanEnvReads(dirs: string[]): { reads: EnvRead[]; unresolved: string[] } {
-  const sources = dirs.flatMap((d) => tsFiles(join(root, d))).map((p) => ts.createSourceFile(p, readFileSync(p, 'utf8'), ts.ScriptTarget.ES2022, true));
-  const calls: ts.CallExpression[] = [];
-  const visitCalls = (n: ts.Node): void => {
-    if (ts.isCallExpression(n)) calls.push(n);
-    n.forEachChild(visitCalls);
-  };
-  sources.forEach(visitCalls);
-  const reads: EnvRead[] = [];
-  const unresolved: string[] = [];
-  const where = (n: ts.Node): string => {
-    const sf = n.getSourceFile();
-    return `${relative(root, sf.fileName)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
-  };
-
-  const calleeName = (c: ts.CallExpression): string | undefined =>
-    ts.isIdentifier(c.expression) ? c.expression.text : ts.isPropertyAccessExpression(c.expression) ? c.expression.name.text : undefined;
-  const functionName = (f: ts.SignatureDeclaration): string | undefined => {
-    if (f.name && ts.isIdentifier(f.name)) return f.name.text;
-    return ts.isVariableDeclaration(f.parent) && ts.isIdentifier(f.parent.name) ? f.parent.name.text : undefined;
-  };
-
-  /** The string values an expression can have, or undefined when the scan cannot tell. */
-  const values = (e: ts.Expression, seen: Set<ts.Node>): string[] | undefined => {
-    if (ts.isStringLiteralLike(e)) return [e.text];
-    if (ts.isParenthesizedExpression(e) || ts.isAsExpression(e)) return values(e.expression, seen);
-    if (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression)) return tuningSpecField(e.expression, e.name.text);
-    if (!ts.isIdentifier(e)) return undefined;
-    for (let scope: ts.Node | undefined = e.parent; scope; scope = scope.parent) {
-      if (ts.isFunctionLike(scope)) {
-        const index = scope.parameters.findIndex((p) => ts.isIdentifier(p.name) && p.name.text === e.text);
-        if (index < 0) continue;
-        const param = scope.parameters[index]!;
-        if (seen.has(param)) return [];
-        seen.add(param);
-        const found: string[] = [];
-        if (param.initializer) {
-          const d = values(param.initializer, seen);
-          if (!d) return undefined;
-          found.push(...d);
-        }
-        const name = functionName(scope);
-        const callers = name === undefined ? [] : calls.filter((c) => calleeName(c) === name);
-        if (callers.length === 0 && !param.initializer) return undefined;
-        for (const c of callers) {
-          const arg = c.arguments[index];
-          if (!arg) {
-            if (!param.initializer) return undefined;
-            continue;
-          }
-          const v = values(arg, seen);
-          if (!v) return undefined;
-          found.push(...v);
-        }
-        return [...new Set(found)];
-      }
-      if (ts.isBlock(scope) || ts.isSourceFile(scope)) {
-        for (const st of scope.statements) {
-          if (!ts.isVariableStatement(st) || !(st.declarationList.flags & ts.NodeFlags.Const)) continue;
-          const d = st.declarationList.declarations.find((x) => ts.isIdentifier(x.name) && x.name.text === e.text);
-          if (d) return d.initializer ? values(d.initializer, seen) : undefined;
-        }
-      }
-    }
-    return undefined;
-  };
-
-  /** `spec.setting` where spec is typed as the element type of `TUNING_SPECS: readonly T[]` in the same file. */
-  const tuningSpecField = (id: ts.Identifier, field: string): string[] | undefined => {
-    if (field !== 'setting') return undefined;
-    const sf = id.getSourceFile();
-    let element: string | undefined;
-    sf.forEachChild((n) => {
-      if (!ts.isVariableStatement(n)) return;
-      for (const d of n.declarationList.declarations) {
-        if (ts.isIdentifier(d.name) && d.name.text === 'TUNING_SPECS' && d.type) element = /^readonly (\w+)\[\]$/.exec(d.type.getText())?.[1];
-      }
-    });
-    for (let scope: ts.Node | undefined = id.parent; scope; scope = scope.parent) {
-      if (!ts.isFunctionLike(scope)) continue;
-      const p = scope.parameters.find((x) => ts.isIdentifier(x.name) && x.name.text === id.text);
-      if (p) return element !== undefined && p.type?.getText() === element ? TUNING_SPECS.map((s) => s.setting) : undefined;
-    }
-    return undefined;
-  };
-
-  for (const sf of sources) {
-    const envNames = new Set(['env']);
-    const collect = (n: ts.Node): void => {
-      if ((ts.isParameter(n) || ts.isVariableDeclaration(n)) && ts.isIdentifier(n.name) && n.type?.getText() === 'Env') envNames.add(n.name.text);
-      n.forEachChild(collect);
-    };
-    collect(sf);
-    const isEnv = (e: ts.Expression): boolean =>
-      (ts.isIdentifier(e) && envNames.has(e.text)) ||
-      (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'process' && e.name.text === 'env');
-    const visit = (n: ts.Node): void => {
-      if (ts.isPropertyAccessExpression(n) && isEnv(n.expression) && !(ts.isCallExpression(n.parent) && n.parent.expression === n)) {
-        reads.push({ name: n.name.text, suffix: undefined, where: where(n) });
-      } else if (ts.isElementAccessExpression(n) && isEnv(n.expression)) {
-        const arg = n.argumentExpression;
-        const template = ts.isTemplateExpression(arg) && arg.head.text === '' && arg.templateSpans.length === 1 ? arg.templateSpans[0]! : undefined;
-        const suffix = template && /^__\w+$/.test(template.literal.text) ? template.literal.text : undefined;
-        const names = template ? (suffix ? values(template.expression, new Set()) : undefined) : values(arg, new Set());
-        if (names) for (const name of names) reads.push({ name, suffix, where: where(n) });
-        else unresolved.push(`${where(n)} ${n.getText()}`);
-      } else if (ts.isVariableDeclaration(n) && ts.isObjectBindingPattern(n.name) && n.initializer && isEnv(n.initializer)) {
-        for (const el of n.name.elements) reads.push({ name: (el.propertyName ?? el.name).getText(), suffix: undefined, where: where(el) });
-      }
-      n.forEachChild(visit);
-    };
-    visit(sf);
+function recordReads(env: Record<string, string>): string[] {
+  const read = new Set<string>();
+  try {
+    loadSettings(new Proxy(env, { get: (target, key) => (typeof key === 'string' && read.add(key), target[key as string]) }));
+  } catch {
+    // 'the app accepts the deployed settings at start-up' below reports why.
   }
-  return { reads, unresolved };
+  return [...read];
 }
 
-const scan = scanEnvReads(['shared', 'functions']);
+const reads = recordReads(deployedEnv());
 /** Names read with a `__suffix` are connections; the bare name of one holds a connection string (a key). */
-const connectionNames = new Set(scan.reads.filter((r) => r.suffix !== undefined).map((r) => r.name));
+const connectionNames = new Set(reads.filter((k) => k.includes('__')).map((k) => k.split('__')[0]!));
+const suffixesRead = (name: string): string[] => reads.filter((k) => k.startsWith(`${name}__`)).map((k) => k.slice(name.length));
+/** Settings the Functions platform itself reads; the app never does. */
+const PLATFORM = /^(APPLICATIONINSIGHTS_|FUNCTIONS_|WEBSITE_)/;
 
 /** Identity-based settings of a connection, per service (Azure Functions identity-based connections). */
 const IDENTITY_FORMS: Record<'serviceBus' | 'storage', string[][]> = {
@@ -299,7 +173,7 @@ const BINDING_SERVICE: Record<string, keyof typeof IDENTITY_FORMS> = {
 
 /** Which service a connection the code reads is for, from the suffixes it reads. */
 function serviceOfReads(name: string): keyof typeof IDENTITY_FORMS | undefined {
-  const suffixes = new Set(scan.reads.filter((r) => r.name === name && r.suffix).map((r) => r.suffix!));
+  const suffixes = new Set(suffixesRead(name));
   const kinds = (Object.keys(IDENTITY_FORMS) as (keyof typeof IDENTITY_FORMS)[]).filter((k) => IDENTITY_FORMS[k].flat().some((s) => suffixes.has(s)));
   return kinds.length === 1 ? kinds[0] : undefined;
 }
@@ -307,8 +181,7 @@ function serviceOfReads(name: string): keyof typeof IDENTITY_FORMS | undefined {
 /** Every plain (non-connection) setting the app reads, with where it is read. */
 function settingsRead(): Map<string, string> {
   const read = new Map<string, string>();
-  for (const r of scan.reads) if (r.suffix === undefined && !connectionNames.has(r.name) && !read.has(r.name)) read.set(r.name, r.where);
-  for (const s of TUNING_SPECS) if (!read.has(s.setting)) read.set(s.setting, 'TUNING_SPECS');
+  for (const k of reads) if (!k.includes('__') && !connectionNames.has(k)) read.set(k, 'loadSettings');
   for (const f of captured().functions) for (const b of f.bindings) for (const e of settingExpressions(b)) read.set(e.setting, `binding ${f.name}.${e.field}`);
   return read;
 }
@@ -380,7 +253,7 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
     for (const name of connectionNames) if (!needed.has(name)) needed.set(name, { service: serviceOfReads(name), why: 'read by the code' });
     needed.set(HOST_STORAGE, { service: 'storage', why: 'the Functions host' });
     for (const name of ['StorageConnection', 'ServiceBusConnection']) {
-      assert.ok(connectionNames.has(name), `the scan should find the code reading ${name}__…; found ${[...connectionNames].join(', ')}`);
+      assert.ok(connectionNames.has(name), `loadSettings should read ${name}__…; it reads connections ${[...connectionNames].join(', ')}`);
     }
 
     const problems: string[] = [];
@@ -395,7 +268,7 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
         const forms = IDENTITY_FORMS[service].map((form) => form.map((s) => name + s).join(' + ')).join(' or ');
         problems.push(`${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`);
       }
-      const known = new Set([...IDENTITY_FORMS[service].flat(), '__credential', '__clientId', ...scan.reads.filter((r) => r.name === name && r.suffix).map((r) => r.suffix!)]);
+      const known = new Set([...IDENTITY_FORMS[service].flat(), '__credential', '__clientId', ...suffixesRead(name)]);
       for (const [suffix, s] of set) if (!known.has(suffix)) problems.push(`${s.file}:${s.line} ${name}${suffix} is not a setting the ${service} connection understands`);
       // The app runs as a user-assigned identity only: managedidentity without a client id gets no token.
       const credential = set.get('__credential');
@@ -491,12 +364,19 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
 });
 
 void describe('deploy readiness: every app setting the code reads is set in infra/', () => {
-  void it('the scan pins down every env read in shared/ and functions/', () => {
-    assert.deepEqual(scan.unresolved, [], 'env reads whose setting name the scan cannot tell');
-    assert.ok(scan.reads.some((r) => r.suffix === undefined) && connectionNames.size > 0, 'the scan found no reads: is it looking in the right place?');
+  void it('loadSettings reads settings and identity-based connections (the recording works)', () => {
+    assert.ok(settingsRead().has('PUSHDRAIN_PARTITIONS') && connectionNames.has('StorageConnection'), `recorded: ${reads.join(', ')}`);
+    for (const spec of TUNING_SPECS) assert.ok(reads.includes(spec.setting), `${spec.setting} is in TUNING_SPECS but loadSettings never reads it`);
   });
 
-  void it('each setting read (env.NAME, env[...], TUNING_SPECS, %NAME% in bindings) is set on every deployment', () => {
+  void it('infra/ sets no app setting the app does not read (platform settings aside)', () => {
+    const connections = new Set([...connectionNames, HOST_STORAGE, ...captured().functions.flatMap((f) => f.bindings.map((b) => b.connection).filter((c) => typeof c === 'string'))]);
+    const read = settingsRead();
+    const unread = deployed.filter((s) => !read.has(s.key) && !connections.has(s.key.split('__')[0]!) && !PLATFORM.test(s.key));
+    assert.deepEqual(unread.map((s) => `${s.file}:${s.line} ${s.key}`), []);
+  });
+
+  void it('each setting read (by loadSettings, or as %NAME% in a binding) is set on every deployment', () => {
     const problems: string[] = [];
     for (const [name, where] of settingsRead()) {
       const s = setting(name);

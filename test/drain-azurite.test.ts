@@ -10,9 +10,9 @@ import type { Report } from '../shared/billing/report';
 import { drainOptions } from '../shared/drain/coordinator';
 import { drainQueue } from '../shared/drain/drain-queue';
 import { type DrainQueue, type DrainSlots, type MessageProcessor, systemClock } from '../shared/ports';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { completed, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { leaseSlots, quietLog, type RawStorage, testRuntime, useStorage } from './support/storage';
 
 useStorage();

@@ -12,10 +12,10 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { type Azurite, startAzurite } from '../local/azurite';
 import { entityNames, TOPIC } from '../shared/names';
 import type { MeterSnapshot } from '../shared/storage/meter';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
-import { generate, toNdjson } from './support/generate';
 import { type HostProcess, startHostProcess } from './support/host-process';
-import { expectedReport } from './support/oracle';
 import { uniquePrefix } from './support/storage';
 
 const PREFIX = uniquePrefix();
@@ -24,16 +24,6 @@ let azurite: Azurite;
 let bus: BrokerHarness;
 let host: HostProcess;
 let base = '';
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-3000)}`);
-}
 
 async function meter(): Promise<MeterSnapshot> {
   const res = await fetch(`${base}/api/health`);
@@ -50,7 +40,7 @@ async function submit(body: Buffer, headers: Record<string, string> = {}): Promi
 }
 
 async function waitCompleted(batchId: string): Promise<void> {
-  await until(`batch ${batchId} completed`, 60_000, async () => {
+  await host.until(`batch ${batchId} completed`, 60_000, async () => {
     const res = await fetch(`${base}/api/batches/${batchId}`);
     const body = (await res.json()) as { status: string };
     assert.notEqual(body.status, 'failed');
@@ -151,7 +141,7 @@ describe('end to end over HTTP and Service Bus', () => {
 
     // Let the drains' back-off run out, then measure an idle window.
     let last = -1;
-    await until('the drains to go idle', 30_000, async () => {
+    await host.until('the drains to go idle', 30_000, async () => {
       const n = queueOps(await meter());
       const settled = n === last;
       last = n;

@@ -26,13 +26,12 @@ import {
   propertyAt,
   provisionedContainers,
   provisionedQueues,
-  readRepoFile,
-  repoRoot,
   resolveFrom,
   type Resource,
   resources,
   unresolvedIdentifiers,
 } from './support/bicep-text';
+import { readRepoFile, repoRoot } from './support/repo';
 
 const MAIN = 'infra/main.bicep';
 const files = bicepFiles();
@@ -220,7 +219,6 @@ void describe('infra: identity and roles', () => {
     { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scope: 'Microsoft.ServiceBus/namespaces' },
     { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scope: 'Microsoft.ServiceBus/namespaces' },
     { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scope: 'Microsoft.Insights/components' },
-    { id: 'de139f84-1756-47ae-9be6-808fbbe84772', role: 'Website Contributor', scope: 'Microsoft.Web/sites' },
   ];
 
   /** Whether a block uses a role id: the literal itself, a `var x = 'id'`, or a `key: 'id'` entry of a var object. */
@@ -275,7 +273,7 @@ void describe('infra: identity and roles', () => {
     assert.match(site.body.text, /type: 'UserAssignedIdentity'\s+userAssignedIdentityResourceId: identityId/);
     // identityPrincipalId, which the role checks above look for, is that identity's principal.
     const passing = modules(src(MAIN)).filter((m) => m.paramKeys.includes('identityPrincipalId'));
-    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['api', 'rbac']);
+    assert.deepEqual(passing.map((m) => m.symbol), ['rbac'], 'only rbac.bicep grants roles to the app identity');
     for (const m of passing) {
       assert.equal(entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'identityPrincipalId')?.value, 'identity.outputs.principalId', m.symbol);
     }
@@ -315,6 +313,18 @@ void describe('infra: names and settings the app relies on', () => {
     assert.doesNotMatch(text, /sqlFilter|sqlExpression/i, 'no SQL filters');
   });
 
+  void it('the scale subscription (for the scaling agent, no consumer yet) keeps 10 minutes of events and drops, not dead-letters, older ones', () => {
+    const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
+      topics: { name: string; subscriptions: { name: string; defaultMessageTimeToLive?: string; deadLetteringOnMessageExpiration: boolean }[] }[];
+    };
+    const scale = json.topics.find((t) => t.name === TOPIC)?.subscriptions.find((s) => s.name === SUBSCRIPTIONS.scale.name);
+    assert.equal(scale?.defaultMessageTimeToLive, 'PT10M');
+    assert.equal(scale.deadLetteringOnMessageExpiration, false, 'an expired load signal must not pile up in the dead-letter queue');
+    // The Bicep subscription takes the subscription's own TTL before the topic's.
+    const subs = only('Microsoft.ServiceBus/namespaces/topics/subscriptions');
+    assert.match(propertyAt(src(subs.file), subs.body, ['properties', 'defaultMessageTimeToLive']) ?? '', /^\w+\.\?defaultMessageTimeToLive \?\? /);
+  });
+
   void it('every container in CONTAINERS is provisioned, plus a deployment container', () => {
     const text = src('infra/core/storage/storage-account.bicep');
     assert.deepEqual(provisionedContainers(text).sort(), [...CONTAINERS].sort());
@@ -341,7 +351,6 @@ void describe('infra: names and settings the app relies on', () => {
   // Infra exposes every tuning setting as a parameter: derived, so a new setting cannot be forgotten.
   const EXPOSED = TUNING_SPECS.map((s) => s.setting);
 
-
   void it('each exposed tuning setting is a param whose default and range match TUNING_SPECS', () => {
     for (const setting of EXPOSED) {
       assert.ok(TUNING_SPECS.some((s) => s.setting === setting), `${setting} is no longer in TUNING_SPECS`);
@@ -360,14 +369,7 @@ void describe('infra: names and settings the app relies on', () => {
       assert.ok(min !== undefined && min >= spec.min, `${param} @minValue ${min} must be within the app's ${spec.min}`);
       assert.ok(max !== undefined && max <= spec.max, `${param} @maxValue ${max} must be within the app's ${spec.max}`);
     }
-    // Besides TUNING_SPECS, loadSettings reads PUSHDRAIN_NAME_PREFIX and PUSHDRAIN_TAX_RATES.
-    const known = new Set([
-      ...TUNING_SPECS.map((s) => s.setting),
-      'PUSHDRAIN_SWEEP_SCHEDULE', 'PUSHDRAIN_BACKLOG_QUEUE_COUNT', 'PUSHDRAIN_NAME_PREFIX', 'PUSHDRAIN_TAX_RATES',
-    ]);
-    for (const key of appSettings.keys()) {
-      if (key.startsWith('PUSHDRAIN_')) assert.ok(known.has(key), `${key} is not a setting the app reads`);
-    }
+    // That infra sets nothing the app does not read is checked in test/deploy-readiness.test.ts.
   });
 
   void it('the drain budget stays under functionTimeout (10 minutes) with time to hand over', () => {

@@ -11,11 +11,11 @@ import { ingestSweep } from '../functions/ingest-timer';
 import type { ManifestStore } from '../shared/batch/manifest';
 import type { Report } from '../shared/billing/report';
 import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { movableClock } from './support/clock';
-import { generate, toNdjson } from './support/generate';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useProxiedStorage } from './support/storage';
 
 const storage = useProxiedStorage();

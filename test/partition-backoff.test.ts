@@ -8,9 +8,9 @@ import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { partitionOf } from '../shared/names';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { completed, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useProxiedStorage } from './support/storage';
 
 const storage = useProxiedStorage();

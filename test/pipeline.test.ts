@@ -7,9 +7,9 @@ import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { meterDelta } from '../shared/storage/meter';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { completed, post, pump, report, status } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useStorage } from './support/storage';
 
 useStorage();

@@ -10,11 +10,11 @@ import { ingestSweep } from '../functions/ingest-timer';
 import type { Report } from '../shared/billing/report';
 import { layout } from '../shared/layout';
 import { meterDelta } from '../shared/storage/meter';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { movableClock } from './support/clock';
-import { generate, toNdjson } from './support/generate';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useStorage } from './support/storage';
 
 useStorage();

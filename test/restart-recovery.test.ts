@@ -10,10 +10,10 @@ import { after, before, describe, test } from 'node:test';
 
 import { type Azurite, startAzurite } from '../local/azurite';
 import { loadEntitiesConfig } from '../local/servicebus/config';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
-import { generate, toNdjson } from './support/generate';
 import { type HostProcess, startHostProcess } from './support/host-process';
-import { expectedReport } from './support/oracle';
 import { uniquePrefix } from './support/storage';
 
 let azurite: Azurite;

@@ -5,10 +5,10 @@ import { gzipSync } from 'node:zlib';
 
 import { ingestSweep } from '../functions/ingest-timer';
 import type { Report } from '../shared/billing/report';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump, report } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useStorage } from './support/storage';
 
 useStorage();

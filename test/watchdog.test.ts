@@ -12,10 +12,10 @@ import { postRedrive } from '../functions/admin-http';
 import { onWatchdog } from '../functions/watchdog';
 import type { Report } from '../shared/billing/report';
 import { layout } from '../shared/layout';
-import { generate, toNdjson } from './support/generate';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
 import { blobNames, queueDepths } from './support/inspect';
 import { completed, context, post, pump, report, status } from './support/invoke';
-import { expectedReport } from './support/oracle';
 import { testRuntime, useStorage } from './support/storage';
 
 useStorage();

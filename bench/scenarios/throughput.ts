@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from 'node:util';
 
 import { meterDelta, type MeterSnapshot } from '../../shared/storage/meter';
-import { expectedReport } from '../../test/support/oracle';
+import { expectedReport } from '../../testkit/oracle';
 import type { DesignName } from '../app';
 import { startApp } from '../designs';
 import { CompletionWatcher } from '../support/completion';

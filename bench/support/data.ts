@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { Transaction } from '../../shared/model/transaction';
-import { generate, toNdjson } from '../../test/support/generate';
+import { generate, toNdjson } from '../../testkit/generate';
 
 /** Distinct accounts the generator draws from (Zipf-like: account k with probability ~1/k). */
 export const ACCOUNTS = 2_000;

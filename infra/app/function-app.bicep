@@ -36,9 +36,6 @@ param identityId string
 @description('Client id of that identity (selects it for every identity-based connection).')
 param identityClientId string
 
-@description('Principal id of that identity (for the Website Contributor grant below).')
-param identityPrincipalId string
-
 @description('Application Insights connection string (ingestion endpoint; local auth is off).')
 param applicationInsightsConnectionString string
 
@@ -64,9 +61,6 @@ param premiumMaximumElasticWorkerCount int
 param appSettings object
 
 var isFlex = hostingPlan == 'flex'
-
-// Website Contributor, for the future scaling agent: manage this site, nothing else.
-var websiteContributorRoleId = 'de139f84-1756-47ae-9be6-808fbbe84772' // Website Contributor
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
@@ -171,16 +165,6 @@ resource scmPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-
   name: 'scm'
   properties: {
     allow: false
-  }
-}
-
-resource scalerRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(site.id, identityPrincipalId, websiteContributorRoleId)
-  scope: site
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', websiteContributorRoleId)
-    principalId: identityPrincipalId
-    principalType: 'ServicePrincipal'
   }
 }
 

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors';
 /** Tax rate per region code, in basis points (2000 = 20 %). */
 export type TaxRates = Record<string, number>;
 
-/** The handbook's defaults; any other region, or none, is taxed at 0. */
+/** The default rates of docs/ARCHITECTURE.md (Billing); any other region, or none, is taxed at 0. */
 export const DEFAULT_TAX_RATES: Readonly<TaxRates> = Object.freeze({ EU: 2000, UK: 2000, CA: 1300, AU: 1000, JP: 1000, US: 0 });
 
 /** Parses `EU:2000,UK:2000,…`; rates are whole basis points from 0 to 10000. */

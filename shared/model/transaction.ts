@@ -1,5 +1,5 @@
 /**
- * The transaction schema (ARCHITECTURE.md "Transaction (input)") and its validation.
+ * The transaction schema (docs/ARCHITECTURE.md, "Transaction (input)") and its validation.
  * Unknown fields are rejected so that a typo is never silently dropped.
  */
 import type { ErrorDetail } from '../errors';

@@ -4,35 +4,12 @@
  * `${…}` interpolations), plus small scanners for declarations, blocks and object keys built on it.
  * Everything works on a masked copy of the same length, so an index in it is an index in the source.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 
-/** The repository root: the nearest folder above this file that holds package.json (tests run from dist/). */
-export function repoRoot(from: string = __dirname): string {
-  let dir = resolve(from);
-  for (;;) {
-    if (existsSync(join(dir, 'package.json'))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${from}`);
-    dir = parent;
-  }
-}
-
-export function readRepoFile(relPath: string): string {
-  return readFileSync(join(repoRoot(), relPath), 'utf8');
-}
+import { repoFiles, repoRoot } from './repo';
 
 /** Every .bicep file under infra/, as repo-relative paths with forward slashes. */
-export function bicepFiles(): string[] {
-  const root = repoRoot();
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) return walk(p);
-      return e.name.endsWith('.bicep') ? [relative(root, p).split('\\').join('/')] : [];
-    });
-  return walk(join(root, 'infra')).sort();
-}
+export const bicepFiles = (): string[] => repoFiles().filter((f) => f.startsWith('infra/') && f.endsWith('.bicep'));
 
 /**
  * Same text with comments and string contents replaced by spaces (newlines kept). Quote marks stay,
@@ -269,15 +246,8 @@ export function resources(src: string): Resource[] {
   const found: Resource[] = [];
   for (const m of src.matchAll(RESOURCE)) {
     if (code.slice(m.index, m.index + 8) !== 'resource') continue; // inside a comment or string
-    const open = bodyOpen(code, m.index + m[0].length);
-    found.push({
-      symbol: m[1]!,
-      type: m[2]!,
-      apiVersion: m[3],
-      existing: m[4] !== undefined,
-      line: lineOf(src, m.index),
-      body: blockAt(src, code, open),
-    });
+    const body = blockAt(src, code, bodyOpen(code, m.index + m[0].length));
+    found.push({ symbol: m[1]!, type: m[2]!, apiVersion: m[3], existing: m[4] !== undefined, line: lineOf(src, m.index), body });
   }
   return found;
 }
@@ -301,19 +271,9 @@ export function modules(src: string): Module[] {
     if (code.slice(m.index, m.index + 6) !== 'module') continue;
     const body = blockAt(src, code, bodyOpen(code, m.index + m[0].length));
     const paramsEntry = entries(src, body).find((e) => e.key === 'params');
-    let paramsBlock: Block | undefined;
-    if (paramsEntry) {
-      const open = code.indexOf('{', paramsEntry.valueStart);
-      paramsBlock = blockAt(src, code, open);
-    }
-    found.push({
-      symbol: m[1]!,
-      path: m[2]!,
-      line: lineOf(src, m.index),
-      body,
-      paramKeys: paramsBlock ? entries(src, paramsBlock).map((e) => e.key) : [],
-      paramsBlock,
-    });
+    const paramsBlock = paramsEntry ? blockAt(src, code, code.indexOf('{', paramsEntry.valueStart)) : undefined;
+    const paramKeys = paramsBlock ? entries(src, paramsBlock).map((e) => e.key) : [];
+    found.push({ symbol: m[1]!, path: m[2]!, line: lineOf(src, m.index), body, paramKeys, paramsBlock });
   }
   return found;
 }

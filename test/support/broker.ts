@@ -19,8 +19,6 @@ export interface ClientOptions {
 export interface BrokerHarness {
   broker: Broker;
   client(options?: ClientOptions): ServiceBusClient;
-  /** Clients created and not yet closed (an afterEach can assert none leak). */
-  readonly openClients: number;
   /** Closes the clients created so far, keeping the broker. */
   closeClients(): Promise<void>;
   /** Closes every client, then stops the broker. */
@@ -43,9 +41,6 @@ export async function startTestBroker(options: BrokerOptions = {}): Promise<Brok
       });
       clients.add(c);
       return c;
-    },
-    get openClients() {
-      return clients.size;
     },
     closeClients,
     close: async () => {
@@ -77,14 +72,4 @@ export async function receiveExactly(
     got.push(...(await receiver.receiveMessages(count - got.length, { maxWaitTimeInMs: Math.min(left, 1000) })));
   }
   return got;
-}
-
-/** Polls `check` every 20 ms until it returns true or `timeoutMs` passes; returns the last result. */
-export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
 }

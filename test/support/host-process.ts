@@ -1,74 +1,84 @@
 /**
- * The local host as a child process (`dist/local/start.js`), as `npm start` runs it against
- * given connections. Tests can kill it hard (SIGKILL) and start it again on the same port.
+ * The local host as a child process (`dist/local/start.js`), as `npm start` runs it against given
+ * connections: this process's environment plus `env` (a setting given as undefined is removed).
+ * Tests can kill it hard (SIGKILL) and start it again on the same port.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 
-import { findRepoRoot } from '../../local/host/registry';
+import { until } from './poll';
+import { repoRoot } from './repo';
+
+export type HostEnv = Record<string, string | undefined>;
 
 export interface HostProcess {
+  /** `http://localhost:<port>`. */
   readonly base: string;
   readonly port: number;
   /** Everything the host printed since it started (all its incarnations). */
   output(): string;
+  /** `until`, with the host's last output in the timeout error. */
+  until<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T>;
   /** SIGKILL: no shutdown hook runs, in-flight work is simply lost. */
   kill(): Promise<void>;
   /** Starts it again with the same settings and port. */
   restart(): Promise<void>;
-  /** SIGINT and wait for a clean exit; resolves with the exit code. */
+  /** SIGINT and wait for a clean exit; resolves with the exit code (null: SIGKILL after `timeoutMs`). */
   stop(timeoutMs?: number): Promise<number | null>;
   readonly kills: number;
 }
 
-export async function startHostProcess(env: Record<string, string>, port = 0, startTimeoutMs = 30_000): Promise<HostProcess> {
-  const root = findRepoRoot(__dirname);
+function spawnHost(env: HostEnv, port: number, onOutput: (text: string) => void): ChildProcess {
+  const root = repoRoot();
+  const child = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env, PORT: String(port) },
+  });
+  for (const stream of [child.stdout, child.stderr]) stream?.on('data', (d: Buffer) => onOutput(d.toString()));
+  return child;
+}
+
+const exited = (c: ChildProcess): Promise<number | null> =>
+  c.exitCode !== null || c.signalCode !== null ? Promise.resolve(c.exitCode) : new Promise((r) => c.once('exit', (code) => r(code)));
+
+/** Runs a host that should refuse to start: its exit code and all it printed (SIGKILL after `timeoutMs`). */
+export async function runHostToExit(env: HostEnv, timeoutMs = 30_000): Promise<{ code: number | null; output: string }> {
+  let output = '';
+  const child = spawnHost(env, 0, (text) => (output += text));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((r) => child.once('close', r)); // 'close': the output is complete
+  clearTimeout(timer);
+  return { code, output };
+}
+
+export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 30_000): Promise<HostProcess> {
   let out = '';
   let child: ChildProcess | undefined;
   let actualPort = port;
   let kills = 0;
+  const context = (): string => `--- host output ---\n${out.slice(-3000)}`;
   const launch = async (): Promise<void> => {
     const mark = out.length;
-    const c = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env, PORT: String(actualPort) },
-    });
-    child = c;
-    c.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    c.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + startTimeoutMs;
-    for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
+    const c = (child = spawnHost(env, actualPort, (text) => (out += text)));
+    actualPort = await until('the local host to listen', startTimeoutMs, () => {
+      if (c.exitCode !== null) throw new Error(`the local host exited with ${c.exitCode}:\n${out.slice(-3000)}`);
       const m = /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(out.slice(mark));
-      if (m?.[1]) {
-        actualPort = Number(m[1]);
-        return;
-      }
-      if (c.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`the local host did not start:\n${out.slice(-3000)}`);
+      return m?.[1] ? Number(m[1]) : undefined;
+    }, { context });
   };
-  const exited = (c: ChildProcess): Promise<number | null> =>
-    c.exitCode !== null || c.signalCode !== null ? Promise.resolve(c.exitCode) : new Promise((r) => c.once('exit', (code) => r(code)));
   await launch();
   return {
-    get base() {
-      return `http://localhost:${actualPort}`;
-    },
-    get port() {
-      return actualPort;
-    },
-    get kills() {
-      return kills;
-    },
+    get base() { return `http://localhost:${actualPort}`; },
+    get port() { return actualPort; },
+    get kills() { return kills; },
     output: () => out,
+    until: (what, timeoutMs, probe) => until(what, timeoutMs, probe, { context }),
     kill: async () => {
       if (!child) return;
       kills++;
-      const c = child;
-      c.kill('SIGKILL');
-      await exited(c);
+      child.kill('SIGKILL');
+      await exited(child);
     },
     restart: launch,
     stop: async (timeoutMs = 20_000) => {
@@ -76,12 +86,10 @@ export async function startHostProcess(env: Record<string, string>, port = 0, st
       const c = child;
       c.kill('SIGINT');
       const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
-      if (code === 'timeout') {
-        c.kill('SIGKILL');
-        await exited(c);
-        return null;
-      }
-      return code;
+      if (code !== 'timeout') return code;
+      c.kill('SIGKILL');
+      await exited(c);
+      return null;
     },
   };
 }

@@ -11,13 +11,13 @@
  *
  * Faults are scripted (`inject`: the next N requests that match, after skipping some) or drawn
  * from a seeded random source (`chaos`: a probability per kind). Scripted rules win. Every
- * injection is counted by kind (`counts()`, `summary()`), for assertions and closing notes.
+ * injection is counted by kind (`counts()`), for assertions and closing notes.
  */
 import { randomUUID } from 'node:crypto';
 import { Agent, createServer, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-import { rng } from './generate';
+import { rng } from '../../testkit/generate';
 
 export const FAULT_KINDS = ['status503', 'status500', 'reset', 'stall', 'dropAfterApply'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -180,10 +180,9 @@ export class StorageProxy {
   private readonly sockets = new Set<Socket>();
   private readonly held = new Map<Socket, NodeJS.Timeout>();
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  private readonly stallMaxMs: number;
   private rules: Rule[] = [];
   private chaosState: { random: () => number; rates: [FaultKind, number][]; match: Matcher | undefined } | undefined;
-  private tally: ProxyCounts = StorageProxy.zero();
+  private readonly tally: ProxyCounts = StorageProxy.zero();
   private readonly log: InjectedFault[] = [];
   private closed: Promise<void> | undefined;
   blobPort = 0;
@@ -191,14 +190,12 @@ export class StorageProxy {
 
   private constructor(
     private readonly upstream: UpstreamPorts,
-    options: StorageProxyOptions,
-  ) {
-    this.stallMaxMs = options.stallMaxMs ?? 30_000;
-  }
+    private readonly stallMaxMs: number,
+  ) {}
 
   /** Listens on two free loopback ports, one per service, forwarding to Azurite's. */
   static async start(upstream: UpstreamPorts, options: StorageProxyOptions = {}): Promise<StorageProxy> {
-    const proxy = new StorageProxy(upstream, options);
+    const proxy = new StorageProxy(upstream, options.stallMaxMs ?? 30_000);
     proxy.blobPort = await proxy.listen('blob');
     proxy.queuePort = await proxy.listen('queue');
     return proxy;
@@ -243,17 +240,6 @@ export class StorageProxy {
   /** The faults injected so far, oldest first (the last 1000). */
   injectedFaults(): readonly InjectedFault[] {
     return [...this.log];
-  }
-
-  resetCounts(): void {
-    this.tally = StorageProxy.zero();
-    this.log.length = 0;
-  }
-
-  /** One line for a test's closing note, e.g. `injected 503×3 500×1 reset×2 stall×0 drop-after-apply×1 in 240 requests`. */
-  summary(): string {
-    const i = this.tally.injected;
-    return `injected 503×${i.status503} 500×${i.status500} reset×${i.reset} stall×${i.stall} drop-after-apply×${i.dropAfterApply} in ${this.tally.requests} requests (${this.tally.forwarded} forwarded)`;
   }
 
   /** Requests being held by a stall right now. */
@@ -410,6 +396,4 @@ export class StorageProxy {
 }
 
 /** Starts a proxy in front of an Azurite (or anything with blob and queue ports). */
-export function startStorageProxy(upstream: UpstreamPorts, options: StorageProxyOptions = {}): Promise<StorageProxy> {
-  return StorageProxy.start(upstream, options);
-}
+export const startStorageProxy = (upstream: UpstreamPorts, options: StorageProxyOptions = {}): Promise<StorageProxy> => StorageProxy.start(upstream, options);

@@ -1,5 +1,5 @@
 /** Seeded, realistic transactions: Zipf-ish accounts, several currencies and regions, charges and refunds. */
-import type { Transaction } from '../../shared/model/transaction';
+import type { Transaction } from '../shared/model/transaction';
 
 export function rng(seed: number): () => number {
   let a = seed >>> 0;

@@ -1,17 +1,14 @@
 /**
- * docs/SECURITY.md, checked. The local host runs as a child (as `npm start` does against given
- * connections) on an Azurite account with a random key, behind the fault proxy, with a Service
- * Bus connection string carrying a recognisable SharedAccessKey. Success and failure paths are
- * exercised (400, 404, 405, 413, 415, 503, drain errors, poison, bad settings at start-up);
- * every byte the host prints and every HTTP response is captured, and none may carry the
- * account key, the SAS key, a SharedAccessSignature or a `sig=`. Then the rules that do not
- * need a running host: secret-free ConfigError and error bodies, auth levels, pinned packages.
+ * docs/SECURITY.md's promise that no secret leaves the app, checked. The local host runs as a
+ * child (as `npm start` does against given connections) on an Azurite account with a random key,
+ * behind the fault proxy, with a Service Bus connection string carrying a recognisable
+ * SharedAccessKey. Success and failure paths are exercised (400, 404, 405, 413, 415, 503, drain
+ * errors, poison, bad settings at start-up); every byte the host prints and every HTTP response
+ * is captured, and none may carry the account key, the SAS key, a SharedAccessSignature or a
+ * `sig=`. Then, unit by unit: secret-free ConfigError messages and error bodies.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
@@ -21,16 +18,15 @@ import { QueueServiceClient } from '@azure/storage-queue';
 
 import { errorResponse, redactSecrets } from '../functions/http-errors';
 import { type Azurite, startAzurite } from '../local/azurite';
-import { findRepoRoot } from '../local/host/registry';
 import { loadSettings } from '../shared/config/settings';
 import { ConfigError, TransientError, ValidationError } from '../shared/errors';
 import { entityNames, TOPIC } from '../shared/names';
+import { generate, toNdjson } from '../testkit/generate';
 import { type BrokerHarness, startTestBroker } from './support/broker';
-import { generate, toNdjson } from './support/generate';
+import { type HostEnv, type HostProcess, runHostToExit, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';
 import { startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
-const root = findRepoRoot(__dirname);
 const ACCOUNT = `sec${randomBytes(3).toString('hex')}`;
 const ACCOUNT_KEY = randomBytes(64).toString('base64');
 const SAS_KEY = `SasKey${randomBytes(24).toString('base64url')}`;
@@ -66,18 +62,15 @@ const transcript: { where: string; text: string }[] = [];
 let azurite: Azurite;
 let proxy: StorageProxy;
 let bus: BrokerHarness;
-let host: ChildProcess;
-let output = '';
+let host: HostProcess;
 let base = '';
 let storageConnection = '';
 let serviceBusConnection = '';
 
-function hostEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+function hostEnv(extra: Record<string, string> = {}): HostEnv {
+  return {
     StorageConnection: storageConnection,
     ServiceBusConnection: serviceBusConnection,
-    PORT: '0',
     PUSHDRAIN_NAME_PREFIX: PREFIX,
     PUSHDRAIN_PARTITIONS: '2',
     PUSHDRAIN_MAX_IDLE_MS: '300',
@@ -87,21 +80,10 @@ function hostEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     PUSHDRAIN_MAX_INFLATED_BYTES: '1048576',
     // The SDKs' own diagnostics are in the capture too, at their most talkative.
     AZURE_LOG_LEVEL: 'verbose',
+    // rhea's DEBUG prints raw AMQP frames, tokens included: a documented exception (docs/SECURITY.md).
+    DEBUG: undefined,
     ...extra,
   };
-  // rhea's DEBUG prints raw AMQP frames, tokens included: a documented exception (docs/SECURITY.md).
-  delete env.DEBUG;
-  return env;
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; Date.now() < deadline && i < 2000; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${output.slice(-3000)}`);
 }
 
 /** fetch, recording the status line, the headers and the body of the answer. */
@@ -117,19 +99,10 @@ const post = (body: Buffer | string, headers: Record<string, string> = {}): Retu
   call('/api/batches', { method: 'POST', body, headers: { 'Content-Type': 'application/x-ndjson', ...headers } });
 
 /** Runs the host with a bad setting: it must refuse to start, name the setting, and print no secret. */
-function failedStart(extra: Record<string, string>): Promise<{ code: number | null; text: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], { cwd: root, env: hostEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (text += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      transcript.push({ where: `start-up with ${Object.keys(extra).join(', ')}`, text });
-      resolve({ code, text });
-    });
-  });
+async function failedStart(extra: Record<string, string>): Promise<{ code: number | null; text: string }> {
+  const { code, output } = await runHostToExit(hostEnv(extra));
+  transcript.push({ where: `start-up with ${Object.keys(extra).join(', ')}`, text: output });
+  return { code, text: output };
 }
 
 before(async () => {
@@ -138,15 +111,12 @@ before(async () => {
   const direct = `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${azurite.blobPort}/${ACCOUNT};QueueEndpoint=http://127.0.0.1:${azurite.queuePort}/${ACCOUNT};`;
   storageConnection = proxy.connectionString(direct);
   serviceBusConnection = `Endpoint=sb://localhost:${bus.broker.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${SAS_KEY};UseDevelopmentEmulator=true;`;
-  host = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: hostEnv() });
-  host.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  host.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const port = await until('the local host to listen', 30_000, () => /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(output)?.[1]);
-  base = `http://127.0.0.1:${port}`;
+  host = await startHostProcess(hostEnv());
+  base = `http://127.0.0.1:${host.port}`;
 });
 
 after(async () => {
-  if (host && host.exitCode === null) host.kill('SIGKILL');
+  await host?.kill();
   await bus?.close();
   await proxy?.close();
   await azurite?.stop();
@@ -164,6 +134,7 @@ describe('no secret leaves the app, on any path', () => {
   });
 
   test('the start-up banner masks both keys', () => {
+    const output = host.output();
     assert.match(output, /AccountKey=\*\*\*/);
     assert.match(output, /SharedAccessKey=\*\*\*/);
     assert.match(output, new RegExp(`AccountName=${ACCOUNT}`), 'the rest of the connection string is shown');
@@ -173,7 +144,7 @@ describe('no secret leaves the app, on any path', () => {
     const accepted = await post(toNdjson(generate(300, 7, 10)), { 'Idempotency-Key': `sec-${PREFIX}ok` });
     assert.equal(accepted.status, 202, accepted.body);
     const { batchId } = JSON.parse(accepted.body) as { batchId: string };
-    await until('the batch to complete', 30_000, async () => ((JSON.parse((await call(`/api/batches/${batchId}`)).body) as { status: string }).status === 'completed' ? true : undefined));
+    await host.until('the batch to complete', 30_000, async () => ((JSON.parse((await call(`/api/batches/${batchId}`)).body) as { status: string }).status === 'completed' ? true : undefined));
     assert.equal((await call(`/api/batches/${batchId}/report`)).status, 200);
     assert.equal((await call(`/api/batches/${batchId}/report?format=csv`)).status, 200);
     assert.equal((await call('/api/health')).status, 200);
@@ -209,10 +180,10 @@ describe('no secret leaves the app, on any path', () => {
     // A wake-up while Storage is down: the drain fails and says so.
     const sender = bus.client().createSender(TOPIC);
     try {
-      const mark = output.length;
+      const mark = host.output().length;
       await sender.sendMessages({ body: { storageAccount: ACCOUNT, queueName: names.inputQueue(0), payloadSize: 1, role: 'input' }, applicationProperties: { role: 'input' } });
       const failed = new RegExp(`${names.inputQueue(0)}[^\\n]*server is busy`, 'i');
-      await until('the failed drain to be logged', 20_000, () => (failed.test(output.slice(mark)) ? true : undefined));
+      await host.until('the failed drain to be logged', 20_000, () => (failed.test(host.output().slice(mark)) ? true : undefined));
     } finally {
       proxy.clear();
       await sender.close();
@@ -224,7 +195,7 @@ describe('no secret leaves the app, on any path', () => {
     const queues = QueueServiceClient.fromConnectionString(storageConnection);
     await queues.getQueueClient(names.inputQueue(1)).sendMessage('{"v":1,"batchId":"b-nope","chunk":0,"count":1,"blob":"../../etc/passwd","sha256":"00"}');
     const sender = bus.client().createSender(TOPIC);
-    const mark = output.length;
+    const mark = host.output().length;
     try {
       await sender.sendMessages([
         { body: { storageAccount: ACCOUNT, queueName: 'someone-elses-queue', payloadSize: 1, role: 'input' }, applicationProperties: { role: 'input' } },
@@ -234,8 +205,8 @@ describe('no secret leaves the app, on any path', () => {
     } finally {
       await sender.close();
     }
-    await until('the three outcomes to be logged', 30_000, () => {
-      const seen = output.slice(mark);
+    await host.until('the three outcomes to be logged', 30_000, () => {
+      const seen = host.output().slice(mark);
       return /someone-elses-queue/.test(seen) && /queueName is missing or not a valid queue name/.test(seen) && /moved to poison/.test(seen) ? true : undefined;
     });
     const poisoned = await queues.getQueueClient(names.poisonQueue(names.inputQueue(1))).peekMessages();
@@ -249,7 +220,7 @@ describe('no secret leaves the app, on any path', () => {
     await incoming.getBlockBlobClient('bad name!.ndjson').upload('{}', 2);
     await incoming.getBlockBlobClient('broken.ndjson').upload('{nope', 5);
     const rejected = blobs.getContainerClient(names.container('rejected'));
-    await until('both files to be rejected', 20_000, async () => {
+    await host.until('both files to be rejected', 20_000, async () => {
       const got: string[] = [];
       for await (const b of rejected.listBlobsFlat()) got.push(b.name);
       return got.includes('broken.ndjson.error.json') && got.some((n) => n.startsWith('bad name')) ? got : undefined;
@@ -272,11 +243,8 @@ describe('no secret leaves the app, on any path', () => {
   });
 
   test('after a clean stop, nothing the host printed or answered carries a secret', async () => {
-    const exited = new Promise<number | null>((r) => host.once('exit', (c) => r(c)));
-    host.kill('SIGINT');
-    const timer = setTimeout(() => host.kill('SIGKILL'), 20_000);
-    const code = await exited;
-    clearTimeout(timer);
+    const code = await host.stop(20_000);
+    const output = host.output();
     assert.equal(code, 0, output.slice(-2000));
     transcript.push({ where: 'host stdout+stderr', text: output });
     assert.ok(transcript.length >= 25, `${transcript.length} captures`);
@@ -349,47 +317,5 @@ describe('secret-bearing inputs, unit by unit', () => {
     const v = errorResponse(new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key'), ctx);
     assert.ok(!JSON.stringify(v.jsonBody).includes(key));
     assert.equal(redactSecrets(`a;AccountKey=${SECRET};b sig=${SECRET}&x SharedAccessKey=${SECRET}`), 'a;AccountKey=***;b sig=***&x SharedAccessKey=***');
-  });
-});
-
-describe('the rules around the code', () => {
-  interface Route {
-    functionName: string;
-    template: string;
-    authLevel: string;
-  }
-
-  test('auth levels: batch routes need a function key, admin routes the admin key, only health is anonymous', () => {
-    const run = spawnSync(process.execPath, [join(root, 'dist/local/host/print-registrations.js')], { cwd: root, encoding: 'utf8', timeout: 30_000 });
-    assert.equal(run.status, 0, run.stderr);
-    const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
-    assert.ok(routes.length >= 4);
-    for (const r of routes) {
-      const expected = r.template === 'api/health' ? 'anonymous' : r.template.startsWith('api/admin/') ? 'admin' : 'function';
-      assert.equal(r.authLevel, expected, `${r.functionName} (${r.template})`);
-    }
-    for (const template of ['api/batches', 'api/batches/{batchId}', 'api/batches/{batchId}/report', 'api/health']) {
-      assert.ok(routes.some((r) => r.template === template), template);
-    }
-    const redrive = routes.find((r) => r.template === 'api/admin/redrive');
-    if (redrive) assert.equal(redrive.authLevel, 'admin');
-  });
-
-  test('dependencies are pinned: exact runtime versions, a lock file with integrity for every package', () => {
-    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
-    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
-      lockfileVersion: number;
-      packages: Record<string, { version?: string; integrity?: string; link?: boolean; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }>;
-    };
-    for (const [name, range] of Object.entries(pkg.dependencies)) {
-      assert.match(range, /^\d+\.\d+\.\d+$/, `${name} is pinned to an exact version`);
-      assert.equal(lock.packages[`node_modules/${name}`]?.version, range, `the lock holds ${name}@${range}`);
-    }
-    assert.ok(lock.lockfileVersion >= 2);
-    assert.deepEqual(lock.packages['']?.dependencies, pkg.dependencies, 'the lock matches package.json');
-    assert.deepEqual(lock.packages['']?.devDependencies, pkg.devDependencies);
-    const entries = Object.entries(lock.packages).filter(([k, v]) => k !== '' && !v.link);
-    assert.ok(entries.length > 100);
-    for (const [k, v] of entries) assert.match(v.integrity ?? '', /^sha512-/, `${k} has a sha512 integrity`);
   });
 });
