@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 
 import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { CONTAINERS, entityNames, SUBSCRIPTIONS, WATCHDOG_QUEUE } from '../shared/names';
+import { CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
 import {
   type AppSetting,
   bicepFiles,
@@ -25,26 +25,9 @@ import {
   provisionedQueues,
   resolveFrom,
 } from './support/bicep-text';
+import { HTTP_CONTRACT, QUEUE_CONTRACT, TIMER_CONTRACT, TOPIC_CONTRACT } from './support/contract';
 import { readRepoFile, repoRoot } from './support/repo';
 
-// ---------------------------------------------------------------------------------------------
-// The contract (docs/ARCHITECTURE.md). Fixed: clients and infra rely on it.
-// ---------------------------------------------------------------------------------------------
-
-const HTTP_CONTRACT = [
-  { name: 'postBatch', route: 'batches', methods: ['POST'], authLevel: 'function' },
-  { name: 'getBatch', route: 'batches/{batchId}', methods: ['GET'], authLevel: 'function' },
-  { name: 'getBatchReport', route: 'batches/{batchId}/report', methods: ['GET'], authLevel: 'function' },
-  { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
-  // Operators only: the master (admin) key, never a function key.
-  { name: 'adminRedrive', route: 'admin/redrive', methods: ['POST'], authLevel: 'admin' },
-];
-const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
-const TOPIC_CONTRACT = [
-  { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
-  { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
-];
-const QUEUE_CONTRACT = [{ name: 'watchdog', queue: WATCHDOG_QUEUE, connection: 'ServiceBusConnection' }];
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
 const HOST_STORAGE = 'AzureWebJobsStorage';
 
