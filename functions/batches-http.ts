@@ -3,6 +3,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 
 import type { PushdrainApp } from '../shared/app';
 import { reportCsv } from '../shared/billing/report';
+import { ValidationError } from '../shared/errors';
 import { errorResponse, json } from './http-errors';
 import { instance } from './instance';
 
@@ -17,12 +18,20 @@ export async function getBatch(rt: PushdrainApp, req: HttpRequest, context: Invo
   }
 }
 
+/** `?format=` is `json` (the default) or `csv`; anything else is refused before any Storage request. */
+function reportFormat(req: HttpRequest): 'json' | 'csv' {
+  const format = req.query.get('format') ?? 'json';
+  if (format !== 'json' && format !== 'csv') throw new ValidationError('format must be json or csv', 400, 'invalid_request', [{ line: 0, field: 'format', message: 'must be json or csv' }]);
+  return format;
+}
+
 export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
+    const format = reportFormat(req);
     const found = await rt.report(req.params.batchId ?? '');
     if (found.kind === 'not_found') return json(404, NOT_FOUND);
     if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
-    if (req.query.get('format') === 'csv') {
+    if (format === 'csv') {
       return {
         status: 200,
         body: reportCsv(found.report),

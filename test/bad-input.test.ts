@@ -366,6 +366,11 @@ describe('batch ids in the status and report routes', () => {
         assert.match(b.message, /batchId/);
       }
     }
+    // A report format other than json or csv is refused, whatever the id, before any lookup.
+    for (const format of ['xml', 'CSV', '', 'json,csv']) {
+      const b = await refused(rt, `format ${JSON.stringify(format)}`, () => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: 'b-1' }, query: { format } }), context('getBatchReport')), 400, 'invalid_request');
+      assert.deepEqual(where(b), ['0:format']);
+    }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
     const before = rt.parts.meter.total();
     const res = await routes[0]![1](`b-${'0'.repeat(62)}`);

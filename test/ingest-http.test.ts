@@ -115,9 +115,15 @@ describe('POST /api/batches acceptance', () => {
     assert.equal(await totalQueued(rt), queued, 'nothing new enqueued');
     assert.equal(events.all.length, published, 'nothing new published');
     assert.deepEqual(await blobNames(rt), blobs, 'nothing new written');
+    // A replay or a conflict reads the manifest and writes nothing: not even a refused create.
+    const writes = (): number => Object.entries(rt.parts.meter.snapshot()).filter(([op]) => op === 'blob.put' || op.startsWith('queue.put')).reduce((a, [, n]) => a + n, 0);
+    const writesBefore = writes();
+    await post(rt, body, { 'idempotency-key': 'order-2026-11-20:001' });
     const conflict = await post(rt, toNdjson(generate(40, 10)), { 'idempotency-key': 'order-2026-11-20:001' });
     assert.equal(conflict.status, 409);
     assert.equal((conflict.jsonBody as ErrorBody).error, 'idempotency_conflict');
+    assert.equal(writes(), writesBefore, 'no write request of any kind');
+    assert.deepEqual(await blobNames(rt), blobs);
   });
 
   test('a failed publish still answers 202 and leaves the notification pending', async () => {

@@ -25,11 +25,15 @@ function lastAlive(m: Manifest): number {
 }
 
 export async function claimBatch(store: ManifestStore, fresh: Manifest, now: number): Promise<Claim> {
+  // With a key, look before writing: a replay or a conflicting request must not even try a write.
+  let existing = fresh.idempotencyKey !== undefined ? await store.read(fresh.batchId) : undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const etag = await store.create(fresh);
-    if (etag !== undefined) return { kind: 'new', manifest: fresh, etag };
-    const existing = await store.read(fresh.batchId);
-    if (!existing) continue; // removed in between: try to create again
+    if (!existing) {
+      const etag = await store.create(fresh);
+      if (etag !== undefined) return { kind: 'new', manifest: fresh, etag };
+      existing = await store.read(fresh.batchId);
+      if (!existing) continue; // removed in between: try to create again
+    }
     const m = existing.manifest;
     // Our own create applied, but its response was lost and the SDK's retry saw "exists".
     if (fresh.attempt !== undefined && m.attempt === fresh.attempt && m.state === 'ingesting') {
@@ -55,6 +59,7 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
     const takeover: Manifest = { ...fresh, chunkSize: m.chunkSize, done: m.done, failed: m.failed };
     const took = await store.replace(takeover, existing.etag);
     if (took !== undefined) return { kind: 'new', manifest: takeover, etag: took };
+    existing = undefined; // changed meanwhile: start over
   }
   throw new TransientError(`could not claim batch ${fresh.batchId}: its manifest keeps changing`);
 }
