@@ -24,6 +24,8 @@ export interface Journal {
 export interface JournalStats {
   /** Bytes in the current segment file. */
   bytes: number;
+  /** Bytes written since start-up, snapshots included. */
+  written: number;
   /** Group commits (each one write and one fsync). */
   commits: number;
   operations: number;
@@ -89,7 +91,7 @@ export class DurableJournal implements Journal {
     const seg = options.segments;
     this.fd = openSync(seg.path(seg.generation), 'a');
     this.snapshotBytes = seg.bytes;
-    this.counts = { bytes: seg.bytes, commits: 0, operations: 0, compactions: 0, generation: seg.generation };
+    this.counts = { bytes: seg.bytes, written: 0, commits: 0, operations: 0, compactions: 0, generation: seg.generation };
   }
 
   append(make: () => JournalOp): void {
@@ -147,6 +149,7 @@ export class DurableJournal implements Journal {
     }
     await new Promise<void>((resolve, reject) => fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
     this.counts.bytes += record.length;
+    this.counts.written += record.length;
     this.counts.commits++;
   }
 
@@ -160,6 +163,7 @@ export class DurableJournal implements Journal {
     closeSync(old);
     seg.retire(generation);
     this.snapshotBytes = bytes;
-    Object.assign(this.counts, { bytes, generation, compactions: this.counts.compactions + 1, commits: this.counts.commits + 1 });
+    const c = this.counts;
+    Object.assign(c, { bytes, generation, written: c.written + bytes, compactions: c.compactions + 1, commits: c.commits + 1 });
   }
 }

@@ -21,7 +21,15 @@ export interface HostProcess {
   readonly kills: number;
 }
 
-export async function startHostProcess(env: Record<string, string>, port = 0, startTimeoutMs = 30_000): Promise<HostProcess> {
+export interface HostProcessOptions {
+  /**
+   * Its own process group, killed whole: what an OOM kill or a closed terminal does to `npm start`
+   * (embedded Azurite, in its own group, outlives it). @defaultValue false (kill() kills the host alone)
+   */
+  processGroup?: boolean;
+}
+
+export async function startHostProcess(env: Record<string, string>, port = 0, startTimeoutMs = 30_000, options: HostProcessOptions = {}): Promise<HostProcess> {
   const root = findRepoRoot(__dirname);
   let out = '';
   let child: ChildProcess | undefined;
@@ -33,6 +41,7 @@ export async function startHostProcess(env: Record<string, string>, port = 0, st
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env, PORT: String(actualPort) },
+      detached: options.processGroup === true,
     });
     child = c;
     c.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -67,7 +76,8 @@ export async function startHostProcess(env: Record<string, string>, port = 0, st
       if (!child) return;
       kills++;
       const c = child;
-      c.kill('SIGKILL');
+      if (options.processGroup && c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
+      else c.kill('SIGKILL');
       await exited(c);
     },
     restart: launch,
