@@ -12,6 +12,7 @@ import { after, afterEach, describe, test } from 'node:test';
 
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 
+import { startBroker } from '../local/servicebus/broker';
 import { WATCHDOG_QUEUE } from '../shared/names';
 import { receiveExactly } from './support/broker';
 import { type BrokerProcess, startBrokerProcess } from './support/broker-process';
@@ -27,8 +28,7 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function broker(): Promise<BrokerProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-crash-'));
+async function broker(dir = mkdtempSync(join(tmpdir(), 'sb-crash-'))): Promise<BrokerProcess> {
   dirs.push(dir);
   const b = await startBrokerProcess(dir);
   brokers.push(b);
@@ -127,5 +127,14 @@ describe('development broker: SIGKILL loses nothing it acknowledged', () => {
     const [m] = await receiveExactly(client(b).createReceiver(QUEUE, { receiveMode: 'receiveAndDelete' }), 1, 10_000);
     assert.equal(m?.messageId, 'check');
     assert.ok(Date.now() >= at.getTime() - 50, 'not before its time');
+  });
+
+  test('a folder held by a live broker process is refused; after a kill it is taken over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-crash-'));
+    const b = await broker(dir);
+    await assert.rejects(startBroker({ dataDir: dir, notice: () => undefined }), /in use by process \d+; stop that broker or use another folder \(SERVICEBUS_DATA_DIR\)/);
+    await b.kill();
+    const taken = await startBroker({ dataDir: dir, notice: () => undefined });
+    await taken.stop();
   });
 });

@@ -6,7 +6,7 @@
  * independent computation. Also: Azurite itself SIGKILLed keeps every write it answered.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -30,6 +30,20 @@ function tempDir(name: string): string {
   const d = mkdtempSync(join(tmpdir(), name));
   dirs.push(d);
   return d;
+}
+
+/** Until the process is gone (a zombie awaiting its parent counts as gone: it runs nothing). */
+async function gone(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      process.kill(pid, 0);
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8') === '') return;
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`process ${pid} did not die`);
 }
 
 interface Batch {
@@ -107,6 +121,7 @@ describe('embedded Azurite killed itself', () => {
     await Promise.all(Array.from({ length: 10 }, (_, i) => queue.sendMessage(`m-${i}`)));
     // SIGKILL at once, well inside Azurite's own 5 s save interval.
     process.kill(first.pid, 'SIGKILL');
+    await gone(first.pid);
 
     const lines: string[] = [];
     const second = await startAzurite({ location, log: (l) => lines.push(l) });
@@ -122,7 +137,7 @@ describe('embedded Azurite killed itself', () => {
       const q = QueueServiceClient.fromConnectionString(second.connectionString).getQueueClient('kept');
       const peeked = await q.peekMessages({ numberOfMessages: 32 });
       assert.deepEqual(peeked.peekedMessageItems.map((m) => m.messageText).sort(), Array.from({ length: 10 }, (_, i) => `m-${i}`).sort());
-      assert.deepEqual(lines, [], 'the killed Azurite was gone: nothing to wait for');
+      assert.deepEqual(lines, [], 'the killed Azurite was gone: its stale pid file made nobody wait');
     } finally {
       await second.stop();
     }

@@ -1,6 +1,6 @@
 /**
  * The development AMQP 1.0 broker: a small Service Bus stand-in on rhea that the unmodified
- * `@azure/service-bus` SDK talks to over plain TCP (see shared/servicebus-wire.md).
+ * `@azure/service-bus` SDK talks to over plain TCP.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 

@@ -128,12 +128,18 @@ function lockFolder(dir: string): void {
   openHere.add(dir);
 }
 
+/** Alive and, where /proc tells, a Node process (after a reboot the pid may belong to anything). */
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (!existsSync('/proc/self/cmdline')) return true;
+  try {
+    return /node/i.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+  } catch {
+    return false;
   }
 }
 
