@@ -237,6 +237,7 @@ describe('development broker: durable across restarts', () => {
     assert.ok(stats.compactions >= 5, `compacted ${stats.compactions} times`);
     // Written in all: ~2,000 sends of ~200 bytes plus locks and completions, far past the limit.
     assert.ok(maxFile < 2 * limit + 64 * 1024, `the live segment stayed near the limit (${maxFile} bytes)`);
+    console.log(`# compaction: ${stats.written} bytes written in ${stats.commits} commits (${stats.operations} operations), ${stats.compactions} compactions, live segment at most ${maxFile} bytes (limit ${limit})`);
     await h.close();
 
     ({ h } = await open(dir));
