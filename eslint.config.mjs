@@ -32,7 +32,7 @@ export default tseslint.config(
       'shared/config/**/*.ts',
       'local/start.ts', 'local/cli.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
       'bench/support/log.ts',
-      'test/support/host-process.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts',
+      'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },

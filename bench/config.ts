@@ -5,12 +5,13 @@
  */
 import { defaultTuning } from '../shared/config/settings';
 import type { DesignName } from './app';
+import type { BrokerConfig } from './scenarios/broker';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
 import type { WakeConfig } from './scenarios/wake';
 import { type BatchSpec,batchSpecs } from './support/data';
 
-export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit'] as const;
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit', 'broker'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -30,6 +31,8 @@ export interface BenchConfig {
   memory: { sizes: number[]; reps: number };
   /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
   limit: { reps: number; batches: BatchSpec[] };
+  /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
+  broker: BrokerConfig;
 }
 
 const tuning = defaultTuning();
@@ -60,6 +63,7 @@ export function fullConfig(): BenchConfig {
     },
     memory: { sizes: [250_000, 1_000_000], reps: 2 },
     limit: { reps: 3, batches: batches.slice(0, 2) },
+    broker: { reps: 3, messages: 3_000, senders: 16, receivers: 4 },
   };
 }
 
@@ -81,5 +85,6 @@ export function quickConfig(): BenchConfig {
     },
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
+    broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
   };
 }

@@ -10,6 +10,7 @@ import type { Tuning } from '../shared/config/settings';
 import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
+import type { BrokerFigures } from './scenarios/broker';
 import type { Summary } from './stats';
 
 export interface MachineInfo {
@@ -40,6 +41,7 @@ export interface BenchResults {
   latency?: LatencyFigures;
   memory?: MemoryFigures;
   limit?: LimitFigures;
+  broker?: BrokerFigures;
   profile?: ProfileFigures;
   warnings: string[];
   raw: Record<string, unknown>;
@@ -167,6 +169,22 @@ function limitSection(l: LimitFigures, t: ThroughputFigures | undefined): string
   return table(['', 'transactions', 'tx/s', 'CPU s per 1M', 'throughput, fraction of the limit', 'CPU efficiency, fraction of the limit'], rows);
 }
 
+function brokerSection(b: BrokerFigures, senders: number, receivers: number): string {
+  const rate = (n: number): string => num(n);
+  const two = (n: number): string => num(n, 2);
+  const rows = [
+    ['send, 1 sender (messages/s)', fmt(b.memory.sendOne, rate), fmt(b.durable.sendOne, rate), fmt(b.ratio.sendOne, two)],
+    [`send, ${senders} senders (messages/s)`, fmt(b.memory.sendMany, rate), fmt(b.durable.sendMany, rate), fmt(b.ratio.sendMany, two)],
+    [`receive + complete, ${receivers} receivers (messages/s)`, fmt(b.memory.receiveComplete, rate), fmt(b.durable.receiveComplete, rate), fmt(b.ratio.receiveComplete, two)],
+  ];
+  const j = b.journal;
+  return [
+    table(['', 'in memory', 'durable (fsync)', 'durable ÷ in memory'], rows),
+    '',
+    `Journal of a durable run (${num(b.messages)} messages, compaction at 256 KiB): ${fmt(j.opsPerCommit, (n) => num(n, 1))} operations per fsync (group commit), ${fmt(j.compactions, (n) => num(n))} compactions, ${fmt(j.writtenKb, (n) => num(n))} KiB written, ${fmt(j.finalSegmentKb, (n) => num(n, 1))} KiB on disk at the end.`,
+  ].join('\n');
+}
+
 function profileSection(p: ProfileFigures): string {
   const rows = p.top.map((f, i) => [String(i + 1), `\`${f.name}\``, f.where, num(f.selfMs), `${num(f.selfPercent, 1)} %`]);
   return [
@@ -189,6 +207,10 @@ export function keyRatios(r: BenchResults): string[] {
     if (r.latency?.p50Ratio[b]) parts.push(`submit-to-report p50 ${ratio(r.latency.p50Ratio[b])}`);
     if (parts.length > 0) out.push(`pushdrain ÷ ${DESIGN_TITLES[b]}: ${parts.join(', ')}`);
   }
+  if (r.broker) {
+    const two = (n: number): string => num(n, 2);
+    out.push(`development broker, durable ÷ in memory: send ${fmt(r.broker.ratio.sendMany, two)}, receive + complete ${fmt(r.broker.ratio.receiveComplete, two)}`);
+  }
   if (r.limit?.pushdrainFraction) {
     const cpu = r.limit.pushdrainCpuFraction ? `; the limit's CPU per transaction ÷ pushdrain's: ${fmt(r.limit.pushdrainCpuFraction, (n) => num(n, 2))}` : '';
     out.push(`pushdrain ÷ machine limit (throughput): ${fmt(r.limit.pushdrainFraction, (n) => num(n, 2))}${cpu}`);
@@ -205,6 +227,10 @@ export function renderTables(r: BenchResults): string {
   if (r.latency) parts.push('', '### 5. Submit-to-report latency, warm system', '', latencySection(r.latency, true));
   if (r.memory) parts.push('', '### 6. Memory of the timer path (sweep of one NDJSON file)', '', memorySection(r.memory));
   if (r.limit) parts.push('', "### 7. The machine's limit", '', limitSection(r.limit, r.throughput));
+  if (r.broker) {
+    const c = r.settings.config.broker;
+    parts.push('', '### 8. Development broker: what durability costs', '', brokerSection(r.broker, c.senders, c.receivers));
+  }
   if (r.profile) parts.push('', "### pushdrain's CPU profile (throughput scenario): top 5 by self time", '', profileSection(r.profile));
   const ratios = keyRatios(r);
   if (ratios.length > 0) parts.push('', '### Key ratios (median, min–max over repetitions; paired within each repetition)', '', ...ratios.map((l) => `- ${l}`));
@@ -229,7 +255,7 @@ export function renderMarkdownSection(r: BenchResults): string {
     `- **Machine:** ${m.cpus} × ${m.cpuModel}, ${num(m.memoryGb)} GiB, ${m.os}, Node ${m.node}, Azurite ${m.azurite} (in memory). ${m.sharedMachine}`,
     `- **pushdrain path:** ${r.settings.pushdrainPath}`,
     `- **pushdrain settings (defaults):** ${tuningLine(r.settings.tuning)}`,
-    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}.`,
+    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}; broker ${num(c.broker.messages)} messages × ${c.broker.reps}, in memory and durable.`,
     `- **Reproduce:** \`npm ci && npm run bench\` (all flags: \`node dist/bench/run.js --help\`). Raw data: \`bench/results/latest.json\`.`,
     ...(r.warnings.length > 0 ? [`- **Warnings during the run:** ${r.warnings.length} (first: ${r.warnings[0]})`] : []),
     '',

@@ -15,6 +15,7 @@ import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileF
 import { type DesignName,DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
+import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
 import { runIdle } from './scenarios/idle';
 import { runLatency } from './scenarios/latency';
 import type { LimitJob, LimitRun } from './scenarios/limit';
@@ -203,6 +204,23 @@ async function main(): Promise<void> {
       raw.limit = limitRuns;
       const ours = throughputRuns.filter((r) => r.design === 'pushdrain').sort((a, b) => a.rep - b.rep);
       results.limit = limitFigures(limitRuns, ours);
+    }
+    if (only.has('broker')) {
+      const runs = await timed(timings, 'broker', log, async () => {
+        const out: BrokerRun[] = [];
+        const { reps, ...sizes } = cfg.broker;
+        for (let rep = 0; rep < reps; rep++) {
+          // Alternate which goes first, so a drift on a shared machine weighs on both sides.
+          for (const durable of rep % 2 === 0 ? [false, true] : [true, false]) {
+            const run = await runChild<BrokerRun>({ kind: 'broker', durable, ...sizes } satisfies BrokerJob, { timeoutMs: 300_000 });
+            out.push(run);
+            log(`  broker ${durable ? 'durable  ' : 'in memory'}: send ${run.sendOnePerSec.toFixed(0)}/s (1 sender), ${run.sendManyPerSec.toFixed(0)}/s (${sizes.senders}), receive+complete ${run.receiveCompletePerSec.toFixed(0)}/s`);
+          }
+        }
+        return out;
+      });
+      raw.broker = runs;
+      results.broker = brokerFigures(runs, cfg.broker.messages);
     }
   } finally {
     await env.stop();

@@ -1,8 +1,11 @@
 /**
  * Starts the real Storage emulator (the `azurite` npm package) as a child process, on free
  * ports unless told otherwise, and hands back a connection string for exactly those ports.
+ * With a data folder, every write it answers is on disk (see azurite-durable.ts), and a start
+ * first waits for a previous Azurite on the same folder to finish saving and exit.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export interface AzuriteOptions {
@@ -14,12 +17,25 @@ export interface AzuriteOptions {
   startTimeoutMs?: number;
   /** Extra environment for Azurite, e.g. `AZURITE_ACCOUNTS=name:base64key` for a custom account. @defaultValue none */
   env?: Record<string, string>;
+  /** Progress lines (waiting for a previous Azurite). @defaultValue silent */
+  log?: (line: string) => void;
+  /** How long to wait for a previous Azurite on the same folder to save and exit before killing it. @defaultValue 20000 */
+  previousExitWaitMs?: number;
 }
+
+/** Written by the Azurite child into its data folder; removed when it exits. */
+export const AZURITE_PID_FILE = 'azurite.pid';
+
+const PREVIOUS_EXIT_WAIT_MS = 20_000;
+/** How long stop() waits for the graceful shutdown (which saves the databases) before SIGKILL. */
+const STOP_GRACE_MS = 15_000;
 
 export interface Azurite {
   readonly blobPort: number;
   readonly queuePort: number;
   readonly connectionString: string;
+  /** The child's process id (tests kill it to prove what a crash keeps). */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -39,6 +55,9 @@ function azuriteScript(): string {
 }
 
 export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
+  if (options.location) {
+    await waitForPrevious(options.location, options.previousExitWaitMs ?? PREVIOUS_EXIT_WAIT_MS, options.log ?? ((): void => undefined));
+  }
   const args = [azuriteScript(), '--blobPort', String(options.blobPort ?? 0), '--queuePort', String(options.queuePort ?? 0), '--tablePort', '0'];
   args.push('--skipApiVersionCheck', '--loose', '--disableTelemetry');
   if (options.location) args.push('--location', options.location);
@@ -58,6 +77,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     connectionString: azuriteConnectionString(ports.blobPort, ports.queuePort),
     // In-memory data dies with the process anyway; a persisted store gets a graceful close.
     stop: () => stopChild(child, options.location ? 'SIGTERM' : 'SIGKILL'),
+    pid: child.pid ?? 0,
   };
 }
 
@@ -86,8 +106,51 @@ function waitForPorts(child: ChildProcess, timeoutMs: number): Promise<{ blobPor
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('exit', (code) => fail(new Error(`Azurite exited with code ${code}:\n${out.slice(-2000)}`)));
+    child.once('exit', (code) => fail(startFailure(code, out)));
   });
+}
+
+/** A port already taken is named, with the port, so the launcher can name the setting to change. */
+function startFailure(code: number | null, out: string): Error {
+  const inUse = /EADDRINUSE[^\n]*?:(\d+)\b/.exec(out);
+  if (inUse?.[1]) {
+    const port = Number(inUse[1]);
+    return Object.assign(new Error(`Azurite cannot listen on port ${port}: it is already in use`), { code: 'EADDRINUSE', port });
+  }
+  return new Error(`Azurite exited with code ${code}:\n${out.slice(-2000)}`);
+}
+
+/**
+ * A previous Azurite on this folder may still be saving (its parent was killed a moment ago).
+ * Starting next to it would load its databases before that last save, and overwrite it later.
+ */
+async function waitForPrevious(location: string, waitMs: number, log: (line: string) => void): Promise<void> {
+  const file = join(location, AZURITE_PID_FILE);
+  const pid = existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : NaN;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAzuriteChild(pid)) return;
+  log(`Waiting for the previous Azurite (pid ${pid}) to finish saving ${location}…`);
+  const deadline = Date.now() + waitMs;
+  while (isAzuriteChild(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (!isAzuriteChild(pid)) return;
+  log(`The previous Azurite (pid ${pid}) did not exit within ${waitMs / 1000} s: killing it (every write it answered is on disk).`);
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 50 && isAzuriteChild(pid); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
+/** Alive and, where /proc tells, really an Azurite child (a pid may have been reused). */
+function isAzuriteChild(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const cmdline = `/proc/${pid}/cmdline`;
+  if (!existsSync('/proc/self/cmdline')) return true;
+  try {
+    return readFileSync(cmdline, 'utf8').includes('azurite-child');
+  } catch {
+    return false;
+  }
 }
 
 function portOf(text: string, service: string): number | undefined {
@@ -100,7 +163,7 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   // Hold the event loop open until the child is gone (it was unref'd while running).
   child.ref();
   return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
     child.removeAllListeners('exit');
     child.once('exit', () => {
       clearTimeout(kill);

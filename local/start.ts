@@ -1,16 +1,19 @@
 /**
  * `npm start`: the whole app on one machine. Starts embedded Azurite (persisted under
- * .azurite/) and the development Service Bus broker for whichever connection is not set,
- * then the local host. An already-set StorageConnection / ServiceBusConnection is used
- * as it is, so the same host runs against real Azure.
+ * .azurite/) and the development Service Bus broker (journal under .servicebus/) for
+ * whichever connection is not set, then the local host. An already-set StorageConnection /
+ * ServiceBusConnection is used as it is, so the same host runs against real Azure.
+ * Both folders sit in PUSHDRAIN_DATA_DIR (default: the repo root).
  */
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 import { type Azurite, startAzurite } from './azurite';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
+import { isAddressInUse, listening, PortInUseError } from './port-in-use';
 import { type Broker, startBroker } from './servicebus/broker';
+import { dataDirFromEnv } from './servicebus/main';
 
 const env = process.env;
 
@@ -34,32 +37,53 @@ function port(name: string, fallback: number): number {
 
 async function main(): Promise<void> {
   const root = findRepoRoot();
+  const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
   const started = Date.now();
   let azurite: Azurite | undefined;
   let broker: Broker | undefined;
   const embeddedStorage = !isSet('StorageConnection') && !isSet('AzureWebJobsStorage');
   if (embeddedStorage) {
-    const location = join(root, '.azurite');
+    const location = join(dataRoot, '.azurite');
     mkdirSync(location, { recursive: true });
-    azurite = await startAzurite({ location, blobPort: port('AZURITE_BLOB_PORT', 10000), queuePort: port('AZURITE_QUEUE_PORT', 10001) });
+    const blobPort = port('AZURITE_BLOB_PORT', 10000);
+    const queuePort = port('AZURITE_QUEUE_PORT', 10001);
+    try {
+      azurite = await startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) });
+    } catch (e) {
+      if (!isAddressInUse(e)) throw e;
+      const queue = e.port !== undefined && e.port === queuePort && queuePort !== blobPort;
+      throw new PortInUseError(`Azurite (${queue ? 'queue' : 'blob'} service)`, e.port ?? blobPort, queue ? 'AZURITE_QUEUE_PORT' : 'AZURITE_BLOB_PORT');
+    }
     env.StorageConnection = azurite.connectionString;
   }
   const embeddedBus = !isSet('ServiceBusConnection');
+  const busData = dataDirFromEnv(env.SERVICEBUS_DATA_DIR, dataRoot);
   if (embeddedBus) {
-    broker = await startBroker({ port: port('SERVICEBUS_PORT', 5672) });
+    const busPort = port('SERVICEBUS_PORT', 5672);
+    broker = await listening('The development Service Bus broker', 'SERVICEBUS_PORT', busPort, () =>
+      startBroker({
+        port: busPort,
+        dataDir: busData,
+        onFatal: (err) => {
+          console.error(`pushdrain: the development broker cannot write its journal (${err.message}); stopping so nothing unsaved is acknowledged.`);
+          process.exit(1);
+        },
+      }),
+    );
     env.ServiceBusConnection = broker.connectionString;
   }
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
 
-  const host = await startLocalHost({ root, port: port('PORT', 7071) });
+  const httpPort = port('PORT', 7071);
+  const host = await listening('The local Functions host (HTTP)', 'PORT', httpPort, () => startLocalHost({ root, port: httpPort }));
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
     `  HTTP       ${host.http.url}/api  (function keys are not checked locally: any key or none)`,
     ...host.routes.map((r) => `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`),
-    `  Storage    ${embeddedStorage ? `embedded Azurite, data in .azurite/` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
+    `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
-    `  ServiceBus ${embeddedBus ? 'embedded development broker' : 'from ServiceBusConnection'}`,
+    `  ServiceBus ${embeddedBus ? `embedded development broker, ${busData ? `journal in ${busData}` : 'in memory'}` : 'from ServiceBusConnection'}`,
     `             ${describe(env.ServiceBusConnection, embeddedBus)}`,
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map((s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`),
@@ -114,5 +138,6 @@ async function recoverAtStart(host: LocalHost): Promise<void> {
 
 main().catch((e: unknown) => {
   console.error(`pushdrain failed to start: ${(e as Error).message}`);
+  // The embedded parts stop themselves: Azurite when this process exits, the broker with it.
   process.exit(1);
 });

@@ -68,6 +68,9 @@ describe('bench --quick', () => {
     for (const s of r.memory?.sizes ?? []) finite(s.peakRssMb, `memory ${s.transactions}`);
     finite(r.limit?.tps, 'limit');
     finite(r.limit?.pushdrainFraction, 'fraction of the limit');
+    finite(r.broker?.ratio.sendMany, 'broker durable ÷ in-memory send');
+    finite(r.broker?.ratio.receiveComplete, 'broker durable ÷ in-memory receive + complete');
+    assert.ok((r.broker?.journal.opsPerCommit.median ?? 0) >= 1, 'the durable broker journaled');
     assert.ok((r.profile?.top.length ?? 0) > 0, 'the CPU profile names its top functions');
     assert.ok(r.wallSeconds > 0 && Object.keys(r.timings).length >= 7, 'per-scenario timings are recorded');
   });

@@ -12,7 +12,10 @@ import type { QueueClient} from '@azure/storage-queue';
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import { type Azurite, startAzurite } from '../local/azurite';
+import { storageConnection } from '../shared/config/connections';
 import { retryDecision } from '../shared/retry/transient';
+import { createStorageClients } from '../shared/storage/clients';
+import { StorageMeter } from '../shared/storage/meter';
 import { proxiedConnectionString, startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
 let azurite: Azurite;
@@ -179,12 +182,15 @@ describe('storage proxy through the real SDKs', () => {
     assert.equal(retryDecision(e).retry, true);
   });
 
-  test("stall past the client timeout: the caller's deadline fires, the proxy lets go, the next call succeeds", async () => {
+  test("stall past the caller's deadline: the caller's abort wins over the stall timeout (not retried), the proxy lets go, the next call succeeds", async () => {
     const p = await proxy();
     const target = await freshQueue();
     await target.sendMessage('slow');
     p.inject('stall', { match: { service: 'queue', method: 'GET' } });
-    const q = queues(p).getQueueClient(target.name);
+    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
+      stallTimeoutMs: 10_000,
+    });
+    const q = app.queues.getQueueClient(target.name);
     const started = Date.now();
     const e = await rejection(q.peekMessages({ abortSignal: AbortSignal.timeout(300) }));
     const elapsed = Date.now() - started;
@@ -196,8 +202,8 @@ describe('storage proxy through the real SDKs', () => {
     assert.equal((await q.peekMessages()).peekedMessageItems[0]?.messageText, 'slow');
   });
 
-  test("the SDK's tryTimeoutInMs is only a server-side hint: a stalled attempt waits until the connection drops", async () => {
-    const p = await proxy(1200);
+  test("the SDK's tryTimeoutInMs is only a server-side hint; the app's stall timeout abandons a stalled attempt and the retry succeeds", async () => {
+    const p = await proxy(30_000);
     const target = await freshQueue();
     const timeouts: (string | null)[] = [];
     // A rule whose matcher never matches sees every request: an observer.
@@ -208,12 +214,36 @@ describe('storage proxy through the real SDKs', () => {
       },
     });
     p.inject('stall', { match: { service: 'queue' } });
+    // The app's own clients (shared/storage/clients.ts), with a short stall bound.
+    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
+      stallTimeoutMs: 300,
+    });
     const started = Date.now();
-    await queues(p, { maxTries: 2, tryTimeoutInMs: 1000 }).getQueueClient(target.name).getProperties();
+    const props = await app.queues.getQueueClient(target.name).getProperties();
     const elapsed = Date.now() - started;
-    assert.deepEqual(timeouts, ['1', '1'], 'sent as ?timeout=1 (seconds) for the server');
-    assert.ok(elapsed >= 1150, `the client did not time out the stalled attempt itself (${elapsed} ms)`);
+    assert.equal(props.approximateMessagesCount, 0);
+    assert.deepEqual(timeouts, ['30', '30'], 'the server still gets its ?timeout= hint (seconds) on each attempt');
     assert.deepEqual(p.counts().injected, { status503: 0, status500: 0, reset: 0, stall: 1, dropAfterApply: 0 });
+    assert.equal(p.counts().forwarded, 1, 'the second attempt reached Azurite');
+    // Our timer let go, not the proxy (which would hold the stall for 30 s).
+    assert.ok(elapsed >= 290 && elapsed < 15_000, `answered after ${elapsed} ms`);
+    for (let i = 0; i < 50 && p.stalled > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(p.stalled, 0, 'the abandoned connection was closed');
+  });
+
+  test('every attempt stalls: the call fails after maxTries with a transient ETIMEDOUT', async () => {
+    const p = await proxy(30_000);
+    const target = await freshQueue();
+    p.inject('stall', { times: 10, match: { service: 'queue' } });
+    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
+      stallTimeoutMs: 200,
+    });
+    const e = await rejection(app.queues.getQueueClient(target.name).getProperties());
+    assert.equal(e.code, 'ETIMEDOUT');
+    assert.match(e.message, /no progress for 200 ms/);
+    assert.equal(retryDecision(e).retry, true, 'the retry table retries it too');
+    assert.equal(p.counts().injected.stall, 4, 'one stalled attempt per try (maxTries 4)');
+    assert.equal(p.counts().forwarded, 0);
   });
 
   test('a stall is bounded by stallMaxMs, and close() ends a held request at once', async () => {

@@ -8,8 +8,10 @@ import { type Connection, create_container, type EventContext } from 'rhea';
 
 import { type EntitiesConfig, loadEntitiesConfig, validateEntities } from './config';
 import { EntityRegistry } from './entities';
-import { FaultState,type FaultSwitches } from './faults';
+import { FaultState, type FaultSwitches } from './faults';
+import { type DurableJournal, type JournalStats,JournalSwitch } from './journal';
 import { LinkRouter } from './link-router';
+import { DEFAULT_COMPACT_AT_BYTES, openPersistence } from './persistence';
 import { acceptServerConnection } from './rhea-internals';
 import { Stats, type StatsSnapshot } from './stats';
 import { Timers } from './timers';
@@ -21,6 +23,17 @@ export interface BrokerOptions {
   entities?: EntitiesConfig;
   /** Diagnostic lines. @defaultValue silent */
   log?: (line: string) => void;
+  /**
+   * Folder for the durable journal: every send, schedule and settlement is on disk (fsync)
+   * before it is acknowledged, and a restart finds every message. @defaultValue in memory only
+   */
+  dataDir?: string;
+  /** Compact the journal once it passes this size. @defaultValue 4 MiB */
+  compactAtBytes?: number;
+  /** Lines a user should see: what start-up restored, a cut journal tail, a failed write. @defaultValue console.log */
+  notice?: (line: string) => void;
+  /** The journal could not write (disk full, I/O error): the broker acknowledges nothing more. @defaultValue notice only */
+  onFatal?: (err: Error) => void;
 }
 
 export interface Broker {
@@ -33,6 +46,8 @@ export interface Broker {
   /** Operation counts by kind (a `Record<string, number>` whose known kinds are always present). */
   stats(): StatsSnapshot;
   resetStats(): void;
+  /** Journal figures, or undefined for an in-memory broker. */
+  journal(): JournalStats | undefined;
   stop(): Promise<void>;
 }
 
@@ -47,13 +62,26 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
   const stats = new Stats();
   const faults = new FaultState();
   const now = (): number => Date.now();
-  const registry = new EntityRegistry(entities, { timers, stats, now });
-  const later = (fn: () => void): void => {
-    const ms = faults.latencyMs;
-    if (ms === 0) fn();
-    else timers.after(ms, fn);
-  };
-  const router = new LinkRouter({ registry, faults, stats, timers, now, log, later, latencyMs: () => faults.latencyMs });
+  const journal = new JournalSwitch();
+  const registry = new EntityRegistry(entities, { timers, stats, now, journal });
+  const notice = options.notice ?? ((line: string): void => console.log(line));
+  let durable: DurableJournal | undefined;
+  if (options.dataDir !== undefined) {
+    durable = openPersistence(registry, journal, {
+      dir: options.dataDir,
+      compactAtBytes: options.compactAtBytes ?? DEFAULT_COMPACT_AT_BYTES,
+      notice,
+      onFatal: options.onFatal ?? ((err) => notice(`servicebus: journal write failed, nothing more is acknowledged: ${err.message}`)),
+    });
+  }
+  // Whatever a client can see waits until the changes before it are durable.
+  const later = (fn: () => void): void =>
+    journal.afterDurable(() => {
+      const ms = faults.latencyMs;
+      if (ms === 0) fn();
+      else timers.after(ms, fn);
+    });
+  const router = new LinkRouter({ registry, faults, stats, now, log, later });
 
   const container = create_container({ id: 'pushdrain-dev-broker' });
   const mechanisms = container.sasl_server_mechanisms as { enable_anonymous(): void; enable_plain(cb: () => boolean): void };
@@ -76,7 +104,13 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       router.forgetConnection(connection);
     });
   };
-  const servers = await listenOnLoopback(onSocket, options.port ?? 0);
+  let servers: LoopbackServers;
+  try {
+    servers = await listenOnLoopback(onSocket, options.port ?? 0);
+  } catch (e) {
+    await journal.close();
+    throw e;
+  }
   const port = servers.port;
   log(`development Service Bus broker listening on port ${port}`);
 
@@ -99,12 +133,13 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
     },
     stats: () => stats.snapshot(),
     resetStats: () => stats.reset(),
+    journal: () => durable?.stats(),
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {
         timers.stop();
         servers.close(resolve);
         dropConnections();
-      });
+      }).then(() => journal.close());
       return stopping;
     },
   };

@@ -11,16 +11,12 @@ import { alwaysEchoDrain, creditLimit, forgetSettled, setLocalAttach } from './r
 import { type OutcomeKind, replyOutcome, settlementFromOutcome } from './settlement';
 import type { Stats } from './stats';
 import type { Lock, StoredMessage } from './stored-message';
-import type { Timers } from './timers';
 
 export type ReceiveMode = 'peekLock' | 'receiveAndDelete';
 
 export interface ConsumerDeps {
   stats: Stats;
-  timers: Timers;
-  /** Current injected latency (ms) for deliveries. */
-  latencyMs: () => number;
-  /** Runs `fn` after the injected latency (at once when there is none). */
+  /** Runs `fn` once the journal is durable and any injected latency has passed (at once when neither applies). */
   later: (fn: () => void) => void;
 }
 
@@ -30,9 +26,9 @@ export class Consumer {
   readonly mode: ReceiveMode;
   /** Delivery-count limit granted by the receiver's last flow. */
   private limit = 0;
-  /** Deliveries started on this link (sent, or waiting out injected latency). */
+  /** Deliveries started on this link (sent, or waiting for the journal or injected latency). */
   private issued = 0;
-  /** Deliveries waiting out injected latency; a drain is answered only after them. */
+  /** Deliveries waiting for the journal or injected latency; a drain is answered only after them. */
   private pending = 0;
   private drainRequested = false;
   private closed = false;
@@ -60,6 +56,7 @@ export class Consumer {
     this.issued++;
     this.deps.stats.inc('deliver');
     const lock = this.mode === 'peekLock' ? this.entity.store.lock(message, 'active') : undefined;
+    if (!lock) this.entity.store.discard(message);
     const bytes = encodeForReceiver(message.payload, {
       sequenceNumber: message.sequenceNumber,
       enqueuedAt: message.enqueuedAt,
@@ -70,13 +67,9 @@ export class Consumer {
       ttlMs: message.ttlMs,
     });
     const tag = (lock?.token ?? newLockToken()).tag;
-    const latency = this.deps.latencyMs();
-    if (latency === 0) {
-      this.link.send(bytes, tag, 0);
-      return;
-    }
+    // Sent once the lock (or the removal) is durable, and after any injected latency.
     this.pending++;
-    this.deps.timers.after(latency, () => {
+    this.deps.later(() => {
       this.pending--;
       this.transmitLate(bytes, tag, lock);
       this.finishDrainIfRequested();

@@ -48,6 +48,15 @@ export class EntityRegistry {
     return [...this.receivables.values()].map((r) => r.store.path);
   }
 
+  allTargets(): SendTarget[] {
+    return [...this.targets.values()];
+  }
+
+  /** Queues, subscriptions and their dead-letter queues. */
+  allStores(): MessageStore[] {
+    return [...this.receivables.values()].map((r) => r.store);
+  }
+
   private addReceivable(path: string, settings: StoreSettings, deps: StoreDeps): MessageStore {
     const store = new MessageStore(path, settings, deps);
     const dlqSettings: StoreSettings = { ...settings, maxDeliveryCount: Infinity, deadLetterOnExpiration: false, ttlMs: Infinity };

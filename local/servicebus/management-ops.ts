@@ -79,7 +79,10 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     }
     const peekLock = toNumber(body['receiver-settle-mode'] ?? 1) === 1;
     const messages = taken.map((m) => {
-      if (!peekLock) return { message: encode(m, 'deferred') };
+      if (!peekLock) {
+        receive.store.discard(m);
+        return { message: encode(m, 'deferred') };
+      }
       const lock = receive.store.lock(m, 'deferred');
       return { 'lock-token': types.wrap_uuid(uuidBytes(lock.token.id)), message: encode(m, 'deferred', lock.lockedUntil) };
     });

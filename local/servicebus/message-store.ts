@@ -1,12 +1,15 @@
 /**
  * The messages of one receivable entity (queue, subscription or dead-letter queue) and their
  * life cycle: available → locked → completed / abandoned / deferred / dead-lettered / expired.
+ * Each change is journaled (see journal.ts) as it is made.
  */
 import type { Message } from 'rhea';
 
-import { messageTtl, withApplicationProperties } from './amqp-message';
+import { encodeMessage, messageTtl, withApplicationProperties } from './amqp-message';
 import type { StoreSettings } from './config';
 import { ExpirySweep } from './expiry-sweep';
+import type { Journal } from './journal';
+import type { JournalOp, MessageRecord, MessageState } from './journal-codec';
 import { newLockToken } from './lock-token';
 import type { Stats } from './stats';
 import type { Lock, PeekedMessage, Settlement, StoredMessage } from './stored-message';
@@ -16,10 +19,13 @@ export interface StoreDeps {
   timers: Timers;
   stats: Stats;
   now: () => number;
+  journal: Journal;
 }
 
 export const MAX_DELIVERY_REASON = 'MaxDeliveryCountExceeded';
 export const EXPIRED_REASON = 'TTLExpiredException';
+
+type Origin = Lock['origin'];
 
 export class MessageStore {
   /** Where dead-lettered messages go; undefined for a dead-letter queue itself. */
@@ -41,10 +47,16 @@ export class MessageStore {
     this.sweep = new ExpirySweep(deps.timers, deps.now, (now) => this.expireDue(now));
   }
 
-  enqueue(payload: Message, sequenceNumber: number): void {
+  /** `encoded` shares one encoding between the subscriptions a topic message fans out to. */
+  enqueue(payload: Message, sequenceNumber: number, encoded?: () => Buffer): void {
     const now = this.deps.now();
     const ttlMs = Math.min(messageTtl(payload), this.settings.ttlMs);
-    this.makeAvailable({ payload, sequenceNumber, enqueuedAt: now, expiresAt: now + ttlMs, ttlMs, deliveryCount: 0 });
+    const msg: StoredMessage = { payload, sequenceNumber, enqueuedAt: now, expiresAt: now + ttlMs, ttlMs, deliveryCount: 0 };
+    this.journal(() => {
+      msg.encoded ??= encoded?.();
+      return this.putOp(msg, 'active');
+    });
+    this.makeAvailable(msg);
   }
 
   /** Removes and returns the next unexpired message, expiring any stale ones on the way. */
@@ -57,12 +69,18 @@ export class MessageStore {
     return undefined;
   }
 
-  lock(message: StoredMessage, origin: Lock['origin']): Lock {
+  lock(message: StoredMessage, origin: Origin): Lock {
     const token = newLockToken();
     const lock: Lock = { token, message, origin, lockedUntil: 0, timer: undefined };
     this.locks.set(token.id, lock);
+    this.journal(() => ({ kind: 'lock', store: this.path, seq: message.sequenceNumber, origin }));
     this.startLockTimer(lock);
     return lock;
+  }
+
+  /** A message taken without a lock (receiveAndDelete) is gone. */
+  discard(message: StoredMessage): void {
+    this.journal(() => ({ kind: 'remove', store: this.path, seq: message.sequenceNumber }));
   }
 
   /** Applies a settlement; false when the lock is unknown or expired (lock lost). */
@@ -71,10 +89,15 @@ export class MessageStore {
     if (!lock) return false;
     const msg = lock.message;
     this.deps.stats.inc(s.kind);
-    if (s.kind !== 'complete' && s.properties) msg.payload = withApplicationProperties(msg.payload, s.properties);
-    if (s.kind === 'abandon') this.returnMessage(lock, true);
-    else if (s.kind === 'defer') this.deferred.set(msg.sequenceNumber, msg);
+    const changed = s.kind !== 'complete' && s.properties !== undefined;
+    if (changed) {
+      msg.payload = withApplicationProperties(msg.payload, s.properties ?? {});
+      msg.encoded = undefined;
+    }
+    if (s.kind === 'complete') this.discard(msg);
     else if (s.kind === 'deadletter') this.deadLetter(msg, s.reason, s.description);
+    else if (s.kind === 'abandon') this.returnMessage(msg, lock.origin, true, changed);
+    else this.putBack(msg, 'deferred', changed);
     return true;
   }
 
@@ -90,7 +113,7 @@ export class MessageStore {
   /** The delivery never reached a receiver: the message returns with its delivery count unchanged. */
   release(tokenId: string): boolean {
     const lock = this.endLock(tokenId);
-    if (lock) this.returnMessage(lock, false);
+    if (lock) this.returnMessage(lock.message, lock.origin, false, false);
     return lock !== undefined;
   }
 
@@ -121,6 +144,39 @@ export class MessageStore {
     return { active: this.available.length, locked: this.locks.size, deferred: this.deferred.size };
   }
 
+  /** Every message as a journal operation, for a compaction. */
+  snapshot(): JournalOp[] {
+    const ops: JournalOp[] = [];
+    if (!this.deadLetterQueue) ops.push({ kind: 'sequence', owner: this.path, value: this.deadLetterSequence });
+    for (const m of this.available) ops.push(this.putOp(m, 'active'));
+    for (const m of this.deferred.values()) ops.push(this.putOp(m, 'deferred'));
+    for (const l of this.locks.values()) ops.push(this.putOp(l.message, `locked-${l.origin}`));
+    return ops;
+  }
+
+  /** Start-up: a message as the journal left it. A lock held at the crash ends as an expired lock does. */
+  restore(msg: StoredMessage, state: MessageState): void {
+    if (state === 'active') this.makeAvailable(msg);
+    else if (state === 'deferred') this.deferred.set(msg.sequenceNumber, msg);
+    else this.returnMessage(msg, state === 'locked-active' ? 'active' : 'deferred', true, false);
+  }
+
+  /** Start-up: a dead-letter queue's numbering continues after the highest number it handed out. */
+  restoreSequence(value: number): void {
+    this.deadLetterSequence = Math.max(this.deadLetterSequence, value);
+  }
+
+  private journal(make: () => JournalOp): void {
+    this.deps.journal.append(make);
+  }
+
+  private putOp(msg: StoredMessage, state: MessageState): JournalOp {
+    msg.encoded ??= encodeMessage(msg.payload);
+    const { sequenceNumber, enqueuedAt, expiresAt, ttlMs, deliveryCount, deadLetterSource } = msg;
+    const message: MessageRecord = { sequenceNumber, enqueuedAt, expiresAt, ttlMs, deliveryCount, deadLetterSource, payload: msg.encoded };
+    return { kind: 'put', store: this.path, state, message };
+  }
+
   private startLockTimer(lock: Lock): void {
     const ms = this.settings.lockDurationMs;
     lock.lockedUntil = this.deps.now() + ms;
@@ -128,7 +184,7 @@ export class MessageStore {
       if (this.locks.get(lock.token.id) !== lock) return;
       this.locks.delete(lock.token.id);
       this.deps.stats.inc('lockExpired');
-      this.returnMessage(lock, true);
+      this.returnMessage(lock.message, lock.origin, true, false);
     });
   }
 
@@ -141,17 +197,24 @@ export class MessageStore {
   }
 
   /** An unsettled lock ended: count the delivery, and dead-letter past maxDeliveryCount. */
-  private returnMessage(lock: Lock, counted: boolean): void {
-    const msg = lock.message;
+  private returnMessage(msg: StoredMessage, origin: Origin, counted: boolean, changed: boolean): void {
     if (counted) msg.deliveryCount++;
     if (counted && msg.deliveryCount >= this.settings.maxDeliveryCount && this.deadLetterQueue) {
       const max = this.settings.maxDeliveryCount;
       this.deadLetter(msg, MAX_DELIVERY_REASON, `Message could not be consumed after ${max} delivery attempts.`);
-    } else if (lock.origin === 'deferred') {
-      this.deferred.set(msg.sequenceNumber, msg);
     } else {
-      this.makeAvailable(msg);
+      this.putBack(msg, origin, changed);
     }
+  }
+
+  /** Back to the available list or the deferred set, journaled with its count (and payload, if changed). */
+  private putBack(msg: StoredMessage, state: Origin, changed: boolean): void {
+    this.journal(() => {
+      const payload = changed ? (msg.encoded ??= encodeMessage(msg.payload)) : undefined;
+      return { kind: 'update', store: this.path, seq: msg.sequenceNumber, deliveryCount: msg.deliveryCount, state, payload };
+    });
+    if (state === 'deferred') this.deferred.set(msg.sequenceNumber, msg);
+    else this.makeAvailable(msg);
   }
 
   private makeAvailable(msg: StoredMessage): void {
@@ -165,15 +228,10 @@ export class MessageStore {
 
   private deadLetter(msg: StoredMessage, reason: string | undefined, description: string | undefined): void {
     const dlq = this.deadLetterQueue;
-    if (!dlq) {
-      this.makeAvailable(msg);
-      return;
-    }
-    const payload = withApplicationProperties(msg.payload, {
-      DeadLetterReason: reason,
-      DeadLetterErrorDescription: description,
-    });
-    dlq.makeAvailable({
+    if (!dlq) return this.putBack(msg, 'active', true);
+    this.discard(msg);
+    const payload = withApplicationProperties(msg.payload, { DeadLetterReason: reason, DeadLetterErrorDescription: description });
+    const moved: StoredMessage = {
       payload,
       sequenceNumber: ++dlq.deadLetterSequence,
       enqueuedAt: this.deps.now(),
@@ -181,14 +239,15 @@ export class MessageStore {
       ttlMs: msg.ttlMs,
       deliveryCount: msg.deliveryCount,
       deadLetterSource: this.path,
-    });
+    };
+    dlq.journal(() => dlq.putOp(moved, 'active'));
+    dlq.makeAvailable(moved);
   }
 
   private expire(msg: StoredMessage): void {
     this.deps.stats.inc('expired');
-    if (this.settings.deadLetterOnExpiration) {
-      this.deadLetter(msg, EXPIRED_REASON, 'The message expired and was dead lettered.');
-    }
+    if (this.settings.deadLetterOnExpiration) this.deadLetter(msg, EXPIRED_REASON, 'The message expired and was dead lettered.');
+    else this.discard(msg);
   }
 
   /** Expires due messages; returns the next expiry among those left. */

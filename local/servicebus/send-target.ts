@@ -4,8 +4,10 @@
  */
 import type { Message } from 'rhea';
 
-import { matchesFilter, scheduledEnqueueTime } from './amqp-message';
+import { encodeMessage, matchesFilter, scheduledEnqueueTime } from './amqp-message';
 import type { CorrelationFilter } from './config';
+import type { Journal } from './journal';
+import type { JournalOp } from './journal-codec';
 import type { MessageStore } from './message-store';
 import type { Stats } from './stats';
 import type { TimerHandle, Timers } from './timers';
@@ -19,11 +21,19 @@ export interface TargetDeps {
   timers: Timers;
   stats: Stats;
   now: () => number;
+  journal: Journal;
+}
+
+interface Scheduled {
+  payload: Message;
+  at: number;
+  timer: TimerHandle | undefined;
+  encoded?: Buffer;
 }
 
 export class SendTarget {
   private sequence = 0;
-  private readonly scheduled = new Map<number, TimerHandle | undefined>();
+  private readonly scheduled = new Map<number, Scheduled>();
 
   constructor(
     readonly path: string,
@@ -44,19 +54,18 @@ export class SendTarget {
   /** Enqueues at `at` (epoch ms); the sequence number is assigned now, as cancel needs it. */
   schedule(payload: Message, at: number): number {
     const seq = ++this.sequence;
-    const timer = this.deps.timers.after(at - this.deps.now(), () => {
-      this.scheduled.delete(seq);
-      this.enqueue(payload, seq);
-    });
-    this.scheduled.set(seq, timer);
+    const entry = this.arm(seq, payload, at);
+    this.deps.journal.append(() => ({ kind: 'schedule', target: this.path, seq, at, payload: (entry.encoded ??= encodeMessage(payload)) }));
     return seq;
   }
 
   /** False when no scheduled message has that sequence number (already enqueued or cancelled). */
   cancel(sequenceNumber: number): boolean {
-    if (!this.scheduled.has(sequenceNumber)) return false;
-    this.deps.timers.cancel(this.scheduled.get(sequenceNumber));
+    const entry = this.scheduled.get(sequenceNumber);
+    if (!entry) return false;
+    this.deps.timers.cancel(entry.timer);
     this.scheduled.delete(sequenceNumber);
+    this.deps.journal.append(() => ({ kind: 'unschedule', target: this.path, seq: sequenceNumber }));
     return true;
   }
 
@@ -64,9 +73,44 @@ export class SendTarget {
     return this.scheduled.size;
   }
 
-  private enqueue(payload: Message, seq: number): void {
+  /** The receivable entities this target feeds. */
+  get stores(): MessageStore[] {
+    return this.routes.map((r) => r.store);
+  }
+
+  /** Its sequence number and scheduled messages as journal operations, for a compaction. */
+  snapshot(): JournalOp[] {
+    const ops: JournalOp[] = [{ kind: 'sequence', owner: this.path, value: this.sequence }];
+    for (const [seq, s] of this.scheduled) ops.push({ kind: 'schedule', target: this.path, seq, at: s.at, payload: (s.encoded ??= encodeMessage(s.payload)) });
+    return ops;
+  }
+
+  /** Start-up: numbering continues after the highest number handed out. */
+  restoreSequence(value: number): void {
+    this.sequence = Math.max(this.sequence, value);
+  }
+
+  /** Start-up: a scheduled message fires at its time (at once if that has passed). */
+  restoreScheduled(seq: number, payload: Message, at: number, encoded: Buffer): void {
+    this.arm(seq, payload, at).encoded = encoded;
+  }
+
+  private arm(seq: number, payload: Message, at: number): Scheduled {
+    const entry: Scheduled = { payload, at, timer: undefined };
+    entry.timer = this.deps.timers.after(at - this.deps.now(), () => {
+      this.scheduled.delete(seq);
+      this.deps.journal.append(() => ({ kind: 'unschedule', target: this.path, seq }));
+      this.enqueue(payload, seq, entry.encoded);
+    });
+    this.scheduled.set(seq, entry);
+    return entry;
+  }
+
+  private enqueue(payload: Message, seq: number, known?: Buffer): void {
+    let encoded = known;
+    const shared = (): Buffer => (encoded ??= encodeMessage(payload));
     for (const route of this.routes) {
-      if (matchesFilter(route.filter, payload)) route.store.enqueue(payload, seq);
+      if (matchesFilter(route.filter, payload)) route.store.enqueue(payload, seq, shared);
     }
   }
 }

@@ -8,6 +8,8 @@ import type { TimerHandle } from './timers';
 
 export interface StoredMessage {
   payload: Message;
+  /** `payload` AMQP-encoded, made once for the journal; cleared when a settlement changes the payload. */
+  encoded?: Buffer;
   readonly sequenceNumber: number;
   readonly enqueuedAt: number;
   /** Epoch ms; Infinity when the message never expires. */

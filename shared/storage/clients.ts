@@ -1,6 +1,7 @@
 /**
  * Builds the Storage clients once, from validated settings: connection string or managed
- * identity, function-friendly retry options, and the meter on every request attempt.
+ * identity, function-friendly retry options, and on every request attempt the meter and the
+ * stall timeout (shared/storage/stall-timeout.ts).
  */
 import type { TokenCredential } from '@azure/core-auth';
 import type { Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
@@ -10,6 +11,7 @@ import { QueueServiceClient } from '@azure/storage-queue';
 
 import type { IdentityOptions, StorageConnection } from '../config/connections';
 import type { StorageMeter } from './meter';
+import { stallTimeoutPolicy } from './stall-timeout';
 
 export interface StorageClients {
   blobs: BlobServiceClient;
@@ -22,6 +24,18 @@ const TRY_TIMEOUT_MS = 30_000;
 /** Short retries: a function should not sit out the SDK's multi-second default delays. */
 const RETRY = { maxTries: 4, retryDelayInMs: 200, maxRetryDelayInMs: 3_000, tryTimeoutInMs: TRY_TIMEOUT_MS };
 
+/**
+ * An attempt with no progress for this long is abandoned and retried. Above the server's own
+ * per-try timeout (a healthy server answers, if only with OperationTimedOut, within it), so what
+ * trips it is a dead connection, not a slow operation.
+ */
+export const STALL_TIMEOUT_MS = TRY_TIMEOUT_MS + 10_000;
+
+export interface StorageClientOptions {
+  /** Time without progress after which an attempt is abandoned and retried. @defaultValue STALL_TIMEOUT_MS (40 s) */
+  stallTimeoutMs?: number;
+}
+
 export function credentialFor(options: IdentityOptions): TokenCredential {
   if (options.credential?.toLowerCase() === 'managedidentity') {
     return options.clientId ? new ManagedIdentityCredential({ clientId: options.clientId }) : new ManagedIdentityCredential();
@@ -30,17 +44,17 @@ export function credentialFor(options: IdentityOptions): TokenCredential {
 }
 
 /**
- * Puts the meter below the retry policy of the client's core pipeline, once. Clients derived
- * with getContainerClient/getQueueClient share that pipeline, so they are metered too.
+ * Puts a policy below the retry policy of the client's core pipeline, once, so it sees every
+ * attempt. Clients derived with getContainerClient/getQueueClient share that pipeline.
  * (Passing it as `additionalPolicies` adds it twice and the SDK rejects duplicate names.)
  */
-function attachMeter(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
+export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
   const core = (client as unknown as { storageClientContext?: { pipeline?: Pipeline } }).storageClientContext?.pipeline;
-  if (!core || typeof core.addPolicy !== 'function') throw new Error('storage SDK pipeline shape changed: cannot attach the transaction meter');
+  if (!core || typeof core.addPolicy !== 'function') throw new Error(`storage SDK pipeline shape changed: cannot attach ${policy.name}`);
   if (!core.getOrderedPolicies().some((p) => p.name === policy.name)) core.addPolicy(policy, { afterPhase: 'Retry' });
 }
 
-export function createStorageClients(connection: StorageConnection, meter: StorageMeter): StorageClients {
+export function createStorageClients(connection: StorageConnection, meter: StorageMeter, tuning: StorageClientOptions = {}): StorageClients {
   const options = { retryOptions: RETRY };
   let clients: StorageClients;
   if (connection.kind === 'connectionString') {
@@ -55,7 +69,9 @@ export function createStorageClients(connection: StorageConnection, meter: Stora
       queues: new QueueServiceClient(connection.queueServiceUri, credential, options),
     };
   }
-  attachMeter(clients.blobs, meter.policyFor('blob'));
-  attachMeter(clients.queues, meter.policyFor('queue'));
+  const stall = stallTimeoutPolicy(tuning.stallTimeoutMs ?? STALL_TIMEOUT_MS);
+  for (const client of [clients.blobs, clients.queues]) attachPerAttempt(client, stall);
+  attachPerAttempt(clients.blobs, meter.policyFor('blob'));
+  attachPerAttempt(clients.queues, meter.policyFor('queue'));
   return clients;
 }

@@ -28,12 +28,22 @@ export interface HostProcess {
   readonly kills: number;
 }
 
-function spawnHost(env: HostEnv, port: number, onOutput: (text: string) => void): ChildProcess {
+export interface HostProcessOptions {
+  /**
+   * Its own process group, killed whole: what an OOM kill or a closed terminal does to `npm start`
+   * (embedded Azurite, in its own group, outlives it). @defaultValue false (kill() kills the host alone)
+   */
+  processGroup?: boolean;
+}
+
+/** `port` undefined: PORT as `env` (or this process) has it. */
+function spawnHost(env: HostEnv, port: number | undefined, onOutput: (text: string) => void, options: HostProcessOptions = {}): ChildProcess {
   const root = repoRoot();
   const child = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env, PORT: String(port) },
+    env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },
+    detached: options.processGroup === true,
   });
   for (const stream of [child.stdout, child.stderr]) stream?.on('data', (d: Buffer) => onOutput(d.toString()));
   return child;
@@ -42,17 +52,20 @@ function spawnHost(env: HostEnv, port: number, onOutput: (text: string) => void)
 const exited = (c: ChildProcess): Promise<number | null> =>
   c.exitCode !== null || c.signalCode !== null ? Promise.resolve(c.exitCode) : new Promise((r) => c.once('exit', (code) => r(code)));
 
-/** Runs a host that should refuse to start: its exit code and all it printed (SIGKILL after `timeoutMs`). */
+/**
+ * Runs a host that should refuse to start: its exit code and all it printed (SIGKILL after
+ * `timeoutMs`). PORT is taken from `env` (default 0).
+ */
 export async function runHostToExit(env: HostEnv, timeoutMs = 30_000): Promise<{ code: number | null; output: string }> {
   let output = '';
-  const child = spawnHost(env, 0, (text) => (output += text));
+  const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((r) => child.once('close', r)); // 'close': the output is complete
   clearTimeout(timer);
   return { code, output };
 }
 
-export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 30_000): Promise<HostProcess> {
+export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 30_000, options: HostProcessOptions = {}): Promise<HostProcess> {
   let out = '';
   let child: ChildProcess | undefined;
   let actualPort = port;
@@ -60,7 +73,7 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
   const context = (): string => `--- host output ---\n${out.slice(-3000)}`;
   const launch = async (): Promise<void> => {
     const mark = out.length;
-    const c = (child = spawnHost(env, actualPort, (text) => (out += text)));
+    const c = (child = spawnHost(env, actualPort, (text) => (out += text), options));
     actualPort = await until('the local host to listen', startTimeoutMs, () => {
       if (c.exitCode !== null) throw new Error(`the local host exited with ${c.exitCode}:\n${out.slice(-3000)}`);
       const m = /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(out.slice(mark));
@@ -77,8 +90,10 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
     kill: async () => {
       if (!child) return;
       kills++;
-      child.kill('SIGKILL');
-      await exited(child);
+      const c = child;
+      if (options.processGroup && c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
+      else c.kill('SIGKILL');
+      await exited(c);
     },
     restart: launch,
     stop: async (timeoutMs = 20_000) => {
