@@ -30,6 +30,13 @@ export interface BlobInfo {
 export interface ListedBlob {
   name: string;
   etag: string;
+  /** Present when the listing asked for metadata. */
+  metadata?: Record<string, string>;
+}
+
+export interface ListOptions {
+  /** Include each blob's metadata (same request: a listing page costs one transaction either way). */
+  metadata?: boolean;
 }
 
 /** Blob Storage as the steps see it: whole-blob reads and writes, one request each where possible. */
@@ -46,7 +53,8 @@ export interface BlobStore {
   info(ref: BlobRef): Promise<BlobInfo | undefined>;
   /** Deletes if present. */
   remove(ref: BlobRef): Promise<void>;
-  list(container: ContainerKey, prefix?: string): AsyncIterable<ListedBlob>;
+  /** Pages of up to 5,000 names, fetched as the caller iterates: stop early to stop paying. */
+  list(container: ContainerKey, prefix?: string, options?: ListOptions): AsyncIterable<ListedBlob>;
   /** Streams a (possibly large) blob without holding it in memory. */
   stream(ref: BlobRef): AsyncIterable<Buffer>;
   /** Server-side copy within the account; resolves when the copy is complete. */
@@ -63,8 +71,18 @@ export interface QueueStore {
   send(queue: string, body: unknown): Promise<void>;
   /** Approximate count, in-flight messages included. */
   depth(queue: string): Promise<number>;
+  /** Up to `max` (at most 32) visible messages from the front, oldest first, without taking them (one request). */
+  peek(queue: string, max: number): Promise<PeekedMessage[]>;
   /** Creates the queues if missing (one request each). */
   ensureQueues(names: readonly string[]): Promise<void>;
+}
+
+export interface PeekedMessage {
+  id: string;
+  /** When the message was enqueued, epoch ms. */
+  insertedOn: number;
+  dequeueCount: number;
+  text: string;
 }
 
 export interface Clock {
@@ -147,4 +165,41 @@ export interface DrainSlots {
   acquire(queue: string): Promise<HeldSlot | undefined>;
   /** How long a crashed holder can keep a slot: after this, a retry finds it free. */
   readonly holdLimitMs: number;
+}
+
+// What the status report reads from Service Bus.
+
+/** One dead-lettered message, as the status page lists it. */
+export interface DeadLetter {
+  reason: string;
+  description?: string;
+  enqueuedAt: string;
+  /** The start of the body, as JSON. */
+  body: string;
+}
+
+export interface BusEntityCounts {
+  /** `topic/Subscriptions/name` or a queue name. */
+  entity: string;
+  /** Messages a receiver can take now (peeked, so locked ones count too). */
+  active: number;
+  /** Scheduled messages (Azure returns them to a queue peek; the development broker does not). */
+  scheduled: number;
+  deadLetters: number;
+  /** Counting stopped at the peek limit: there are at least this many. */
+  truncated: boolean;
+  /** The latest dead letters, newest first (at most 10). */
+  deadLettered: DeadLetter[];
+  /** Why the entity could not be read (missing Listen right, timeout, …). */
+  error?: string;
+}
+
+export type BusInspection =
+  | { available: true; method: 'peek'; limit: number; entities: BusEntityCounts[] }
+  | { available: false; reason: string };
+
+/** Counts on the Service Bus entities, with Listen rights only (no Manage claim needed). */
+export interface BusInspector {
+  inspect(): Promise<BusInspection>;
+  close(): Promise<void>;
 }
