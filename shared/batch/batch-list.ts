@@ -64,7 +64,16 @@ export function summaryFromMetadata(batchId: string, md: Record<string, string>)
     submittedAt: md.submittedat,
     ...(md.completedat ? { completedAt: md.completedat } : {}),
     ...(md.latencyms !== undefined ? { latencyMs: Number(md.latencyms) } : {}),
+    ...(md.error !== undefined ? { error: decodeError(md.error) } : {}),
   };
+}
+
+function decodeError(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
 }
 
 const newestFirst = (key: 'submittedAt' | 'completedAt') => (a: BatchSummary, b: BatchSummary) => (b[key] ?? '').localeCompare(a[key] ?? '');

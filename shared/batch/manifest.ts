@@ -169,6 +169,8 @@ export function manifestSummary(m: Manifest): Record<string, string> {
     submittedat: m.submittedAt,
     ...(m.completedAt ? { completedat: m.completedAt } : {}),
     ...(m.latencyMs !== undefined ? { latencyms: String(m.latencyMs) } : {}),
+    // Metadata values are ASCII header text: the reason travels percent-encoded, and short.
+    ...(m.error ? { error: encodeURIComponent(m.error.slice(0, 300)) } : {}),
   };
 }
 

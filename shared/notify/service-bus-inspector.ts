@@ -6,6 +6,7 @@
  * each peek of up to `limit` messages is one Service Bus operation.
  */
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
+import Long from 'long';
 
 import { ensureError } from '../errors';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../names';
@@ -88,7 +89,11 @@ export class ServiceBusInspector implements BusInspector {
     }
   }
 
-  /** A fresh receiver peeks from the start; no receive link is opened, so nothing is locked. */
+  /**
+   * Peeks from the first sequence number on. The SDK keeps its "last peeked" position per
+   * entity and client, not per receiver, so every call names where to start. No receive link
+   * is opened, so nothing is locked.
+   */
   private async peekAll(e: BusEntity, deadLetters: boolean): Promise<ServiceBusReceivedMessage[]> {
     const options = deadLetters ? { subQueueType: 'deadLetter' as const } : {};
     const receiver: ServiceBusReceiver = e.queue ? this.client.createReceiver(e.queue, options) : this.client.createReceiver(e.topic ?? '', e.subscription ?? '', options);
@@ -96,10 +101,13 @@ export class ServiceBusInspector implements BusInspector {
     try {
       const signal = AbortSignal.timeout(this.timeoutMs);
       // Bounded: each round adds at least one message or stops.
+      let from = Long.ZERO;
       for (let round = 0; round < this.limit && out.length < this.limit; round++) {
-        const got = await receiver.peekMessages(this.limit - out.length, { abortSignal: signal });
-        if (got.length === 0) break;
+        const got = await receiver.peekMessages(this.limit - out.length, { abortSignal: signal, fromSequenceNumber: from });
+        const last = got.at(-1)?.sequenceNumber;
+        if (!last) break;
         out.push(...got);
+        from = last.add(1);
       }
     } finally {
       await receiver.close();
