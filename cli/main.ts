@@ -3,6 +3,9 @@
  * function key; `redrive` uses the admin key. Argument parsing is commander's; exit codes are
  * in exit-codes.ts. Nothing here is part of the Function App.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
 import { ApiClient, CliError } from './client';
@@ -23,6 +26,15 @@ const wholeNumber = (name: string) => (v: string): number => {
   return Number(v);
 };
 
+/** dist/cli → the package's own package.json. */
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function context(cmd: Command): Ctx {
   const g = cmd.optsWithGlobals<Globals>();
   return {
@@ -36,6 +48,7 @@ function context(cmd: Command): Ctx {
 export function program(run: (code: number) => void): Command {
   const p = new Command('pushdrain')
     .description('Operate a pushdrain app: submit batches and follow them, read reports, watch queues, redrive poison.')
+    .version(version())
     .addOption(new Option('--url <url>', 'the app').env('PUSHDRAIN_URL').default('http://localhost:7071'))
     .addOption(new Option('--key <key>', 'function key, sent as x-functions-key (any key works locally)').env('PUSHDRAIN_KEY'))
     .addOption(new Option('--admin-key <key>', 'admin (master) key, for redrive; defaults to --key').env('PUSHDRAIN_ADMIN_KEY'))

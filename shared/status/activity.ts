@@ -17,7 +17,7 @@ export interface HistoryPoint {
   accepted: number;
   /** Most drains running at once in this bucket. */
   drains: number;
-  /** Queue depths the status report saw last in this bucket (absent when nobody looked). */
+  /** The deepest each queue was seen by a status report in this bucket (absent when nobody looked). */
   depths?: Record<string, number>;
 }
 
@@ -76,8 +76,12 @@ export class Activity {
     b.drains = Math.max(b.drains, running);
   }
 
+  /** Peaks per bucket: a backlog that came and went between two looks still shows. */
   depths(byQueue: Record<string, number>): void {
-    this.current().depths = { ...byQueue };
+    const b = this.current();
+    const seen = b.depths ?? {};
+    for (const [q, d] of Object.entries(byQueue)) seen[q] = Math.max(seen[q] ?? 0, d);
+    b.depths = seen;
   }
 
   /** Every bucket from the oldest kept to now, empty ones included. */
