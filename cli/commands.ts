@@ -133,7 +133,7 @@ export async function queues(ctx: Ctx): Promise<number> {
   else {
     const bus = s.serviceBus;
     const n = (v: number, truncated: boolean): string => `${truncated ? '≥' : ''}${num(v)}`;
-    out(table(['Service Bus entity', 'active', 'scheduled', 'dead letters', 'note'], bus.entities.map((e) => [e.entity, n(e.active, e.truncated), n(e.scheduled, e.truncated), e.deadLetters > 0 ? ctx.paint('red', n(e.deadLetters, e.truncated)) : '0', e.error ?? '']), [1, 2, 3]));
+    out(table(['Service Bus entity', 'active', 'scheduled', 'dead letters', 'note'], bus.entities.map((e) => [e.entity, n(e.active, e.truncated), num(e.scheduled), e.deadLetters > 0 ? ctx.paint('red', n(e.deadLetters, e.deadLettersTruncated)) : '0', e.error ?? '']), [1, 2, 3]));
     for (const e of bus.entities) for (const d of e.deadLettered.slice(0, 5)) out(`dead letter: ${e.entity}: ${d.reason}${d.description ? `: ${d.description}` : ''} (${d.enqueuedAt})`);
   }
   return EXIT.ok;

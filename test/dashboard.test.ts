@@ -12,10 +12,10 @@ import { BlobServiceClient } from '@azure/storage-blob';
 import type { Page } from 'playwright-core';
 
 import { layout } from '../shared/layout';
-import { type EntityNames, entityNames, TOPIC } from '../shared/names';
+import { type EntityNames, entityNames } from '../shared/names';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
 import { generate, toNdjson } from './support/generate';
-import { type LocalStack, startLocalStack } from './support/local-stack';
+import { type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
 
 // What the page functions (run in the browser) touch; the project compiles without the DOM lib.
 interface El {
@@ -54,36 +54,7 @@ describe('status page in headless Chromium', () => {
     await stack?.stop();
   });
 
-  /** Waits until no drain runs in the host: a live drain would take new work without any event. */
-  async function quiet(): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (let i = 0; Date.now() < deadline && i < 1000; i++) {
-      const s = (await (await fetch(`${stack.host.base}/api/admin/status`, { headers: { 'x-functions-key': KEY } })).json()) as { drains: { running: number } };
-      if (s.drains.running === 0) return;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error('drains still running after 60 s');
-  }
-
-  /** POST with the broker refusing sends: the chunks are queued, their events are not delivered. */
-  async function submitHeld(count: number, seed: number): Promise<{ batchId: string; chunks: number }> {
-    await quiet();
-    stack.bus.broker.faults.serverBusy(1000);
-    try {
-      const res = await fetch(`${stack.host.base}/api/batches`, { method: 'POST', body: toNdjson(generate(count, seed, 20)), headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': KEY } });
-      assert.equal(res.status, 202, await res.clone().text());
-      return (await res.json()) as { batchId: string; chunks: number };
-    } finally {
-      stack.bus.broker.faults.reset();
-    }
-  }
-
-  /** Delivers WorkDetected for these queues, as ingest would have. */
-  async function wake(queues: readonly string[], role: 'input' | 'output' = 'input'): Promise<void> {
-    const sender = stack.bus.client().createSender(TOPIC);
-    await sender.sendMessages(queues.map((queueName) => ({ body: { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role }, applicationProperties: { role } })));
-    await sender.close();
-  }
+  const held = (count: number, seed: number): Promise<{ batchId: string; chunks: number }> => submitHeld(stack, toNdjson(generate(count, seed, 20)));
 
   const depthOf = (queue: string): Promise<number> => page.evaluate((q) => Number((document.querySelector(`#queues tr[data-queue="${q}"] td.depth`)?.textContent ?? '').replace(/,/g, '')), queue);
 
@@ -120,7 +91,7 @@ describe('status page in headless Chromium', () => {
   });
 
   test("a batch: in flight at 0/4 while its queues' depth rises, half done, then completed and the depth back to 0", { skip }, async () => {
-    const { batchId, chunks } = await submitHeld(2000, 601);
+    const { batchId, chunks } = await held(2000, 601);
     assert.equal(chunks, 4);
     const first = names.inputQueueOf(batchId, 0);
     const second = names.inputQueueOf(batchId, 1);
@@ -129,13 +100,13 @@ describe('status page in headless Chromium', () => {
     assert.deepEqual(await bar(batchId), { now: 0, max: 4, status: 'accepted' });
     await page.waitForFunction(([a, b]) => [a, b].every((q) => document.querySelector(`#queues tr[data-queue="${q}"] td.depth`)?.textContent === '2'), [first, second] as const, WAIT);
 
-    await wake([first]);
+    await wake(stack, [first]);
     await page.waitForFunction((id) => document.querySelector(`#open-batches tr[data-batch="${id}"] [role=progressbar]`)?.getAttribute('aria-valuenow') === '2', batchId, WAIT);
     assert.deepEqual(await bar(batchId), { now: 2, max: 4, status: 'processing' }, 'the bar moved: the woken partition is done');
     assert.equal(await depthOf(first), 0);
     assert.equal(await depthOf(second), 2, 'the other partition still waits for its event');
 
-    await wake([second]);
+    await wake(stack, [second]);
     await finished(batchId, 'completed');
     assert.equal(await page.$(`#open-batches tr[data-batch="${batchId}"]`), null, 'no longer in flight');
     await page.waitForFunction(() => [...document.querySelectorAll('#queues td.depth')].every((td) => td.textContent === '0'), undefined, WAIT);
@@ -147,13 +118,13 @@ describe('status page in headless Chromium', () => {
   });
 
   test('a poisoned chunk is listed with its reason; the redrive button brings it back and the batch completes', { skip }, async () => {
-    const { batchId, chunks } = await submitHeld(1000, 602);
+    const { batchId, chunks } = await held(1000, 602);
     assert.equal(chunks, 2);
     const work = BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(`${stack.prefix}work`);
     const blob = work.getBlockBlobClient(layout.chunk(batchId, 1).name);
     const good = await blob.downloadToBuffer();
     await blob.uploadData(Buffer.from('not gzip at all'));
-    await wake(names.inputQueues());
+    await wake(stack, names.inputQueues());
 
     await finished(batchId, 'failed');
     const row = `#poison tr:has(code:text-is("${batchId}"))`;

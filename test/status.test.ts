@@ -263,7 +263,7 @@ describe('Service Bus counts by peeking', () => {
     assert.equal(by.get(WATCHDOG_QUEUE)?.active, 0);
 
     const bounded = await new ServiceBusInspector(client, false, [{ topic: TOPIC, subscription: 'scale' }], { limit: 2 }).inspect();
-    assert.deepEqual(bounded.available && bounded.entities.map((e) => [e.active, e.truncated, e.error]), [[2, true, undefined]]);
+    assert.deepEqual(bounded.available && bounded.entities.map((e) => [e.active, e.truncated, e.deadLettersTruncated, e.error]), [[2, true, false, undefined]]);
     const missing = await new ServiceBusInspector(client, false, [{ queue: 'no-such-queue' }], { timeoutMs: 3000 }).inspect();
     assert.ok(missing.available && missing.entities[0]?.error, 'the error is reported per entity');
     // Peeking took nothing: the messages are all still there.

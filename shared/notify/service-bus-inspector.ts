@@ -10,7 +10,7 @@ import Long from 'long';
 
 import { ensureError } from '../errors';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../names';
-import type { BusEntityCounts, BusInspection, BusInspector, DeadLetter } from '../ports';
+import type { BusEntityCounts, BusInspection, BusInspector, DeadLetter } from './inspection';
 
 export interface BusEntity {
   /** A queue, or a topic with one of its subscriptions. */
@@ -81,11 +81,12 @@ export class ServiceBusInspector implements BusInspector {
         active: main.filter((m) => m.state !== 'scheduled').length,
         scheduled: main.filter((m) => m.state === 'scheduled').length,
         deadLetters: dead.length,
-        truncated: main.length >= this.limit || dead.length >= this.limit,
+        truncated: main.length >= this.limit,
+        deadLettersTruncated: dead.length >= this.limit,
         deadLettered: dead.slice(-SHOWN_DEAD_LETTERS).reverse().map(deadLetter),
       };
     } catch (err) {
-      return { entity, active: 0, scheduled: 0, deadLetters: 0, truncated: false, deadLettered: [], error: ensureError(err).message.slice(0, 300) };
+      return { entity, active: 0, scheduled: 0, deadLetters: 0, truncated: false, deadLettersTruncated: false, deadLettered: [], error: ensureError(err).message.slice(0, 300) };
     }
   }
 

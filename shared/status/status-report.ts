@@ -8,7 +8,8 @@
 import type { BatchDirectory, BatchListing } from '../batch/batch-list';
 import type { RunningDrain } from '../drain/coordinator';
 import type { EntityNames } from '../names';
-import type { BusInspection, BusInspector, QueueStore } from '../ports';
+import type { BusInspection, BusInspector } from '../notify/inspection';
+import type { QueueStore } from '../ports';
 import type { MeterSnapshot } from '../storage/meter';
 import type { Activity, ActivityWindow, HistoryPoint } from './activity';
 

@@ -119,7 +119,7 @@
   function renderBatches(s, now) {
     const { open, recent, counts, scanned, truncated } = s.batches;
     $('open-count').textContent = `${fmt(counts.accepted + counts.processing)} open of ${fmt(scanned)} batches${truncated ? ' (listing truncated)' : ''}`;
-    $('recent-count').textContent = `${fmt(counts.completed)} completed, ${fmt(counts.failed)} failed`;
+    $('recent-count').textContent = `${fmt(counts.completed)} completed, ${fmt(counts.failed)} failed${recent.length > 10 ? '; the latest 10' : ''}`;
     fill(
       'open-batches',
       open.map((b) =>
@@ -128,7 +128,7 @@
     );
     fill(
       'recent-batches',
-      recent.map((b) =>
+      recent.slice(0, 10).map((b) =>
         h(
           'tr',
           { 'data-batch': b.batchId },
@@ -199,8 +199,8 @@
       return;
     }
     $('bus-note').textContent = `Counted by peeking (Listen right only), up to ${bus.limit} per entity.`;
-    const at = (e, n) => `${e.truncated ? '≥' : ''}${fmt(n)}`;
-    fill('bus', bus.entities.map((e) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', {}, at(e, e.active)), h('td', {}, at(e, e.scheduled)), h('td', { class: 'dead' }, at(e, e.deadLetters)), h('td', { class: 'muted' }, e.error || ''))));
+    const at = (truncated, n) => `${truncated ? '≥' : ''}${fmt(n)}`;
+    fill('bus', bus.entities.map((e) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', {}, at(e.truncated, e.active)), h('td', {}, fmt(e.scheduled)), h('td', { class: 'dead' }, at(e.deadLettersTruncated, e.deadLetters)), h('td', { class: 'muted' }, e.error || ''))));
     fill('dead-letters', bus.entities.flatMap((e) => e.deadLettered.map((d) => h('tr', {}, h('td', {}, e.entity), h('td', { class: 'reason' }, d.reason), h('td', { class: 'reason' }, d.description || ''), h('td', {}, new Date(d.enqueuedAt).toLocaleString()), h('td', {}, h('code', {}, d.body))))));
   }
 
