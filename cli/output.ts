@@ -78,14 +78,38 @@ export interface Progress {
 }
 
 /**
- * A bar on stderr: redrawn in place on a terminal, one plain line per `plainEveryMs` when not
- * (so a log or a CI capture shows progress without escape codes). Silent when `enabled` is false.
+ * Off a terminal, cli-progress writes its line every `notTTYSchedule` ms whether it changed or
+ * not. This passes a line on only when it changed, or as a heartbeat after `quietMs`.
+ */
+export function changedLinesOnly(stream: Stream, quietMs = 10_000, now: () => number = Date.now): Stream {
+  let partial = '';
+  let last = '';
+  let lastAt = 0;
+  const write = (chunk: string | Uint8Array): boolean => {
+    partial += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    for (let i = partial.indexOf('\n'); i >= 0; i = partial.indexOf('\n')) {
+      const line = partial.slice(0, i);
+      partial = partial.slice(i + 1);
+      if (line === '' || (line === last && now() - lastAt < quietMs)) continue;
+      last = line;
+      lastAt = now();
+      stream.write(`${line}\n`);
+    }
+    return true;
+  };
+  return { isTTY: false, columns: undefined, write } as unknown as Stream;
+}
+
+/**
+ * A bar on stderr: redrawn in place on a terminal; off a terminal (a log, a CI capture) a plain
+ * line without escape codes whenever it changes (checked every `plainEveryMs`). Silent when
+ * `enabled` is false.
  */
 export function progressBar(label: string, unit: string, enabled: boolean, plainEveryMs = 1000, stream: Stream = process.stderr): Progress {
   if (!enabled) return { start: () => {}, update: () => {}, setTotal: () => {}, stop: () => {} };
   const tty = stream.isTTY === true;
   const bar = new SingleBar({
-    stream,
+    stream: tty ? stream : changedLinesOnly(stream),
     format: `${label.padEnd(9)} [{bar}] {percentage}% | {value}/{total} ${unit}{note}`,
     barCompleteChar: tty ? '\u2588' : '#',
     barIncompleteChar: tty ? '\u2591' : '-',

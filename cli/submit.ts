@@ -13,7 +13,7 @@ import type { BatchStatusBody } from '../shared/batch/manifest';
 import type { Report } from '../shared/billing/report';
 import { type ApiClient, CliError, type ErrorBody, exitFor, parseBody } from './client';
 import { EXIT } from './exit-codes';
-import { bytes, duration, money, num, type Painter, progressBar } from './output';
+import { bytes, duration, money, num, type Painter, painter, progressBar } from './output';
 
 export interface SubmitOptions {
   format?: 'ndjson' | 'json';
@@ -88,20 +88,22 @@ export async function submit(client: ApiClient, file: string, o: SubmitOptions, 
   const say = (line: string): void => {
     if (!o.json) process.stderr.write(`${line}\n`);
   };
+  // Progress and notes go to stderr, so their colour follows stderr, not stdout.
+  const note = painter(process.stderr);
   say(`${file === '-' ? 'stdin' : file}: ${bytes(content.length)} ${format}, ${bytes(body.length)} gzip${key ? `, Idempotency-Key ${key.slice(0, 19)}…` : ''}`);
 
   const accepted = await upload(client, body, format, key, o, say);
-  say(`${accepted.replayed ? 'already submitted (same content): ' : 'accepted: '}batch ${paint('bold', accepted.batchId)}, ${num(accepted.transactions)} transactions in ${num(accepted.chunks)} chunks`);
+  say(`${accepted.replayed ? 'already submitted (same content): ' : 'accepted: '}batch ${note('bold', accepted.batchId)}, ${num(accepted.transactions)} transactions in ${num(accepted.chunks)} chunks`);
   if (!o.wait) return { accepted, exitCode: EXIT.ok };
 
   const final = await follow(client, accepted, o);
   if (final.status === 'failed') {
-    say(paint('red', `batch ${final.batchId} failed: ${final.error ?? 'no reason recorded'}`));
+    say(note('red', `batch ${final.batchId} failed: ${final.error ?? 'no reason recorded'}`));
     say(`after fixing the cause: pushdrain redrive --batch ${final.batchId}`);
     return { accepted, final, exitCode: EXIT.failed };
   }
   if (final.status !== 'completed') {
-    say(paint('yellow', `batch ${final.batchId} is still ${final.status} after ${o.timeoutSeconds} s (${final.chunksDone}/${final.chunks} chunks); follow it with: pushdrain status ${final.batchId}`));
+    say(note('yellow', `batch ${final.batchId} is still ${final.status} after ${o.timeoutSeconds} s (${final.chunksDone}/${final.chunks} chunks); follow it with: pushdrain status ${final.batchId}`));
     return { accepted, final, exitCode: EXIT.notReady };
   }
   const report = await client.json<Report>(`report of ${final.batchId}`, `/api/batches/${final.batchId}/report`);
@@ -120,7 +122,21 @@ async function upload(client: ApiClient, body: Buffer, format: 'ndjson' | 'json'
   for (let attempt = 1; ; attempt++) {
     const bar = progressBar('upload', 'bytes', o.progress);
     bar.start(body.length, 0);
-    const res = await client.upload('/api/batches', body, headers, (sent) => bar.update(sent)).finally(() => bar.stop());
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      bar.stop();
+    };
+    const res = await client
+      .upload('/api/batches', body, headers, (sent) => {
+        bar.update(sent);
+        if (sent < body.length) return;
+        // Every byte is handed over; the 202 comes once the app has validated and chunked it all.
+        finish();
+        say('uploaded; the app is validating and chunking the batch…');
+      })
+      .finally(finish);
     if (res.status === 202) {
       const b = parseBody(res.text) as Omit<Accepted, 'replayed'>;
       return { ...b, replayed: res.headers.get('idempotent-replayed') === 'true' };

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { colorEnabled, money, painter, table } from '../cli/output';
+import { changedLinesOnly, colorEnabled, money, painter, table } from '../cli/output';
 import { contentKey, describeRejection, detectFormat } from '../cli/submit';
 import type { BatchListing } from '../shared/batch/batch-list';
 import type { BatchStatusBody } from '../shared/batch/manifest';
@@ -31,7 +31,7 @@ let dir = '';
 let bigFile = '';
 let batchId = '';
 
-const cli = (args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> => runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_KEY: 'any-key-works-locally', ...env });
+const cli = (args: readonly string[], env: Record<string, string> = {}, stdin?: Buffer): Promise<CliRun> => runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_KEY: 'any-key-works-locally', ...env }, 180_000, stdin);
 const json = <T>(r: CliRun): T => {
   assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}`);
   return JSON.parse(r.stdout) as T;
@@ -136,6 +136,15 @@ describe('pushdrain CLI against the local stack', () => {
     assert.ok(!ANSI.test(human.stdout));
   });
 
+  test('submit - reads stdin; a JSON array is recognised by its first character', async () => {
+    const r = await cli(['submit', '-', '--json', '--poll', '200'], {}, Buffer.from(JSON.stringify(txns.slice(0, 50))));
+    const body = json<{ batchId: string; transactions: number; final: BatchStatusBody; totals: unknown[]; report: string }>(r);
+    assert.equal(body.transactions, 50);
+    assert.equal(body.final.status, 'completed');
+    assert.deepEqual(body.totals, expectedReport(txns.slice(0, 50)).totals);
+    assert.equal(body.report, `${stack.host.base}/api/batches/${body.batchId}/report`);
+  });
+
   test('a rejected file exits 3 with the validation details, readable and as JSON', async () => {
     const bad = join(dir, 'bad.ndjson');
     const good = JSON.stringify(txns[0]);
@@ -224,6 +233,18 @@ describe('CLI output rules', () => {
     assert.equal(colorEnabled(tty, { TERM: 'dumb' }), false);
     assert.equal(colorEnabled(pipe, {}), false);
     assert.equal(painter(pipe)('red', 'x'), 'x');
+  });
+
+  test('off a terminal a progress line is written when it changes, or after 10 s of the same', () => {
+    const written: string[] = [];
+    let t = 0;
+    const out = changedLinesOnly({ isTTY: false, write: (c: string) => written.push(c) } as unknown as NodeJS.WriteStream, 10_000, () => t);
+    for (const line of ['a 0%', 'a 0%', 'a 50%']) out.write(`${line}\n`);
+    out.write('a 5');
+    out.write('0%\n\n');
+    t = 10_000;
+    out.write('a 50%\n');
+    assert.deepEqual(written, ['a 0%\n', 'a 50%\n', 'a 50%\n']);
   });
 
   test('formats, keys and tables', () => {

@@ -288,6 +288,19 @@
     state.key = $('key').value;
     poll();
   });
+  $('find-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = $('find-id').value.trim();
+    const out = $('find-result');
+    if (!id) return;
+    const res = await fetch(`batches/${encodeURIComponent(id)}`, { headers: headers(state.key) }).catch((err) => ({ ok: false, status: err.message }));
+    if (!res.ok) {
+      out.textContent = res.status === 404 ? `no batch ${id}` : `lookup failed: ${res.status}`;
+      return;
+    }
+    const b = await res.json();
+    out.replaceChildren(h('code', {}, b.batchId), ' ', h('span', { class: `status-${b.status}` }, b.status), ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`, b.error ? h('div', { class: 'status-failed' }, b.error) : '');
+  });
   $('redrive-form').addEventListener('submit', (e) => {
     e.preventDefault();
     redrive({});

@@ -101,13 +101,14 @@ export const REPO_ROOT = findRepoRoot(__dirname);
 export const CLI = join(REPO_ROOT, 'cli', 'pushdrain.js');
 
 /** Runs the real binary as a child, with pipes (not a terminal), bounded in time. */
-export function runCli(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 180_000): Promise<CliRun> {
+export function runCli(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 180_000, stdin?: Buffer): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    child.stdin?.end(stdin);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`pushdrain ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
