@@ -1,7 +1,7 @@
 /**
  * `npm run package`: the prebuilt deployment package, for a CI that builds once and ships what it
  * built. The folder holds only what the Functions host loads: host.json, package.json and its lock
- * file, the compiled app (dist/functions, dist/shared) and production node_modules from
+ * file, the compiled app (dist/functions, dist/shared), the status page (static/) and production node_modules from
  * `npm ci --omit=dev`. Its contents are uploaded as they are, without a remote build
  * (docs/DEPLOY.md, "Path 3: the prebuilt package"), so no ignore file decides what ships: this list does.
  *   npm run package [-- <outDir>]        (default: dist-package/)
@@ -14,8 +14,8 @@ import { findRepoRoot } from './host/registry';
 
 /** Copied from the repo root as they are. */
 export const PACKAGE_FILES = ['host.json', 'package.json', 'package-lock.json'] as const;
-/** The build output the entry files (package.json `main`) and their imports need. */
-export const PACKAGE_DIRS = ['dist/functions', 'dist/shared'] as const;
+/** The build output the entry files (package.json `main`) and their imports need, and the status page's files. */
+export const PACKAGE_DIRS = ['dist/functions', 'dist/shared', 'static'] as const;
 
 export interface PackageSummary {
   dir: string;
@@ -64,7 +64,7 @@ export function npm(cwd: string, args: string[], opts: { env?: NodeJS.ProcessEnv
 /** What a folder may hold to be emptied and refilled: nothing, or a previous package. */
 function isReplaceable(dir: string): boolean {
   if (!existsSync(dir)) return true;
-  const allowed = new Set<string>([...PACKAGE_FILES, 'dist', 'node_modules']);
+  const allowed = new Set<string>([...PACKAGE_FILES, 'dist', 'static', 'node_modules']);
   return readdirSync(dir).every((name) => allowed.has(name));
 }
 

@@ -14,11 +14,15 @@ import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
 import type { EntityNames } from './names';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
+import type { BusInspector } from './notify/inspection';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
 import type { Redriver, RedriveRequest, RedriveResult } from './poison/redrive';
 import type { BlobStore, Clock, Logger, QueueStore } from './ports';
+import type { Activity } from './status/activity';
+import { buildDashboardPage, type DashboardPage } from './status/dashboard-page';
+import type { StatusReport, StatusReporter } from './status/status-report';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
 import type { Watchdog, WatchdogOutcome } from './watchdog/check-batch';
@@ -46,6 +50,11 @@ export interface AppParts {
   redriver: Redriver;
   watchdog: Watchdog;
   recovery: Recovery;
+  /** What this instance did, in time buckets (the status history). */
+  activity: Activity;
+  status: StatusReporter;
+  /** Service Bus counts for the status report; undefined without a Service Bus connection. */
+  inspector: BusInspector | undefined;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
 }
@@ -60,6 +69,7 @@ export interface Submission {
 
 export class PushdrainApp {
   private provisioned: Promise<void> | undefined;
+  private page: DashboardPage | undefined;
 
   constructor(readonly parts: AppParts) {}
 
@@ -83,12 +93,14 @@ export class PushdrainApp {
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
     await this.ready();
-    return this.parts.ingestor.ingest({
+    const result = await this.parts.ingestor.ingest({
       open: bufferSource(s.body, s.gzip, this.parts.settings.tuning.maxInflatedBytes),
       format: s.format,
       ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
       source: 'http',
     });
+    if (!result.replayed) this.parts.activity.accepted(result.transactions);
+    return result;
   }
 
   /** GET /api/batches/{id}: undefined for a batch that was never accepted. */
@@ -104,7 +116,21 @@ export class PushdrainApp {
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */
   async sweep(): Promise<SweepResult> {
     await this.ready();
-    return this.parts.sweeper.run();
+    const result = await this.parts.sweeper.run();
+    for (const f of result.files) if (f.kind === 'ingested' && !f.result.replayed) this.parts.activity.accepted(f.result.transactions);
+    return result;
+  }
+
+  /** GET /api/admin/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
+  async statusReport(): Promise<StatusReport> {
+    await this.ready();
+    return this.parts.status.report();
+  }
+
+  /** GET /api/dashboard: the page shell, built once per process; makes no request. */
+  dashboardPage(): DashboardPage {
+    this.page ??= buildDashboardPage();
+    return this.page;
   }
 
   /**
@@ -169,6 +195,7 @@ export class PushdrainApp {
   }
 
   async close(): Promise<void> {
+    await this.parts.inspector?.close();
     await this.parts.notifier.close();
   }
 }

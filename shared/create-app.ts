@@ -3,6 +3,7 @@
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
 import { type AppParts, PushdrainApp } from './app';
+import { ManifestListing } from './batch/batch-list';
 import { ManifestStore } from './batch/manifest';
 import { OpenBatches } from './batch/open-batches';
 import { ProgressRecorder } from './batch/progress';
@@ -11,8 +12,11 @@ import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
+import { parseWorkPointer } from './model/pointers';
 import { CONTAINERS, entityNames } from './names';
 import { Notifier, type WorkPublisher } from './notify/events';
+import type { BusInspector } from './notify/inspection';
+import { ServiceBusInspector } from './notify/service-bus-inspector';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
 import { Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
@@ -20,6 +24,8 @@ import { ReduceProcessor } from './pipeline/reduce-processor';
 import { Redriver } from './poison/redrive';
 import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
+import { Activity } from './status/activity';
+import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
 import { createStorageClients } from './storage/clients';
 import { BlobLeaseSlots } from './storage/lease-slots';
@@ -37,6 +43,8 @@ export interface AppOptions {
   log?: Logger;
   /** @defaultValue a new meter */
   meter?: StorageMeter;
+  /** @defaultValue peeks on Service Bus from settings.serviceBus (none without it) */
+  inspector?: BusInspector;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -47,11 +55,17 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const now = (): number => clock.now();
   const names = entityNames(settings.namePrefix, tuning.partitions);
   const clients = createStorageClients(settings.storage, meter);
+  const activity = new Activity(now);
+  meter.onCount((_op, n) => activity.storage(n));
+  // The status report reads through clients of its own meter: watching is not what the app costs.
+  const statusMeter = new StorageMeter();
+  const statusClients = createStorageClients(settings.storage, statusMeter);
+  const bus = serviceBus(settings, options);
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
   const progress = new ProgressRecorder(manifests, now);
-  const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
+  const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
   const finalizer = new Finalizer(blobs, manifests, open, now, log);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
@@ -59,6 +73,16 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const recovery = new Recovery({ open, manifests, finalizer, notifier, watchdog, maxBatches: tuning.sweepMaxBatches, now, log });
   const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
+  const drains = new DrainCoordinator({
+    queues,
+    slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
+    processors: { input: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), output: reduce },
+    continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+    clock,
+    log,
+    tuning,
+    onRunning: (n) => activity.drains(n),
+  });
   return {
     settings,
     names,
@@ -77,17 +101,23 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     sweeper: new Sweeper({ blobs, ingestor, recovery, stallMs: tuning.stallSeconds * 1000, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
     map,
     reduce,
-    drains: new DrainCoordinator({
-      queues,
-      slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
-      processors: { input: map, output: reduce },
-      continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
-      clock,
-      log,
-      tuning,
-    }),
+    drains,
     redriver: new Redriver({ queues, manifests, open, notifier, names, log }),
     watchdog,
+    activity,
+    inspector: bus.inspector,
+    status: new StatusReporter({
+      queues: new AzureQueueStore(statusClients.queues, names.poisonQueue, now),
+      names,
+      batches: new ManifestListing(new AzureBlobStore(statusClients.blobs, names.container), new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container))),
+      inspector: bus.inspector,
+      drains,
+      activity,
+      meter,
+      statusMeter,
+      now,
+      instanceId: `i-${Math.floor(clock.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}`,
+    }),
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },
@@ -99,8 +129,14 @@ export function createApp(settings: Settings, options: AppOptions = {}): Pushdra
   return new PushdrainApp(composeApp(settings, options));
 }
 
-function defaultPublisher(settings: Settings): WorkPublisher {
-  if (settings.serviceBus) return new ServiceBusPublisher(createServiceBusClient(settings.serviceBus));
-  const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
-  return { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() };
+/** The publisher and the inspector share one Service Bus client; the publisher closes it. */
+function serviceBus(settings: Settings, options: AppOptions): { publisher: WorkPublisher; inspector: BusInspector | undefined } {
+  const connection = settings.serviceBus;
+  if (!connection) {
+    const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
+    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector };
+  }
+  if (options.publisher) return { publisher: options.publisher, inspector: options.inspector ?? new ServiceBusInspector(createServiceBusClient(connection), true) };
+  const client = createServiceBusClient(connection);
+  return { publisher: new ServiceBusPublisher(client), inspector: options.inspector ?? new ServiceBusInspector(client, false) };
 }

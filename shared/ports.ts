@@ -30,6 +30,13 @@ export interface BlobInfo {
 export interface ListedBlob {
   name: string;
   etag: string;
+  /** Present when the listing asked for metadata. */
+  metadata?: Record<string, string>;
+}
+
+export interface ListOptions {
+  /** Include each blob's metadata (same request: a listing page costs one transaction either way). */
+  metadata?: boolean;
 }
 
 /** Blob Storage as the steps see it: whole-blob reads and writes, one request each where possible. */
@@ -46,7 +53,8 @@ export interface BlobStore {
   info(ref: BlobRef): Promise<BlobInfo | undefined>;
   /** Deletes if present. */
   remove(ref: BlobRef): Promise<void>;
-  list(container: ContainerKey, prefix?: string): AsyncIterable<ListedBlob>;
+  /** Pages of up to 5,000 names, fetched as the caller iterates: stop early to stop paying. */
+  list(container: ContainerKey, prefix?: string, options?: ListOptions): AsyncIterable<ListedBlob>;
   /** Streams a (possibly large) blob without holding it in memory. */
   stream(ref: BlobRef): AsyncIterable<Buffer>;
   /** Server-side copy within the account; resolves when the copy is complete. */
@@ -63,8 +71,18 @@ export interface QueueStore {
   send(queue: string, body: unknown): Promise<void>;
   /** Approximate count, in-flight messages included. */
   depth(queue: string): Promise<number>;
+  /** Up to `max` (at most 32) visible messages from the front, oldest first, without taking them (one request). */
+  peek(queue: string, max: number): Promise<PeekedMessage[]>;
   /** Creates the queues if missing (one request each). */
   ensureQueues(names: readonly string[]): Promise<void>;
+}
+
+export interface PeekedMessage {
+  id: string;
+  /** When the message was enqueued, epoch ms. */
+  insertedOn: number;
+  dequeueCount: number;
+  text: string;
 }
 
 export interface Clock {

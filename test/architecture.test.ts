@@ -14,7 +14,7 @@ function repoRoot(): string {
 }
 
 const ROOT = repoRoot();
-const SOURCE_DIRS = ['functions', 'shared', 'local', 'bench'];
+const SOURCE_DIRS = ['functions', 'shared', 'local', 'bench', 'cli'];
 
 function sources(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -89,6 +89,27 @@ export function sdkOffenders(files: readonly { path: string; text: string }[]): 
     .flatMap((f) => importsOf(f.text).filter((spec) => SDK.test(spec)).map((spec) => `${f.path} → ${spec}`));
 }
 
+/** Packages only the operator CLI (or the tests) use: the Function App must never load them. */
+const CLI_ONLY = /^(commander|cli-progress|playwright-core)(\/|$)/;
+
+/**
+ * Imports that would tie the app to the CLI, or the CLI to the app at run time: the app never
+ * imports cli/ or a CLI-only package; the CLI imports the app's modules for their types only
+ * (erased at compile time), so dist/cli needs nothing but Node and its two packages.
+ */
+export function cliOffenders(files: readonly { path: string; text: string }[]): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    if (f.path.startsWith('cli/')) {
+      const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'(\.\.\/[^']+)'/gm) ?? [];
+      for (const line of valueImports) if (/'\.\.\/(shared|functions|local)\//.test(line)) out.push(`${f.path} → ${line}`);
+    } else {
+      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
+    }
+  }
+  return out;
+}
+
 describe('architecture', () => {
   test('shared/ never imports @azure/functions, functions/ or local/', () => {
     const offenders: string[] = [];
@@ -115,6 +136,15 @@ describe('architecture', () => {
     assert.ok(g.size > 30, `read the sources (${g.size} files)`);
     const cycle = findCycle(g);
     assert.equal(cycle?.map((f) => relative(ROOT, f)).join(' → '), undefined);
+  });
+
+  test('the CLI stands apart: the app never imports cli/ or its packages, the CLI imports the app for types only', () => {
+    const files = ['shared', 'functions', 'cli'].flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path === 'cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+    assert.deepEqual(cliOffenders(files), []);
+    assert.deepEqual(cliOffenders([{ path: 'shared/app.ts', text: "import { Command } from 'commander';" }]), ["shared/app.ts → commander"]);
+    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../cli/main';" }]), ['functions/x.ts → ../cli/main']);
+    assert.deepEqual(cliOffenders([{ path: 'cli/x.ts', text: "import type { Report } from '../shared/billing/report';\nimport { layout } from '../shared/layout';" }]), ["cli/x.ts → import { layout } from '../shared/layout'"]);
   });
 
   test('the checks can fail: a planted cycle, a planted import and a planted SDK client are caught', () => {

@@ -1,7 +1,8 @@
 /**
  * docs/SECURITY.md's keys, checked on the registrations the Functions host would receive (captured
- * in a child process by local/host/print-registrations): batch routes need a function key, admin
- * routes the admin (master) key, and only the health check is anonymous.
+ * in a child process by local/host/print-registrations): batch routes and read-only operator views
+ * need a function key, admin routes that change something the admin (master) key, and only the
+ * health check and the status page shell (no data, no key) are anonymous.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -17,16 +18,19 @@ interface Route {
 }
 
 describe('HTTP auth levels', () => {
-  test('auth levels: batch routes need a function key, admin routes the admin key, only health is anonymous', () => {
+  test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health and the page shell are anonymous', () => {
     const root = repoRoot();
     const run = spawnSync(process.execPath, [join(root, 'dist/local/host/print-registrations.js')], { cwd: root, encoding: 'utf8', timeout: 30_000 });
     assert.equal(run.status, 0, run.stderr);
-    const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
+    const routes = (JSON.parse(run.stdout) as { routes: (Route & { methods: string[] })[] }).routes;
     assert.ok(routes.length >= 4);
+    const ANONYMOUS = ['api/health', 'api/dashboard'];
     for (const r of routes) {
-      const expected = r.template === 'api/health' ? 'anonymous' : r.template.startsWith('api/admin/') ? 'admin' : 'function';
+      const readOnly = r.methods.every((m) => m === 'GET' || m === 'HEAD');
+      const expected = ANONYMOUS.includes(r.template) ? 'anonymous' : r.template.startsWith('api/admin/') && !readOnly ? 'admin' : 'function';
       assert.equal(r.authLevel, expected, `${r.functionName} (${r.template})`);
     }
+    assert.equal(routes.find((r) => r.template === 'api/admin/status')?.authLevel, 'function');
     for (const template of ['api/batches', 'api/batches/{batchId}', 'api/batches/{batchId}/report', 'api/health']) {
       assert.ok(routes.some((r) => r.template === template), template);
     }

@@ -86,7 +86,7 @@ const PLANTED: Record<string, string> = {
 };
 
 /** Top-level entries a remote-build upload may hold: the sources and the files the build reads. */
-const REMOTE_TOP_LEVEL = ['functions', 'host.json', 'package-lock.json', 'package.json', 'shared', 'tsconfig.json'];
+const REMOTE_TOP_LEVEL = ['functions', 'host.json', 'package-lock.json', 'package.json', 'shared', 'static', 'tsconfig.json'];
 /** Never shipped, in either mode (node_modules aside: the prebuilt package holds production ones). */
 const FORBIDDEN = /^(test|testkit|bench|local|infra|scripts|docs|\.github|\.azurite|\.azure|\.vscode|\.ci|\.git|dist-package)(\/|$)|(^|\/)(local\.settings[^/]*\.json|\.funcignore|\.gitignore)$/;
 
@@ -318,10 +318,11 @@ void describe('packaging: prebuilt package (npm run package; CI builds once, shi
     summary = assemblePrebuilt(root, join(tempDir('prebuilt'), 'package'));
   });
 
-  void it('holds host.json, package.json, the lock file, the compiled app and production node_modules, nothing else', (t) => {
+  void it('holds host.json, package.json, the lock file, the compiled app, the status page and production node_modules, nothing else', (t) => {
     const files = walk(summary.dir);
     const top = [...new Set(files.map((f) => f.split('/')[0]!))].sort();
-    assert.deepEqual(top, [...PACKAGE_FILES, 'dist', 'node_modules'].sort());
+    assert.deepEqual(top, [...PACKAGE_FILES, 'dist', 'static', 'node_modules'].sort());
+    assert.ok(files.includes('static/dashboard/index.html'), 'the status page is read from static/ at run time');
     const app = files.filter((f) => !f.startsWith('node_modules/'));
     assert.deepEqual(app.filter((f) => !PACKAGE_FILES.includes(f as (typeof PACKAGE_FILES)[number]) && !PACKAGE_DIRS.some((d) => f.startsWith(`${d}/`))), []);
     assert.deepEqual(app.filter((f) => FORBIDDEN.test(f) || f.endsWith('.ts')), []);

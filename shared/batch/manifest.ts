@@ -133,12 +133,12 @@ export class ManifestStore {
 
   /** Creates the manifest only if none exists; undefined means one already does. */
   async create(m: Manifest): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' } });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' }, metadata: manifestSummary(m) });
   }
 
   /** Replaces the manifest if it is still at `etag`; undefined means it changed meanwhile. */
   async replace(m: Manifest, etag: string): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag } });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag }, metadata: manifestSummary(m) });
   }
 
   /** Applies `change` atomically. Undefined when the manifest does not exist. */
@@ -155,6 +155,25 @@ export class ManifestStore {
     }
     throw new TransientError(`manifest ${batchId} is contended: ${MAX_CONFLICTS} conflicting writes in a row`);
   }
+}
+
+/**
+ * The manifest's progress as blob metadata, written in the same request: one listing of
+ * `batches/` then shows every batch's state without reading a single manifest (batch-list.ts).
+ */
+export function manifestSummary(m: Manifest): Record<string, string> {
+  return {
+    state: m.state,
+    transactions: String(m.transactions),
+    chunks: String(m.chunks),
+    done: String(m.done.length),
+    failed: String(m.failed.length),
+    submittedat: m.submittedAt,
+    ...(m.completedAt ? { completedat: m.completedAt } : {}),
+    ...(m.latencyMs !== undefined ? { latencyms: String(m.latencyMs) } : {}),
+    // Metadata values are ASCII header text: the reason travels percent-encoded, and short.
+    ...(m.error ? { error: encodeURIComponent(m.error.slice(0, 300)) } : {}),
+  };
 }
 
 function encode(m: Manifest): Buffer {

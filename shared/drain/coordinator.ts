@@ -6,10 +6,18 @@
 import type { Tuning } from '../config/settings';
 import type { Role } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
-import type { DequeueTasks } from './dequeue-tasks';
+import type { DequeueTasks, TaskGroupState } from './dequeue-tasks';
 import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
 
 export type DrainResult = DrainOutcome | { kind: 'joined' };
+
+/** A drain of this process, as the status report shows it. */
+export interface RunningDrain {
+  queue: string;
+  /** `starting` until its first round has a task group (slot taken, depth read). */
+  state: TaskGroupState | 'starting';
+  tasks: number;
+}
 
 export interface CoordinatorDeps {
   queues: QueueStore;
@@ -20,6 +28,8 @@ export interface CoordinatorDeps {
   clock: Clock;
   log: Logger;
   tuning: Tuning;
+  /** Told the number of drains running whenever it changes (the status history records it). */
+  onRunning?(count: number): void;
 }
 
 /** The drain options that follow from the settings. */
@@ -57,6 +67,7 @@ export class DrainCoordinator {
     if (this.live.get(queue)?.tasks?.nudge()) return { kind: 'joined' };
     const entry: LiveDrain = {};
     this.running++;
+    this.deps.onRunning?.(this.running);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
     try {
@@ -72,6 +83,7 @@ export class DrainCoordinator {
       );
     } finally {
       this.running--;
+      this.deps.onRunning?.(this.running);
       if (this.live.get(queue) === entry) this.live.delete(queue);
     }
   }
@@ -79,6 +91,11 @@ export class DrainCoordinator {
   /** Drain invocations in progress in this process (tests assert none is left behind). */
   get inProgress(): number {
     return this.running;
+  }
+
+  /** The drain each queue is joined to now (an older one of the same queue still finishing is counted in inProgress only). */
+  runningDrains(): RunningDrain[] {
+    return [...this.live.entries()].map(([queue, d]) => ({ queue, state: d.tasks?.state ?? 'starting', tasks: d.tasks?.liveTasks ?? 0 }));
   }
 
   /** Graceful stop: drains finish their current batch, then hand the rest over. */

@@ -75,6 +75,11 @@ export class DequeueTasks {
     return this.phase;
   }
 
+  /** Tasks inside their receive loop right now. */
+  get liveTasks(): number {
+    return this.live;
+  }
+
   /** Starts `initialTasks` (capped) and resolves with the stats once the last task has exited. */
   async run(initialTasks: number): Promise<DrainStats> {
     if (this.phase !== 'created') throw new Error(`dequeue tasks already ${this.phase}`);

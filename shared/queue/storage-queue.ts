@@ -4,7 +4,7 @@
  */
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 
-import { type DrainQueue, MAX_RECEIVE, type PoisonRecord, type QueueMessage, type QueueStore } from '../ports';
+import { type DrainQueue, MAX_RECEIVE, type PeekedMessage, type PoisonRecord, type QueueMessage, type QueueStore } from '../ports';
 import { statusOf } from '../storage/azure-blob-store';
 
 
@@ -79,6 +79,11 @@ export class AzureQueueStore implements QueueStore {
 
   async depth(queue: string): Promise<number> {
     return (await this.service.getQueueClient(queue).getProperties()).approximateMessagesCount ?? 0;
+  }
+
+  async peek(queue: string, max: number): Promise<PeekedMessage[]> {
+    const res = await this.service.getQueueClient(queue).peekMessages({ numberOfMessages: Math.max(1, Math.min(max, MAX_RECEIVE)) });
+    return res.peekedMessageItems.map((m) => ({ id: m.messageId, insertedOn: m.insertedOn.getTime(), dequeueCount: m.dequeueCount, text: m.messageText }));
   }
 
   async ensureQueues(names: readonly string[]): Promise<void> {

@@ -6,7 +6,7 @@ import type { BlobServiceClient, BlockBlobClient, ContainerClient } from '@azure
 
 import type { BlobRef } from '../layout';
 import type { ContainerKey } from '../names';
-import type { BlobInfo, BlobRead, BlobStore, ListedBlob, WriteOptions } from '../ports';
+import type { BlobInfo, BlobRead, BlobStore, ListedBlob, ListOptions, WriteOptions } from '../ports';
 
 export function statusOf(error: unknown): number | undefined {
   const s = (error as { statusCode?: unknown } | null)?.statusCode;
@@ -81,9 +81,10 @@ export class AzureBlobStore implements BlobStore {
     await this.blob(ref).deleteIfExists();
   }
 
-  async *list(container: ContainerKey, prefix?: string): AsyncIterable<ListedBlob> {
-    for await (const item of this.container(container).listBlobsFlat(prefix !== undefined ? { prefix } : {})) {
-      yield { name: item.name, etag: item.properties.etag ?? '' };
+  async *list(container: ContainerKey, prefix?: string, options: ListOptions = {}): AsyncIterable<ListedBlob> {
+    const query = { ...(prefix !== undefined ? { prefix } : {}), ...(options.metadata ? { includeMetadata: true } : {}) };
+    for await (const item of this.container(container).listBlobsFlat(query)) {
+      yield { name: item.name, etag: item.properties.etag ?? '', ...(options.metadata ? { metadata: item.metadata ?? {} } : {}) };
     }
   }
 

@@ -9,8 +9,17 @@ export type StorageService = 'blob' | 'queue';
 
 export type MeterSnapshot = Record<string, number>;
 
+export type MeterListener = (operation: string, n: number) => void;
+
 export class StorageMeter {
   private readonly counts = new Map<string, number>();
+  private readonly listeners = new Set<MeterListener>();
+
+  /** Called on every count (the status history buckets requests by time); returns the unsubscribe. */
+  onCount(listener: MeterListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
 
   /** A policy for one client; place it per retry so every attempt counts. */
   policyFor(service: StorageService): PipelinePolicy {
@@ -25,6 +34,7 @@ export class StorageMeter {
 
   add(operation: string, n = 1): void {
     this.counts.set(operation, (this.counts.get(operation) ?? 0) + n);
+    for (const l of this.listeners) l(operation, n);
   }
 
   /** Counts by operation, sorted by name, plus `total`. */

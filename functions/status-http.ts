@@ -1,0 +1,37 @@
+/**
+ * GET /api/admin/status (function key: read-only) and GET /api/dashboard (the page shell:
+ * static, no data, no key inside, no Storage request; the data it shows needs the key).
+ */
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+
+import type { PushdrainApp } from '../shared/app';
+import { errorResponse, json } from './http-errors';
+import { instance } from './instance';
+
+export async function getStatus(rt: PushdrainApp, _req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    return json(200, await rt.statusReport(), { 'Cache-Control': 'no-store' });
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
+export function getDashboard(rt: PushdrainApp, req: HttpRequest): HttpResponseInit {
+  const page = rt.dashboardPage();
+  if (req.headers.get('if-none-match') === page.headers.ETag) return { status: 304, headers: page.headers };
+  return { status: 200, body: page.body, headers: page.headers };
+}
+
+app.http('adminStatus', {
+  route: 'admin/status',
+  methods: ['GET'],
+  authLevel: 'function',
+  handler: (req, context) => getStatus(instance(), req, context),
+});
+
+app.http('dashboard', {
+  route: 'dashboard',
+  methods: ['GET'],
+  authLevel: 'anonymous',
+  handler: (req) => getDashboard(instance(), req),
+});

@@ -1,0 +1,123 @@
+/**
+ * Open and recently finished batches, for the status page. Every manifest carries its progress
+ * as blob metadata (manifest.ts), so one listing request per 5,000 batches answers it without
+ * reading a manifest. The scan is bounded; behind the `BatchDirectory` seam an index of open
+ * batches can later serve `open` in one request.
+ */
+import { isValidBatchId } from '../model/batch-id';
+import type { BlobStore } from '../ports';
+import { type BatchStatusBody, type ManifestStore, publicStatus, statusBody } from './manifest';
+
+export interface BatchSummary extends BatchStatusBody {
+  /** submittedAt → completedAt, once finished. */
+  latencyMs?: number;
+}
+
+export interface BatchListing {
+  /** Accepted and not finished, newest first. */
+  open: BatchSummary[];
+  /** Completed or failed, latest completion first. */
+  recent: BatchSummary[];
+  /** Every batch the scan saw, by public status (the lists above are cut to their limits). */
+  counts: Record<BatchStatusBody['status'], number>;
+  /** How many manifests the scan saw. */
+  scanned: number;
+  /** The scan stopped at its limit: older or later-listed batches may be missing. */
+  truncated: boolean;
+  source: 'manifest-listing';
+}
+
+export interface ListLimits {
+  open: number;
+  recent: number;
+}
+
+export interface BatchDirectory {
+  list(limits: ListLimits): Promise<BatchListing>;
+}
+
+export interface ManifestListingOptions {
+  /** Manifests one listing may scan (5,000 per request). @defaultValue 20000 */
+  scanLimit?: number;
+  /** Manifests written before summaries existed, read whole (one request each). @defaultValue 20 */
+  legacyReads?: number;
+}
+
+const MANIFEST = /^([a-z0-9][a-z0-9-]{0,63})\/manifest\.json$/;
+
+/** A summary from listing metadata, or undefined when the manifest predates summaries. */
+export function summaryFromMetadata(batchId: string, md: Record<string, string>): BatchSummary | undefined | 'internal' {
+  const state = md.state;
+  const num = (k: string): number => Number(md[k] ?? 'NaN');
+  if (state === undefined || md.submittedat === undefined || !Number.isFinite(num('chunks'))) return undefined;
+  if (state !== 'accepted' && state !== 'completed' && state !== 'failed') return 'internal';
+  const done = num('done');
+  const failed = num('failed');
+  const status = state === 'accepted' ? (done + failed > 0 ? 'processing' : 'accepted') : state;
+  return {
+    batchId,
+    status,
+    transactions: num('transactions'),
+    chunks: num('chunks'),
+    chunksDone: done,
+    chunksFailed: failed,
+    submittedAt: md.submittedat,
+    ...(md.completedat ? { completedAt: md.completedat } : {}),
+    ...(md.latencyms !== undefined ? { latencyMs: Number(md.latencyms) } : {}),
+    ...(md.error !== undefined ? { error: decodeError(md.error) } : {}),
+  };
+}
+
+function decodeError(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
+const newestFirst = (key: 'submittedAt' | 'completedAt') => (a: BatchSummary, b: BatchSummary) => (b[key] ?? '').localeCompare(a[key] ?? '');
+
+export class ManifestListing implements BatchDirectory {
+  private readonly scanLimit: number;
+  private readonly legacyReads: number;
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly manifests: ManifestStore,
+    options: ManifestListingOptions = {},
+  ) {
+    this.scanLimit = options.scanLimit ?? 20_000;
+    this.legacyReads = options.legacyReads ?? 20;
+  }
+
+  async list(limits: ListLimits): Promise<BatchListing> {
+    const found: BatchSummary[] = [];
+    const legacy: string[] = [];
+    let scanned = 0;
+    let truncated = false;
+    for await (const blob of this.blobs.list('batches', undefined, { metadata: true })) {
+      const m = MANIFEST.exec(blob.name);
+      if (!m?.[1] || !isValidBatchId(m[1])) continue; // pending-notify markers and other records
+      if (scanned >= this.scanLimit) {
+        truncated = true;
+        break;
+      }
+      scanned++;
+      const s = summaryFromMetadata(m[1], blob.metadata ?? {});
+      if (s === undefined) legacy.push(m[1]);
+      else if (s !== 'internal') found.push(s);
+    }
+    for (const batchId of legacy.slice(0, this.legacyReads)) {
+      const got = await this.manifests.read(batchId);
+      const body = got && publicStatus(got.manifest) ? statusBody(got.manifest) : undefined;
+      if (got && body) found.push({ ...body, ...(got.manifest.latencyMs !== undefined ? { latencyMs: got.manifest.latencyMs } : {}) });
+    }
+    if (legacy.length > this.legacyReads) truncated = true;
+    const open = found.filter((b) => b.status === 'accepted' || b.status === 'processing').sort(newestFirst('submittedAt'));
+    const recent = found.filter((b) => b.status === 'completed' || b.status === 'failed').sort(newestFirst('completedAt'));
+    const counts = { accepted: 0, processing: 0, completed: 0, failed: 0 };
+    for (const b of found) counts[b.status]++;
+    return { open: open.slice(0, limits.open), recent: recent.slice(0, limits.recent), counts, scanned, truncated, source: 'manifest-listing' };
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * What this instance did, in time buckets, kept in memory for the status page: Storage
+ * requests (from the meter, as they happen), business transactions billed and accepted,
+ * drains running, and queue depths as the status report last saw them. Recording costs no
+ * request; an hour of 10 s buckets is a few kilobytes.
+ */
+import type { MessageProcessor, QueueMessage } from '../ports';
+
+export interface HistoryPoint {
+  /** Bucket start, epoch ms. */
+  at: number;
+  /** Storage requests of the app (the status report's own are metered apart). */
+  storage: number;
+  /** Business transactions billed (map step) in this bucket. */
+  billed: number;
+  /** Business transactions accepted (ingest) in this bucket. */
+  accepted: number;
+  /** Most drains running at once in this bucket. */
+  drains: number;
+  /** The deepest each queue was seen by a status report in this bucket (absent when nobody looked). */
+  depths?: Record<string, number>;
+}
+
+export interface ActivityWindow {
+  seconds: number;
+  storageTransactions: number;
+  businessTransactions: number;
+  /** Storage transactions per 1,000 business transactions billed; null with nothing billed. */
+  perThousand: number | null;
+  /** Seconds with no drain running and nothing billed or accepted. */
+  idleSeconds: number;
+  idleStorageTransactions: number;
+  /** Idle Storage transactions extrapolated to an hour; null with under a minute of idle time. */
+  idlePerHour: number | null;
+}
+
+export interface ActivityOptions {
+  /** @defaultValue 10000 */
+  bucketMs?: number;
+  /** Buckets kept. @defaultValue 360 (an hour of 10 s buckets) */
+  buckets?: number;
+}
+
+export class Activity {
+  readonly bucketMs: number;
+  private readonly keep: number;
+  private readonly points: HistoryPoint[] = [];
+  private running = 0;
+  readonly startedAt: number;
+
+  constructor(
+    private readonly now: () => number,
+    options: ActivityOptions = {},
+  ) {
+    this.bucketMs = options.bucketMs ?? 10_000;
+    this.keep = options.buckets ?? 360;
+    this.startedAt = now();
+  }
+
+  storage(n = 1): void {
+    this.current().storage += n;
+  }
+
+  billed(transactions: number): void {
+    this.current().billed += transactions;
+  }
+
+  accepted(transactions: number): void {
+    this.current().accepted += transactions;
+  }
+
+  /** Drains running in this instance now. */
+  drains(running: number): void {
+    this.running = running;
+    const b = this.current();
+    b.drains = Math.max(b.drains, running);
+  }
+
+  /** Peaks per bucket: a backlog that came and went between two looks still shows. */
+  depths(byQueue: Record<string, number>): void {
+    const b = this.current();
+    const seen = b.depths ?? {};
+    for (const [q, d] of Object.entries(byQueue)) seen[q] = Math.max(seen[q] ?? 0, d);
+    b.depths = seen;
+  }
+
+  /** Every bucket from the oldest kept to now, empty ones included. */
+  history(): HistoryPoint[] {
+    this.current();
+    const out: HistoryPoint[] = [];
+    const first = this.points[0];
+    if (!first) return out;
+    const last = this.bucketStart(this.now());
+    const byAt = new Map(this.points.map((p) => [p.at, p]));
+    for (let at = Math.max(first.at, last - (this.keep - 1) * this.bucketMs); at <= last; at += this.bucketMs) {
+      const p = byAt.get(at);
+      out.push(p ? { ...p } : { at, storage: 0, billed: 0, accepted: 0, drains: 0 });
+    }
+    return out;
+  }
+
+  /** Totals over the last `seconds` (bounded by what is kept and by this instance's uptime). */
+  window(seconds: number): ActivityWindow {
+    const now = this.now();
+    const from = Math.max(now - seconds * 1000, this.startedAt);
+    const points = this.history().filter((p) => p.at + this.bucketMs > from);
+    let storage = 0;
+    let billed = 0;
+    let idleMs = 0;
+    let idleStorage = 0;
+    for (const p of points) {
+      storage += p.storage;
+      billed += p.billed;
+      // A bucket's covered span: the start of the window or of the bucket, to now or its end.
+      const span = Math.max(0, Math.min(p.at + this.bucketMs, now) - Math.max(p.at, from));
+      if (p.drains === 0 && p.billed === 0 && p.accepted === 0) {
+        idleMs += span;
+        idleStorage += p.storage;
+      }
+    }
+    const covered = Math.max(0, now - from);
+    return {
+      seconds: Math.round(covered / 1000),
+      storageTransactions: storage,
+      businessTransactions: billed,
+      perThousand: billed > 0 ? round1((storage / billed) * 1000) : null,
+      idleSeconds: Math.round(idleMs / 1000),
+      idleStorageTransactions: idleStorage,
+      idlePerHour: idleMs >= 60_000 ? round1((idleStorage / idleMs) * 3_600_000) : null,
+    };
+  }
+
+  /** Wraps the map processor: each processed pointer's transaction count is counted as billed. */
+  countingBilled(inner: MessageProcessor, countOf: (m: QueueMessage) => number): MessageProcessor {
+    return {
+      process: async (m) => {
+        await inner.process(m);
+        this.billed(countOf(m));
+      },
+      ...(inner.afterBatch ? { afterBatch: inner.afterBatch.bind(inner) } : {}),
+      ...(inner.onPoison ? { onPoison: inner.onPoison.bind(inner) } : {}),
+    };
+  }
+
+  private bucketStart(t: number): number {
+    return t - (t % this.bucketMs);
+  }
+
+  private current(): HistoryPoint {
+    const at = this.bucketStart(this.now());
+    const last = this.points[this.points.length - 1];
+    if (last?.at === at) return last;
+    // A drain running across the boundary counts in the new bucket too.
+    const b: HistoryPoint = { at, storage: 0, billed: 0, accepted: 0, drains: this.running };
+    this.points.push(b);
+    if (this.points.length > this.keep) this.points.splice(0, this.points.length - this.keep);
+    return b;
+  }
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}

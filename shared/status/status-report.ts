@@ -1,0 +1,152 @@
+/**
+ * `GET /api/admin/status`: what the system is doing, as this instance sees it. Queue depths
+ * and oldest ages, poison, Service Bus counts, this instance's drains, open and recent
+ * batches, and the Storage meter with its history. It costs about two Storage requests per
+ * queue plus one listing per 5,000 batches, metered apart from the app's own (`statusMeter`),
+ * so watching the system does not blur what the system costs.
+ */
+import type { BatchDirectory, BatchListing } from '../batch/batch-list';
+import type { RunningDrain } from '../drain/coordinator';
+import type { EntityNames } from '../names';
+import type { BusInspection, BusInspector } from '../notify/inspection';
+import type { QueueStore } from '../ports';
+import type { MeterSnapshot } from '../storage/meter';
+import type { Activity, ActivityWindow, HistoryPoint } from './activity';
+
+export interface QueueLine {
+  name: string;
+  depth: number;
+  /** Age of the oldest visible message, or null when none is visible. */
+  oldestAgeSeconds: number | null;
+}
+
+export interface QueueStatus extends QueueLine {
+  role: 'input' | 'output';
+  poison: QueueLine;
+}
+
+export interface PoisonEntry {
+  /** The queue the message came from. */
+  queue: string;
+  messageId: string;
+  batchId?: string;
+  chunk?: number;
+  reason: string;
+  at: string;
+  dequeueCount: number;
+}
+
+export interface StatusReport {
+  generatedAt: string;
+  instance: { id: string; startedAt: string; uptimeSeconds: number };
+  queues: QueueStatus[];
+  /** Poison messages: the total, and up to 32 per poison queue with their reasons. */
+  poison: { total: number; shown: PoisonEntry[] };
+  serviceBus: BusInspection;
+  /** This instance's drains (each instance answers for itself). */
+  drains: { running: number; tasks: number; byQueue: RunningDrain[] };
+  batches: BatchListing;
+  storage: {
+    /** The app's Storage requests by operation since this instance started. */
+    byOperation: MeterSnapshot;
+    /** Recent window: transactions per 1,000 business transactions, idle transactions per hour. */
+    window: ActivityWindow;
+    /** What status reports themselves have cost (not in the figures above). */
+    statusRequests: MeterSnapshot;
+  };
+  history: { bucketSeconds: number; points: HistoryPoint[] };
+}
+
+export interface StatusDeps {
+  /** A QueueStore on clients metered by `statusMeter`. */
+  queues: QueueStore;
+  names: EntityNames;
+  batches: BatchDirectory;
+  inspector: BusInspector | undefined;
+  drains: { readonly inProgress: number; runningDrains(): RunningDrain[] };
+  activity: Activity;
+  meter: { snapshot(): MeterSnapshot };
+  statusMeter: { snapshot(): MeterSnapshot };
+  now: () => number;
+  instanceId: string;
+}
+
+/** Rate figures cover this much recent time. */
+export const WINDOW_SECONDS = 15 * 60;
+const PEEK_POISON = 32;
+const LIST_LIMITS = { open: 100, recent: 20 };
+
+function parsePoison(text: string): PoisonEntry | undefined {
+  try {
+    const r = JSON.parse(text) as { queue?: unknown; messageId?: unknown; reason?: unknown; at?: unknown; dequeueCount?: unknown; text?: unknown };
+    if (typeof r.queue !== 'string' || typeof r.reason !== 'string') return undefined;
+    let pointer: { batchId?: unknown; chunk?: unknown } = {};
+    try {
+      pointer = typeof r.text === 'string' ? (JSON.parse(r.text) as typeof pointer) : {};
+    } catch {
+      // an unparseable original is shown without its batch
+    }
+    return {
+      queue: r.queue,
+      messageId: typeof r.messageId === 'string' ? r.messageId : '',
+      ...(typeof pointer.batchId === 'string' ? { batchId: pointer.batchId } : {}),
+      ...(typeof pointer.chunk === 'number' ? { chunk: pointer.chunk } : {}),
+      reason: r.reason,
+      at: typeof r.at === 'string' ? r.at : '',
+      dequeueCount: typeof r.dequeueCount === 'number' ? r.dequeueCount : 0,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export class StatusReporter {
+  /** Concurrent viewers share one round of requests. */
+  private inflight: Promise<StatusReport> | undefined;
+
+  constructor(private readonly deps: StatusDeps) {}
+
+  report(): Promise<StatusReport> {
+    this.inflight ??= this.build().finally(() => (this.inflight = undefined));
+    return this.inflight;
+  }
+
+  private async build(): Promise<StatusReport> {
+    const { names, inspector, drains, activity, meter, statusMeter, now, instanceId } = this.deps;
+    const queueNames = [...names.inputQueues(), names.resultsQueue];
+    const [lines, serviceBus, batches] = await Promise.all([
+      Promise.all(queueNames.map((q) => Promise.all([this.line(q), this.line(names.poisonQueue(q))]))),
+      inspector ? inspector.inspect() : Promise.resolve<BusInspection>({ available: false, reason: 'ServiceBusConnection is not configured for this app' }),
+      this.deps.batches.list(LIST_LIMITS),
+    ]);
+    const queues: QueueStatus[] = lines.map(([main, poison]) => ({ ...main, role: main.name === names.resultsQueue ? 'output' : 'input', poison }));
+    const shown = (await Promise.all(queues.filter((q) => q.poison.depth > 0).map((q) => this.poisonEntries(q.poison.name)))).flat();
+    activity.depths(Object.fromEntries(queues.map((q) => [q.name, q.depth])));
+    const running = drains.runningDrains();
+    const t = now();
+    return {
+      generatedAt: new Date(t).toISOString(),
+      instance: { id: instanceId, startedAt: new Date(activity.startedAt).toISOString(), uptimeSeconds: Math.round((t - activity.startedAt) / 1000) },
+      queues,
+      poison: { total: queues.reduce((n, q) => n + q.poison.depth, 0), shown },
+      serviceBus,
+      drains: { running: drains.inProgress, tasks: running.reduce((n, d) => n + d.tasks, 0), byQueue: running },
+      batches,
+      storage: { byOperation: meter.snapshot(), window: activity.window(WINDOW_SECONDS), statusRequests: statusMeter.snapshot() },
+      history: { bucketSeconds: activity.bucketMs / 1000, points: activity.history() },
+    };
+  }
+
+  /** Depth, then (only if there is something) the oldest visible message's age. */
+  private async line(name: string): Promise<QueueLine> {
+    const depth = await this.deps.queues.depth(name);
+    if (depth === 0) return { name, depth, oldestAgeSeconds: null };
+    const [oldest] = await this.deps.queues.peek(name, 1);
+    return { name, depth, oldestAgeSeconds: oldest ? Math.max(0, Math.round((this.deps.now() - oldest.insertedOn) / 1000)) : null };
+  }
+
+  private async poisonEntries(poisonQueue: string): Promise<PoisonEntry[]> {
+    const peeked = await this.deps.queues.peek(poisonQueue, PEEK_POISON);
+    return peeked.map((m) => parsePoison(m.text) ?? { queue: poisonQueue, messageId: m.id, reason: '(unreadable poison record)', at: new Date(m.insertedOn).toISOString(), dequeueCount: m.dequeueCount });
+  }
+}

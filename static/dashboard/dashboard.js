@@ -1,0 +1,310 @@
+// pushdrain status page. Reads GET admin/status (function key) every few seconds and draws it;
+// POST admin/redrive (admin key) from the poison section. Keys live in memory only: typed in,
+// or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL.
+'use strict';
+(() => {
+  const state = { key: '', refreshMs: 2000, timer: 0, loaded: false };
+  const $ = (id) => document.getElementById(id);
+  const fmt = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'));
+
+  function readFragment() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    const key = p.get('key') ?? p.get('code');
+    if (key !== null) state.key = key;
+    const refresh = Number(p.get('refresh'));
+    if (refresh >= 250 && refresh <= 60000) state.refreshMs = refresh;
+    if (p.has('key') || p.has('code')) {
+      p.delete('key');
+      p.delete('code');
+      const rest = p.toString();
+      history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+    }
+  }
+
+  /** Builds an element; children are nodes or text (never parsed as HTML). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) if (c !== undefined && c !== null) el.append(c instanceof Node ? c : String(c));
+    return el;
+  }
+
+  function fill(tbodyOf, rows) {
+    const body = $(tbodyOf).tBodies[0];
+    body.replaceChildren(...rows);
+  }
+
+  function age(seconds) {
+    if (seconds === null || seconds === undefined) return '–';
+    if (seconds < 90) return `${Math.round(seconds)} s`;
+    if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+    return `${(seconds / 3600).toFixed(1)} h`;
+  }
+
+  const since = (iso, now) => (iso ? age((now - Date.parse(iso)) / 1000) + ' ago' : '–');
+  const ms = (n) => (n === undefined ? '–' : n < 10000 ? `${fmt(n)} ms` : `${(n / 1000).toFixed(1)} s`);
+
+  function headers(key) {
+    return key ? { 'x-functions-key': key } : {};
+  }
+
+  function showError(text) {
+    const el = $('error');
+    el.hidden = !text;
+    el.textContent = text || '';
+  }
+
+  async function poll() {
+    clearTimeout(state.timer);
+    try {
+      const res = await fetch('admin/status', { headers: headers(state.key), cache: 'no-store' });
+      if (res.status === 401 || res.status === 403) {
+        showError(`The function key was refused (${res.status}). Enter it above.`);
+        $('key').focus();
+        return; // no retry loop with a wrong key
+      }
+      if (!res.ok) throw new Error(`status ${res.status}: ${(await res.text()).slice(0, 200)}`);
+      render(await res.json());
+      showError('');
+    } catch (e) {
+      showError(`Could not read the status: ${e.message}`);
+    }
+    state.timer = setTimeout(poll, state.refreshMs);
+  }
+
+  function tile(label, value, bad) {
+    return h('div', { class: bad ? 'tile bad' : 'tile' }, h('b', {}, value), h('span', {}, label));
+  }
+
+  function render(s) {
+    const now = Date.parse(s.generatedAt);
+    $('instance').textContent = `instance ${s.instance.id}, up ${age(s.instance.uptimeSeconds)}`;
+    $('updated').textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+    const input = s.queues.filter((q) => q.role === 'input').reduce((n, q) => n + q.depth, 0);
+    const results = s.queues.filter((q) => q.role === 'output').reduce((n, q) => n + q.depth, 0);
+    const dead = s.serviceBus.available ? s.serviceBus.entities.reduce((n, e) => n + e.deadLetters, 0) : null;
+    $('tiles').replaceChildren(
+      tile('queued chunks (input)', fmt(input)),
+      tile('queued results', fmt(results)),
+      tile('poison messages', fmt(s.poison.total), s.poison.total > 0),
+      tile('dead letters', fmt(dead), dead > 0),
+      tile('drains here (tasks)', `${fmt(s.drains.running)} (${fmt(s.drains.tasks)})`),
+      tile('open batches', fmt(s.batches.counts.accepted + s.batches.counts.processing)),
+    );
+    renderCharts(s);
+    renderBatches(s, now);
+    renderQueues(s);
+    renderPoison(s);
+    renderBus(s);
+    renderCost(s);
+    if (!state.loaded) {
+      state.loaded = true;
+      document.body.dataset.loaded = 'true';
+    }
+  }
+
+  function progress(b) {
+    const settled = b.chunksDone + b.chunksFailed;
+    const pct = b.chunks > 0 ? (100 * settled) / b.chunks : 0;
+    const fillEl = h('div', {});
+    fillEl.style.width = `${pct.toFixed(1)}%`;
+    return h('div', { class: b.chunksFailed > 0 ? 'bar failed' : 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': b.chunks, 'aria-valuenow': settled, 'aria-label': `batch ${b.batchId}` }, fillEl);
+  }
+
+  function renderBatches(s, now) {
+    const { open, recent, counts, scanned, truncated } = s.batches;
+    $('open-count').textContent = `${fmt(counts.accepted + counts.processing)} open of ${fmt(scanned)} batches${truncated ? ' (listing truncated)' : ''}`;
+    $('recent-count').textContent = `${fmt(counts.completed)} completed, ${fmt(counts.failed)} failed${recent.length > 10 ? '; the latest 10' : ''}`;
+    fill(
+      'open-batches',
+      open.map((b) =>
+        h('tr', { 'data-batch': b.batchId }, h('td', {}, h('code', {}, b.batchId)), h('td', { class: `status status-${b.status}` }, b.status), h('td', {}, progress(b)), h('td', {}, `${fmt(b.chunksDone)}/${fmt(b.chunks)}${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}`), h('td', {}, fmt(b.transactions)), h('td', {}, since(b.submittedAt, now))),
+      ),
+    );
+    fill(
+      'recent-batches',
+      recent.slice(0, 10).map((b) =>
+        h(
+          'tr',
+          { 'data-batch': b.batchId },
+          h('td', {}, h('code', {}, b.batchId)),
+          h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
+          h('td', {}, fmt(b.transactions)),
+          h('td', {}, ms(b.latencyMs)),
+          h('td', {}, since(b.completedAt, now)),
+          h('td', {}, b.status === 'completed' ? [h('button', { type: 'button', onclick: () => download(b.batchId, 'json') }, 'JSON'), ' ', h('button', { type: 'button', onclick: () => download(b.batchId, 'csv') }, 'CSV')] : h('span', { class: 'muted' }, (b.error || '').slice(0, 80))),
+        ),
+      ),
+    );
+  }
+
+  async function download(batchId, kind) {
+    const res = await fetch(`batches/${encodeURIComponent(batchId)}/report${kind === 'csv' ? '?format=csv' : ''}`, { headers: headers(state.key) });
+    if (!res.ok) return showError(`report ${batchId}: ${res.status}`);
+    const url = URL.createObjectURL(await res.blob());
+    const a = h('a', { href: url, download: `${batchId}.${kind}` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+
+  function renderQueues(s) {
+    const draining = new Map(s.drains.byQueue.map((d) => [d.queue, d]));
+    fill(
+      'queues',
+      s.queues.map((q) => {
+        const d = draining.get(q.name);
+        return h('tr', { 'data-queue': q.name }, h('td', {}, q.name), h('td', {}, q.role), h('td', { class: 'depth' }, fmt(q.depth)), h('td', {}, age(q.oldestAgeSeconds)), h('td', { class: 'poison-depth' }, fmt(q.poison.depth)), h('td', {}, age(q.poison.oldestAgeSeconds)), h('td', {}, d ? `${d.state}, ${d.tasks} tasks` : '–'));
+      }),
+    );
+  }
+
+  function renderPoison(s) {
+    $('poison-count').textContent = `${fmt(s.poison.total)} message(s)${s.poison.shown.length < s.poison.total ? `, ${s.poison.shown.length} shown` : ''}`;
+    fill(
+      'poison',
+      s.poison.shown.map((p) =>
+        h('tr', { 'data-poison': p.messageId }, h('td', {}, p.queue), h('td', {}, p.batchId ? h('code', {}, p.batchId) : '–'), h('td', {}, p.chunk ?? '–'), h('td', { class: 'reason' }, p.reason), h('td', {}, p.at ? new Date(p.at).toLocaleString() : '–'), h('td', {}, fmt(p.dequeueCount)), h('td', {}, p.batchId ? h('button', { type: 'button', class: 'redrive-batch', onclick: () => redrive({ batchId: p.batchId }) }, 'Redrive batch') : '')),
+      ),
+    );
+  }
+
+  async function redrive(body) {
+    const out = $('redrive-result');
+    out.textContent = 'redriving…';
+    try {
+      const res = await fetch('admin/redrive', { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) }, body: JSON.stringify(body) });
+      const json = await res.json().catch(() => ({}));
+      if (res.status === 401 || res.status === 403) out.textContent = `the admin key was refused (${res.status})`;
+      else if (!res.ok) out.textContent = `redrive failed: ${json.message || res.status}`;
+      else out.textContent = `moved ${json.moved} message(s) back${json.reopenedBatches.length ? `; reopened ${json.reopenedBatches.join(', ')}` : ''}`;
+    } catch (e) {
+      out.textContent = `redrive failed: ${e.message}`;
+    }
+    poll();
+  }
+
+  function renderBus(s) {
+    const bus = s.serviceBus;
+    if (!bus.available) {
+      $('bus-note').textContent = `Not available: ${bus.reason}`;
+      fill('bus', []);
+      fill('dead-letters', []);
+      return;
+    }
+    $('bus-note').textContent = `Counted by peeking (Listen right only), up to ${bus.limit} per entity.`;
+    const at = (truncated, n) => `${truncated ? '≥' : ''}${fmt(n)}`;
+    fill('bus', bus.entities.map((e) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', {}, at(e.truncated, e.active)), h('td', {}, fmt(e.scheduled)), h('td', { class: 'dead' }, at(e.deadLettersTruncated, e.deadLetters)), h('td', { class: 'muted' }, e.error || ''))));
+    fill('dead-letters', bus.entities.flatMap((e) => e.deadLettered.map((d) => h('tr', {}, h('td', {}, e.entity), h('td', { class: 'reason' }, d.reason), h('td', { class: 'reason' }, d.description || ''), h('td', {}, new Date(d.enqueuedAt).toLocaleString()), h('td', {}, h('code', {}, d.body))))));
+  }
+
+  function renderCost(s) {
+    const w = s.storage.window;
+    const status = s.storage.statusRequests.total || 0;
+    $('cost').replaceChildren(
+      tile(`Storage tx per 1,000 business tx (last ${age(w.seconds)})`, w.perThousand === null ? '–' : w.perThousand.toFixed(1)),
+      tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, w.idlePerHour === null ? '–' : fmt(Math.round(w.idlePerHour))),
+      tile(`Storage tx in window, ${fmt(w.businessTransactions)} billed`, fmt(w.storageTransactions)),
+      tile('Storage tx since start', fmt(s.storage.byOperation.total)),
+      tile('Storage tx of status reads', fmt(status)),
+    );
+    fill('storage-ops', Object.entries(s.storage.byOperation).filter(([k]) => k !== 'total').map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', {}, fmt(v)))));
+  }
+
+  // ---- charts: hand-drawn SVG polylines over the history buckets ----
+  const W = 600;
+  const H = 170;
+  const PAD = { l: 44, r: 8, t: 8, b: 22 };
+  const SVG = 'http://www.w3.org/2000/svg';
+  const svg = (tag, attrs, text) => {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    if (text !== undefined) el.textContent = text;
+    return el;
+  };
+
+  function niceMax(v) {
+    if (v <= 1) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    return [1, 2, 5, 10].map((m) => m * p).find((m) => m >= v);
+  }
+
+  /** series: [{name, values: (number|null)[]}] over the same buckets; null breaks the line. */
+  function chart(id, legendId, series, minutes) {
+    const el = $(id);
+    const n = Math.max(2, ...series.map((s) => s.values.length));
+    const max = niceMax(Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null))));
+    const x = (i) => PAD.l + ((W - PAD.l - PAD.r) * i) / (n - 1);
+    const y = (v) => H - PAD.b - ((H - PAD.t - PAD.b) * v) / max;
+    const parts = [
+      svg('line', { class: 'axis', x1: PAD.l, y1: y(0), x2: W - PAD.r, y2: y(0) }),
+      svg('line', { class: 'axis', x1: PAD.l, y1: y(max), x2: W - PAD.r, y2: y(max) }),
+      svg('text', { x: PAD.l - 4, y: y(max) + 4, 'text-anchor': 'end' }, fmt(max)),
+      svg('text', { x: PAD.l - 4, y: y(0) + 4, 'text-anchor': 'end' }, '0'),
+      svg('text', { x: PAD.l, y: H - 4 }, `−${minutes} min`),
+      svg('text', { x: W - PAD.r, y: H - 4, 'text-anchor': 'end' }, 'now'),
+    ];
+    series.forEach((s, k) => {
+      let run = [];
+      const flush = () => {
+        if (run.length === 1) run.push(`${Number(run[0].split(',')[0]) + 2},${run[0].split(',')[1]}`);
+        if (run.length > 1) parts.push(svg('polyline', { class: `s${k % 6}`, points: run.join(' ') }));
+        run = [];
+      };
+      s.values.forEach((v, i) => (v === null ? flush() : run.push(`${x(i + n - s.values.length).toFixed(1)},${y(v).toFixed(1)}`)));
+      flush();
+    });
+    el.replaceChildren(...parts);
+    $(legendId).replaceChildren(...series.map((s, k) => h('span', { class: `s${k % 6}` }, s.name)));
+  }
+
+  function renderCharts(s) {
+    const points = s.history.points.slice(-90); // the last 15 minutes of 10 s buckets
+    const minutes = Math.max(1, Math.round((points.length * s.history.bucketSeconds) / 60));
+    const queues = s.queues.map((q) => q.name);
+    const depthSeries = queues.map((q) => ({ name: q, values: points.map((p) => (p.depths && q in p.depths ? p.depths[q] : null)) }));
+    chart('chart-depth', 'legend-depth', depthSeries, minutes);
+    const per = s.history.bucketSeconds;
+    chart(
+      'chart-throughput',
+      'legend-throughput',
+      [
+        { name: 'billed', values: points.map((p) => p.billed / per) },
+        { name: 'accepted', values: points.map((p) => p.accepted / per) },
+      ],
+      minutes,
+    );
+    chart('chart-storage', 'legend-storage', [{ name: 'app', values: points.map((p) => p.storage / per) }], minutes);
+  }
+
+  $('key-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    state.key = $('key').value;
+    poll();
+  });
+  $('find-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = $('find-id').value.trim();
+    const out = $('find-result');
+    if (!id) return;
+    const res = await fetch(`batches/${encodeURIComponent(id)}`, { headers: headers(state.key) }).catch((err) => ({ ok: false, status: err.message }));
+    if (!res.ok) {
+      out.textContent = res.status === 404 ? `no batch ${id}` : `lookup failed: ${res.status}`;
+      return;
+    }
+    const b = await res.json();
+    out.replaceChildren(h('code', {}, b.batchId), ' ', h('span', { class: `status-${b.status}` }, b.status), ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`, b.error ? h('div', { class: 'status-failed' }, b.error) : '');
+  });
+  $('redrive-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    redrive({});
+  });
+  readFragment();
+  poll();
+})();

@@ -1,0 +1,161 @@
+/**
+ * The status page in Debian's headless Chromium (playwright-core), against the local stack
+ * (Azurite, the development broker, the local host as a child). Events are held back by the
+ * broker (ServerBusy) at submission and delivered by the test, queue by queue, so each state
+ * the page must show (queued, half done, done; poisoned, redriven, done) exists for certain.
+ * Skipped, with the install command, where Chromium is missing; CI requires it.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { BlobServiceClient } from '@azure/storage-blob';
+import type { Page } from 'playwright-core';
+
+import { layout } from '../shared/layout';
+import { type EntityNames, entityNames } from '../shared/names';
+import { generate, toNdjson } from '../testkit/generate';
+import { type Browser, browserSkip, launchBrowser } from './support/browser';
+import { type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
+
+// What the page functions (run in the browser) touch; the project compiles without the DOM lib.
+interface El {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
+declare const document: { querySelector(selector: string): El | null; querySelectorAll(selector: string): ArrayLike<El> & Iterable<El> };
+
+const KEY = 'fn-key-from-the-fragment';
+const WAIT = { timeout: 60_000, polling: 100 };
+
+/** Each test is reported skipped (with the install command) where Chromium is missing; never passed. */
+const skip = browserSkip();
+
+describe('status page in headless Chromium', () => {
+  let stack: LocalStack;
+  let names: EntityNames;
+  let browser: Browser;
+  let page: Page;
+  const requests: { url: string; key: string | undefined }[] = [];
+  const problems: string[] = [];
+
+  before(async () => {
+    if (skip) return;
+    browser = await launchBrowser(); // first: where Chromium is required and missing, fail at once
+    stack = await startLocalStack({ PUSHDRAIN_CHUNK_SIZE: '500', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_MAX_IDLE_MS: '1000' });
+    names = entityNames(stack.prefix, 2);
+    page = await browser.context.newPage();
+    page.on('request', (r) => requests.push({ url: r.url(), key: r.headers()['x-functions-key'] }));
+    page.on('console', (m) => (m.type() === 'error' ? problems.push(`${m.text()} ${m.location().url}`) : undefined));
+    page.on('pageerror', (e) => problems.push(e.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  const held = (count: number, seed: number): Promise<{ batchId: string; chunks: number }> => submitHeld(stack, toNdjson(generate(count, seed, 20)));
+
+  const depthOf = (queue: string): Promise<number> => page.evaluate((q) => Number((document.querySelector(`#queues tr[data-queue="${q}"] td.depth`)?.textContent ?? '').replace(/,/g, '')), queue);
+
+  function bar(batchId: string): Promise<{ now: number; max: number; status: string }> {
+    return page.evaluate((id) => {
+      const row = `#open-batches tr[data-batch="${id}"]`;
+      const b = document.querySelector(`${row} [role=progressbar]`);
+      return { now: Number(b?.getAttribute('aria-valuenow')), max: Number(b?.getAttribute('aria-valuemax')), status: document.querySelector(`${row} td.status`)?.textContent ?? '' };
+    }, batchId);
+  }
+
+  async function finished(batchId: string, status: string): Promise<void> {
+    try {
+      await page.waitForFunction(([id, s]) => document.querySelector(`#recent-batches tr[data-batch="${id}"] td.status`)?.textContent === s, [batchId, status] as const, WAIT);
+    } catch (e) {
+      const shown = await page.textContent('main').catch(() => '(no page)');
+      throw new Error(`batch ${batchId} never showed ${status}: ${(e as Error).message}\n--- page ---\n${shown}\n--- host ---\n${stack.host.output().slice(-4000)}`);
+    }
+  }
+
+  test('the page loads with the key from the URL fragment, sends it only as a header, and drops it from the address', { skip }, async () => {
+    const res = await page.goto(`${stack.host.base}/api/dashboard#key=${KEY}&refresh=400`);
+    assert.equal(res?.status(), 200);
+    assert.ok(!(await res.text()).includes(KEY), 'the HTML holds no key');
+    await page.waitForSelector('body[data-loaded]', { timeout: 30_000 });
+    assert.equal(new URL(page.url()).hash, '#refresh=400', 'the key is gone from the address bar');
+    const reads = requests.filter((r) => r.url.includes('/api/admin/status'));
+    assert.ok(reads.length >= 1);
+    for (const r of reads) {
+      assert.equal(r.key, KEY, 'sent as x-functions-key');
+      assert.ok(!r.url.includes(KEY), 'never in a URL');
+    }
+    assert.equal(await page.textContent('#bus-note'), 'Counted by peeking (Listen right only), up to 100 per entity.');
+  });
+
+  test("a batch: in flight at 0/4 while its queues' depth rises, half done, then completed and the depth back to 0", { skip }, async () => {
+    const { batchId, chunks } = await held(2000, 601);
+    assert.equal(chunks, 4);
+    const first = names.inputQueueOf(batchId, 0);
+    const second = names.inputQueueOf(batchId, 1);
+    assert.notEqual(first, second, 'chunks alternate between the two partitions');
+    await page.waitForSelector(`#open-batches tr[data-batch="${batchId}"]`, WAIT);
+    assert.deepEqual(await bar(batchId), { now: 0, max: 4, status: 'accepted' });
+    await page.waitForFunction(([a, b]) => [a, b].every((q) => document.querySelector(`#queues tr[data-queue="${q}"] td.depth`)?.textContent === '2'), [first, second] as const, WAIT);
+
+    await wake(stack, [first]);
+    await page.waitForFunction((id) => document.querySelector(`#open-batches tr[data-batch="${id}"] [role=progressbar]`)?.getAttribute('aria-valuenow') === '2', batchId, WAIT);
+    assert.deepEqual(await bar(batchId), { now: 2, max: 4, status: 'processing' }, 'the bar moved: the woken partition is done');
+    assert.equal(await depthOf(first), 0);
+    assert.equal(await depthOf(second), 2, 'the other partition still waits for its event');
+
+    await wake(stack, [second]);
+    await finished(batchId, 'completed');
+    assert.equal(await page.$(`#open-batches tr[data-batch="${batchId}"]`), null, 'no longer in flight');
+    await page.waitForFunction(() => [...document.querySelectorAll('#queues td.depth')].every((td) => td.textContent === '0'), undefined, WAIT);
+    // The depth chart kept the backlog: its scale reaches the 2 messages per queue it saw.
+    const top = Number(await page.textContent('#chart-depth text'));
+    assert.ok(top >= 2, `depth chart scale ${top}`);
+    assert.ok((await page.$$('#chart-depth polyline')).length >= 2);
+    assert.match((await page.textContent(`#recent-batches tr[data-batch="${batchId}"]`)) ?? '', /completed2,000\d[\d,]* (ms|s)/);
+  });
+
+  test('a poisoned chunk is listed with its reason; the redrive button brings it back and the batch completes', { skip }, async () => {
+    const { batchId, chunks } = await held(1000, 602);
+    assert.equal(chunks, 2);
+    const work = BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(`${stack.prefix}work`);
+    const blob = work.getBlockBlobClient(layout.chunk(batchId, 1).name);
+    const good = await blob.downloadToBuffer();
+    await blob.uploadData(Buffer.from('not gzip at all'));
+    await wake(stack, names.inputQueues());
+
+    await finished(batchId, 'failed');
+    const row = `#poison tr:has(code:text-is("${batchId}"))`;
+    await page.waitForSelector(row, WAIT);
+    assert.equal(await page.textContent(`${row} td.reason`), 'chunk blob checksum mismatch');
+    assert.equal(await page.textContent(`${row} td:nth-child(3)`), '1', 'the chunk');
+    assert.equal(await page.textContent(`${row} td:nth-child(1)`), names.inputQueueOf(batchId, 1));
+    assert.match((await page.textContent('#tiles')) ?? '', /1poison messages/);
+
+    // Search by id: the failed batch with its error first.
+    await page.fill('#find-id', batchId);
+    await page.click('#find-form button');
+    await page.waitForFunction(() => /failed/.test(document.querySelector('#find-result')?.textContent ?? ''), undefined, WAIT);
+    assert.match((await page.textContent('#find-result')) ?? '', /failed 1\/2 chunks, 1 failed, 1,000 transactions.*chunk 1: chunk blob checksum mismatch/);
+    await page.fill('#find-id', 'b-no-such-batch');
+    await page.click('#find-form button');
+    await page.waitForFunction(() => document.querySelector('#find-result')?.textContent === 'no batch b-no-such-batch', undefined, WAIT);
+
+    await blob.uploadData(good); // the fix
+    await page.fill('#admin-key', 'admin-key-any-works-locally');
+    await page.click(`${row} button.redrive-batch`);
+    await page.waitForFunction(() => /^moved 1 message\(s\) back; reopened /.test(document.querySelector('#redrive-result')?.textContent ?? ''), undefined, WAIT);
+    await finished(batchId, 'completed');
+    await page.waitForFunction(() => document.querySelectorAll('#poison tbody tr').length === 0, undefined, WAIT);
+    const redrives = requests.filter((r) => r.url.endsWith('/api/admin/redrive'));
+    assert.deepEqual(
+      redrives.map((r) => r.key),
+      ['admin-key-any-works-locally'],
+      'redrive sends the admin key',
+    );
+    const expected404 = (p: string): boolean => p.includes('404') && p.endsWith('/api/batches/b-no-such-batch');
+    assert.deepEqual(problems.filter((p) => !expected404(p)), [], 'no script error and no CSP violation');
+  });
+});
