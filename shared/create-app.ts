@@ -56,9 +56,29 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const finalizer = new Finalizer(blobs, manifests, open, now, log);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
   const watchdog = new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log });
-  const recovery = new Recovery({ open, manifests, finalizer, notifier, watchdog, maxBatches: tuning.sweepMaxBatches, now, log });
   const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
+  const drains = new DrainCoordinator({
+    queues,
+    slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
+    processors: { input: map, output: reduce },
+    continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+    clock,
+    log,
+    tuning,
+  });
+  const recovery = new Recovery({
+    open,
+    manifests,
+    finalizer,
+    notifier,
+    watchdog,
+    names,
+    drain: (queue, role) => drains.drain(queue, role),
+    maxBatches: tuning.sweepMaxBatches,
+    now,
+    log,
+  });
   return {
     settings,
     names,
@@ -77,15 +97,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     sweeper: new Sweeper({ blobs, ingestor, recovery, stallMs: tuning.stallSeconds * 1000, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
     map,
     reduce,
-    drains: new DrainCoordinator({
-      queues,
-      slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
-      processors: { input: map, output: reduce },
-      continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
-      clock,
-      log,
-      tuning,
-    }),
+    drains,
     redriver: new Redriver({ queues, manifests, open, notifier, names, log }),
     watchdog,
     provision: async () => {
