@@ -73,8 +73,9 @@ export class Recovery {
    * that drops, a subscription that dead-letters): not relying on them is what keeps recovery
    * independent of Service Bus. The results queue is drained alongside the input queues (it
    * folds what their map step produces meanwhile) and once more after them, for what arrived
-   * as its drain went idle. A drain cut short hands over as any drain does; a drain that fails
-   * is retried by the next run, since the batch still shows no progress.
+   * as its drain went idle: at most two drain budgets in all, inside the function timeout with
+   * the defaults. A drain cut short hands over as any drain does; a drain that fails is retried
+   * by the next run, since the batch still shows no progress.
    */
   private async drainHere(queues: ReadonlySet<string>): Promise<void> {
     const { names, drain, log } = this.deps;
