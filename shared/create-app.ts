@@ -70,7 +70,6 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const finalizer = new Finalizer(blobs, manifests, open, now, log);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
   const watchdog = new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log });
-  const recovery = new Recovery({ open, manifests, finalizer, notifier, watchdog, maxBatches: tuning.sweepMaxBatches, now, log });
   const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   const drains = new DrainCoordinator({
@@ -82,6 +81,18 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     log,
     tuning,
     onRunning: (n) => activity.drains(n),
+  });
+  const recovery = new Recovery({
+    open,
+    manifests,
+    finalizer,
+    notifier,
+    watchdog,
+    names,
+    drain: (queue, role) => drains.drain(queue, role),
+    maxBatches: tuning.sweepMaxBatches,
+    now,
+    log,
   });
   return {
     settings,

@@ -4,6 +4,7 @@
  * (The same drainer runs against real Azurite in pipeline.test.ts.)
  */
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 
 import { backoffDelay } from '../shared/drain/backoff';
@@ -84,6 +85,17 @@ describe('task-count rule', () => {
 });
 
 describe('dequeue tasks', () => {
+  test('a finished task group leaves no listener on the shared shutdown signal', async () => {
+    const shutdown = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const q = new MemoryQueue();
+      q.add(3);
+      await new DequeueTasks(q, ok, new FakeClock(), quietLog, { ...OPTS, signal: shutdown.signal }).run(2);
+    }
+    // Before the fix each group left one, so a long-running host grew without bound.
+    assert.equal(getEventListeners(shutdown.signal, 'abort').length, 0);
+  });
+
   test('an empty queue: one task backs off by the formula exactly, then exits at max idle', async () => {
     const clock = new FakeClock([0.25, 0.75]);
     const q = new MemoryQueue();

@@ -22,7 +22,7 @@ useStorage();
 const openMarker = (batchId: string): string => `batches/${layout.openBatch(batchId).name}`;
 
 describe('recovery of open batches', () => {
-  test('every event lost after the 202: the sweep repairs the batch once it is stalled, and it completes', async () => {
+  test('every event lost after the 202: the sweep repairs the batch once it is stalled and drains it itself', async () => {
     const time = movableClock();
     const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_STALL_SECONDS: '120' }, { clock: time.clock });
     const txns = generate(450, 401, 12);
@@ -39,10 +39,10 @@ describe('recovery of open batches', () => {
     time.advance(121_000);
     const { recovered } = await rt.sweep();
     assert.deepEqual(recovered, [{ batchId, kind: 'repaired', reenqueued: 0 }], 'pointers are still queued: only the wake-ups were lost');
-    const woken = events.all.slice(lost.length).map((c) => c.event.queueName).sort();
-    assert.deepEqual(woken, [...new Set(lost.map((c) => c.event.queueName))].sort(), 'every queue holding its chunks is woken again');
-
-    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    const woken = new Set(events.all.slice(lost.length).map((c) => c.event.queueName));
+    for (const q of new Set(lost.map((c) => c.event.queueName))) assert.ok(woken.has(q), `queue ${q}, holding its chunks, is woken again`);
+    // Those wake-ups may be lost as the first ones were: the sweep drained the queues itself.
+    assert.ok(await completed(observer, batchId), 'completed by the sweep alone, with no event delivered');
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
     assert.ok(!(await blobNames(rt, ['batches'])).includes(openMarker(batchId)), 'a finished batch leaves the index');
   });

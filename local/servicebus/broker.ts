@@ -129,6 +129,12 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       detach: (entityPath) => void router.detach(entityPath),
       dropConnections,
       setLatency: (ms) => faults.setLatency(ms),
+      dropSends: (entityPath) => {
+        if (entityPath !== undefined && !registry.sendTarget(entityPath)) {
+          throw new RangeError(`dropSends(entityPath): no queue or topic named "${entityPath}"`);
+        }
+        faults.setDrop(entityPath);
+      },
       reset: () => faults.reset(),
     },
     stats: () => stats.snapshot(),

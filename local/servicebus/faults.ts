@@ -1,7 +1,10 @@
 /**
- * Fault-injection switches for tests. ServerBusy and latency are state read on the hot path;
- * detach and dropConnections act on live links and sockets, so the broker supplies them.
+ * Fault-injection switches for tests. ServerBusy, latency and dropped sends are state read on
+ * the hot path; detach and dropConnections act on live links and sockets, so the broker
+ * supplies them.
  */
+import { isWithin } from './entities';
+
 export interface FaultSwitches {
   /** The next `n` sends are answered with `com.microsoft:server-busy`. */
   serverBusy(n: number): void;
@@ -11,13 +14,21 @@ export interface FaultSwitches {
   dropConnections(): void;
   /** Delays every reply and delivery by `ms`. */
   setLatency(ms: number): void;
-  /** Clears ServerBusy and latency. */
+  /**
+   * A broker that silently loses messages: every send and schedule to `entityPath` (a queue or
+   * topic; every entity when omitted) is acknowledged as successful, yet nothing is stored or
+   * delivered. Messages stored before the switch are left alone. Throws for an unknown entity.
+   */
+  dropSends(entityPath?: string): void;
+  /** Clears ServerBusy, latency and dropped sends. */
   reset(): void;
 }
 
 export class FaultState {
   private busyRemaining = 0;
   private latency = 0;
+  /** Entity paths whose sends are dropped; `''` stands for every entity. */
+  private readonly dropScopes = new Set<string>();
 
   setServerBusy(n: number): void {
     if (!Number.isInteger(n) || n < 0) throw new RangeError(`serverBusy(n): n must be an integer ≥ 0, got ${n}`);
@@ -40,8 +51,22 @@ export class FaultState {
     return this.latency;
   }
 
+  /** `undefined`: every entity. */
+  setDrop(entityPath: string | undefined): void {
+    this.dropScopes.add(entityPath ?? '');
+  }
+
+  /** True when a send or schedule to `targetPath` must be acknowledged and thrown away. */
+  drops(targetPath: string): boolean {
+    if (this.dropScopes.size === 0) return false;
+    if (this.dropScopes.has('')) return true;
+    for (const scope of this.dropScopes) if (isWithin(targetPath, scope)) return true;
+    return false;
+  }
+
   reset(): void {
     this.busyRemaining = 0;
     this.latency = 0;
+    this.dropScopes.clear();
   }
 }

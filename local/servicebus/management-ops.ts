@@ -20,6 +20,8 @@ export interface ManagementReply {
 
 export interface OperationContext {
   target: SendTarget | undefined;
+  /** The drop fault is on for `target`: schedules are answered but kept nowhere. */
+  dropSends: boolean;
   receive: ReceiveEntity | undefined;
   body: Record<string, unknown>;
   now: number;
@@ -32,11 +34,12 @@ const NO_ENTITY: ManagementReply = { status: 404, condition: 'amqp:not-found', d
 const LOCK_LOST_REPLY: ManagementReply = { status: 410, condition: LOCK_LOST.condition, description: LOCK_LOST.description };
 
 export const OPERATIONS: Readonly<Record<string, Operation>> = {
-  'com.microsoft:schedule-message': ({ target, body, now }) => {
+  'com.microsoft:schedule-message': ({ target, dropSends, body, now }) => {
     if (!target) return NO_ENTITY;
     const seqs = asArray(body.messages).map((entry) => {
       const encoded: unknown = isRecord(entry) ? entry.message : undefined;
       if (!Buffer.isBuffer(encoded)) throw new Error('schedule-message: entry without an encoded message');
+      if (dropSends) return target.discard();
       const msg = withMessageId(decodeMessage(encoded));
       const at: unknown = msg.message_annotations?.['x-opt-scheduled-enqueue-time'];
       return target.schedule(msg, at instanceof Date ? at.getTime() : now);

@@ -5,11 +5,13 @@
 import { type Message, types } from 'rhea';
 
 import type { EntityRegistry } from './entities';
+import type { FaultState } from './faults';
 import { type ManagementReply, OPERATIONS } from './management-ops';
 import type { Stats } from './stats';
 
 export interface ManagementDeps {
   registry: EntityRegistry;
+  faults: FaultState;
   stats: Stats;
   now: () => number;
   log: (line: string) => void;
@@ -30,8 +32,10 @@ function run(entityPath: string, operation: string, body: unknown, deps: Managem
     return { status: 501, condition: 'amqp:not-implemented', description: `${operation} is not supported by the development broker` };
   }
   try {
+    const target = deps.registry.sendTarget(entityPath);
     return op({
-      target: deps.registry.sendTarget(entityPath),
+      target,
+      dropSends: target !== undefined && deps.faults.drops(target.path),
       receive: deps.registry.receiveEntity(entityPath),
       body: isRecord(body) ? body : {},
       now: deps.now(),

@@ -1,6 +1,6 @@
 /**
  * One sender link (a broker-side rhea Receiver) into a queue or topic: single and batch
- * transfers, broker-assigned message ids, and the ServerBusy fault.
+ * transfers, broker-assigned message ids, and the ServerBusy and drop faults.
  */
 import { type AmqpError, type EventContext, type Message, message as amqp, type Receiver } from 'rhea';
 
@@ -42,7 +42,11 @@ export function attachProducer(link: Receiver, target: SendTarget, deps: Produce
       outcome = outcomes.rejected({ error: SERVER_BUSY });
     } else {
       try {
-        for (const m of incomingMessages(ctx, delivery.format)) target.accept(withMessageId(m));
+        const dropped = deps.faults.drops(target.path);
+        for (const m of incomingMessages(ctx, delivery.format)) {
+          if (dropped) target.discard();
+          else target.accept(withMessageId(m));
+        }
         outcome = outcomes.accepted();
       } catch (err) {
         deps.log(`send to ${target.path} failed: ${String(err)}`);

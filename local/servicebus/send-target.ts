@@ -59,6 +59,18 @@ export class SendTarget {
     return seq;
   }
 
+  /**
+   * The drop fault: the sender is answered as for a stored message (a sequence number, which
+   * stays used across a restart), but nothing is kept or delivered.
+   */
+  discard(): number {
+    this.deps.stats.inc('messagesIn');
+    this.deps.stats.inc('dropped');
+    const seq = ++this.sequence;
+    this.deps.journal.append(() => ({ kind: 'sequence', owner: this.path, value: seq }));
+    return seq;
+  }
+
   /** False when no scheduled message has that sequence number (already enqueued or cancelled). */
   cancel(sequenceNumber: number): boolean {
     const entry = this.scheduled.get(sequenceNumber);

@@ -20,6 +20,7 @@ export const STAT_KINDS = [
   'lockExpired',
   'expired',
   'serverBusy',
+  'dropped',
 ] as const;
 
 export type StatKind = (typeof STAT_KINDS)[number];

@@ -60,6 +60,11 @@ export class DequeueTasks {
   private nudged = latch();
   /** Shutdown wakes sleepers too, so they see the signal now rather than after their back-off. */
   private readonly aborted: Promise<void>;
+  /**
+   * The signal is the process's shutdown signal, shared by every drain: a listener left on it
+   * after run() would keep this task group (and its stats) alive for the life of the host.
+   */
+  private unlisten = (): void => {};
 
   constructor(
     private readonly queue: DrainQueue,
@@ -68,7 +73,13 @@ export class DequeueTasks {
     private readonly log: Logger,
     private readonly options: TaskOptions,
   ) {
-    this.aborted = new Promise<void>((r) => options.signal?.addEventListener('abort', () => r(), { once: true }));
+    this.aborted = new Promise<void>((r) => {
+      const signal = options.signal;
+      if (!signal) return;
+      const onAbort = (): void => r();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.unlisten = () => signal.removeEventListener('abort', onAbort);
+    });
   }
 
   get state(): TaskGroupState {
@@ -84,8 +95,12 @@ export class DequeueTasks {
   async run(initialTasks: number): Promise<DrainStats> {
     if (this.phase !== 'created') throw new Error(`dequeue tasks already ${this.phase}`);
     this.phase = 'running';
-    for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
-    while (this.running.size > 0) await Promise.race(this.running);
+    try {
+      for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
+      while (this.running.size > 0) await Promise.race(this.running);
+    } finally {
+      this.unlisten();
+    }
     this.phase = 'stopped';
     return this.stats;
   }

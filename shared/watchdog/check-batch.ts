@@ -61,7 +61,7 @@ export class Watchdog {
       return { kind: 'failed', missing: missing.length };
     }
     const settled = m.chunks - missing.length;
-    const reenqueued = await this.repair(m, settled <= check.settledBefore);
+    const { reenqueued } = await this.repair(m, settled <= check.settledBefore);
     const nextInMs = await this.deps.notifier.scheduleCheck({ v: 1, batchId: m.batchId, attempt: check.attempt + 1, settledBefore: settled });
     log.warn(`batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`);
     return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
@@ -69,10 +69,11 @@ export class Watchdog {
 
   /**
    * Re-enqueues lost pointers of the unsettled chunks and wakes their queues; returns how many
-   * it sent. `stalled` (no progress since the last check): pointers may be lost even where a
-   * queue looks busy, so re-enqueue regardless; otherwise only where the queue holds nothing.
+   * it sent and the queues it woke. `stalled` (no progress since the last check): pointers may
+   * be lost even where a queue looks busy, so re-enqueue regardless; otherwise only where the
+   * queue holds nothing.
    */
-  async repair(m: Manifest, stalled: boolean): Promise<number> {
+  async repair(m: Manifest, stalled: boolean): Promise<{ reenqueued: number; queues: string[] }> {
     const { blobs, queues, names } = this.deps;
     const { batchId } = m;
     const missing = missingChunks(m);
@@ -95,7 +96,7 @@ export class Watchdog {
       reenqueued++;
     });
     await this.deps.notifier.wake([...wake.values()], batchId);
-    return reenqueued;
+    return { reenqueued, queues: [...wake.keys()] };
   }
 
   /** Rebuilds a work pointer from the chunk blob's metadata (sha256, count) written at ingest. */

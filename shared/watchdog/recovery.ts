@@ -3,14 +3,17 @@
  * start-up) reads the index of open batches and, for each:
  * - a notification still pending (Service Bus was down at ingest): publish it now;
  * - no chunk settled for longer than the stall threshold: redo a lost finalize, re-enqueue
- *   lost pointers, and wake the queues that hold its work again.
+ *   lost pointers, and wake the queues that hold its work again;
+ * - the timer sweep then also drains those queues itself (`drainHere`), because the wake-ups
+ *   it just published can be lost the same way the first ones were.
  * So a lost event (dead-lettered, expired, or dropped by a broker) delays a batch by at most
- * one sweep interval plus the threshold, never forever.
+ * one sweep interval plus the threshold, never forever, even while the bus keeps losing them.
  */
 import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
 import type { OpenBatches } from '../batch/open-batches';
 import { ensureError } from '../errors';
 import { STALE_INGEST_MS } from '../ingest/claim';
+import type { EntityNames, Role } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { Logger } from '../ports';
@@ -27,6 +30,9 @@ export interface RecoveryDeps {
   finalizer: Finalizer;
   notifier: Notifier;
   watchdog: Watchdog;
+  names: EntityNames;
+  /** Drains a queue in this process, as a WorkDetected event for it would. */
+  drain: (queue: string, role: Role) => Promise<unknown>;
   /** Open batches looked at per run (the rest wait for the next run). */
   maxBatches: number;
   now: () => number;
@@ -41,12 +47,16 @@ function lastProgress(m: Manifest): number {
 export class Recovery {
   constructor(private readonly deps: RecoveryDeps) {}
 
-  /** One pass over the index; `stallMs` 0 repairs every open batch (start-up after a crash). */
-  async run(stallMs: number): Promise<RecoveryAction[]> {
+  /**
+   * One pass over the index; `stallMs` 0 repairs every open batch (start-up after a crash).
+   * `drainHere`: also drain the repaired batches' queues in this invocation.
+   */
+  async run(stallMs: number, options: { drainHere?: boolean } = {}): Promise<RecoveryAction[]> {
     const actions: RecoveryAction[] = [];
+    const woken = new Set<string>();
     for (const batchId of await this.deps.open.list(this.deps.maxBatches)) {
       try {
-        actions.push(await this.one(batchId, stallMs));
+        actions.push(await this.one(batchId, stallMs, woken));
       } catch (e) {
         // One batch's trouble (a Storage hiccup) must not stop the others; the next run retries it.
         const error = ensureError(e).message;
@@ -54,10 +64,35 @@ export class Recovery {
         actions.push({ batchId, kind: 'failed', error });
       }
     }
+    if (options.drainHere && woken.size > 0) await this.drainHere(woken);
     return actions;
   }
 
-  private async one(batchId: string, stallMs: number): Promise<RecoveryAction> {
+  /**
+   * The wake-ups a repair publishes travel the same bus that lost the first ones (a broker
+   * that drops, a subscription that dead-letters): not relying on them is what keeps recovery
+   * independent of Service Bus. The results queue is drained alongside the input queues (it
+   * folds what their map step produces meanwhile) and once more after them, for what arrived
+   * as its drain went idle: at most two drain budgets in all, inside the function timeout with
+   * the defaults. A drain cut short hands over as any drain does; a drain that fails is retried
+   * by the next run, since the batch still shows no progress.
+   */
+  private async drainHere(queues: ReadonlySet<string>): Promise<void> {
+    const { names, drain, log } = this.deps;
+    const one = async (queue: string, role: Role): Promise<void> => {
+      try {
+        await drain(queue, role);
+      } catch (e) {
+        log.warn(`recovery: draining ${queue} failed, retried next run: ${ensureError(e).message}`);
+      }
+    };
+    const folding = one(names.resultsQueue, 'output');
+    await Promise.all([...queues].filter((q) => names.roleOf(q) === 'input').map((q) => one(q, 'input')));
+    await one(names.resultsQueue, 'output'); // joins the drain above while it lives
+    await folding;
+  }
+
+  private async one(batchId: string, stallMs: number, woken: Set<string>): Promise<RecoveryAction> {
     const { open, manifests, finalizer, notifier, watchdog, now, log } = this.deps;
     const m = (await manifests.read(batchId))?.manifest;
     if (!m || isTerminal(m) || m.state === 'abandoned') {
@@ -81,7 +116,8 @@ export class Recovery {
       await finalizer.ifSettled(m); // the finalize itself was lost
       return { batchId, kind: 'finished' };
     }
-    const reenqueued = await watchdog.repair(m, false);
+    const { reenqueued, queues } = await watchdog.repair(m, false);
+    for (const q of queues) woken.add(q);
     log.warn(`batch ${batchId}: no progress for ${Math.round((now() - lastProgress(m)) / 1000)} s; recovery woke its queues and re-enqueued ${reenqueued} lost pointers`);
     return { batchId, kind: 'repaired', reenqueued };
   }
