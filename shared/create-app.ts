@@ -11,7 +11,7 @@ import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
-import { CONTAINERS, entityNames } from './names';
+import { CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
 import { Notifier, type WorkPublisher } from './notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
 import { Finalizer } from './pipeline/finalize';
@@ -20,8 +20,13 @@ import { ReduceProcessor } from './pipeline/reduce-processor';
 import { Redriver } from './poison/redrive';
 import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
+import { ScaleAgent } from './scale/agent';
+import type * as ArmTarget from './scale/arm-target';
+import { ARM_ENDPOINT, ScaleRequests } from './scale/requests';
+import { ScaleStateStore } from './scale/state';
+import type { ScaleTarget } from './scale/target';
 import { AzureBlobStore } from './storage/azure-blob-store';
-import { createStorageClients } from './storage/clients';
+import { createStorageClients, credentialFor } from './storage/clients';
 import { BlobLeaseSlots } from './storage/lease-slots';
 import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
@@ -36,6 +41,8 @@ export interface AppOptions {
   log?: Logger;
   /** @defaultValue a new meter */
   meter?: StorageMeter;
+  /** @defaultValue the management API for settings.scale.site (tests pass one on a local endpoint) */
+  scaleTarget?: ScaleTarget;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -78,11 +85,21 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
       processors: { input: map, output: reduce },
       continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+      fanOut: (queue, count) => notifier.fanOut(queue, count),
       clock,
       log,
       tuning,
     }),
     redriver: new Redriver({ queues, manifests, notifier, names, log }),
+    scaleAgent: new ScaleAgent({
+      settings: settings.scale,
+      store: new ScaleStateStore(blobs),
+      depth: async () => (await Promise.all(names.inputQueues().map((q) => queues.depth(q)))).reduce((a, b) => a + b, 0),
+      target: options.scaleTarget ?? managementTarget(settings),
+      scheduleCheck: (delayMs) => notifier.scheduleScaleCheck(delayMs),
+      clock,
+      log,
+    }),
     watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log }),
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
@@ -93,6 +110,28 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
 /** The application, wired from settings. */
 export function createApp(settings: Settings, options: AppOptions = {}): PushdrainApp {
   return new PushdrainApp(composeApp(settings, options));
+}
+
+/**
+ * The management API for the configured site. The SDK (~0.4 s to load) is required on the
+ * first apply only: drain instances never pay for it, and the dry-run describes requests
+ * without it.
+ */
+function managementTarget(settings: Settings): ScaleTarget | undefined {
+  const { scale } = settings;
+  const site = scale.site;
+  if (!site) return undefined;
+  const requests = new ScaleRequests(scale.plan, site, ARM_ENDPOINT, FUNCTION_NAMES.drain);
+  let target: ScaleTarget | undefined;
+  return {
+    describe: (d) => requests.describe(d),
+    apply: (d) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const arm = require('./scale/arm-target') as typeof ArmTarget;
+      target ??= arm.createArmScaleTarget(scale, site, FUNCTION_NAMES.drain, { credential: credentialFor(scale.identity) });
+      return target.apply(d);
+    },
+  };
 }
 
 function defaultPublisher(settings: Settings): WorkPublisher {

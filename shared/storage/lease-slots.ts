@@ -41,7 +41,7 @@ export class BlobLeaseSlots implements DrainSlots {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         await lease.acquireLease(LEASE_SECONDS);
-        return this.held(name, lease);
+        return this.held(name, k, lease);
       } catch (e) {
         const status = statusOf(e);
         if (status === 409) return undefined; // leased by another drain
@@ -53,7 +53,7 @@ export class BlobLeaseSlots implements DrainSlots {
     return undefined;
   }
 
-  private held(name: string, lease: BlobLeaseClient): HeldSlot {
+  private held(name: string, index: number, lease: BlobLeaseClient): HeldSlot {
     const timer = setInterval(() => {
       lease.renewLease().catch((e: unknown) => this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`));
     }, RENEW_EVERY_MS);
@@ -61,6 +61,7 @@ export class BlobLeaseSlots implements DrainSlots {
     let released = false;
     return {
       id: name,
+      index,
       release: async () => {
         if (released) return;
         released = true;
