@@ -7,10 +7,11 @@ import { defaultTuning } from '../shared/config/settings';
 import type { DesignName } from './app';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
+import type { ScaleOutConfig } from './scenarios/scale-out';
 import type { WakeConfig } from './scenarios/wake';
 import { type BatchSpec,batchSpecs } from './support/data';
 
-export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit'] as const;
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit', 'scaleout'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -30,6 +31,7 @@ export interface BenchConfig {
   memory: { sizes: number[]; reps: number };
   /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
   limit: { reps: number; batches: BatchSpec[] };
+  scaleOut: ScaleOutConfig;
 }
 
 const tuning = defaultTuning();
@@ -60,6 +62,10 @@ export function fullConfig(): BenchConfig {
     },
     memory: { sizes: [250_000, 1_000_000], reps: 2 },
     limit: { reps: 3, batches: batches.slice(0, 2) },
+    // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
+    // drain per 32 queued makes each of the 4 queues want 16 drains (64 events, 4 instances at 16).
+    // At most 4 instances: each is a Node process on the same 2 cores (and Azurite with them).
+    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
   };
 }
 
@@ -81,5 +87,6 @@ export function quickConfig(): BenchConfig {
     },
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
+    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, maxInstances: 3, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
   };
 }

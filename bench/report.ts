@@ -10,6 +10,8 @@ import type { Tuning } from '../shared/config/settings';
 import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
+import { scaleOutSection } from './scale-out-report';
+import type { ScaleOutRun } from './scenarios/scale-out';
 import type { Summary } from './stats';
 
 export interface MachineInfo {
@@ -41,6 +43,7 @@ export interface BenchResults {
   memory?: MemoryFigures;
   limit?: LimitFigures;
   profile?: ProfileFigures;
+  scaleOut?: ScaleOutRun;
   warnings: string[];
   raw: Record<string, unknown>;
 }
@@ -205,6 +208,7 @@ export function renderTables(r: BenchResults): string {
   if (r.latency) parts.push('', '### 5. Submit-to-report latency, warm system', '', latencySection(r.latency, true));
   if (r.memory) parts.push('', '### 6. Memory of the timer path (sweep of one NDJSON file)', '', memorySection(r.memory));
   if (r.limit) parts.push('', "### 7. The machine's limit", '', limitSection(r.limit, r.throughput));
+  if (r.scaleOut) parts.push('', '### 8. Scale-out across instances (simulated scale controller; 2 cores, so distribution, not speed-up)', '', scaleOutSection(r.scaleOut));
   if (r.profile) parts.push('', "### pushdrain's CPU profile (throughput scenario): top 5 by self time", '', profileSection(r.profile));
   const ratios = keyRatios(r);
   if (ratios.length > 0) parts.push('', '### Key ratios (median, min–max over repetitions; paired within each repetition)', '', ...ratios.map((l) => `- ${l}`));

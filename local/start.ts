@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { type Azurite, startAzurite } from './azurite';
 import { startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
+import { instancesOption, serveFleet } from './scale/serve';
 import { type Broker, startBroker } from './servicebus/broker';
 
 const env = process.env;
@@ -34,6 +35,7 @@ function port(name: string, fallback: number): number {
 
 async function main(): Promise<void> {
   const root = findRepoRoot();
+  const instances = instancesOption(process.argv.slice(2));
   const started = Date.now();
   let azurite: Azurite | undefined;
   let broker: Broker | undefined;
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     env.ServiceBusConnection = broker.connectionString;
   }
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
+  if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const host = await startLocalHost({ root, port: port('PORT', 7071) });
   const lines = [

@@ -82,7 +82,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     reduce,
     drains: new DrainCoordinator({
       queues,
-      slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
+      slots: new BlobLeaseSlots(blobs, (queue) => (queue === names.resultsQueue ? tuning.resultsDrainSlots : tuning.drainSlots), log),
       processors: { input: map, output: reduce },
       continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
       fanOut: (queue, count) => notifier.fanOut(queue, count),

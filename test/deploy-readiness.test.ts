@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 
 import ts from 'typescript';
 
-import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
+import { loadSettings, SCALE_SPECS, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { CONTAINERS, entityNames, SUBSCRIPTIONS, WATCHDOG_QUEUE } from '../shared/names';
 import {
@@ -46,6 +46,8 @@ const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHED
 const TOPIC_CONTRACT = [
   { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
   { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
+  // The scaling agent: every event (and its own scheduled checks) is a load signal.
+  { name: 'scaleAgent', topic: 'work-detected', subscription: 'scale', role: undefined, connection: 'ServiceBusConnection' },
 ];
 const QUEUE_CONTRACT = [{ name: 'watchdog', queue: WATCHDOG_QUEUE, connection: 'ServiceBusConnection' }];
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
@@ -128,11 +130,20 @@ const DEPLOY_TIME: Record<string, string> = {
   clientId: '00000000-0000-0000-0000-000000000000',
 };
 
+/** The same for the scaling agent's settings, which Bicep derives from the deployment itself. */
+const DEPLOY_TIME_SETTINGS: Record<string, string> = {
+  PUSHDRAIN_SCALE_SUBSCRIPTION_ID: '00000000-0000-0000-0000-000000000001',
+  PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-deploycheck',
+  PUSHDRAIN_SCALE_SITE_NAME: 'func-api-deploycheck',
+  PUSHDRAIN_SCALE_CLIENT_ID: '00000000-0000-0000-0000-000000000000',
+  PUSHDRAIN_SCALE_MAX_INSTANCES: '100',
+};
+
 /** The environment the app starts with on every deployment (conditional settings left out). */
 function deployedEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const s of deployed.filter((x) => !x.conditional)) {
-    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
+    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''] ?? DEPLOY_TIME_SETTINGS[s.key];
     if (value !== undefined) env[s.key] = value;
   }
   return env;
@@ -230,21 +241,28 @@ function scanEnvReads(dirs: string[]): { reads: EnvRead[]; unresolved: string[] 
     return undefined;
   };
 
-  /** `spec.setting` where spec is typed as the element type of `TUNING_SPECS: readonly T[]` in the same file. */
+  /**
+   * `spec.setting` where spec is typed as the element type of `TUNING_SPECS` or `SCALE_SPECS`
+   * (`readonly T[]`) in the same file, or as `NamedLimit`, the type of either: the settings of both tables.
+   */
   const tuningSpecField = (id: ts.Identifier, field: string): string[] | undefined => {
     if (field !== 'setting') return undefined;
     const sf = id.getSourceFile();
-    let element: string | undefined;
+    const elements = new Set<string>();
     sf.forEachChild((n) => {
       if (!ts.isVariableStatement(n)) return;
       for (const d of n.declarationList.declarations) {
-        if (ts.isIdentifier(d.name) && d.name.text === 'TUNING_SPECS' && d.type) element = /^readonly (\w+)\[\]$/.exec(d.type.getText())?.[1];
+        if (ts.isIdentifier(d.name) && (d.name.text === 'TUNING_SPECS' || d.name.text === 'SCALE_SPECS') && d.type) {
+          const element = /^readonly (\w+)\[\]$/.exec(d.type.getText())?.[1];
+          if (element) elements.add(element);
+        }
       }
     });
+    if (elements.size > 0) elements.add('NamedLimit');
     for (let scope: ts.Node | undefined = id.parent; scope; scope = scope.parent) {
       if (!ts.isFunctionLike(scope)) continue;
       const p = scope.parameters.find((x) => ts.isIdentifier(x.name) && x.name.text === id.text);
-      if (p) return element !== undefined && p.type?.getText() === element ? TUNING_SPECS.map((s) => s.setting) : undefined;
+      if (p) return elements.has(p.type?.getText() ?? '') ? [...TUNING_SPECS, ...SCALE_SPECS].map((s) => s.setting) : undefined;
     }
     return undefined;
   };
@@ -309,6 +327,7 @@ function settingsRead(): Map<string, string> {
   const read = new Map<string, string>();
   for (const r of scan.reads) if (r.suffix === undefined && !connectionNames.has(r.name) && !read.has(r.name)) read.set(r.name, r.where);
   for (const s of TUNING_SPECS) if (!read.has(s.setting)) read.set(s.setting, 'TUNING_SPECS');
+  for (const s of SCALE_SPECS) if (!read.has(s.setting)) read.set(s.setting, 'SCALE_SPECS');
   for (const f of captured().functions) for (const b of f.bindings) for (const e of settingExpressions(b)) read.set(e.setting, `binding ${f.name}.${e.field}`);
   return read;
 }
@@ -522,6 +541,10 @@ void describe('deploy readiness: every app setting the code reads is set in infr
     assert.deepEqual(settings.taxRates, { ...DEFAULT_TAX_RATES }, 'PUSHDRAIN_TAX_RATES default differs from DEFAULT_TAX_RATES');
     assert.equal(settings.namePrefix, '', 'provisioned names carry no prefix');
     for (const spec of TUNING_SPECS) assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
+    assert.equal(settings.scale.mode, 'dry-run', 'the scaling agent only logs until it is switched on');
+    assert.equal(settings.scale.plan, 'flex');
+    assert.deepEqual(settings.scale.site, { subscriptionId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_SUBSCRIPTION_ID, resourceGroup: 'rg-deploycheck', siteName: 'func-api-deploycheck' });
+    assert.deepEqual(settings.scale.identity, { credential: 'managedidentity', clientId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_CLIENT_ID });
   });
 });
 

@@ -112,7 +112,7 @@ describe('fan-out across instances', () => {
     }
   });
 
-  test('a fan-out event that finds every slot held returns without a continuation; a plain one leaves one', async () => {
+  test('a fan-out event that finds every slot held returns without a continuation; a plain one leaves one look-again per process', async () => {
     const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_DRAIN_SLOTS: '1' });
     const queue = rt.parts.names.inputQueue(0);
     await raw.queue(queue).sendMessage('{}');
@@ -124,9 +124,31 @@ describe('fan-out across instances', () => {
       assert.deepEqual(events.take(), [], 'no continuation: the slot holders cover the queue');
       assert.deepEqual(await rt.drain(event), { kind: 'slots-busy' });
       assert.deepEqual(events.take().map((c) => c.delayMs), [16_000], 'a plain wake-up still looks again after a crashed holder');
+      assert.deepEqual(await rt.drain(event), { kind: 'slots-busy' });
+      assert.deepEqual(events.take(), [], 'one pending look-again per queue and process is enough');
     } finally {
       await held.release();
     }
+  });
+
+  test('work that joins the leader later tops the fan-out up to what the new depth wants, never past the slots', async () => {
+    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const queue = rt.parts.names.inputQueue(0);
+    const client = raw.queue(queue);
+    // Not pointers the map step understands: poison after one delivery, which keeps the leader busy.
+    await client.sendMessage('not-a-pointer');
+    const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const leader = rt.drain(event);
+    await waitFor('the leader', () => (rt.health().drains.inProgress === 1 ? true : undefined));
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, 0, 'one message: no fan-out');
+    for (let i = 0; i < 5; i++) await client.sendMessage('not-a-pointer');
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    const afterFive = events.all.filter((c) => c.event.fanOut).length;
+    assert.ok(afterFive >= 1 && afterFive <= 3, `ceil(depth / 2) − 1 more, depth 5–6: ${afterFive}`);
+    for (let i = 0; i < 20; i++) await client.sendMessage('not-a-pointer');
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, 3, 'capped at drainSlots − 1 = 3 for this invocation');
+    assert.equal((await leader).kind, 'drained');
   });
 
   test('a shallow queue asks for no fan-out (W = 1 keeps the warm path unchanged)', async () => {

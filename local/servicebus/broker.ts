@@ -32,6 +32,11 @@ export interface Broker {
   readonly faults: FaultSwitches;
   /** Operation counts by kind (a `Record<string, number>` whose known kinds are always present). */
   stats(): StatsSnapshot;
+  /**
+   * Message counts of a queue or subscription (`topic/Subscriptions/sub`): available, locked
+   * (delivered, not settled) and deferred. Service Bus's ActiveMessageCount is available + locked.
+   */
+  counts(entityPath: string): { available: number; locked: number; deferred: number } | undefined;
   resetStats(): void;
   stop(): Promise<void>;
 }
@@ -98,6 +103,10 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       reset: () => faults.reset(),
     },
     stats: () => stats.snapshot(),
+    counts: (entityPath) => {
+      const c = registry.receiveEntity(entityPath)?.store.counts();
+      return c ? { available: c.active, locked: c.locked, deferred: c.deferred } : undefined;
+    },
     resetStats: () => stats.reset(),
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {

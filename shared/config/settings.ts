@@ -28,6 +28,11 @@ export interface Tuning {
   /** Concurrent drains per queue (blob-lease slots), across all instances. @defaultValue 16 */
   drainSlots: number;
   /**
+   * Concurrent drains of the results queue, across all instances: each folds into the batch's
+   * one manifest with If-Match, so more would only add conflicts. @defaultValue 2
+   */
+  resultsDrainSlots: number;
+  /**
    * Fan-out rule: a deep queue wants one drain per this many queued messages (at most
    * drainSlots); the drain holding slot 0 publishes the extra ones as fan-out events. @defaultValue 512
    */
@@ -80,6 +85,7 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'messagesPerTask', setting: 'PUSHDRAIN_MESSAGES_PER_TASK', def: 64, min: 1, max: 1_000_000 },
   { key: 'drainSlots', setting: 'PUSHDRAIN_DRAIN_SLOTS', def: 16, min: 1, max: 64 },
   { key: 'messagesPerDrain', setting: 'PUSHDRAIN_MESSAGES_PER_DRAIN', def: 512, min: 1, max: 1_000_000 },
+  { key: 'resultsDrainSlots', setting: 'PUSHDRAIN_RESULTS_DRAIN_SLOTS', def: 2, min: 1, max: 16 },
   { key: 'maxDequeueCount', setting: 'PUSHDRAIN_MAX_DEQUEUE_COUNT', def: 5, min: 1, max: 100 },
   { key: 'drainBudgetSeconds', setting: 'PUSHDRAIN_DRAIN_BUDGET_SECONDS', def: 240, min: 1, max: 3600 },
   { key: 'maxBodyBytes', setting: 'PUSHDRAIN_MAX_BODY_BYTES', def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
@@ -90,9 +96,12 @@ export const TUNING_SPECS: readonly IntSpec[] = [
 ];
 
 type ScaleLimit = 'minInstances' | 'maxInstances' | 'intervalSeconds' | 'upCooldownSeconds' | 'downCooldownSeconds';
+type ScaleSpec = IntSpec<ScaleLimit>;
+/** Any named limit: readInt reads both tables. */
+type NamedLimit = IntSpec<string>;
 
 /** The scaling agent's named limits (instance bounds fit both plans: Flex allows up to 1,000). */
-export const SCALE_SPECS: readonly IntSpec<ScaleLimit>[] = [
+export const SCALE_SPECS: readonly ScaleSpec[] = [
   { key: 'minInstances', setting: 'PUSHDRAIN_SCALE_MIN_INSTANCES', def: 0, min: 0, max: 1000 },
   { key: 'maxInstances', setting: 'PUSHDRAIN_SCALE_MAX_INSTANCES', def: 100, min: 1, max: 1000 },
   { key: 'intervalSeconds', setting: 'PUSHDRAIN_SCALE_INTERVAL_SECONDS', def: 30, min: 5, max: 3600 },
@@ -100,7 +109,7 @@ export const SCALE_SPECS: readonly IntSpec<ScaleLimit>[] = [
   { key: 'downCooldownSeconds', setting: 'PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', def: 900, min: 60, max: 86_400 },
 ];
 
-function readInt(env: Env, spec: IntSpec<string>): number {
+function readInt(env: Env, spec: NamedLimit): number {
   const raw = env[spec.setting];
   if (raw === undefined || raw.trim() === '') return spec.def;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(spec.setting, `must be a whole number, got "${raw}"`);

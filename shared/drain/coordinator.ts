@@ -74,6 +74,10 @@ interface LiveDrain {
   tasks?: DequeueTasks;
   earlierRounds: number;
   ended: Promise<void>;
+  /** Holds the queue's slot 0, so asks for its fan-out. */
+  leads: boolean;
+  /** Fan-out events this invocation has asked for (at most drainSlots − 1 in all). */
+  requested: number;
 }
 
 export class DrainCoordinator {
@@ -84,6 +88,8 @@ export class DrainCoordinator {
   private readonly options: DrainOptions;
   private readonly wanted: TaskCountRule;
   private held = 0;
+  /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
+  private readonly lookAgainUntil = new Map<string, number>();
   private fanOutPublished = 0;
   private readonly processed: Record<Role, number> = { input: 0, output: 0 };
 
@@ -95,7 +101,11 @@ export class DrainCoordinator {
   async drain(queue: string, role: Role, fanOut = false): Promise<DrainResult> {
     const current = this.live.get(queue);
     if (current?.tasks?.nudge()) {
-      if (!fanOut) return { kind: 'joined' };
+      if (!fanOut) {
+        // New work joined the leader: the backlog may have grown past what it asked for.
+        if (current.leads) await this.askFor(queue, current, await this.deps.queues.depth(queue).catch(() => 0));
+        return { kind: 'joined' };
+      }
       this.held++;
       try {
         await current.ended;
@@ -107,7 +117,7 @@ export class DrainCoordinator {
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)) };
+    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), leads: false, requested: 0 };
     this.running.add(entry);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
@@ -117,12 +127,12 @@ export class DrainCoordinator {
         processors[role],
         slots,
         {
-          continuation: (delayMs) => this.deps.continuation(queue, delayMs),
+          continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
           started: (tasks) => {
             entry.earlierRounds += entry.tasks?.stats.processed ?? 0;
             entry.tasks = tasks;
           },
-          acquired: (slot, depth, round) => this.lead(queue, role, slot, depth, round),
+          acquired: (slot, depth, round) => this.lead(queue, entry, slot, depth, round),
           onSlotsBusy: fanOut ? 'leave' : 'hand-over',
         },
         clock,
@@ -138,18 +148,43 @@ export class DrainCoordinator {
   }
 
   /**
-   * The holder of an input queue's slot 0 asks, once per invocation, for the drains the depth
-   * wants beyond itself. A failed publish only costs scale-out, never work: it is logged.
+   * One pending look-again per queue per process: with many instances, every event that finds
+   * the slots busy would otherwise start its own chain of look-agains, each 16 s apart, for as
+   * long as the holders run. One covers a crashed holder just as well.
    */
-  private async lead(queue: string, role: Role, slot: HeldSlot, depth: number, round: number): Promise<void> {
-    if (role !== 'input' || slot.index !== 0 || round > 0) return;
-    const extra = this.wanted(depth) - 1;
+  private async lookAgain(queue: string, delayMs: number): Promise<void> {
+    const now = this.deps.clock.now();
+    if ((this.lookAgainUntil.get(queue) ?? 0) > now) return;
+    this.lookAgainUntil.set(queue, now + delayMs);
+    try {
+      await this.deps.continuation(queue, delayMs);
+    } catch (e) {
+      this.lookAgainUntil.delete(queue);
+      throw e;
+    }
+  }
+
+  /** The holder of an input queue's slot 0 leads its fan-out (from its first round on). */
+  private async lead(queue: string, entry: LiveDrain, slot: HeldSlot, depth: number, round: number): Promise<void> {
+    if (entry.role !== 'input' || slot.index !== 0 || round > 0) return;
+    entry.leads = true;
+    await this.askFor(queue, entry, depth);
+  }
+
+  /**
+   * Publishes the drains the depth wants beyond the leader and those it already asked for. A
+   * failed publish only costs scale-out, never work: it is logged.
+   */
+  private async askFor(queue: string, entry: LiveDrain, depth: number): Promise<void> {
+    const extra = this.wanted(depth) - 1 - entry.requested;
     if (extra <= 0) return;
+    entry.requested += extra;
     try {
       await this.deps.fanOut(queue, extra);
       this.fanOutPublished += extra;
-      this.deps.log.info(`${queue}: depth ${depth}, fan-out of ${extra} more drain(s)`);
+      this.deps.log.info(`${queue}: depth ${depth}, fan-out of ${extra} more drain(s) (${entry.requested} asked for)`);
     } catch (e) {
+      entry.requested -= extra;
       this.deps.log.warn(`${queue}: fan-out events could not be published: ${ensureError(e).message}`);
     }
   }

@@ -60,6 +60,7 @@ export class DequeueTasks {
   private nudged = latch();
   /** Shutdown wakes sleepers too, so they see the signal now rather than after their back-off. */
   private readonly aborted: Promise<void>;
+  private readonly onAbort: () => void;
 
   constructor(
     private readonly queue: DrainQueue,
@@ -68,7 +69,11 @@ export class DequeueTasks {
     private readonly log: Logger,
     private readonly options: TaskOptions,
   ) {
-    this.aborted = new Promise<void>((r) => options.signal?.addEventListener('abort', () => r(), { once: true }));
+    let wake = (): void => {};
+    this.aborted = new Promise<void>((r) => (wake = r));
+    this.onAbort = wake;
+    // Removed when the group stops: the signal is the process's, and outlives every group.
+    options.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   get state(): TaskGroupState {
@@ -82,6 +87,7 @@ export class DequeueTasks {
     for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
     while (this.running.size > 0) await Promise.race(this.running);
     this.phase = 'stopped';
+    this.options.signal?.removeEventListener('abort', this.onAbort);
     return this.stats;
   }
 

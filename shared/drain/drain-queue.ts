@@ -24,8 +24,11 @@ export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
 }
 
 export interface DrainHooks {
-  /** Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay. */
-  continuation(delayMs: number): Promise<void>;
+  /**
+   * Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay;
+   * 'busy' marks the look-again after finding every slot held (in case a holder crashed).
+   */
+  continuation(delayMs: number, reason?: 'busy'): Promise<void>;
   /** Each round's task group as it starts, so a later wake-up can join it. */
   started?(tasks: DequeueTasks): void;
   /** A slot is held and the depth read, before the round's tasks start (the fan-out decision). */
@@ -72,7 +75,7 @@ export async function drainQueue(
       if (round > 0) return { kind: 'drained', rounds: round, stats: rounds };
       // Every slot is held. A live holder re-checks the queue after releasing it; a crashed one
       // never will, so come back once its lease could have expired.
-      if (hooks.onSlotsBusy !== 'leave') await hooks.continuation(slots.holdLimitMs + 1000);
+      if (hooks.onSlotsBusy !== 'leave') await hooks.continuation(slots.holdLimitMs + 1000, 'busy');
       return { kind: 'slots-busy' };
     }
     let stats: DrainStats;

@@ -22,12 +22,14 @@ export class BlobLeaseSlots implements DrainSlots {
 
   constructor(
     private readonly blobs: AzureBlobStore,
-    private readonly slotsPerQueue: number,
+    /** Slots per queue: one number for every queue, or per queue (the results queue has fewer). */
+    private readonly slotsPerQueue: number | ((queue: string) => number),
     private readonly log: Logger,
   ) {}
 
   async acquire(queue: string): Promise<HeldSlot | undefined> {
-    for (let k = 0; k < this.slotsPerQueue; k++) {
+    const slots = typeof this.slotsPerQueue === 'number' ? this.slotsPerQueue : this.slotsPerQueue(queue);
+    for (let k = 0; k < slots; k++) {
       const held = await this.tryAcquire(queue, k);
       if (held) return held;
     }
