@@ -10,8 +10,9 @@ import { describe, test } from 'node:test';
 import type { Report } from '../shared/billing/report';
 import { defaultTuning } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
-import { fanOutRule } from '../shared/drain/coordinator';
+import { fanOutRule } from '../shared/drain/fan-out';
 import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
+import { systemClock } from '../shared/ports';
 import { CapturingPublisher } from './support/capturing-publisher';
 import { generate, toNdjson } from './support/generate';
 import { completed, post, pump, report } from './support/invoke';
@@ -131,8 +132,10 @@ describe('fan-out across instances', () => {
     }
   });
 
-  test('work that joins the leader later tops the fan-out up to what the new depth wants, never past the slots', async () => {
-    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+  test('work that joins the leader later tops the fan-out up to what the new depth wants, at most every 5 s, never past the slots', async () => {
+    let skew = 0;
+    const clock = { ...systemClock, now: () => Date.now() + skew };
+    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' }, { clock });
     const queue = rt.parts.names.inputQueue(0);
     const client = raw.queue(queue);
     // Not pointers the map step understands: poison after one delivery, which keeps the leader busy.
@@ -146,6 +149,9 @@ describe('fan-out across instances', () => {
     const afterFive = events.all.filter((c) => c.event.fanOut).length;
     assert.ok(afterFive >= 1 && afterFive <= 3, `ceil(depth / 2) − 1 more, depth 5–6: ${afterFive}`);
     for (let i = 0; i < 20; i++) await client.sendMessage('not-a-pointer');
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, afterFive, 'no second depth read within 5 s');
+    skew += 5_000;
     assert.deepEqual(await rt.drain(event), { kind: 'joined' });
     assert.equal(events.all.filter((c) => c.event.fanOut).length, 3, 'capped at drainSlots − 1 = 3 for this invocation');
     assert.equal((await leader).kind, 'drained');

@@ -10,11 +10,11 @@
  * one that reaches another instance drains there with its own slot.
  */
 import type { Tuning } from '../config/settings';
-import { ensureError } from '../errors';
 import type { Role } from '../names';
-import type { Clock, DrainSlots, HeldSlot, Logger, MessageProcessor, QueueStore } from '../ports';
+import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
 import type { DequeueTasks } from './dequeue-tasks';
-import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule, type TaskCountRule } from './drain-queue';
+import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
+import { FanOut, type FanOutState } from './fan-out';
 
 export type DrainResult =
   | DrainOutcome
@@ -52,11 +52,6 @@ export function drainOptions(tuning: Tuning, signal?: AbortSignal): DrainOptions
   };
 }
 
-/** Drains a queue of this depth wants across all instances: one per messagesPerDrain, 1…drainSlots. */
-export function fanOutRule(tuning: Tuning): TaskCountRule {
-  return perMessagesRule(tuning.messagesPerDrain, tuning.drainSlots);
-}
-
 /** What this process has done, for GET /api/health (no Storage request). */
 export interface DrainActivity {
   inProgress: number;
@@ -74,10 +69,7 @@ interface LiveDrain {
   tasks?: DequeueTasks;
   earlierRounds: number;
   ended: Promise<void>;
-  /** Holds the queue's slot 0, so asks for its fan-out. */
-  leads: boolean;
-  /** Fan-out events this invocation has asked for (at most drainSlots − 1 in all). */
-  requested: number;
+  fanOut: FanOutState;
 }
 
 export class DrainCoordinator {
@@ -86,24 +78,23 @@ export class DrainCoordinator {
   private readonly live = new Map<string, LiveDrain>();
   private readonly running = new Set<LiveDrain>();
   private readonly options: DrainOptions;
-  private readonly wanted: TaskCountRule;
+  private readonly fanOut: FanOut;
   private held = 0;
   /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
   private readonly lookAgainUntil = new Map<string, number>();
-  private fanOutPublished = 0;
   private readonly processed: Record<Role, number> = { input: 0, output: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
-    this.wanted = fanOutRule(deps.tuning);
+    this.fanOut = new FanOut({ publish: (q, n) => deps.fanOut(q, n), depth: (q) => deps.queues.depth(q), clock: deps.clock, log: deps.log, tuning: deps.tuning });
   }
 
   async drain(queue: string, role: Role, fanOut = false): Promise<DrainResult> {
     const current = this.live.get(queue);
     if (current?.tasks?.nudge()) {
       if (!fanOut) {
-        // New work joined the leader: the backlog may have grown past what it asked for.
-        if (current.leads) await this.askFor(queue, current, await this.deps.queues.depth(queue).catch(() => 0));
+        // New work joined: if this drain leads, the backlog may have grown past what it asked for.
+        await this.fanOut.joined(queue, current.fanOut);
         return { kind: 'joined' };
       }
       this.held++;
@@ -117,7 +108,7 @@ export class DrainCoordinator {
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), leads: false, requested: 0 };
+    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
     this.running.add(entry);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
@@ -132,7 +123,7 @@ export class DrainCoordinator {
             entry.earlierRounds += entry.tasks?.stats.processed ?? 0;
             entry.tasks = tasks;
           },
-          acquired: (slot, depth, round) => this.lead(queue, entry, slot, depth, round),
+          acquired: (slot, depth, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, depth, round),
           onSlotsBusy: fanOut ? 'leave' : 'hand-over',
         },
         clock,
@@ -164,31 +155,6 @@ export class DrainCoordinator {
     }
   }
 
-  /** The holder of an input queue's slot 0 leads its fan-out (from its first round on). */
-  private async lead(queue: string, entry: LiveDrain, slot: HeldSlot, depth: number, round: number): Promise<void> {
-    if (entry.role !== 'input' || slot.index !== 0 || round > 0) return;
-    entry.leads = true;
-    await this.askFor(queue, entry, depth);
-  }
-
-  /**
-   * Publishes the drains the depth wants beyond the leader and those it already asked for. A
-   * failed publish only costs scale-out, never work: it is logged.
-   */
-  private async askFor(queue: string, entry: LiveDrain, depth: number): Promise<void> {
-    const extra = this.wanted(depth) - 1 - entry.requested;
-    if (extra <= 0) return;
-    entry.requested += extra;
-    try {
-      await this.deps.fanOut(queue, extra);
-      this.fanOutPublished += extra;
-      this.deps.log.info(`${queue}: depth ${depth}, fan-out of ${extra} more drain(s) (${entry.requested} asked for)`);
-    } catch (e) {
-      entry.requested -= extra;
-      this.deps.log.warn(`${queue}: fan-out events could not be published: ${ensureError(e).message}`);
-    }
-  }
-
   /** Drain invocations in progress in this process (tests assert none is left behind). */
   get inProgress(): number {
     return this.running.size;
@@ -197,7 +163,7 @@ export class DrainCoordinator {
   activity(): DrainActivity {
     const processed = { ...this.processed };
     for (const d of this.running) processed[d.role] += d.earlierRounds + (d.tasks?.stats.processed ?? 0);
-    return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOutPublished };
+    return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOut.published };
   }
 
   /** Graceful stop: drains finish their current batch, then hand the rest over. */
