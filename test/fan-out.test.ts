@@ -157,6 +157,20 @@ describe('fan-out across instances', () => {
     assert.equal((await leader).kind, 'drained');
   });
 
+  test('events that arrive while this instance\'s drain of the queue is still starting: fan-out held, plain joined, never a second drain', async () => {
+    const { rt, raw } = await testRuntime(FAN_OUT);
+    const queue = rt.parts.names.inputQueue(0);
+    await raw.queue(queue).sendMessage('not-a-pointer');
+    const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const first = rt.drain(event); // synchronously registers the drain; its slot and tasks come later
+    const fanOuts = [rt.drain({ ...event, fanOut: true }), rt.drain({ ...event, fanOut: true })];
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(rt.health().drains.inProgress, 1, 'one drain of the queue in this instance');
+    assert.equal(rt.health().drains.held, 2);
+    assert.equal((await first).kind, 'drained');
+    assert.deepEqual(await Promise.all(fanOuts), [{ kind: 'held' }, { kind: 'held' }]);
+  });
+
   test('a shallow queue asks for no fan-out (W = 1 keeps the warm path unchanged)', async () => {
     const { rt, events } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10' });
     const res = await post(rt, toNdjson(generate(50, 32, 10)));

@@ -70,6 +70,8 @@ interface LiveDrain {
   earlierRounds: number;
   ended: Promise<void>;
   fanOut: FanOutState;
+  /** A plain event joined before the first task group started: if the slots are busy, look again. */
+  plainJoined: boolean;
 }
 
 export class DrainCoordinator {
@@ -91,12 +93,9 @@ export class DrainCoordinator {
 
   async drain(queue: string, role: Role, fanOut = false): Promise<DrainResult> {
     const current = this.live.get(queue);
-    if (current?.tasks?.nudge()) {
-      if (!fanOut) {
-        // New work joined: if this drain leads, the backlog may have grown past what it asked for.
-        await this.fanOut.joined(queue, current.fanOut);
-        return { kind: 'joined' };
-      }
+    if (current && fanOut) {
+      // Extra capacity for a queue this instance already drains: held, never a second drain here.
+      current.tasks?.nudge();
       this.held++;
       try {
         await current.ended;
@@ -105,10 +104,21 @@ export class DrainCoordinator {
       }
       return { kind: 'held' };
     }
+    // A drain still starting (no task group yet) will receive what this event announced: its
+    // message was enqueued before the event was published.
+    if (current && !current.tasks) {
+      current.plainJoined = true;
+      return { kind: 'joined' };
+    }
+    if (current?.tasks?.nudge()) {
+      // New work joined: if this drain leads, the backlog may have grown past what it asked for.
+      await this.fanOut.joined(queue, current.fanOut);
+      return { kind: 'joined' };
+    }
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
+    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state(), plainJoined: false };
     this.running.add(entry);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
@@ -124,7 +134,9 @@ export class DrainCoordinator {
             entry.tasks = tasks;
           },
           acquired: (slot, depth, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, depth, round),
-          onSlotsBusy: fanOut ? 'leave' : 'hand-over',
+          get onSlotsBusy() {
+            return fanOut && !entry.plainJoined ? ('leave' as const) : ('hand-over' as const);
+          },
         },
         clock,
         log,
