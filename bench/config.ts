@@ -65,7 +65,7 @@ export function fullConfig(): BenchConfig {
     // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
     // drain per 32 queued makes each of the 4 queues want 16 drains (64 events, 4 instances at 16).
     // At most 4 instances: each is a Node process on the same 2 cores (and Azurite with them).
-    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
+    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, messagesPerTask: 8, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
   };
 }
 
@@ -87,6 +87,6 @@ export function quickConfig(): BenchConfig {
     },
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
-    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, maxInstances: 3, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
+    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
   };
 }

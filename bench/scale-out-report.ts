@@ -11,7 +11,7 @@ export function scaleOutSection(r: ScaleOutRun): string {
     '',
     `Input messages processed in all: ${n(input)} for ${n(r.chunks)} chunks${input > r.chunks ? ` (${n(input - r.chunks)} processed twice: redelivered after their visibility timeout, or the delete of a finished message came too late; the map step and the fold are idempotent)` : ''}.`,
     '',
-    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); active messages ${Object.entries(r.after.subscriptions).map(([k, v]) => `${k} ${v}`).join(', ')}; ${n(r.after.queuedMessages)} messages left in the Storage queues.`,
+    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); active messages ${Object.entries(r.after.subscriptions).map(([k, v]) => `${k} ${v}`).join(', ')}; ${r.after.scheduledOnTopic} scheduled on the topic; ${n(r.after.queuedMessages)} messages left in the Storage queues.`,
     '',
     '| instance | started (s) | stopped (s) | exit | input messages | share of input | result messages | fan-out events published |',
     '|---|---|---|---|---|---|---|---|',

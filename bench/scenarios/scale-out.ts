@@ -38,6 +38,7 @@ export interface ScaleOutConfig {
    */
   dequeueBatchSize: number;
   maxDequeueTasks: number;
+  messagesPerTask: number;
   maxInstances: number;
   coolDownMs: number;
   /** Every instance's output goes here (git-ignored), for reading the run afterwards. */
@@ -75,7 +76,7 @@ export interface ScaleOutRun {
   peakInstances: number;
   reportsExact: number;
   /** After the fleet scaled back to zero. */
-  after: { instances: number; subscriptions: Record<string, number>; queuedMessages: number; scaledToZeroMs: number | undefined };
+  after: { instances: number; subscriptions: Record<string, number>; scheduledOnTopic: number; queuedMessages: number; scaledToZeroMs: number | undefined };
 }
 
 export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => void): Promise<ScaleOutRun> {
@@ -87,7 +88,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     PUSHDRAIN_MESSAGES_PER_DRAIN: String(cfg.messagesPerDrain),
     PUSHDRAIN_DEQUEUE_BATCH_SIZE: String(cfg.dequeueBatchSize),
     PUSHDRAIN_MAX_DEQUEUE_TASKS: String(cfg.maxDequeueTasks),
-    PUSHDRAIN_MESSAGES_PER_TASK: String(Math.max(1, Math.floor(cfg.messagesPerDrain / cfg.maxDequeueTasks))),
+    PUSHDRAIN_MESSAGES_PER_TASK: String(cfg.messagesPerTask),
     PUSHDRAIN_SCALE_MODE: 'off',
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   };
@@ -135,10 +136,11 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     const elapsedMs = Math.max(...done.map((d) => d.completedAt)) - t0;
     log(`  scale-out: all completed ${(elapsedMs / 1000).toFixed(1)} s after the first POST; waiting for the fleet to scale in`);
     // Late hand-overs (a drain that ended while others still held messages schedules a look one
-    // visibility timeout later) wake an instance again; wait until they are consumed too.
+    // visibility timeout later) wake an instance again: wait until none is scheduled on the topic
+    // and every one has been consumed.
     const idleFrom = Date.now();
     let scaledToZeroMs: number | undefined;
-    const allQuiet = (): boolean => Object.values(SUBSCRIPTIONS).every((x) => active(x.name) === 0);
+    const allQuiet = (): boolean => Object.values(SUBSCRIPTIONS).every((x) => active(x.name) === 0) && (env.broker.scheduledCount(TOPIC) ?? 0) === 0;
     for (let i = 0; i < 1500 && Date.now() - idleFrom < 240_000; i++) {
       if (running.size() === 0 && allQuiet()) {
         scaledToZeroMs = Date.now() - idleFrom;
@@ -186,7 +188,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       shares,
       peakInstances: Math.max(0, ...timeline.map((t) => t.instances)),
       reportsExact: exact,
-      after: { instances: running.size(), subscriptions, queuedMessages: queued, scaledToZeroMs },
+      after: { instances: running.size(), subscriptions, scheduledOnTopic: env.broker.scheduledCount(TOPIC) ?? 0, queuedMessages: queued, scaledToZeroMs },
     };
   } finally {
     sampling = false;

@@ -37,6 +37,8 @@ export interface Broker {
    * (delivered, not settled) and deferred. Service Bus's ActiveMessageCount is available + locked.
    */
   counts(entityPath: string): { available: number; locked: number; deferred: number } | undefined;
+  /** Scheduled messages of a queue or topic that are not enqueued yet. */
+  scheduledCount(entityPath: string): number | undefined;
   resetStats(): void;
   stop(): Promise<void>;
 }
@@ -107,6 +109,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       const c = registry.receiveEntity(entityPath)?.store.counts();
       return c ? { available: c.active, locked: c.locked, deferred: c.deferred } : undefined;
     },
+    scheduledCount: (entityPath) => registry.sendTarget(entityPath)?.scheduledCount,
     resetStats: () => stats.reset(),
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {
