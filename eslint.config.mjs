@@ -33,7 +33,7 @@ export default tseslint.config(
     files: [
       'cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
       'shared/config/**/*.ts',
-      'local/start.ts', 'local/cli.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
+      'local/start.ts', 'local/scale/instance.ts', 'local/scale/serve.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
       'bench/support/log.ts',
       'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],

@@ -8,10 +8,11 @@ import type { DesignName } from './app';
 import type { BrokerConfig } from './scenarios/broker';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
+import type { ScaleOutConfig } from './scenarios/scale-out';
 import type { WakeConfig } from './scenarios/wake';
 import { type BatchSpec,batchSpecs } from './support/data';
 
-export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit', 'broker'] as const;
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit', 'broker', 'scaleout'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -33,6 +34,7 @@ export interface BenchConfig {
   limit: { reps: number; batches: BatchSpec[] };
   /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
   broker: BrokerConfig;
+  scaleOut: ScaleOutConfig;
 }
 
 const tuning = defaultTuning();
@@ -64,6 +66,10 @@ export function fullConfig(): BenchConfig {
     memory: { sizes: [250_000, 1_000_000], reps: 2 },
     limit: { reps: 3, batches: batches.slice(0, 2) },
     broker: { reps: 3, messages: 3_000, senders: 16, receivers: 4 },
+    // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
+    // drain per 32 queued makes each of the 4 queues want 16 drains (64 events, 4 instances at 16).
+    // At most 4 instances: each is a Node process on the same 2 cores (and Azurite with them).
+    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, messagesPerTask: 8, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
   };
 }
 
@@ -86,5 +92,6 @@ export function quickConfig(): BenchConfig {
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
     broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
+    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
   };
 }

@@ -10,7 +10,9 @@ import type { Tuning } from '../shared/config/settings';
 import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
+import { scaleOutSection } from './scale-out-report';
 import type { BrokerFigures } from './scenarios/broker';
+import type { ScaleOutRun } from './scenarios/scale-out';
 import type { Summary } from './stats';
 
 export interface MachineInfo {
@@ -43,6 +45,7 @@ export interface BenchResults {
   limit?: LimitFigures;
   broker?: BrokerFigures;
   profile?: ProfileFigures;
+  scaleOut?: ScaleOutRun;
   warnings: string[];
   raw: Record<string, unknown>;
 }
@@ -231,6 +234,7 @@ export function renderTables(r: BenchResults): string {
     const c = r.settings.config.broker;
     parts.push('', '### 8. Development broker: what durability costs', '', brokerSection(r.broker, c.senders, c.receivers));
   }
+  if (r.scaleOut) parts.push('', '### 9. Scale-out across instances (simulated scale controller; 2 cores, so distribution, not speed-up)', '', scaleOutSection(r.scaleOut));
   if (r.profile) parts.push('', "### pushdrain's CPU profile (throughput scenario): top 5 by self time", '', profileSection(r.profile));
   const ratios = keyRatios(r);
   if (ratios.length > 0) parts.push('', '### Key ratios (median, min–max over repetitions; paired within each repetition)', '', ...ratios.map((l) => `- ${l}`));

@@ -20,6 +20,7 @@ import { runIdle } from './scenarios/idle';
 import { runLatency } from './scenarios/latency';
 import type { LimitJob, LimitRun } from './scenarios/limit';
 import { runMemory } from './scenarios/memory';
+import { runScaleOut } from './scenarios/scale-out';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
 import { runWake } from './scenarios/wake';
 import { runChild } from './support/child';
@@ -144,7 +145,7 @@ async function main(): Promise<void> {
 
   const env = await timed(timings, 'setup', log, async () => {
     // Generate (or find cached) every input before anything is timed.
-    for (const spec of [...cfg.throughput.batches, ...cfg.throughput.noClaimCheckBatches]) batchFile(spec);
+    for (const spec of [...cfg.throughput.batches, ...cfg.throughput.noClaimCheckBatches, ...(only.has('scaleout') ? cfg.scaleOut.batches : [])]) batchFile(spec);
     return startEnv(pushdrainAppCount(cfg));
   });
   const azuritePid = findAzuritePid();
@@ -196,6 +197,10 @@ async function main(): Promise<void> {
       const memory = await timed(timings, 'memory', log, () => runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }));
       raw.memory = memory;
       results.memory = memoryFigures(memory);
+    }
+    if (only.has('scaleout')) {
+      const instanceLog = join(root, 'bench', 'results', `scaleout-instances${cfg.mode === 'quick' ? '-quick' : ''}.log`);
+      results.scaleOut = await timed(timings, 'scaleout', log, () => runScaleOut({ ...cfg.scaleOut, instanceLog }, log));
     }
     if (only.has('limit')) {
       if (limitRuns.length === 0) await timed(timings, 'limit', log, async () => {

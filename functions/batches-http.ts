@@ -44,9 +44,13 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
   }
 }
 
-/** Makes no Storage request: a health probe must not cost transactions or wake anything. */
+/**
+ * Makes no Storage request: a health probe must not cost transactions or wake anything. Always
+ * 200 (the app still works); `status` is 'degraded' and `scaleAgent.status` 'red' when the
+ * scaling agent was disabled by a 403.
+ */
 export function health(rt: PushdrainApp): HttpResponseInit {
-  return json(200, { status: 'ok', storageTransactions: rt.storageTransactions() });
+  return json(200, { ...rt.health(), storageTransactions: rt.storageTransactions() });
 }
 
 app.http('getBatch', {

@@ -102,7 +102,7 @@ param logRetentionDays int = 30
 
 @minValue(1)
 @maxValue(64)
-@description('PUSHDRAIN_PARTITIONS: input queues work-0…work-{P-1}. Provisioned here and passed to the app, so both always agree. Keep host.json maxConcurrentCalls at least 2 × partitions × drainSlots.')
+@description('PUSHDRAIN_PARTITIONS: input queues work-0…work-{P-1}. Provisioned here and passed to the app, so both always agree. Keep host.json maxConcurrentCalls at least 2 × partitions. The drain function scales out to about ceil(partitions × drainSlots ÷ 16) instances under a deep backlog.')
 param partitions int = 4
 
 @description('PUSHDRAIN_SWEEP_SCHEDULE: NCRONTAB (six fields, seconds first) of the incoming/ sweep timer. Each run lists incoming/ once.')
@@ -146,9 +146,19 @@ param maxDequeueTasks int = 8
 param messagesPerTask int = 64
 
 @minValue(1)
+@maxValue(64)
+@description('PUSHDRAIN_DRAIN_SLOTS: concurrent drains per input queue across all instances (blob-lease slots); also the most drains fan-out asks for per queue.')
+param drainSlots int = 16
+
+@minValue(1)
+@maxValue(1000000)
+@description('PUSHDRAIN_MESSAGES_PER_DRAIN: fan-out rule, one drain per this many queued messages of an input queue (at most drainSlots).')
+param messagesPerDrain int = 512
+
+@minValue(1)
 @maxValue(16)
-@description('PUSHDRAIN_DRAIN_SLOTS: concurrent drains per queue (blob-lease slots).')
-param drainSlots int = 2
+@description('PUSHDRAIN_RESULTS_DRAIN_SLOTS: concurrent drains of the results queue across all instances (they fold into one manifest per batch).')
+param resultsDrainSlots int = 2
 
 @minValue(1)
 @maxValue(100)
@@ -203,6 +213,42 @@ param watchdogMaxChecks int = 5
 @minLength(1)
 @description('PUSHDRAIN_TAX_RATES: tax rate per region in basis points, as REGION:bp pairs separated by commas.')
 param taxRates string = 'EU:2000,UK:2000,CA:1300,AU:1000,JP:1000,US:0'
+
+// ---------------------------------------------------------------------------------------------
+// Scaling agent (functions/scale-agent.ts; defaults and ranges mirror SCALE_SPECS)
+// ---------------------------------------------------------------------------------------------
+
+@allowed([
+  'off'
+  'dry-run'
+  'apply'
+])
+@description('PUSHDRAIN_SCALE_MODE: dry-run decides and logs the exact management request; apply sends it (the app identity gets a custom role on the site for that, whatever the mode).')
+param scaleAgentMode string = 'dry-run'
+
+@minLength(1)
+@description('PUSHDRAIN_SCALE_RULES: depth:instances pairs (queued input messages summed over the partitions → always-ready drain instances).')
+param scaleRules string = '512:1,4096:2,16384:4,65536:8'
+
+@minValue(0)
+@maxValue(1000)
+@description('PUSHDRAIN_SCALE_MIN_INSTANCES: the floor when idle (0 = scale to zero on Flex; Premium never goes below one).')
+param scaleMinInstances int = 0
+
+@minValue(5)
+@maxValue(3600)
+@description('PUSHDRAIN_SCALE_INTERVAL_SECONDS: at most one depth sample and decision per interval, across all instances.')
+param scaleIntervalSeconds int = 30
+
+@minValue(0)
+@maxValue(86400)
+@description('PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS: least time between raises of the floor.')
+param scaleUpCooldownSeconds int = 60
+
+@minValue(60)
+@maxValue(86400)
+@description('PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS: the floor is lowered only after this long without a sample that wanted it.')
+param scaleDownCooldownSeconds int = 900
 
 // ---------------------------------------------------------------------------------------------
 // Names
@@ -318,6 +364,8 @@ var tuningSettings = {
   PUSHDRAIN_MAX_DEQUEUE_TASKS: string(maxDequeueTasks)
   PUSHDRAIN_MESSAGES_PER_TASK: string(messagesPerTask)
   PUSHDRAIN_DRAIN_SLOTS: string(drainSlots)
+  PUSHDRAIN_MESSAGES_PER_DRAIN: string(messagesPerDrain)
+  PUSHDRAIN_RESULTS_DRAIN_SLOTS: string(resultsDrainSlots)
   PUSHDRAIN_MAX_DEQUEUE_COUNT: string(maxDequeueCount)
   PUSHDRAIN_DRAIN_BUDGET_SECONDS: string(drainBudgetSeconds)
   PUSHDRAIN_MAX_BODY_BYTES: string(maxBodyBytes)
@@ -331,6 +379,22 @@ var tuningSettings = {
   // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
   // The prefix exists for test isolation (each test run gets its own names in one account).
   PUSHDRAIN_NAME_PREFIX: ''
+}
+
+// The scaling agent manages this deployment's own site: every value comes from the template.
+var scaleAgentSettings = {
+  PUSHDRAIN_SCALE_MODE: scaleAgentMode
+  PUSHDRAIN_SCALE_PLAN: hostingPlan
+  PUSHDRAIN_SCALE_SUBSCRIPTION_ID: subscription().subscriptionId
+  PUSHDRAIN_SCALE_RESOURCE_GROUP: rg.name
+  PUSHDRAIN_SCALE_SITE_NAME: functionAppName
+  PUSHDRAIN_SCALE_CLIENT_ID: identity.outputs.clientId
+  PUSHDRAIN_SCALE_RULES: scaleRules
+  PUSHDRAIN_SCALE_MIN_INSTANCES: string(scaleMinInstances)
+  PUSHDRAIN_SCALE_MAX_INSTANCES: string(hostingPlan == 'flex' ? maximumInstanceCount : premiumMaximumElasticWorkerCount)
+  PUSHDRAIN_SCALE_INTERVAL_SECONDS: string(scaleIntervalSeconds)
+  PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS: string(scaleUpCooldownSeconds)
+  PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS: string(scaleDownCooldownSeconds)
 }
 
 module api 'app/function-app.bicep' = {
@@ -351,11 +415,22 @@ module api 'app/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, tuningSettings)
+    appSettings: union(connectionSettings, tuningSettings, scaleAgentSettings)
   }
   dependsOn: [
     rbac
   ]
+}
+
+// The agent's least-privilege role on the site (infra/app/scale-agent.bicep says why not a built-in one).
+module scaleAgent 'app/scale-agent.bicep' = {
+  name: 'scale-agent'
+  scope: rg
+  params: {
+    siteName: api.outputs.name
+    identityPrincipalId: identity.outputs.principalId
+    hostingPlan: hostingPlan
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

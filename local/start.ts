@@ -12,6 +12,7 @@ import { type Azurite, startAzurite } from './azurite';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { isAddressInUse, listening, PortInUseError } from './port-in-use';
+import { instancesOption, serveFleet } from './scale/serve';
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 
@@ -38,6 +39,7 @@ function port(name: string, fallback: number): number {
 async function main(): Promise<void> {
   const root = findRepoRoot();
   const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
+  const instances = instancesOption(process.argv.slice(2));
   const started = Date.now();
   let azurite: Azurite | undefined;
   let broker: Broker | undefined;
@@ -73,6 +75,7 @@ async function main(): Promise<void> {
     env.ServiceBusConnection = broker.connectionString;
   }
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
+  if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
   const host = await listening('The local Functions host (HTTP)', 'PORT', httpPort, () => startLocalHost({ root, port: httpPort }));

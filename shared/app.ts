@@ -7,7 +7,7 @@ import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchReader, ReportLookup } from './batch/read-batch';
 import type { Settings } from './config/settings';
-import type { DrainCoordinator, DrainResult } from './drain/coordinator';
+import type { DrainActivity, DrainCoordinator, DrainResult } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
@@ -20,6 +20,7 @@ import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
 import type { Redriver, RedriveRequest, RedriveResult } from './poison/redrive';
 import type { BlobStore, Clock, Logger, QueueStore } from './ports';
+import type { ScaleAgent, ScaleHealth, ScaleOutcome, ScaleSignal } from './scale/agent';
 import type { Activity } from './status/activity';
 import { buildDashboardPage, type DashboardPage } from './status/dashboard-page';
 import type { StatusReport, StatusReporter } from './status/status-report';
@@ -55,8 +56,17 @@ export interface AppParts {
   status: StatusReporter;
   /** Service Bus counts for the status report; undefined without a Service Bus connection. */
   inspector: BusInspector | undefined;
+  scaleAgent: ScaleAgent;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
+}
+
+/** GET /api/health: this process's view, from memory (no Storage request). */
+export interface HealthState {
+  /** 'degraded' when a part reports red; the app still takes and processes work. */
+  status: 'ok' | 'degraded';
+  drains: DrainActivity;
+  scaleAgent: ScaleHealth;
 }
 
 /** A batch as an HTTP request carries it. */
@@ -143,8 +153,8 @@ export class PushdrainApp {
     if (names.roleOf(event.queueName) !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
     await this.ready();
     const before = meter.snapshot();
-    const outcome = await drains.drain(event.queueName, event.role);
-    if (outcome.kind === 'joined') return outcome;
+    const outcome = await drains.drain(event.queueName, event.role, event.fanOut === true);
+    if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
     const used = Object.entries(meterDelta(meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
     log.info(`${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
@@ -177,6 +187,19 @@ export class PushdrainApp {
   async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ready();
     return this.parts.watchdog.check(check);
+  }
+
+  /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
+  async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
+    if (this.parts.settings.scale.mode === 'off') return { kind: 'off' };
+    await this.ready();
+    return this.parts.scaleAgent.handle(signal);
+  }
+
+  /** What GET /api/health reports; makes no request itself. */
+  health(): HealthState {
+    const scaleAgent = this.parts.scaleAgent.health();
+    return { status: scaleAgent.status === 'red' ? 'degraded' : 'ok', drains: this.parts.drains.activity(), scaleAgent };
   }
 
   /** This process's Storage requests by operation; makes no request itself. */

@@ -13,7 +13,7 @@ import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/pointers';
-import { CONTAINERS, entityNames } from './names';
+import { CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
 import { Notifier, type WorkPublisher } from './notify/events';
 import type { BusInspector } from './notify/inspection';
 import { ServiceBusInspector } from './notify/service-bus-inspector';
@@ -24,10 +24,15 @@ import { ReduceProcessor } from './pipeline/reduce-processor';
 import { Redriver } from './poison/redrive';
 import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
+import { ScaleAgent } from './scale/agent';
+import type * as ArmTarget from './scale/arm-target';
+import { ARM_ENDPOINT, ScaleRequests } from './scale/requests';
+import { ScaleStateStore } from './scale/state';
+import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
 import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
-import { createStorageClients } from './storage/clients';
+import { createStorageClients, credentialFor } from './storage/clients';
 import { BlobLeaseSlots } from './storage/lease-slots';
 import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
@@ -45,6 +50,8 @@ export interface AppOptions {
   meter?: StorageMeter;
   /** @defaultValue peeks on Service Bus from settings.serviceBus (none without it) */
   inspector?: BusInspector;
+  /** @defaultValue the management API for settings.scale.site (tests pass one on a local endpoint) */
+  scaleTarget?: ScaleTarget;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -74,9 +81,10 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const reduce = new ReduceProcessor(progress, finalizer, log);
   const drains = new DrainCoordinator({
     queues,
-    slots: new BlobLeaseSlots(blobs, tuning.drainSlots, log),
+    slots: new BlobLeaseSlots(blobs, (queue) => (queue === names.resultsQueue ? tuning.resultsDrainSlots : tuning.drainSlots), log),
     processors: { input: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), output: reduce },
     continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+    fanOut: (queue, count) => notifier.fanOut(queue, count),
     clock,
     log,
     tuning,
@@ -115,6 +123,15 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     drains,
     redriver: new Redriver({ queues, manifests, open, notifier, names, log }),
     watchdog,
+    scaleAgent: new ScaleAgent({
+      settings: settings.scale,
+      store: new ScaleStateStore(blobs),
+      depth: async () => (await Promise.all(names.inputQueues().map((q) => queues.depth(q)))).reduce((a, b) => a + b, 0),
+      target: options.scaleTarget ?? managementTarget(settings),
+      scheduleCheck: (delayMs) => notifier.scheduleScaleCheck(delayMs),
+      clock,
+      log,
+    }),
     activity,
     inspector: bus.inspector,
     status: new StatusReporter({
@@ -150,4 +167,26 @@ function serviceBus(settings: Settings, options: AppOptions): { publisher: WorkP
   if (options.publisher) return { publisher: options.publisher, inspector: options.inspector ?? new ServiceBusInspector(createServiceBusClient(connection), true) };
   const client = createServiceBusClient(connection);
   return { publisher: new ServiceBusPublisher(client), inspector: options.inspector ?? new ServiceBusInspector(client, false) };
+}
+
+/**
+ * The management API for the configured site. The SDK (~0.4 s to load) is required on the
+ * first apply only: drain instances never pay for it, and the dry-run describes requests
+ * without it.
+ */
+function managementTarget(settings: Settings): ScaleTarget | undefined {
+  const { scale } = settings;
+  const site = scale.site;
+  if (!site) return undefined;
+  const requests = new ScaleRequests(scale.plan, site, ARM_ENDPOINT, FUNCTION_NAMES.drain);
+  let target: ScaleTarget | undefined;
+  return {
+    describe: (d) => requests.describe(d),
+    apply: (d) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const arm = require('./scale/arm-target') as typeof ArmTarget;
+      target ??= arm.createArmScaleTarget(scale, site, FUNCTION_NAMES.drain, { credential: credentialFor(scale.identity) });
+      return target.apply(d);
+    },
+  };
 }

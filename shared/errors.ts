@@ -45,6 +45,14 @@ export class PermanentError extends Error {
   }
 }
 
+/** The caller's identity may not do this (HTTP 403): retrying cannot help until someone grants it. */
+export class AccessDeniedError extends Error {
+  override readonly name = 'AccessDeniedError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** A setting is missing or out of range; thrown once, at start-up. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -34,6 +34,11 @@ export const layout = {
   openBatch: (batchId: string): BlobRef => ({ container: 'batches', name: `${OPEN_PREFIX}${batch(batchId)}` }),
   /** Drain slot k of a queue, held as a blob lease: `leases/{queue}/slot-{k}`. */
   slot: (queue: string, k: number): BlobRef => ({ container: 'leases', name: `${queue}/slot-${k}` }),
+  /**
+   * The scaling agent's decision record, guarded by its ETag: `leases/_scale/agent.json`
+   * (`_` is not allowed in queue names, so it never meets a drain slot's path).
+   */
+  scaleState: (): BlobRef => ({ container: 'leases', name: '_scale/agent.json' }),
   /** Batch files are dropped in `incoming/`, then moved to `archive/` or `rejected/`. */
   file: (container: 'incoming' | 'archive' | 'rejected', name: string): BlobRef => ({ container, name }),
   /** Why a file was rejected: `rejected/{name}.error.json`. */

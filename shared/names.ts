@@ -15,6 +15,12 @@ export const SUBSCRIPTIONS = {
   scale: { name: 'scale', role: undefined },
 } as const;
 
+/** The function names the scaling agent addresses (Flex always-ready entries are `function:<name>`). */
+export const FUNCTION_NAMES = { drain: 'drain', scaleAgent: 'scaleAgent' } as const;
+
+/** Application property `role` of the scaling agent's own scheduled checks: only `scale` receives them. */
+export const SCALE_CHECK_ROLE = 'scale';
+
 export const CONTAINERS = ['work', 'results', 'batches', 'reports', 'incoming', 'archive', 'rejected', 'leases'] as const;
 export type ContainerKey = (typeof CONTAINERS)[number];
 

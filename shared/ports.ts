@@ -156,6 +156,8 @@ export interface MessageProcessor {
 
 export interface HeldSlot {
   readonly id: string;
+  /** Which of the queue's slots (0-based); the holder of slot 0 leads the queue's fan-out. */
+  readonly index: number;
   release(): Promise<void>;
 }
 

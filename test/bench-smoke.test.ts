@@ -72,6 +72,12 @@ describe('bench --quick', () => {
     finite(r.broker?.ratio.receiveComplete, 'broker durable ÷ in-memory receive + complete');
     assert.ok((r.broker?.journal.opsPerCommit.median ?? 0) >= 1, 'the durable broker journaled');
     assert.ok((r.profile?.top.length ?? 0) > 0, 'the CPU profile names its top functions');
+    const so = r.scaleOut;
+    assert.ok(so, 'scale-out scenario');
+    assert.equal(so.reportsExact, so.batches, 'scale-out: every report equals the oracle');
+    assert.ok(so.decisions.some((d) => d.before === 0 && d.added > 0), 'scale-out: the controller started instances from zero');
+    assert.ok(so.shares.reduce((a, x) => a + x.input, 0) >= so.chunks, 'scale-out: every chunk processed');
+    assert.equal(so.after.instances, 0, 'scale-out: back to zero instances');
     assert.ok(r.wallSeconds > 0 && Object.keys(r.timings).length >= 7, 'per-scenario timings are recorded');
   });
 });

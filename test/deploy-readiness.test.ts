@@ -108,11 +108,20 @@ const DEPLOY_TIME: Record<string, string> = {
   clientId: '00000000-0000-0000-0000-000000000000',
 };
 
+/** The same for the scaling agent's settings, which Bicep derives from the deployment itself. */
+const DEPLOY_TIME_SETTINGS: Record<string, string> = {
+  PUSHDRAIN_SCALE_SUBSCRIPTION_ID: '00000000-0000-0000-0000-000000000001',
+  PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-deploycheck',
+  PUSHDRAIN_SCALE_SITE_NAME: 'func-api-deploycheck',
+  PUSHDRAIN_SCALE_CLIENT_ID: '00000000-0000-0000-0000-000000000000',
+  PUSHDRAIN_SCALE_MAX_INSTANCES: '100',
+};
+
 /** The environment the app starts with on every deployment (conditional settings left out). */
 function deployedEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const s of deployed.filter((x) => !x.conditional)) {
-    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
+    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''] ?? DEPLOY_TIME_SETTINGS[s.key];
     if (value !== undefined) env[s.key] = value;
   }
   return env;
@@ -385,6 +394,10 @@ void describe('deploy readiness: every app setting the code reads is set in infr
     assert.deepEqual(settings.taxRates, { ...DEFAULT_TAX_RATES }, 'PUSHDRAIN_TAX_RATES default differs from DEFAULT_TAX_RATES');
     assert.equal(settings.namePrefix, '', 'provisioned names carry no prefix');
     for (const spec of TUNING_SPECS) assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
+    assert.equal(settings.scale.mode, 'dry-run', 'the scaling agent only logs until it is switched on');
+    assert.equal(settings.scale.plan, 'flex');
+    assert.deepEqual(settings.scale.site, { subscriptionId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_SUBSCRIPTION_ID, resourceGroup: 'rg-deploycheck', siteName: 'func-api-deploycheck' });
+    assert.deepEqual(settings.scale.identity, { credential: 'managedidentity', clientId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_CLIENT_ID });
   });
 });
 

@@ -110,6 +110,7 @@ describe('drain slots and the lost wake-up', () => {
         if (!held) return undefined;
         return {
           id: held.id,
+          index: held.index,
           release: async () => {
             if (!forced) {
               forced = true;

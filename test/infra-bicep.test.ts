@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
-import { TUNING_SPECS } from '../shared/config/settings';
+import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
 import { CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import {
   bicepFiles,
@@ -273,7 +273,7 @@ void describe('infra: identity and roles', () => {
     assert.match(site.body.text, /type: 'UserAssignedIdentity'\s+userAssignedIdentityResourceId: identityId/);
     // identityPrincipalId, which the role checks above look for, is that identity's principal.
     const passing = modules(src(MAIN)).filter((m) => m.paramKeys.includes('identityPrincipalId'));
-    assert.deepEqual(passing.map((m) => m.symbol), ['rbac'], 'only rbac.bicep grants roles to the app identity');
+    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['rbac', 'scaleAgent'], 'rbac.bicep grants the app its data roles, scale-agent.bicep its one management role on the site');
     for (const m of passing) {
       assert.equal(entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'identityPrincipalId')?.value, 'identity.outputs.principalId', m.symbol);
     }
@@ -385,14 +385,61 @@ void describe('infra: names and settings the app relies on', () => {
     assert.ok(cap + 60 <= timeout, `drain budget cap ${cap}s vs functionTimeout ${timeout}s`);
   });
 
-  void it("host.json's maxConcurrentCalls leaves room above the default partitions × drain slots", () => {
-    // A drain invocation holds its Service Bus call while its tasks back off. If every call is
-    // held, the next batch's WorkDetected cannot be delivered, so it cannot join the live drains
-    // and waits for their next back-off receive (the warm-latency spread BENCHMARKS.md measured).
+  void it("host.json's maxConcurrentCalls leaves room above one live drain per default partition", () => {
+    // A drain invocation holds its Service Bus call while its tasks back off; an instance runs one
+    // drain per queue (later events for that queue join it). If every call is held, the next
+    // batch's WorkDetected cannot be delivered, so it cannot join the live drains and waits for
+    // their next back-off receive (the warm-latency spread BENCHMARKS.md measured). Under a deep
+    // backlog, held fan-out events fill the rest on purpose (docs/DESIGN.md, "Scale-out").
     const host = JSON.parse(readRepoFile('host.json')) as { extensions?: { serviceBus?: { maxConcurrentCalls?: number } } };
     const calls = host.extensions?.serviceBus?.maxConcurrentCalls ?? 0;
-    const longRunning = Number(mainParams.get('partitions')!.defaultText) * Number(mainParams.get('drainSlots')!.defaultText);
+    const longRunning = Number(mainParams.get('partitions')!.defaultText) + Number(mainParams.get('resultsDrainSlots')!.defaultText);
     assert.ok(calls >= 2 * longRunning, `maxConcurrentCalls ${calls} vs ${longRunning} drains that can each hold a call`);
+  });
+
+  void it('the scaling agent is configured from the template itself: its site, plan, identity, ceiling and SCALE_SPECS bounds', () => {
+    const expected: Record<string, string> = {
+      PUSHDRAIN_SCALE_MODE: 'scaleAgentMode',
+      PUSHDRAIN_SCALE_PLAN: 'hostingPlan',
+      PUSHDRAIN_SCALE_SUBSCRIPTION_ID: 'subscription().subscriptionId',
+      PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg.name',
+      PUSHDRAIN_SCALE_SITE_NAME: 'functionAppName',
+      PUSHDRAIN_SCALE_CLIENT_ID: 'identity.outputs.clientId',
+      PUSHDRAIN_SCALE_RULES: 'scaleRules',
+      PUSHDRAIN_SCALE_MAX_INSTANCES: "string(hostingPlan == 'flex' ? maximumInstanceCount : premiumMaximumElasticWorkerCount)",
+    };
+    for (const [key, value] of Object.entries(expected)) assert.equal(appSettings.get(key), value, key);
+    // The site name is the one the app is deployed as.
+    const api = modules(src(MAIN)).find((m) => m.symbol === 'api')!;
+    assert.equal(entries(src(MAIN), api.paramsBlock!).find((e) => e.key === 'name')?.value, 'functionAppName');
+    for (const spec of SCALE_SPECS.filter((x) => x.key !== 'maxInstances')) {
+      const param = /^string\((\w+)\)$/.exec(appSettings.get(spec.setting) ?? '')?.[1];
+      assert.ok(param, `${spec.setting} should be string(<param>)`);
+      const p = mainParams.get(param)!;
+      assert.equal(Number(p.defaultText), spec.def, `${param} default`);
+      assert.ok(decoratorNumber(p, 'minValue')! >= spec.min && decoratorNumber(p, 'maxValue')! <= spec.max, `${param} range within ${spec.min}–${spec.max}`);
+    }
+    assert.equal(mainParams.get('scaleAgentMode')?.defaultText, "'dry-run'", 'dry-run unless switched on');
+    assert.equal(mainParams.get('scaleRules')?.defaultText, "'512:1,4096:2,16384:4,65536:8'");
+  });
+
+  void it("the scaling agent's role: a custom role with exactly the plan's two actions, assigned on the site to the app identity", () => {
+    const file = 'infra/app/scale-agent.bicep';
+    const text = src(file);
+    const def = resources(text).find((r) => r.type === 'Microsoft.Authorization/roleDefinitions')!;
+    assert.ok(def, 'a custom role definition');
+    assert.equal(propertyAt(text, def.body, ['properties', 'type']), "'CustomRole'");
+    assert.match(def.body.text, /assignableScopes:\s*\[\s*resourceGroup\(\)\.id\s*\]/);
+    assert.match(text, /var actions = hostingPlan == 'flex' \? \[\s*'Microsoft\.Web\/sites\/read'\s*'Microsoft\.Web\/sites\/write'\s*\] : \[\s*'Microsoft\.Web\/sites\/config\/read'\s*'Microsoft\.Web\/sites\/config\/write'\s*\]/);
+    assert.doesNotMatch(text, /\*'/, 'no wildcard action');
+    const ra = resources(text).find((r) => r.type === 'Microsoft.Authorization/roleAssignments')!;
+    assert.equal(propertyAt(text, ra.body, ['scope']), 'site');
+    assert.equal(resources(text).find((r) => r.symbol === 'site')?.type, 'Microsoft.Web/sites');
+    assert.equal(propertyAt(text, ra.body, ['properties', 'principalId']), 'identityPrincipalId');
+    assert.equal(propertyAt(text, ra.body, ['properties', 'roleDefinitionId']), "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', agentRole.name)");
+    const wiring = modules(src(MAIN)).find((m) => m.symbol === 'scaleAgent')!;
+    const args = Object.fromEntries(entries(src(MAIN), wiring.paramsBlock!).map((e) => [e.key, e.value]));
+    assert.deepEqual(args, { siteName: 'api.outputs.name', identityPrincipalId: 'identity.outputs.principalId', hostingPlan: 'hostingPlan' });
   });
 
   void it('connections are identity-based: the host, Storage and Service Bus all use the managed identity', () => {

@@ -45,6 +45,13 @@ export interface Broker {
   readonly faults: FaultSwitches;
   /** Operation counts by kind (a `Record<string, number>` whose known kinds are always present). */
   stats(): StatsSnapshot;
+  /**
+   * Message counts of a queue or subscription (`topic/Subscriptions/sub`): available, locked
+   * (delivered, not settled) and deferred. Service Bus's ActiveMessageCount is available + locked.
+   */
+  counts(entityPath: string): { available: number; locked: number; deferred: number } | undefined;
+  /** Scheduled messages of a queue or topic that are not enqueued yet. */
+  scheduledCount(entityPath: string): number | undefined;
   resetStats(): void;
   /** Journal figures, or undefined for an in-memory broker. */
   journal(): JournalStats | undefined;
@@ -138,6 +145,11 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       reset: () => faults.reset(),
     },
     stats: () => stats.snapshot(),
+    counts: (entityPath) => {
+      const c = registry.receiveEntity(entityPath)?.store.counts();
+      return c ? { available: c.active, locked: c.locked, deferred: c.deferred } : undefined;
+    },
+    scheduledCount: (entityPath) => registry.sendTarget(entityPath)?.scheduledCount,
     resetStats: () => stats.reset(),
     journal: () => durable?.stats(),
     stop: () => {

@@ -5,6 +5,7 @@
 import { ConfigError } from '../errors';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
+import { scaleChoices, type ScaleSettings } from './scale-rules';
 import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
 
 export interface Tuning {
@@ -24,8 +25,18 @@ export interface Tuning {
   maxDequeueTasks: number;
   /** Task-count rule: one task per this many queued messages (bounded by maxDequeueTasks). @defaultValue 64 */
   messagesPerTask: number;
-  /** Concurrent drains per queue (blob-lease slots). @defaultValue 2 */
+  /** Concurrent drains per queue (blob-lease slots), across all instances. @defaultValue 16 */
   drainSlots: number;
+  /**
+   * Concurrent drains of the results queue, across all instances: each folds into the batch's
+   * one manifest with If-Match, so more would only add conflicts. @defaultValue 2
+   */
+  resultsDrainSlots: number;
+  /**
+   * Fan-out rule: a deep queue wants one drain per this many queued messages (at most
+   * drainSlots); the drain holding slot 0 publishes the extra ones as fan-out events. @defaultValue 512
+   */
+  messagesPerDrain: number;
   /** Deliveries after which a message is moved to `{queue}-poison`. @defaultValue 5 */
   maxDequeueCount: number;
   /** A drain stops taking work after this long and hands over with a continuation event. @defaultValue 240 */
@@ -54,10 +65,12 @@ export interface Settings {
   namePrefix: string;
   taxRates: TaxRates;
   tuning: Tuning;
+  /** The scaling agent (a consumer of the `scale` subscription). */
+  scale: ScaleSettings;
 }
 
-interface IntSpec {
-  key: keyof Tuning;
+interface IntSpec<K extends string = keyof Tuning> {
+  key: K;
   setting: string;
   def: number;
   min: number;
@@ -74,7 +87,9 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'maxIdleMs', setting: 'PUSHDRAIN_MAX_IDLE_MS', def: 5000, min: 1, max: 600_000 },
   { key: 'maxDequeueTasks', setting: 'PUSHDRAIN_MAX_DEQUEUE_TASKS', def: 8, min: 1, max: 64 },
   { key: 'messagesPerTask', setting: 'PUSHDRAIN_MESSAGES_PER_TASK', def: 64, min: 1, max: 1_000_000 },
-  { key: 'drainSlots', setting: 'PUSHDRAIN_DRAIN_SLOTS', def: 2, min: 1, max: 16 },
+  { key: 'drainSlots', setting: 'PUSHDRAIN_DRAIN_SLOTS', def: 16, min: 1, max: 64 },
+  { key: 'messagesPerDrain', setting: 'PUSHDRAIN_MESSAGES_PER_DRAIN', def: 512, min: 1, max: 1_000_000 },
+  { key: 'resultsDrainSlots', setting: 'PUSHDRAIN_RESULTS_DRAIN_SLOTS', def: 2, min: 1, max: 16 },
   { key: 'maxDequeueCount', setting: 'PUSHDRAIN_MAX_DEQUEUE_COUNT', def: 5, min: 1, max: 100 },
   { key: 'drainBudgetSeconds', setting: 'PUSHDRAIN_DRAIN_BUDGET_SECONDS', def: 240, min: 1, max: 3600 },
   { key: 'maxBodyBytes', setting: 'PUSHDRAIN_MAX_BODY_BYTES', def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
@@ -86,7 +101,21 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'stallSeconds', setting: 'PUSHDRAIN_STALL_SECONDS', def: 180, min: 1, max: 7 * 24 * 3600 },
 ];
 
-function readInt(env: Env, spec: IntSpec): number {
+type ScaleLimit = 'minInstances' | 'maxInstances' | 'intervalSeconds' | 'upCooldownSeconds' | 'downCooldownSeconds';
+type ScaleSpec = IntSpec<ScaleLimit>;
+/** Any named limit: readInt reads both tables. */
+type NamedLimit = IntSpec<string>;
+
+/** The scaling agent's named limits (instance bounds fit both plans: Flex allows up to 1,000). */
+export const SCALE_SPECS: readonly ScaleSpec[] = [
+  { key: 'minInstances', setting: 'PUSHDRAIN_SCALE_MIN_INSTANCES', def: 0, min: 0, max: 1000 },
+  { key: 'maxInstances', setting: 'PUSHDRAIN_SCALE_MAX_INSTANCES', def: 100, min: 1, max: 1000 },
+  { key: 'intervalSeconds', setting: 'PUSHDRAIN_SCALE_INTERVAL_SECONDS', def: 30, min: 5, max: 3600 },
+  { key: 'upCooldownSeconds', setting: 'PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', def: 60, min: 0, max: 86_400 },
+  { key: 'downCooldownSeconds', setting: 'PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', def: 900, min: 60, max: 86_400 },
+];
+
+function readInt(env: Env, spec: NamedLimit): number {
   const raw = env[spec.setting];
   if (raw === undefined || raw.trim() === '') return spec.def;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(spec.setting, `must be a whole number, got "${raw}"`);
@@ -120,11 +149,16 @@ export function loadSettings(env: Env = process.env): Settings {
     throw new ConfigError('PUSHDRAIN_NAME_PREFIX', 'must be up to 39 chars of a-z, 0-9 and single dashes, starting with a letter or digit');
   }
   const taxRaw = env.PUSHDRAIN_TAX_RATES;
+  const limits = Object.fromEntries(SCALE_SPECS.map((s) => [s.key, readInt(env, s)])) as Record<ScaleLimit, number>;
+  if (limits.minInstances > limits.maxInstances) {
+    throw new ConfigError('PUSHDRAIN_SCALE_MIN_INSTANCES', `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${limits.maxInstances})`);
+  }
   return {
     storage: storageConnection(env),
     serviceBus: serviceBusConnection(env),
     namePrefix,
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
+    scale: { ...scaleChoices(env), ...limits },
   };
 }

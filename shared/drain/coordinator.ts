@@ -2,14 +2,27 @@
  * Every drain of this process goes through here. A wake-up for a queue that a live drain
  * here is already working joins it (its tasks wake and reset their back-off), so a burst
  * of events costs no extra slots or receives; otherwise it drains the queue itself.
+ *
+ * Fan-out (docs/DESIGN.md, "Scale-out"): the drain holding a deep input queue's slot 0 asks
+ * for more drains by publishing fan-out events. One that reaches an instance already draining
+ * the queue joins and stays held (its Service Bus message locked) until that drain ends, so
+ * the platform's target-based scaling counts it while this instance runs one drain per queue;
+ * one that reaches another instance drains there with its own slot.
  */
 import type { Tuning } from '../config/settings';
 import type { Role } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
 import type { DequeueTasks, TaskGroupState } from './dequeue-tasks';
 import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
+import { FanOut, type FanOutState } from './fan-out';
 
-export type DrainResult = DrainOutcome | { kind: 'joined' };
+export type DrainResult =
+  | DrainOutcome
+  | { kind: 'joined' }
+  /** A fan-out event held while this process drained its queue. */
+  | { kind: 'held' }
+  /** A fan-out event that found nothing visible: it is dropped after one peek. */
+  | { kind: 'fan-out-idle' };
 
 /** A drain of this process, as the status report shows it. */
 export interface RunningDrain {
@@ -25,6 +38,8 @@ export interface CoordinatorDeps {
   processors: Record<Role, MessageProcessor>;
   /** Publishes a continuation event for the queue (now, or after a delay). */
   continuation(queue: string, delayMs: number): Promise<void>;
+  /** Publishes `count` fan-out events for the queue. */
+  fanOut(queue: string, count: number): Promise<void>;
   clock: Clock;
   log: Logger;
   tuning: Tuning;
@@ -47,55 +62,137 @@ export function drainOptions(tuning: Tuning, signal?: AbortSignal): DrainOptions
   };
 }
 
-/** The task group a drain is running now (replaced each round), for later wake-ups to join. */
+/** What this process has done, for GET /api/health (no Storage request). */
+export interface DrainActivity {
+  inProgress: number;
+  /** Fan-out events held right now. */
+  held: number;
+  /** Queue messages processed and deleted by this process, by role. */
+  processed: Record<Role, number>;
+  /** Fan-out events this process published. */
+  fanOutPublished: number;
+}
+
+/** A drain invocation while it runs: its current task group, and what earlier rounds processed. */
 interface LiveDrain {
+  role: Role;
   tasks?: DequeueTasks;
+  earlierRounds: number;
+  ended: Promise<void>;
+  fanOut: FanOutState;
+  /** A plain event joined before the first task group started: if the slots are busy, look again. */
+  plainJoined: boolean;
 }
 
 export class DrainCoordinator {
   /** Aborted by beginShutdown(): running drains stop taking work and hand the rest over. */
   private readonly stopping = new AbortController();
   private readonly live = new Map<string, LiveDrain>();
-  private running = 0;
+  private readonly running = new Set<LiveDrain>();
   private readonly options: DrainOptions;
+  private readonly fanOut: FanOut;
+  private held = 0;
+  /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
+  private readonly lookAgainUntil = new Map<string, number>();
+  private readonly processed: Record<Role, number> = { input: 0, output: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
+    this.fanOut = new FanOut({ publish: (q, n) => deps.fanOut(q, n), depth: (q) => deps.queues.depth(q), clock: deps.clock, log: deps.log, tuning: deps.tuning });
   }
 
-  async drain(queue: string, role: Role): Promise<DrainResult> {
-    if (this.live.get(queue)?.tasks?.nudge()) return { kind: 'joined' };
-    const entry: LiveDrain = {};
-    this.running++;
-    this.deps.onRunning?.(this.running);
+  async drain(queue: string, role: Role, fanOut = false): Promise<DrainResult> {
+    const current = this.live.get(queue);
+    if (current && fanOut) {
+      // Extra capacity for a queue this instance already drains: held, never a second drain here.
+      current.tasks?.nudge();
+      this.held++;
+      try {
+        await current.ended;
+      } finally {
+        this.held--;
+      }
+      return { kind: 'held' };
+    }
+    // A drain still starting (no task group yet) will receive what this event announced: its
+    // message was enqueued before the event was published.
+    if (current && !current.tasks) {
+      current.plainJoined = true;
+      return { kind: 'joined' };
+    }
+    if (current?.tasks?.nudge()) {
+      // New work joined: if this drain leads, the backlog may have grown past what it asked for.
+      await this.fanOut.joined(queue, current.fanOut);
+      return { kind: 'joined' };
+    }
+    const { queues, slots, processors, clock, log } = this.deps;
+    if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
+    let end = (): void => {};
+    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state(), plainJoined: false };
+    this.running.add(entry);
+    this.deps.onRunning?.(this.running.size);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
     try {
-      const { queues, slots, processors, clock, log } = this.deps;
       return await drainQueue(
         queues.queue(queue),
         processors[role],
         slots,
-        { continuation: (delayMs) => this.deps.continuation(queue, delayMs), started: (tasks) => (entry.tasks = tasks) },
+        {
+          continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
+          started: (tasks) => {
+            entry.earlierRounds += entry.tasks?.stats.processed ?? 0;
+            entry.tasks = tasks;
+          },
+          acquired: (slot, depth, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, depth, round),
+          get onSlotsBusy() {
+            return fanOut && !entry.plainJoined ? ('leave' as const) : ('hand-over' as const);
+          },
+        },
         clock,
         log,
         this.options,
       );
     } finally {
-      this.running--;
-      this.deps.onRunning?.(this.running);
+      this.processed[role] += entry.earlierRounds + (entry.tasks?.stats.processed ?? 0);
+      this.running.delete(entry);
+      this.deps.onRunning?.(this.running.size);
       if (this.live.get(queue) === entry) this.live.delete(queue);
+      end();
+    }
+  }
+
+  /**
+   * One pending look-again per queue per process: with many instances, every event that finds
+   * the slots busy would otherwise start its own chain of look-agains, each 16 s apart, for as
+   * long as the holders run. One covers a crashed holder just as well.
+   */
+  private async lookAgain(queue: string, delayMs: number): Promise<void> {
+    const now = this.deps.clock.now();
+    if ((this.lookAgainUntil.get(queue) ?? 0) > now) return;
+    this.lookAgainUntil.set(queue, now + delayMs);
+    try {
+      await this.deps.continuation(queue, delayMs);
+    } catch (e) {
+      this.lookAgainUntil.delete(queue);
+      throw e;
     }
   }
 
   /** Drain invocations in progress in this process (tests assert none is left behind). */
   get inProgress(): number {
-    return this.running;
+    return this.running.size;
   }
 
   /** The drain each queue is joined to now (an older one of the same queue still finishing is counted in inProgress only). */
   runningDrains(): RunningDrain[] {
     return [...this.live.entries()].map(([queue, d]) => ({ queue, state: d.tasks?.state ?? 'starting', tasks: d.tasks?.liveTasks ?? 0 }));
+  }
+
+  activity(): DrainActivity {
+    const processed = { ...this.processed };
+    for (const d of this.running) processed[d.role] += d.earlierRounds + (d.tasks?.stats.processed ?? 0);
+    return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOut.published };
   }
 
   /** Graceful stop: drains finish their current batch, then hand the rest over. */

@@ -5,7 +5,7 @@
  * our last task was exiting.
  */
 import { ensureError } from '../errors';
-import type { Clock, DrainQueue, DrainSlots, Logger, MessageProcessor } from '../ports';
+import type { Clock, DrainQueue, DrainSlots, HeldSlot, Logger, MessageProcessor } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { DequeueTasks, type DrainStats, type TaskOptions } from './dequeue-tasks';
 
@@ -24,10 +24,20 @@ export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
 }
 
 export interface DrainHooks {
-  /** Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay. */
-  continuation(delayMs: number): Promise<void>;
+  /**
+   * Hand work over to a later wake-up (WorkDetected for this queue), now or after a delay;
+   * 'busy' marks the look-again after finding every slot held (in case a holder crashed).
+   */
+  continuation(delayMs: number, reason?: 'busy'): Promise<void>;
   /** Each round's task group as it starts, so a later wake-up can join it. */
   started?(tasks: DequeueTasks): void;
+  /** A slot is held and the depth read, before the round's tasks start (the fan-out decision). */
+  acquired?(slot: HeldSlot, depth: number, round: number): Promise<void>;
+  /**
+   * Every slot held: 'hand-over' (the default) leaves a continuation for after a crashed
+   * holder's lease; 'leave' just returns (a fan-out event: the holders cover the queue).
+   */
+  onSlotsBusy?: 'hand-over' | 'leave';
 }
 
 export type DrainOutcome =
@@ -65,12 +75,13 @@ export async function drainQueue(
       if (round > 0) return { kind: 'drained', rounds: round, stats: rounds };
       // Every slot is held. A live holder re-checks the queue after releasing it; a crashed one
       // never will, so come back once its lease could have expired.
-      await hooks.continuation(slots.holdLimitMs + 1000);
+      if (hooks.onSlotsBusy !== 'leave') await hooks.continuation(slots.holdLimitMs + 1000, 'busy');
       return { kind: 'slots-busy' };
     }
     let stats: DrainStats;
     try {
       const depth = await queue.depth();
+      await hooks.acquired?.(slot, depth, round);
       const tasks = new DequeueTasks(queue, processor, clock, log, { ...options, deadline });
       hooks.started?.(tasks);
       stats = await tasks.run(options.taskCount(depth));

@@ -12,6 +12,11 @@ export interface WorkDetected {
   payloadSize: number;
   role: Role;
   batchId?: string;
+  /**
+   * A fan-out event: extra capacity for a deep queue, published by the drain that holds the
+   * queue's slot 0. It never starts a hand-over of its own (see shared/drain/coordinator.ts).
+   */
+  fanOut?: true;
 }
 
 export interface PublishOptions {
@@ -39,7 +44,20 @@ export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
+  /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
+  scheduleScaleCheck?(delayMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The body of the scaling agent's scheduled check. */
+export const SCALE_CHECK = { v: 1, kind: 'ScaleCheck' } as const;
+
+/** What the `scale` subscription delivers: any WorkDetected (a load signal), or the agent's own check. */
+export function parseScaleSignal(body: unknown): { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' } | string {
+  const value: unknown = typeof body === 'string' ? safeJson(body) : body instanceof Uint8Array ? safeJson(Buffer.from(body).toString('utf8')) : body;
+  if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === SCALE_CHECK.kind) return { kind: 'check' };
+  const event = parseWorkDetected(value);
+  return typeof event === 'string' ? event : { kind: 'work', queue: event.queueName, payloadSize: event.payloadSize };
 }
 
 /** Parses a watchdog check from a trigger body; a string describes what is wrong. */
@@ -70,6 +88,7 @@ export function parseWorkDetected(body: unknown): WorkDetected | string {
     payloadSize,
     role: v.role,
     ...(typeof v.batchId === 'string' ? { batchId: v.batchId } : {}),
+    ...(v.fanOut === true ? { fanOut: true as const } : {}),
   };
 }
 
@@ -117,10 +136,23 @@ export class Notifier {
     await this.publisher.publish([this.event({ queue })], { delayMs });
   }
 
+  /** Asks for `count` more drains of a deep queue: fan-out events, held by the instances that take them. */
+  async fanOut(queue: string, count: number): Promise<void> {
+    if (count <= 0) return;
+    const one: WorkDetected = { ...this.event({ queue }), fanOut: true };
+    await this.publisher.publish(Array.from({ length: count }, () => ({ ...one })));
+  }
+
   /** A batch was just accepted: wake its queues and schedule its first watchdog check. */
   async accepted(batchId: string, queues: readonly Wake[]): Promise<void> {
     await this.wake(queues, batchId);
     await this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 });
+  }
+
+  /** The scaling agent's next look, `delayMs` from now. */
+  async scheduleScaleCheck(delayMs: number): Promise<void> {
+    if (!this.publisher.scheduleScaleCheck) throw new PermanentError('this publisher cannot schedule scale checks');
+    await this.publisher.scheduleScaleCheck(delayMs);
   }
 
   /** Schedules a watchdog check at the delay its attempt number gives; free until it fires. */

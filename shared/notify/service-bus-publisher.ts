@@ -8,10 +8,10 @@ import { ServiceBusClient } from '@azure/service-bus';
 
 import type { ServiceBusConnection } from '../config/connections';
 import { ensureError, PermanentError, TransientError } from '../errors';
-import { TOPIC, WATCHDOG_QUEUE } from '../names';
+import { SCALE_CHECK_ROLE, TOPIC, WATCHDOG_QUEUE } from '../names';
 import { retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import { type PublishOptions, SCALE_CHECK, type WatchdogCheck, type WorkDetected, type WorkPublisher } from './events';
 
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };
 
@@ -53,6 +53,11 @@ export class ServiceBusPublisher implements WorkPublisher {
         new Date(this.now() + delayMs),
       ),
     );
+  }
+
+  async scheduleScaleCheck(delayMs: number): Promise<void> {
+    const message: ServiceBusMessage = { body: SCALE_CHECK, contentType: 'application/json', subject: 'ScaleCheck', applicationProperties: { role: SCALE_CHECK_ROLE } };
+    await this.wrap('scheduling a scale check', () => this.sender.scheduleMessages(message, new Date(this.now() + delayMs)));
   }
 
   async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {

@@ -22,12 +22,14 @@ export class BlobLeaseSlots implements DrainSlots {
 
   constructor(
     private readonly blobs: AzureBlobStore,
-    private readonly slotsPerQueue: number,
+    /** Slots per queue: one number for every queue, or per queue (the results queue has fewer). */
+    private readonly slotsPerQueue: number | ((queue: string) => number),
     private readonly log: Logger,
   ) {}
 
   async acquire(queue: string): Promise<HeldSlot | undefined> {
-    for (let k = 0; k < this.slotsPerQueue; k++) {
+    const slots = typeof this.slotsPerQueue === 'number' ? this.slotsPerQueue : this.slotsPerQueue(queue);
+    for (let k = 0; k < slots; k++) {
       const held = await this.tryAcquire(queue, k);
       if (held) return held;
     }
@@ -41,7 +43,7 @@ export class BlobLeaseSlots implements DrainSlots {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         await lease.acquireLease(LEASE_SECONDS);
-        return this.held(name, lease);
+        return this.held(name, k, lease);
       } catch (e) {
         const status = statusOf(e);
         if (status === 409) return undefined; // leased by another drain
@@ -53,7 +55,7 @@ export class BlobLeaseSlots implements DrainSlots {
     return undefined;
   }
 
-  private held(name: string, lease: BlobLeaseClient): HeldSlot {
+  private held(name: string, index: number, lease: BlobLeaseClient): HeldSlot {
     const timer = setInterval(() => {
       lease.renewLease().catch((e: unknown) => this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`));
     }, RENEW_EVERY_MS);
@@ -61,6 +63,7 @@ export class BlobLeaseSlots implements DrainSlots {
     let released = false;
     return {
       id: name,
+      index,
       release: async () => {
         if (released) return;
         released = true;

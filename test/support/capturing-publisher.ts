@@ -33,6 +33,14 @@ export class CapturingPublisher implements WorkPublisher {
     return Promise.resolve();
   }
 
+  /** Delays of the scaling agent's scheduled checks. */
+  readonly scaleChecks: number[] = [];
+
+  scheduleScaleCheck(delayMs: number): Promise<void> {
+    this.scaleChecks.push(delayMs);
+    return Promise.resolve();
+  }
+
   /** Events published since the last call. */
   take(): Captured[] {
     const out = this.all.slice(this.cursor);

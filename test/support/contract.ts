@@ -21,6 +21,8 @@ export const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEE
 export const TOPIC_CONTRACT = [
   { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
   { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
+  // The scaling agent: every event (and its own scheduled checks) is a load signal.
+  { name: 'scaleAgent', topic: 'work-detected', subscription: 'scale', role: undefined, connection: 'ServiceBusConnection' },
 ];
 export const QUEUE_CONTRACT = [{ name: 'watchdog', queue: WATCHDOG_QUEUE, connection: 'ServiceBusConnection' }];
 

@@ -1,0 +1,37 @@
+/** Service Bus topic `work-detected`, subscription `scale` (every event, and the agent's own checks): the scaling agent. */
+import { app, type InvocationContext } from '@azure/functions';
+
+import type { PushdrainApp } from '../shared/app';
+import { ensureError } from '../shared/errors';
+import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { parseScaleSignal } from '../shared/notify/events';
+import type { ScaleOutcome } from '../shared/scale/agent';
+import { redactSecrets } from './http-errors';
+import { instance } from './instance';
+
+/**
+ * Always completes: a signal is advisory, the next one re-evaluates, and a redelivery loop (or
+ * dead letters) during a Storage outage would help nobody. Failures are logged.
+ */
+export async function onScaleSignal(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<ScaleOutcome | undefined> {
+  const signal = parseScaleSignal(body);
+  if (typeof signal === 'string') {
+    context.error(`scale signal ignored: ${signal}`);
+    return undefined;
+  }
+  try {
+    return await rt.scale(signal);
+  } catch (e) {
+    context.warn(`scale agent: evaluation failed, the next signal retries: ${redactSecrets(ensureError(e).message)}`);
+    return undefined;
+  }
+}
+
+app.serviceBusTopic(FUNCTION_NAMES.scaleAgent, {
+  connection: 'ServiceBusConnection',
+  topicName: TOPIC,
+  subscriptionName: SUBSCRIPTIONS.scale.name,
+  handler: async (message, context) => {
+    await onScaleSignal(instance(), message, context);
+  },
+});

@@ -1,0 +1,184 @@
+/**
+ * Scale-out through fan-out (docs/DESIGN.md, "Scale-out"), against real Azurite queues and
+ * blob-lease slots: the rule, the leader's fan-out events, a fan-out event held by the
+ * instance that already drains its queue, one that drains on a second instance with its own
+ * slot, one that finds nothing and is dropped, and the exact report at the end.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { Report } from '../shared/billing/report';
+import { defaultTuning } from '../shared/config/settings';
+import { createApp } from '../shared/create-app';
+import { fanOutRule } from '../shared/drain/fan-out';
+import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
+import { systemClock } from '../shared/ports';
+import { generate, toNdjson } from '../testkit/generate';
+import { expectedReport } from '../testkit/oracle';
+import { CapturingPublisher } from './support/capturing-publisher';
+import { completed, post, pump, report } from './support/invoke';
+import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage';
+
+useStorage();
+
+/** One partition, 10-transaction chunks, a drain wanted per 2 queued messages, 4 slots. */
+const FAN_OUT = { PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10', PUSHDRAIN_MESSAGES_PER_DRAIN: '2', PUSHDRAIN_DRAIN_SLOTS: '4', PUSHDRAIN_MESSAGES_PER_TASK: '4' };
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
+    const got = probe();
+    if (got !== undefined) return got;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('the fan-out rule', () => {
+  test('drains wanted = clamp(ceil(depth / messagesPerDrain), 1, drainSlots)', () => {
+    const t = { ...defaultTuning(), messagesPerDrain: 512, drainSlots: 16 };
+    const wanted = fanOutRule(t);
+    assert.deepEqual([0, 1, 512, 513, 1024, 8192, 8193, 1_000_000].map(wanted), [1, 1, 1, 2, 2, 16, 16, 16]);
+    assert.equal(defaultTuning().messagesPerDrain, 512);
+    assert.equal(defaultTuning().drainSlots, 16);
+  });
+
+  test('a fan-out event survives the trip through JSON; a plain event has no flag', () => {
+    const event: WorkDetected = { storageAccount: 'a', queueName: 'work-0', payloadSize: 0, role: 'input', fanOut: true };
+    assert.deepEqual(parseWorkDetected(JSON.stringify(event)), event);
+    assert.equal((parseWorkDetected(JSON.stringify({ ...event, fanOut: 'yes' })) as WorkDetected).fanOut, undefined);
+  });
+});
+
+describe('fan-out across instances', () => {
+  test('the slot-0 drain asks for more drains; a second instance drains with its own slot; the same instance holds its share', async () => {
+    // One message per receive and one task per drain, so the leader is still busy when the others arrive.
+    const { rt, events, observer } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const second = createApp(rt.parts.settings, { publisher: new CapturingPublisher(), log: quietLog });
+    try {
+      const txns = generate(200, 31, 30);
+      const res = await post(rt, toNdjson(txns));
+      assert.equal(res.status, 202);
+      const { batchId } = res.jsonBody as { batchId: string };
+      const [wake] = events.take().filter((c) => c.event.role === 'input');
+      assert.ok(wake && !wake.event.fanOut);
+      const queue = rt.parts.names.inputQueue(0);
+      assert.equal(await rt.parts.queues.depth(queue), 20);
+
+      // The leader (slot 0) sees 20 queued: min(4, ceil(20 / 2)) = 4 drains, so 3 fan-out events.
+      const leader = rt.drain(wake.event);
+      const fanOuts = await waitFor('fan-out events', () => {
+        const got = events.all.filter((c) => c.event.fanOut);
+        return got.length > 0 ? got : undefined;
+      });
+      assert.equal(fanOuts.length, 3);
+      for (const f of fanOuts) assert.deepEqual({ queue: f.event.queueName, role: f.event.role, delay: f.delayMs }, { queue, role: 'input', delay: 0 });
+
+      // One reaches a second instance: it takes slot 1 and drains there, and asks for nothing more.
+      const other = second.drain(fanOuts[1]!.event);
+      // One reaches the same instance: it joins and stays held until the leader's drain ends.
+      let heldDone = false;
+      const held = rt.drain(fanOuts[0]!.event).then((r) => ((heldDone = true), r));
+      await waitFor('the held count', () => (rt.health().drains.held === 1 ? true : undefined));
+      assert.equal((await other).kind, 'drained');
+      assert.equal(second.health().drains.fanOutPublished, 0, 'only the slot-0 holder fans out');
+      const lead = await leader;
+      assert.equal(lead.kind, 'drained');
+      assert.deepEqual(await held, { kind: 'held' });
+      assert.ok(heldDone);
+      assert.equal(rt.health().drains.held, 0);
+
+      // Every input message processed once between the two instances.
+      const a = rt.health().drains.processed.input;
+      const b = second.health().drains.processed.input;
+      assert.equal(a + b, 20, `instance shares ${a} + ${b}`);
+      assert.ok(b > 0, 'the second instance took a share');
+      assert.equal(rt.health().drains.fanOutPublished, 3);
+
+      // The third arrives when nothing is left: one peek, no slot, no drain.
+      const before = rt.storageTransactions();
+      assert.deepEqual(await rt.drain(fanOuts[2]!.event), { kind: 'fan-out-idle' });
+      const after = rt.storageTransactions();
+      const spent = Object.entries(after).filter(([k, v]) => v !== (before[k] ?? 0));
+      assert.deepEqual(spent.map(([k, v]) => [k, v - (before[k] ?? 0)]), [['queue.peek', 1], ['total', 1]]);
+
+      // The results events of both instances' map steps: the first instance's reach the shared results queue.
+      await pump(rt, events, () => completed(observer, batchId));
+      const got = (await report(observer, batchId)).jsonBody as Report;
+      const expected = expectedReport(txns);
+      assert.deepEqual(got.rows, expected.rows);
+      assert.deepEqual(got.totals, expected.totals);
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('a fan-out event that finds every slot held returns without a continuation; a plain one leaves one look-again per process', async () => {
+    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_DRAIN_SLOTS: '1' });
+    const queue = rt.parts.names.inputQueue(0);
+    await raw.queue(queue).sendMessage('{}');
+    const held = await leaseSlots(rt, 1).acquire(queue);
+    assert.ok(held);
+    try {
+      const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+      assert.deepEqual(await rt.drain({ ...event, fanOut: true }), { kind: 'slots-busy' });
+      assert.deepEqual(events.take(), [], 'no continuation: the slot holders cover the queue');
+      assert.deepEqual(await rt.drain(event), { kind: 'slots-busy' });
+      assert.deepEqual(events.take().map((c) => c.delayMs), [16_000], 'a plain wake-up still looks again after a crashed holder');
+      assert.deepEqual(await rt.drain(event), { kind: 'slots-busy' });
+      assert.deepEqual(events.take(), [], 'one pending look-again per queue and process is enough');
+    } finally {
+      await held.release();
+    }
+  });
+
+  test('work that joins the leader later tops the fan-out up to what the new depth wants, at most every 5 s, never past the slots', async () => {
+    let skew = 0;
+    const clock = { ...systemClock, now: () => Date.now() + skew };
+    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' }, { clock });
+    const queue = rt.parts.names.inputQueue(0);
+    const client = raw.queue(queue);
+    // Not pointers the map step understands: poison after one delivery, which keeps the leader busy.
+    await client.sendMessage('not-a-pointer');
+    const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const leader = rt.drain(event);
+    await waitFor('the leader', () => (rt.health().drains.inProgress === 1 ? true : undefined));
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, 0, 'one message: no fan-out');
+    for (let i = 0; i < 5; i++) await client.sendMessage('not-a-pointer');
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    const afterFive = events.all.filter((c) => c.event.fanOut).length;
+    assert.ok(afterFive >= 1 && afterFive <= 3, `ceil(depth / 2) − 1 more, depth 5–6: ${afterFive}`);
+    for (let i = 0; i < 20; i++) await client.sendMessage('not-a-pointer');
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, afterFive, 'no second depth read within 5 s');
+    skew += 5_000;
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, 3, 'capped at drainSlots − 1 = 3 for this invocation');
+    assert.equal((await leader).kind, 'drained');
+  });
+
+  test('events that arrive while this instance\'s drain of the queue is still starting: fan-out held, plain joined, never a second drain', async () => {
+    const { rt, raw } = await testRuntime(FAN_OUT);
+    const queue = rt.parts.names.inputQueue(0);
+    await raw.queue(queue).sendMessage('not-a-pointer');
+    const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const first = rt.drain(event); // synchronously registers the drain; its slot and tasks come later
+    const fanOuts = [rt.drain({ ...event, fanOut: true }), rt.drain({ ...event, fanOut: true })];
+    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
+    assert.equal(rt.health().drains.inProgress, 1, 'one drain of the queue in this instance');
+    assert.equal(rt.health().drains.held, 2);
+    assert.equal((await first).kind, 'drained');
+    assert.deepEqual(await Promise.all(fanOuts), [{ kind: 'held' }, { kind: 'held' }]);
+  });
+
+  test('a shallow queue asks for no fan-out (W = 1 keeps the warm path unchanged)', async () => {
+    const { rt, events } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10' });
+    const res = await post(rt, toNdjson(generate(50, 32, 10)));
+    assert.equal(res.status, 202);
+    const [wake] = events.take().filter((c) => c.event.role === 'input');
+    const outcome = await rt.drain(wake!.event);
+    assert.equal(outcome.kind, 'drained');
+    assert.equal(events.all.filter((c) => c.event.fanOut).length, 0);
+    assert.equal(rt.health().drains.fanOutPublished, 0);
+  });
+});
