@@ -58,12 +58,12 @@ describe('bench --quick', () => {
       finite(r.wake?.perDesign[d]?.p95, `wake ${d} p95`);
       finite(r.latency?.perDesign[d]?.p50, `latency ${d} p50`);
       finite(r.latency?.perDesign[d]?.p95, `latency ${d} p95`);
-      const t = r.trickle?.perDesign[d];
-      finite(t?.per1000, `trickle ${d} storage`);
-      assert.ok((t?.per1000.median ?? 0) > 0, `trickle ${d}: nothing metered`);
-      assert.ok(Object.keys(t?.byOperation ?? {}).length > 0, `trickle ${d}: no per-operation split`);
-      finite(t?.p50, `trickle ${d} p50`);
-      finite(t?.p95, `trickle ${d} p95`);
+      const tr = r.trickle?.perDesign[d];
+      finite(tr?.per1000, `trickle ${d} storage`);
+      assert.ok((tr?.per1000.median ?? 0) > 0, `trickle ${d}: nothing metered`);
+      assert.ok(Object.keys(tr?.byOperation ?? {}).length > 0, `trickle ${d}: no per-operation split`);
+      finite(tr?.p50, `trickle ${d} p50`);
+      finite(tr?.p95, `trickle ${d} p95`);
     }
     for (const b of BASELINES) {
       finite(r.throughput?.tpsRatio[b], `throughput ratio vs ${b}`);
