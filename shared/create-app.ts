@@ -7,6 +7,7 @@ import { ManifestStore } from './batch/manifest';
 import { PendingNotifications } from './batch/pending-notifications';
 import { ProgressRecorder } from './batch/progress';
 import { BatchReader } from './batch/read-batch';
+import { RecentResults } from './billing/recent-results';
 import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
@@ -49,12 +50,14 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
-  const progress = new ProgressRecorder(manifests);
   const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const pending = new PendingNotifications(blobs, manifests, notifier);
-  const finalizer = new Finalizer(blobs, manifests, now, log);
+  // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
+  const recent = new RecentResults();
+  const finalizer = new Finalizer(blobs, manifests, now, log, recent);
+  const progress = new ProgressRecorder(manifests, finalizer);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, now, log });
-  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
+  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, recent, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   return {
     settings,

@@ -99,7 +99,7 @@ function inlineMapProcessor(rt: PushdrainApp): MessageProcessor {
       }
       const r = validateTransaction(msg.txn, 1);
       if ('errors' in r) throw new PermanentError('message does not hold a valid transaction');
-      const body = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
+      const { body } = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
       await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
       await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
     },

@@ -87,8 +87,15 @@ export async function runTrickle(env: BenchEnv, cfg: TrickleConfig, designs: rea
     const fleet: { design: DesignName; f: FleetApp }[] = [];
     try {
       await Promise.all(designs.map(async (design) => fleet.push({ design, f: await startFleetApp(env, design, { random }) })));
-      // Warm-up: connections, JIT and first-use costs (queue creation) stay out of the window.
-      await Promise.all(fleet.map(async ({ f }) => f.watcher.wait([await f.app.submit(batchBody({ count: 10, seed: SEED_BASE - 1 }))], BATCH_TIMEOUT_MS)));
+      // Warm-up: connections, JIT and first-use costs (each queue's first drain slot) stay out of
+      // the window; a batch of one chunk per partition touches every input queue.
+      await Promise.all(
+        fleet.map(async ({ design, f }) => {
+          const { partitions, chunkSize } = f.app.settings.tuning;
+          const body = batchBody({ count: design === 'no-claim-check' ? 10 : partitions * chunkSize, seed: SEED_BASE - 1 });
+          await f.watcher.wait([await f.app.submit(body)], BATCH_TIMEOUT_MS);
+        }),
+      );
       await sleep(cfg.gapMs);
       const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
       const runs = await Promise.all(

@@ -1,13 +1,13 @@
 /**
  * Every drain of this process goes through here. A wake-up for a queue that a live drain
- * here is already working joins it (its tasks wake and reset their back-off), so a burst
- * of events costs no extra slots or receives; otherwise it drains the queue itself.
+ * here will still look at joins it (see JoinPoint): its tasks wake and receive again, or its
+ * next look at the queue sees the work. So a burst of events costs no extra slots or
+ * receives; otherwise the wake-up drains the queue itself.
  */
 import type { Tuning } from '../config/settings';
 import type { Role } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
-import type { DequeueTasks } from './dequeue-tasks';
-import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
+import { type DrainOptions, type DrainOutcome, drainQueue, JoinPoint, perMessagesRule } from './drain-queue';
 
 export type DrainResult = DrainOutcome | { kind: 'joined' };
 
@@ -33,19 +33,16 @@ export function drainOptions(tuning: Tuning, signal?: AbortSignal): DrainOptions
     maxDequeueCount: tuning.maxDequeueCount,
     budgetMs: tuning.drainBudgetSeconds * 1000,
     taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
+    // Every producer of these queues publishes WorkDetected after enqueueing (docs/DESIGN.md, Drainer).
+    stopWhenDrained: true,
     ...(signal ? { signal } : {}),
   };
-}
-
-/** The task group a drain is running now (replaced each round), for later wake-ups to join. */
-interface LiveDrain {
-  tasks?: DequeueTasks;
 }
 
 export class DrainCoordinator {
   /** Aborted by beginShutdown(): running drains stop taking work and hand the rest over. */
   private readonly stopping = new AbortController();
-  private readonly live = new Map<string, LiveDrain>();
+  private readonly live = new Map<string, JoinPoint>();
   private running = 0;
   private readonly options: DrainOptions;
 
@@ -54,8 +51,8 @@ export class DrainCoordinator {
   }
 
   async drain(queue: string, role: Role): Promise<DrainResult> {
-    if (this.live.get(queue)?.tasks?.nudge()) return { kind: 'joined' };
-    const entry: LiveDrain = {};
+    if (this.live.get(queue)?.join()) return { kind: 'joined' };
+    const entry = new JoinPoint();
     this.running++;
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
@@ -65,12 +62,14 @@ export class DrainCoordinator {
         queues.queue(queue),
         processors[role],
         slots,
-        { continuation: (delayMs) => this.deps.continuation(queue, delayMs), started: (tasks) => (entry.tasks = tasks) },
+        { continuation: (delayMs) => this.deps.continuation(queue, delayMs) },
         clock,
         log,
         this.options,
+        entry,
       );
     } finally {
+      entry.lookAhead = false;
       this.running--;
       if (this.live.get(queue) === entry) this.live.delete(queue);
     }
