@@ -40,9 +40,12 @@ function billingLine(l: BillingLine): string {
 export async function encodeResult(batchId: string, chunk: number, bill: ChunkBill): Promise<EncodedResult> {
   const header: ResultHeader = { v: 1, batchId, chunk, count: bill.lines.length, partials: bill.partials };
   const headerText = JSON.stringify(header);
-  let text = `${headerText}\n`;
-  for (const l of bill.lines) text += `${billingLine(l)}\n`;
-  const body = await gzipAsync(Buffer.from(text, 'utf8'), { level: constants.Z_BEST_SPEED });
+  const parts = new Array<string>(bill.lines.length + 2);
+  parts[0] = headerText;
+  for (let i = 0; i < bill.lines.length; i++) parts[i + 1] = billingLine(bill.lines[i] as BillingLine);
+  // The final empty part gives the trailing newline; join() makes one flat string.
+  parts[parts.length - 1] = '';
+  const body = await gzipAsync(Buffer.from(parts.join('\n'), 'utf8'), { level: constants.Z_BEST_SPEED });
   return { body, headerText };
 }
 
