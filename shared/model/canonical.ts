@@ -44,29 +44,32 @@ function digitsValue(s: string, from: number, to: number): number {
  * canonicalLine put it, and the amount's text is checked to be its canonical digits. Such a
  * line is what JSON.parse would read, with no key twice.
  */
-export function parseCanonical(s: string): Transaction | undefined {
-  if (!s.startsWith(P_ID)) return undefined;
-  const a = s.indexOf(P_ACCOUNT, P_ID.length);
-  const b = a < 0 ? -1 : s.indexOf(P_TIMESTAMP, a + P_ACCOUNT.length);
-  const c = b < 0 ? -1 : s.indexOf(P_TYPE, b + P_TIMESTAMP.length);
-  const d = c < 0 ? -1 : s.indexOf(P_AMOUNT, c + P_TYPE.length);
-  const e = d < 0 ? -1 : s.indexOf(P_CURRENCY, d + P_AMOUNT.length);
-  if (e < 0) return undefined;
+export function parseCanonical(s: string, from = 0, to = s.length): Transaction | undefined {
+  // Offsets let the map step read a line in place in the inflated chunk; every separator must
+  // be found before `to`, never in the next line.
+  if (!s.startsWith(P_ID, from)) return undefined;
+  const a = s.indexOf(P_ACCOUNT, from + P_ID.length);
+  const b = a < 0 || a >= to ? -1 : s.indexOf(P_TIMESTAMP, a + P_ACCOUNT.length);
+  const c = b < 0 || b >= to ? -1 : s.indexOf(P_TYPE, b + P_TIMESTAMP.length);
+  const d = c < 0 || c >= to ? -1 : s.indexOf(P_AMOUNT, c + P_TYPE.length);
+  const e = d < 0 || d >= to ? -1 : s.indexOf(P_CURRENCY, d + P_AMOUNT.length);
+  if (e < 0 || e >= to) return undefined;
   const type = s.slice(c + P_TYPE.length, d);
   const amount = digitsValue(s, d + P_AMOUNT.length, e);
   if ((type !== 'charge' && type !== 'refund') || amount < 1) return undefined;
   const cur = e + P_CURRENCY.length;
+  const rest = cur + 3;
+  if (rest + 2 > to || s.charCodeAt(to - 2) !== 0x22 || s.charCodeAt(to - 1) !== 0x7d) return undefined;
+  const region = rest + 2 === to ? undefined : s.startsWith(P_REGION, rest) ? s.slice(rest + P_REGION.length, to - 2) : null;
+  if (region === null) return undefined;
   const t: Transaction = {
-    id: s.slice(P_ID.length, a),
+    id: s.slice(from + P_ID.length, a),
     account: s.slice(a + P_ACCOUNT.length, b),
     timestamp: s.slice(b + P_TIMESTAMP.length, c),
     type: type as TransactionType,
     amount,
-    currency: s.slice(cur, cur + 3),
+    currency: s.slice(cur, rest),
   };
-  const rest = cur + 3;
-  if (s.length === rest + 2 && s.endsWith('"}')) return t;
-  if (!s.startsWith(P_REGION, rest) || !s.endsWith('"}')) return undefined;
-  t.region = s.slice(rest + P_REGION.length, s.length - 2);
+  if (region !== undefined) t.region = region;
   return t;
 }

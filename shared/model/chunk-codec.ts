@@ -15,8 +15,12 @@ import { type Transaction, validateTransaction } from './transaction';
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
-/** Inflates a chunk (~280 KB at 2,000 transactions) in a few large steps rather than many 16 KiB ones. */
-const INFLATE_CHUNK = 1024 * 1024;
+/**
+ * Inflates a chunk (~280 KB at 2,000 transactions) in a few 64 KiB steps rather than many of
+ * zlib's default 16 KiB: half the CPU. Larger steps gain little and each decode would hold
+ * (and the GC count) that much more memory outside the heap.
+ */
+const INFLATE_CHUNK = 64 * 1024;
 
 export interface EncodedChunk {
   index: number;
@@ -55,24 +59,27 @@ export async function decodeChunk(body: Buffer, expectedSha256: string | undefin
     throw new PermanentError('chunk blob is not valid gzip', { cause: e });
   }
   const out: Transaction[] = [];
-  let line = 0;
-  for (const raw of text.split('\n')) {
-    line++;
-    if (raw === '') continue;
-    const fast = verified ? parseCanonical(raw) : undefined;
-    if (fast) {
-      out.push(fast);
-      continue;
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (e) {
-      throw new PermanentError(`chunk blob line ${line} is not JSON`, { cause: e });
-    }
-    const r = validateTransaction(value, line);
-    if ('errors' in r) throw new PermanentError(`chunk blob line ${line} is not a valid transaction`);
-    out.push(r.ok);
+  // Lines read in place (no array of lines); a line that is not canonical is sliced and parsed.
+  for (let start = 0, line = 1; start < text.length; line++) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const fast = verified && end > start ? parseCanonical(text, start, end) : undefined;
+    if (fast) out.push(fast);
+    else if (end > start) out.push(parseLine(text.slice(start, end), line));
+    start = end + 1;
   }
   return out;
+}
+
+/** A chunk line read in full: JSON.parse and every schema rule. */
+function parseLine(raw: string, line: number): Transaction {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (e) {
+    throw new PermanentError(`chunk blob line ${line} is not JSON`, { cause: e });
+  }
+  const r = validateTransaction(value, line);
+  if ('errors' in r) throw new PermanentError(`chunk blob line ${line} is not a valid transaction`);
+  return r.ok;
 }
