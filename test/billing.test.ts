@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { billChunk, type BillingLine, taxOf } from '../shared/billing/bill';
+import { billChunk, taxOf } from '../shared/billing/bill';
 import { ReportBuilder, reportCsv } from '../shared/billing/report';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { generate } from './support/generate';
@@ -41,10 +41,7 @@ describe('billing a chunk and building the report', () => {
       ],
       DEFAULT_TAX_RATES,
     );
-    const lines = bill.lines.map((l) => JSON.parse(l) as BillingLine);
-    assert.deepEqual(lines.map((l) => [l.net, l.tax, l.total]), [[1000, 200, 1200], [-300, -60, -360], [500, 0, 500]]);
-    // The result line is exactly the BillingLine's JSON (the format readers of result blobs see).
-    assert.equal(bill.lines[1], JSON.stringify({ id: 'b', account: 'x', currency: 'EUR', type: 'refund', net: -300, tax: -60, total: -360 }));
+    assert.deepEqual(bill.lines.map((l) => [l.net, l.tax, l.total]), [[1000, 200, 1200], [-300, -60, -360], [500, 0, 500]]);
     assert.deepEqual(bill.partials, [{ account: 'x', currency: 'EUR', transactions: 3, charges: 1500, refunds: 300, net: 1200, tax: 140, total: 1340 }]);
   });
 

@@ -5,14 +5,14 @@
  * the throughput run, the same chunk size, the same shared functions, so the ratio is
  * pushdrain's overhead and nothing else.
  */
-import { billChunkBlob } from '../../shared/billing/bill-chunk-blob';
+import { billChunk } from '../../shared/billing/bill';
 import { ReportBuilder } from '../../shared/billing/report';
 import { defaultTuning } from '../../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../../shared/config/tax-rates';
 import { bufferSource } from '../../shared/ingest/body';
 import { checkRecord } from '../../shared/ingest/check-record';
 import { readRecords } from '../../shared/ingest/records';
-import { encodeChunkLines } from '../../shared/model/chunk-codec';
+import { decodeChunk, encodeChunkLines } from '../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';
 import { batchBody, type BatchSpec } from '../support/data';
 
@@ -41,8 +41,7 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
     let index = 0;
     const fold = async (lines: string[]): Promise<void> => {
       const enc = await encodeChunkLines(index++, lines);
-      // What the map step does with a chunk blob (it also writes the result lines it bills).
-      builder.add(billChunkBlob(enc.body, enc.sha256, rates).partials);
+      builder.add(billChunk(await decodeChunk(enc.body, enc.sha256), rates).partials);
     };
     for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson', { textOnly: true })) {
       // The per-record check of ingest (parse, validate, canonical line), without the batch-wide rules.

@@ -1,7 +1,6 @@
 /**
  * The map step: bill each transaction of a chunk, and sum per (account, currency).
- * A charge is positive, a refund negative in net, tax and total alike. Each transaction's
- * billing is kept as the text of its result line (BillingLine as JSON), written directly.
+ * A charge is positive, a refund negative in net, tax and total alike.
  */
 import type { TaxRates } from '../config/tax-rates';
 import type { Transaction } from '../model/transaction';
@@ -24,7 +23,6 @@ export interface TotalsRow extends Sums {
   currency: string;
 }
 
-/** One line of a chunk result (its JSON shape). */
 export interface BillingLine {
   id: string;
   account: string;
@@ -37,8 +35,7 @@ export interface BillingLine {
 
 export interface ChunkBill {
   partials: ReportRow[];
-  /** One BillingLine per transaction, as JSON text. */
-  lines: string[];
+  lines: BillingLine[];
 }
 
 export function zeroSums(): Sums {
@@ -58,61 +55,43 @@ export function addSums(a: Sums, b: Sums): void {
   }
 }
 
-/**
- * Bills a chunk's transactions one by one. `add` takes the fields, so the map step can feed it
- * straight from a chunk's text without building transaction objects; `head` is the start of
- * the result line, `{"id":"<id>","account":"<account>` (the canonical line begins the same way).
- */
-export class ChunkBiller {
-  // account → currency → row: no key string per transaction.
-  private readonly byAccount = new Map<string, Map<string, ReportRow>>();
-  private readonly rows: ReportRow[] = [];
-  private readonly lines: string[] = [];
+export function billTransaction(t: Transaction, rates: TaxRates): BillingLine {
+  const sign = t.type === 'charge' ? 1 : -1;
+  const tax = taxOf(t.amount, rateFor(rates, t.region));
+  return { id: t.id, account: t.account, currency: t.currency, type: t.type, net: sign * t.amount, tax: sign * tax, total: sign * (t.amount + tax) };
+}
 
-  constructor(private readonly rates: TaxRates) {}
-
-  add(head: string, account: string, currency: string, charge: boolean, amount: number, region: string | undefined): void {
-    const sign = charge ? 1 : -1;
-    const tax = taxOf(amount, rateFor(this.rates, region));
-    const net = sign * amount;
-    const total = sign * (amount + tax);
-    // JSON.stringify of the BillingLine, built directly: no field here needs escaping.
-    this.lines.push(`${head}","currency":"${currency}","type":"${charge ? 'charge' : 'refund'}","net":${net},"tax":${sign * tax},"total":${total}}`);
-    let byCurrency = this.byAccount.get(account);
+export function billChunk(txns: readonly Transaction[], rates: TaxRates): ChunkBill {
+  // account → currency → row: no key string per transaction, no temporary sums object.
+  const byAccount = new Map<string, Map<string, ReportRow>>();
+  const rows: ReportRow[] = [];
+  const lines: BillingLine[] = new Array<BillingLine>(txns.length);
+  for (let i = 0; i < txns.length; i++) {
+    const t = txns[i] as Transaction;
+    const line = billTransaction(t, rates);
+    lines[i] = line;
+    let byCurrency = byAccount.get(t.account);
     if (!byCurrency) {
       byCurrency = new Map();
-      this.byAccount.set(account, byCurrency);
+      byAccount.set(t.account, byCurrency);
     }
-    let row = byCurrency.get(currency);
+    let row = byCurrency.get(t.currency);
     if (!row) {
-      row = { account, currency, ...zeroSums() };
-      byCurrency.set(currency, row);
-      this.rows.push(row);
+      row = { account: t.account, currency: t.currency, ...zeroSums() };
+      byCurrency.set(t.currency, row);
+      rows.push(row);
     }
     row.transactions++;
-    if (charge) row.charges += amount;
-    else row.refunds += amount;
-    row.net += net;
-    row.tax += sign * tax;
-    row.total += total;
+    if (t.type === 'charge') row.charges += t.amount;
+    else row.refunds += t.amount;
+    row.net += line.net;
+    row.tax += line.tax;
+    row.total += line.total;
     if (!Number.isSafeInteger(row.charges) || !Number.isSafeInteger(row.refunds) || !Number.isSafeInteger(row.total)) {
       throw new RangeError('billing sums exceed 2^53: exact arithmetic cannot be guaranteed');
     }
   }
-
-  addTransaction(t: Transaction): void {
-    this.add(`{"id":"${t.id}","account":"${t.account}`, t.account, t.currency, t.type === 'charge', t.amount, t.region);
-  }
-
-  finish(): ChunkBill {
-    return { partials: sortRows(this.rows), lines: this.lines };
-  }
-}
-
-export function billChunk(txns: readonly Transaction[], rates: TaxRates): ChunkBill {
-  const biller = new ChunkBiller(rates);
-  for (const t of txns) biller.addTransaction(t);
-  return biller.finish();
+  return { partials: sortRows(rows), lines };
 }
 
 /** Code-unit order, not locale order: the report must be the same on every machine. */

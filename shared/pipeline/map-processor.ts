@@ -4,12 +4,13 @@
  * wakes the aggregator: the results pointers are enqueued before that event is published.
  */
 import type { ProgressRecorder } from '../batch/progress';
-import { billChunkBlob } from '../billing/bill-chunk-blob';
+import { billChunk } from '../billing/bill';
 import type { RecentResults } from '../billing/recent-results';
 import { encodeResult } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
+import { decodeChunk } from '../model/chunk-codec';
 import { parseWorkPointer, resultPointer } from '../model/pointers';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
@@ -40,9 +41,9 @@ export class MapProcessor implements MessageProcessor {
     const p = parseWorkPointer(message.text);
     const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
-    const bill = billChunkBlob(got.body, p.sha256, taxRates);
-    if (bill.count !== p.count) throw new PermanentError(`chunk blob holds ${bill.count} transactions, pointer says ${p.count}`);
-    const { body, headerText } = await encodeResult(p.batchId, p.chunk, bill);
+    const txns = await decodeChunk(got.body, p.sha256);
+    if (txns.length !== p.count) throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
+    const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
     await blobs.write(layout.result(p.batchId, p.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
     this.deps.recent?.put(p.batchId, p.chunk, headerText);
