@@ -10,6 +10,7 @@ import type { LatencyTrial } from './scenarios/latency';
 import type { LimitRun } from './scenarios/limit';
 import type { MemoryResultRun } from './scenarios/memory';
 import type { ThroughputRunRecord } from './scenarios/throughput-runs';
+import type { TrickleRun } from './scenarios/trickle';
 import type { WakeTrial } from './scenarios/wake';
 import { percentile, ratioSummary, summarize,type Summary } from './stats';
 import type { HotFunction } from './support/profiler';
@@ -56,6 +57,23 @@ export interface LatencyFigures {
   /** pushdrain p50 ÷ baseline p50 (below 1: pushdrain is quicker). */
   p50Ratio: Ratios;
   p95Ratio: Ratios;
+}
+
+export interface TrickleFigures {
+  batches: number;
+  gapSeconds: number;
+  perDesign: PerDesign<{
+    transactionsPerBatch: number;
+    per1000: Summary;
+    byOperation: Record<string, Summary>;
+    serviceBusPer1000: Summary;
+    afterWindow: Summary;
+    p50: Summary;
+    p95: Summary;
+  }>;
+  /** pushdrain ÷ baseline, storage per 1,000 (below 1: pushdrain makes fewer). */
+  ratio: Ratios;
+  p50Ratio: Ratios;
 }
 
 export interface MemoryFigures {
@@ -192,6 +210,28 @@ export function latencyFigures(trials: readonly (WakeTrial | LatencyTrial)[]): L
     perDesign[d] = { trials: ts.length, p50: summarize(p50[d]), p95: summarize(p95[d]), ...(first && 'transactions' in first ? { transactions: first.transactions } : {}) };
   }
   return { perDesign, p50Ratio: ratios(p50), p95Ratio: ratios(p95) };
+}
+
+export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): TrickleFigures {
+  const perDesign: TrickleFigures['perDesign'] = {};
+  const per1000: PerDesign<number[]> = {};
+  const p50: PerDesign<number[]> = {};
+  for (const d of DESIGNS) {
+    const rs = runs.filter((r) => r.design === d).sort((a, b) => a.rep - b.rep);
+    if (rs.length === 0) continue;
+    per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
+    p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
+    perDesign[d] = {
+      transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
+      per1000: summarize(per1000[d]),
+      byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
+      serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+      afterWindow: summarize(rs.map((r) => r.afterWindow)),
+      p50: summarize(p50[d]),
+      p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
+    };
+  }
+  return { batches: runs[0]?.batches ?? 0, gapSeconds: gapMs / 1000, perDesign, ratio: ratios(per1000), p50Ratio: ratios(p50) };
 }
 
 export function memoryFigures(runs: readonly MemoryResultRun[]): MemoryFigures {

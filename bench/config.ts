@@ -9,10 +9,11 @@ import type { BrokerConfig } from './scenarios/broker';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
 import type { ScaleOutConfig } from './scenarios/scale-out';
+import type { TrickleConfig } from './scenarios/trickle';
 import type { WakeConfig } from './scenarios/wake';
-import { type BatchSpec,batchSpecs } from './support/data';
+import { type BatchSpec, batchSpecs } from './support/data';
 
-export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'memory', 'limit', 'broker', 'scaleout'] as const;
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'trickle', 'memory', 'limit', 'broker', 'scaleout'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -29,6 +30,7 @@ export interface BenchConfig {
   idle: IdleConfig;
   wake: WakeConfig & { pushdrainWarmup: boolean };
   latency: LatencyConfig;
+  trickle: TrickleConfig;
   memory: { sizes: number[]; reps: number };
   /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
   limit: { reps: number; batches: BatchSpec[] };
@@ -45,7 +47,7 @@ const DRAIN_QUIET_MS = tuning.maxIdleMs + 1_000;
 /** pushdrain apps a run starts in all; each gets a topic copy of its own (see support/env.ts). */
 export function pushdrainAppCount(c: BenchConfig): number {
   const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
-  return c.throughput.reps + c.idle.reps + wake + c.latency.reps;
+  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + c.trickle.reps;
 }
 
 export function fullConfig(): BenchConfig {
@@ -62,6 +64,15 @@ export function fullConfig(): BenchConfig {
       batchSize: { pushdrain: 10_000, 'classic-poller': 10_000, 'functions-queue': 10_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
       gapMinMs: 500,
       gapMaxMs: 1_500,
+    },
+    // The stream issue 14 measured: 1,000-transaction batches 8 s apart. One repetition of ten
+    // batches per design, all designs in the same window (~90 s).
+    trickle: {
+      reps: 1,
+      batches: 10,
+      batchSize: { pushdrain: 1_000, 'classic-poller': 1_000, 'functions-queue': 1_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      gapMs: 8_000,
+      quietMs: DRAIN_QUIET_MS,
     },
     memory: { sizes: [250_000, 1_000_000], reps: 2 },
     limit: { reps: 3, batches: batches.slice(0, 2) },
@@ -88,6 +99,13 @@ export function quickConfig(): BenchConfig {
       batchSize: { pushdrain: 200, 'classic-poller': 200, 'functions-queue': 200, 'no-claim-check': 10 },
       gapMinMs: 50,
       gapMaxMs: 100,
+    },
+    trickle: {
+      reps: 1,
+      batches: 2,
+      batchSize: { pushdrain: 100, 'classic-poller': 100, 'functions-queue': 100, 'no-claim-check': 10 },
+      gapMs: 1_500,
+      quietMs: DRAIN_QUIET_MS,
     },
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },

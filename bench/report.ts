@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 import type { Tuning } from '../shared/config/settings';
-import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures } from './analyze';
+import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures, TrickleFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
 import { scaleOutSection } from './scale-out-report';
@@ -41,6 +41,7 @@ export interface BenchResults {
   idle?: IdleFigures;
   wake?: LatencyFigures;
   latency?: LatencyFigures;
+  trickle?: TrickleFigures;
   memory?: MemoryFigures;
   limit?: LimitFigures;
   broker?: BrokerFigures;
@@ -158,6 +159,27 @@ function latencySection(l: LatencyFigures, withBatch: boolean): string {
   return table(['design', ...(withBatch ? ['batch'] : []), 'trials', 'p50', 'p95', 'pushdrain ÷ design, p50', 'pushdrain ÷ design, p95'], rows);
 }
 
+function trickleSection(t: TrickleFigures): string {
+  const ops = [...new Set(Object.values(t.perDesign).flatMap((f) => Object.keys(f?.byOperation ?? {})))].sort();
+  const rows = present(t.perDesign).map(([d, f]) => [
+    DESIGN_TITLES[d],
+    num(f.transactionsPerBatch),
+    fmt(f.per1000, (n) => num(n, 1)),
+    d === 'pushdrain' ? '—' : ratio(t.ratio[d]),
+    ...ops.map((op) => (f.byOperation[op] ? fmt(f.byOperation[op], (n) => num(n, 1)) : '0')),
+    fmt(f.serviceBusPer1000, (n) => num(n, 1)),
+    fmt(f.p50, ms),
+    fmt(f.p95, ms),
+    d === 'pushdrain' ? '—' : ratio(t.p50Ratio[d]),
+  ]);
+  const after = t.perDesign.pushdrain?.afterWindow;
+  return [
+    table(['design', 'batch', 'storage tx per 1,000', 'pushdrain ÷ design', ...ops.map((op) => `${op} per 1,000`), 'Service Bus ops per 1,000', 'submit-to-report p50', 'p95', 'pushdrain ÷ design, p50'], rows),
+    '',
+    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}`,
+  ].join('\n');
+}
+
 function memorySection(m: MemoryFigures): string {
   const rows = m.sizes.map((s) => [num(s.transactions), num(s.fileMb, 1), fmt(s.peakRssMb, (n) => num(n)), fmt(s.startRssMb, (n) => num(n)), fmt(s.peakHeapUsedMb, (n) => num(n)), fmt(s.ingestSeconds, (n) => num(n, 1))]);
   return table(['transactions in the file', 'file MB', 'peak RSS MB', 'RSS before the sweep MB', 'peak heap used MB', 'sweep s'], rows);
@@ -208,6 +230,7 @@ export function keyRatios(r: BenchResults): string[] {
     if (r.idle?.ratio[b]) parts.push(`idle storage per hour ${ratio(r.idle.ratio[b])}`);
     if (r.wake?.p50Ratio[b]) parts.push(`wake p50 ${ratio(r.wake.p50Ratio[b])}`);
     if (r.latency?.p50Ratio[b]) parts.push(`submit-to-report p50 ${ratio(r.latency.p50Ratio[b])}`);
+    if (r.trickle?.ratio[b]) parts.push(`trickle storage per 1,000 ${ratio(r.trickle.ratio[b])}`);
     if (parts.length > 0) out.push(`pushdrain ÷ ${DESIGN_TITLES[b]}: ${parts.join(', ')}`);
   }
   if (r.broker) {
@@ -230,11 +253,12 @@ export function renderTables(r: BenchResults): string {
   if (r.latency) parts.push('', '### 5. Submit-to-report latency, warm system', '', latencySection(r.latency, true));
   if (r.memory) parts.push('', '### 6. Memory of the timer path (sweep of one NDJSON file)', '', memorySection(r.memory));
   if (r.limit) parts.push('', "### 7. The machine's limit", '', limitSection(r.limit, r.throughput));
+  if (r.trickle) parts.push('', '### 8. Work that trickles in (small batches, one period apart)', '', trickleSection(r.trickle));
   if (r.broker) {
     const c = r.settings.config.broker;
-    parts.push('', '### 8. Development broker: what durability costs', '', brokerSection(r.broker, c.senders, c.receivers));
+    parts.push('', '### 9. Development broker: what durability costs', '', brokerSection(r.broker, c.senders, c.receivers));
   }
-  if (r.scaleOut) parts.push('', '### 9. Scale-out across instances (simulated scale controller; 2 cores, so distribution, not speed-up)', '', scaleOutSection(r.scaleOut));
+  if (r.scaleOut) parts.push('', '### 10. Scale-out across instances (simulated scale controller; 2 cores, so distribution, not speed-up)', '', scaleOutSection(r.scaleOut));
   if (r.profile) parts.push('', "### pushdrain's CPU profile (throughput scenario): top 5 by self time", '', profileSection(r.profile));
   const ratios = keyRatios(r);
   if (ratios.length > 0) parts.push('', '### Key ratios (median, min–max over repetitions; paired within each repetition)', '', ...ratios.map((l) => `- ${l}`));
@@ -259,7 +283,7 @@ export function renderMarkdownSection(r: BenchResults): string {
     `- **Machine:** ${m.cpus} × ${m.cpuModel}, ${num(m.memoryGb)} GiB, ${m.os}, Node ${m.node}, Azurite ${m.azurite} (in memory). ${m.sharedMachine}`,
     `- **pushdrain path:** ${r.settings.pushdrainPath}`,
     `- **pushdrain settings (defaults):** ${tuningLine(r.settings.tuning)}`,
-    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}; broker ${num(c.broker.messages)} messages × ${c.broker.reps}, in memory and durable.`,
+    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; trickle ${c.trickle.batches} batches of ${num(c.trickle.batchSize.pushdrain)} every ${num(c.trickle.gapMs / 1000, 1)} s × ${c.trickle.reps} (no-claim-check ${num(c.trickle.batchSize['no-claim-check'])}); memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}; broker ${num(c.broker.messages)} messages × ${c.broker.reps}, in memory and durable.`,
     `- **Reproduce:** \`npm ci && npm run bench\` (all flags: \`node dist/bench/run.js --help\`). Raw data: \`bench/results/latest.json\`.`,
     ...(r.warnings.length > 0 ? [`- **Warnings during the run:** ${r.warnings.length} (first: ${r.warnings[0]})`] : []),
     '',

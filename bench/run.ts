@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { findRepoRoot } from '../local/host/registry';
 import { defaultTuning } from '../shared/config/settings';
 import { rng } from '../testkit/generate';
-import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures } from './analyze';
+import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures, trickleFigures } from './analyze';
 import { type DesignName,DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
@@ -22,6 +22,7 @@ import type { LimitJob, LimitRun } from './scenarios/limit';
 import { runMemory } from './scenarios/memory';
 import { runScaleOut } from './scenarios/scale-out';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
+import { runTrickle } from './scenarios/trickle';
 import { runWake } from './scenarios/wake';
 import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
@@ -30,11 +31,12 @@ import { startEnv } from './support/env';
 import { problems } from './support/log';
 import { topFunctions } from './support/profiler';
 
-const HELP = `usage: node dist/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
+const HELP = `usage: node dist/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
   --quick        smoke sizes: tiny batches, one repetition, seconds in all
   --only         run only these scenarios: ${SCENARIOS.join(', ')} (storage comes with throughput)
-  --designs      throughput and latency: only these designs (${DESIGNS.join(', ')})
+  --designs      throughput, latency and trickle: only these designs (${DESIGNS.join(', ')})
   --batches, --batch-size, --reps   throughput: override the number and size of batches and the repetitions
+  --trickle-batches, --trickle-gap-ms, --trickle-reps   trickle: batches per design, ms between submissions, repetitions
   --out          results JSON (default bench/results/latest.json; --quick: bench/results/quick.json)
   --markdown     BENCHMARKS.md to update (default: BENCHMARKS.md for a full run of every scenario)
   --no-markdown  do not touch any markdown file`;
@@ -60,6 +62,9 @@ function parseCli(argv: string[], root: string): Cli | undefined {
       batches: { type: 'string' },
       'batch-size': { type: 'string' },
       reps: { type: 'string' },
+      'trickle-batches': { type: 'string' },
+      'trickle-gap-ms': { type: 'string' },
+      'trickle-reps': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -80,7 +85,9 @@ function parseCli(argv: string[], root: string): Cli | undefined {
   const batches = count('batches', values.batches);
   const batchSize = count('batch-size', values['batch-size']);
   const reps = count('reps', values.reps);
-  const overridden = batches !== undefined || batchSize !== undefined || reps !== undefined || values.designs !== undefined;
+  const trickle = { batches: count('trickle-batches', values['trickle-batches']), gapMs: count('trickle-gap-ms', values['trickle-gap-ms']), reps: count('trickle-reps', values['trickle-reps']) };
+  for (const [k, v] of Object.entries(trickle)) if (v !== undefined) config.trickle[k as keyof typeof trickle] = v;
+  const overridden = batches !== undefined || batchSize !== undefined || reps !== undefined || values.designs !== undefined || Object.values(trickle).some((v) => v !== undefined);
   if (batches !== undefined || batchSize !== undefined) {
     const first = config.throughput.batches[0]!;
     config.throughput.batches = batchSpecs(batches ?? config.throughput.batches.length, batchSize ?? first.count, first.seed);
@@ -192,6 +199,12 @@ async function main(): Promise<void> {
       const latency = await timed(timings, 'latency', log, () => runLatency(env, cfg.latency, designs, random));
       raw.latency = latency;
       results.latency = latencyFigures(latency);
+    }
+    if (only.has('trickle')) {
+      const trickle = await timed(timings, 'trickle', log, () => runTrickle(env, cfg.trickle, designs, random));
+      raw.trickle = trickle;
+      results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
+      for (const t of trickle) log(`  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`);
     }
     if (only.has('memory')) {
       const memory = await timed(timings, 'memory', log, () => runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }));

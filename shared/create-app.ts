@@ -8,6 +8,7 @@ import { ManifestStore } from './batch/manifest';
 import { OpenBatches } from './batch/open-batches';
 import { ProgressRecorder } from './batch/progress';
 import { BatchReader } from './batch/read-batch';
+import { RecentResults } from './billing/recent-results';
 import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
@@ -71,13 +72,15 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
-  const progress = new ProgressRecorder(manifests, now);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
-  const finalizer = new Finalizer(blobs, manifests, open, now, log);
+  // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
+  const recent = new RecentResults();
+  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent);
+  const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
   const watchdog = new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log });
-  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
+  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, recent, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   const drains = new DrainCoordinator({
     queues,

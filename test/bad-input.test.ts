@@ -104,6 +104,7 @@ describe('malformed bodies', () => {
       ['a record over 64 KiB', line(tx(1, { account: 'a'.repeat(70_000) })), ['1:'], /longer than 65536 bytes/],
       ['20,000 nested arrays', '['.repeat(20_000) + ']'.repeat(20_000), ['1:'], /must be a JSON object/],
       ['a lone UTF-16 surrogate escape in the id', line(good).replace('"t1"', '"t\\ud800"'), ['1:id'], /must be 1-64 characters/],
+      ['a repeated key', line(good).replace('"amount":', '"amount":5,"amount":'), ['1:amount'], /duplicate key/],
     ];
     for (const [name, body, expected, message] of cases) {
       const b = await refused(rt, name, () => postRaw(rt, body, NDJSON), 400, 'invalid_batch');

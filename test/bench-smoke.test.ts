@@ -39,6 +39,7 @@ describe('bench --quick', () => {
     const { code, output } = await runQuick(out);
     assert.equal(code, 0, `bench --quick failed:\n${output.slice(-4000)}`);
     assert.match(output, /### 1\. Throughput/, 'the table is printed');
+    assert.match(output, /### 8\. Work that trickles in/, 'the trickle table is printed');
     const r = JSON.parse(readFileSync(out, 'utf8')) as BenchResults;
     assert.equal(r.mode, 'quick');
 
@@ -57,12 +58,19 @@ describe('bench --quick', () => {
       finite(r.wake?.perDesign[d]?.p95, `wake ${d} p95`);
       finite(r.latency?.perDesign[d]?.p50, `latency ${d} p50`);
       finite(r.latency?.perDesign[d]?.p95, `latency ${d} p95`);
+      const tr = r.trickle?.perDesign[d];
+      finite(tr?.per1000, `trickle ${d} storage`);
+      assert.ok((tr?.per1000.median ?? 0) > 0, `trickle ${d}: nothing metered`);
+      assert.ok(Object.keys(tr?.byOperation ?? {}).length > 0, `trickle ${d}: no per-operation split`);
+      finite(tr?.p50, `trickle ${d} p50`);
+      finite(tr?.p95, `trickle ${d} p95`);
     }
     for (const b of BASELINES) {
       finite(r.throughput?.tpsRatio[b], `throughput ratio vs ${b}`);
       finite(r.storage?.ratio[b], `storage ratio vs ${b}`);
       finite(r.wake?.p50Ratio[b], `wake ratio vs ${b}`);
       finite(r.latency?.p50Ratio[b], `latency ratio vs ${b}`);
+      finite(r.trickle?.ratio[b], `trickle ratio vs ${b}`);
     }
     assert.equal(r.memory?.sizes.length, 2, 'two file sizes');
     for (const s of r.memory?.sizes ?? []) finite(s.peakRssMb, `memory ${s.transactions}`);
@@ -78,6 +86,6 @@ describe('bench --quick', () => {
     assert.ok(so.decisions.some((d) => d.before === 0 && d.added > 0), 'scale-out: the controller started instances from zero');
     assert.ok(so.shares.reduce((a, x) => a + x.input, 0) >= so.chunks, 'scale-out: every chunk processed');
     assert.equal(so.after.instances, 0, 'scale-out: back to zero instances');
-    assert.ok(r.wallSeconds > 0 && Object.keys(r.timings).length >= 7, 'per-scenario timings are recorded');
+    assert.ok(r.wallSeconds > 0 && Object.keys(r.timings).length >= 10, 'per-scenario timings are recorded');
   });
 });

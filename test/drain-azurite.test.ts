@@ -91,7 +91,9 @@ describe('at-least-once delivery', () => {
 
 describe('drain slots and the lost wake-up', () => {
   test('work enqueued while the last task exits is drained by the re-check after release', async () => {
-    const { rt, raw } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1' });
+    // Batches of one: a single message is a full receive, so the probe goes on to a slot drain,
+    // and the late wake-up's own probe (one message) cannot take all of its work.
+    const { rt, raw } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
     const name = rt.parts.names.inputQueue(0);
     const client = raw.queue(name);
     const q = queueOf(rt, name);
@@ -102,7 +104,8 @@ describe('drain slots and the lost wake-up', () => {
     const busyContinuations: number[] = [];
     let forced = false;
     // Every task has exited and the slot is still held: exactly then, a producer enqueues and
-    // its event's wake-up arrives, finds the only slot taken, and returns.
+    // its event's wake-up arrives, probes, finds more than one receive's worth, finds the only
+    // slot taken, and returns.
     const interleaving: DrainSlots = {
       holdLimitMs: real.holdLimitMs,
       acquire: async (queue) => {
@@ -114,7 +117,8 @@ describe('drain slots and the lost wake-up', () => {
           release: async () => {
             if (!forced) {
               forced = true;
-              await client.sendMessage('late-work');
+              await client.sendMessage('late-work-1');
+              await client.sendMessage('late-work-2');
               const other = await drainQueue(q, proc, real, { continuation: (d) => (busyContinuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
               secondWakeUp = other.kind;
             }
@@ -129,7 +133,7 @@ describe('drain slots and the lost wake-up', () => {
     assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 2, 'the re-check found the late work and drained again');
-    assert.deepEqual(processed, ['early-work', 'late-work']);
+    assert.deepEqual(processed, ['early-work', 'late-work-1', 'late-work-2'], 'the late probe took one, the re-check the other');
     assert.equal(await q.depth(), 0, 'nothing left in the queue');
   });
 

@@ -52,7 +52,9 @@ class MemoryQueue implements DrainQueue {
     this.deleted.push(m.id);
     return Promise.resolve();
   }
+  depthReads = 0;
   depth(): Promise<number> {
+    this.depthReads++;
     return Promise.resolve(this.visible.length);
   }
   hasVisible(): Promise<boolean> {
@@ -235,6 +237,69 @@ describe('dequeue tasks', () => {
     assert.equal(stats.receiveErrors, 2);
     assert.deepEqual(stats.sleeps.slice(0, 2), [10_000, 10_000], 'ServerBusy waits at least 10 s');
     assert.equal(stats.sleeps[2], 400, 'then the ordinary back-off continues where it stood');
+  });
+});
+
+describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
+  const PUSH: TaskOptions = { ...OPTS, stopWhenDrained: true, taskCount: perMessagesRule(64, 4) };
+
+  test('a short batch ends the task at once: no empty receive, no back-off', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    q.add(5);
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, PUSH).run(1);
+    assert.equal(stats.processed, 5);
+    assert.equal(stats.receives, 1);
+    assert.equal(stats.emptyReceives, 0);
+    assert.deepEqual(clock.slept, []);
+    assert.equal(q.depthReads, 0, 'a small drain never reads the depth');
+  });
+
+  test('an empty receive ends the task at once', async () => {
+    const clock = new FakeClock();
+    const stats = await new DequeueTasks(new MemoryQueue(), ok, clock, quietLog, PUSH).run(1);
+    assert.deepEqual([stats.receives, stats.emptyReceives, clock.slept.length], [1, 1, 0]);
+  });
+
+  test('a wake-up that joins while a short batch is processed makes the task receive again', async () => {
+    const q = new MemoryQueue();
+    q.add(1);
+    let joined: boolean | undefined;
+    let calls = 0;
+    const joining: MessageProcessor = {
+      process: () => {
+        if (++calls === 1) {
+          q.add(1); // enqueued, then its event arrives and joins
+          joined = tasks.nudge();
+        }
+        return Promise.resolve();
+      },
+    };
+    const tasks: DequeueTasks = new DequeueTasks(q, joining, new FakeClock(), quietLog, PUSH);
+    const stats = await tasks.run(1);
+    assert.equal(joined, true);
+    assert.equal(stats.processed, 2, 'the joined work was taken');
+    assert.equal(stats.receives, 2);
+    assert.equal(tasks.nudge(), false, 'and then the task stopped');
+  });
+
+  test('a failed receive still backs off by the formula before trying again', async () => {
+    const clock = new FakeClock();
+    const q = new MemoryQueue();
+    let calls = 0;
+    q.receive = () => (++calls <= 2 ? Promise.reject(Object.assign(new Error('reset'), { code: 'ECONNRESET' })) : Promise.resolve([]));
+    const stats = await new DequeueTasks(q, ok, clock, quietLog, PUSH).run(1);
+    assert.equal(stats.receiveErrors, 2);
+    assert.deepEqual(stats.sleeps, [100, 200], 'min, then min + (2^1 − 1) × 100');
+  });
+
+  test('the first full receive reads the depth once and sizes the group from it', async () => {
+    const q = new MemoryQueue();
+    q.add(32 * 12);
+    const stats = await new DequeueTasks(q, ok, new FakeClock(), quietLog, PUSH).run(1);
+    assert.equal(stats.processed, 32 * 12);
+    assert.equal(q.depthReads, 1);
+    assert.equal(stats.peakTasks, 4, '352 queued after the first receive: ceil(352 / 64) = 6, capped at 4');
   });
 });
 

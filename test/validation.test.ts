@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 
 import { ValidationError } from '../shared/errors';
 import { bufferSource } from '../shared/ingest/body';
+import { duplicateKeys } from '../shared/ingest/duplicate-keys';
 import { readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
 import { isRfc3339, validateTransaction } from '../shared/model/transaction';
@@ -146,3 +147,40 @@ describe('body validation', () => {
     assert.match(summary.sha256, /^[0-9a-f]{64}$/);
   });
 });
+
+describe('repeated keys', () => {
+  const dup = '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"amount":2,"currency":"EUR"}';
+
+  test('a record that repeats a key is rejected with a 400 naming the field', async () => {
+    const e = await validationError([JSON.stringify({ ...ok, id: 't0' }), dup].join('\n'), 'ndjson');
+    assert.equal(e.status, 400);
+    assert.equal(e.code, 'invalid_batch');
+    assert.deepEqual(e.details.map((d) => [d.line, d.field]), [[2, 'amount']]);
+    assert.match(e.details[0]!.message, /duplicate key/);
+  });
+
+  test('keys are compared decoded, and in JSON arrays too', async () => {
+    const escaped = '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","\\u0061mount":1,"amount":2,"currency":"EUR"}';
+    const e = await validationError(escaped, 'ndjson');
+    assert.deepEqual(e.details.map((d) => d.field), ['amount']);
+    const e2 = await validationError(`[\n  ${JSON.stringify(ok)},\n  ${dup.replace('{', '{ ')}\n]`, 'json');
+    assert.deepEqual(e2.details.map((d) => [d.line, d.field]), [[2, 'amount']]);
+  });
+
+  test('a repeat comes with the record\'s other problems', async () => {
+    const e = await validationError('{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"currency":"EUR","note":1,"note":2}', 'ndjson');
+    assert.deepEqual(e.details.map((d) => [d.field, /duplicate/.test(d.message)]), [['note', true], ['note', false]]);
+  });
+
+  test('a valid record in any key order or spacing passes', async () => {
+    const loose = `{ "currency": "EUR", "amount": 100, "type": "charge", "timestamp": "${ok.timestamp}", "account": "a1", "id": "t1" }`;
+    const summary = await validateBody(bufferSource(Buffer.from(loose), false, 1e6), 'ndjson');
+    assert.equal(summary.transactions, 1);
+  });
+
+  test('only top-level keys count; nested objects and strings that look like keys do not', () => {
+    assert.deepEqual(duplicateKeys('{"a":{"b":1,"b":2},"c":"\\"a\\":","d":[{"a":1},{"a":2}]}'), []);
+    assert.deepEqual(duplicateKeys('{"a":1,"b":{"a":2},"a":3,"b":4,"a":5}'), ['a', 'b']);
+  });
+});
+

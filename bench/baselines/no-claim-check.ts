@@ -14,7 +14,7 @@ import { billChunk } from '../../shared/billing/bill';
 import { encodeResult } from '../../shared/billing/result-blob';
 import { PermanentError } from '../../shared/errors';
 import { bufferSource } from '../../shared/ingest/body';
-import { chunkBody } from '../../shared/ingest/ingest';
+import { chunkBody } from '../../shared/ingest/chunks';
 import { validateBody } from '../../shared/ingest/validate-body';
 import { layout } from '../../shared/layout';
 import { batchIdFor } from '../../shared/model/batch-id';
@@ -65,9 +65,9 @@ async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
   const touches = new Map<string, QueueTouch>();
   const pool = new Pool(ENQUEUE_CONCURRENCY);
   let chunk = 0;
-  for await (const [txn] of chunkBody(open, 'ndjson', 1)) {
+  for await (const [line] of chunkBody(open, 'ndjson', 1)) {
     const queue = ctx.names.inputQueue((offset + chunk) % partitions);
-    const message: InlineMessage = { v: 1, batchId, chunk: chunk++, txn: txn as Transaction };
+    const message: InlineMessage = { v: 1, batchId, chunk: chunk++, txn: JSON.parse(line as string) as Transaction };
     const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };
     t.chunks++;
     touches.set(queue, t);
@@ -99,7 +99,7 @@ function inlineMapProcessor(rt: PushdrainApp): MessageProcessor {
       }
       const r = validateTransaction(msg.txn, 1);
       if ('errors' in r) throw new PermanentError('message does not hold a valid transaction');
-      const body = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
+      const { body } = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
       await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
       await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
     },

@@ -112,8 +112,8 @@ export interface VersionedManifest {
   etag: string;
 }
 
-/** Return the changed manifest, or undefined to leave it as it is. */
-export type ManifestChange = (current: Manifest) => Manifest | undefined;
+/** Return the changed manifest, or undefined to leave it as it is (it may do I/O first). */
+export type ManifestChange = (current: Manifest) => Manifest | undefined | Promise<Manifest | undefined>;
 
 /** Enough for many concurrent aggregators; past it the caller retries the message later. */
 const MAX_CONFLICTS = 25;
@@ -146,7 +146,7 @@ export class ManifestStore {
     for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       const current = await this.read(batchId);
       if (!current) return undefined;
-      const next = change(structuredClone(current.manifest));
+      const next = await change(structuredClone(current.manifest));
       if (!next) return current;
       const etag = await this.replace(next, current.etag);
       if (etag !== undefined) return { manifest: next, etag };

@@ -1,9 +1,19 @@
 /**
  * Records chunk outcomes on the manifest, coalescing concurrent calls for one batch into a
  * single read-modify-write. A results drain settles up to 32 chunks at once; one write for
- * all of them saves transactions and avoids a storm of ETag conflicts between them.
+ * all of them saves transactions and avoids a storm of ETag conflicts between them. The write
+ * that settles a batch also completes it (a Settler writes the report first), so a batch's
+ * last chunk costs one manifest write, not two.
  */
 import { type FailedChunk, isTerminal, type Manifest, type ManifestStore, type VersionedManifest } from './manifest';
+
+/** Completes a settled manifest before it is written (the Finalizer). */
+export interface Settler {
+  /** The manifest to write instead: completed or failed when `m` is settled. */
+  settle(m: Manifest): Promise<Manifest>;
+  /** That write landed (never throws: the waiters must be answered whatever it does). */
+  settled(m: Manifest): Promise<void>;
+}
 
 export type ChunkOutcome = { chunk: number; done: true } | ({ done: false } & FailedChunk);
 
@@ -38,6 +48,7 @@ export class ProgressRecorder {
   constructor(
     private readonly store: ManifestStore,
     private readonly now: () => number = Date.now,
+    private readonly settler?: Settler,
   ) {}
 
   /** Resolves with the manifest as persisted (undefined if the batch has no manifest). */
@@ -56,17 +67,22 @@ export class ProgressRecorder {
       // Callers that arrive while a write is in flight are served by the next round.
       for (let waiters = this.take(batchId); waiters.length > 0; waiters = this.take(batchId)) {
         let result: VersionedManifest | undefined;
+        // Of the last attempt (a conflict re-reads and re-applies): did it complete the batch?
+        let completes = false;
         try {
           const at = new Date(this.now()).toISOString();
-          result = await this.store.update(batchId, (m) => {
+          result = await this.store.update(batchId, async (m) => {
             const next = applyOutcomes(m, waiters.map((w) => w.outcome));
             if (next) next.progressAt = at; // what the sweep's stall check reads
-            return next;
+            const out = next && this.settler ? await this.settler.settle(next) : next;
+            completes = out !== undefined && isTerminal(out);
+            return out;
           });
         } catch (e) {
           for (const w of waiters) w.reject(e);
           continue;
         }
+        if (completes && result) await this.settler?.settled(result.manifest);
         for (const w of waiters) w.resolve(result?.manifest);
       }
     } finally {

@@ -62,27 +62,36 @@ export function billTransaction(t: Transaction, rates: TaxRates): BillingLine {
 }
 
 export function billChunk(txns: readonly Transaction[], rates: TaxRates): ChunkBill {
-  const rows = new Map<string, ReportRow>();
-  const lines: BillingLine[] = [];
-  for (const t of txns) {
+  // account → currency → row: no key string per transaction, no temporary sums object.
+  const byAccount = new Map<string, Map<string, ReportRow>>();
+  const rows: ReportRow[] = [];
+  const lines: BillingLine[] = new Array<BillingLine>(txns.length);
+  for (let i = 0; i < txns.length; i++) {
+    const t = txns[i] as Transaction;
     const line = billTransaction(t, rates);
-    lines.push(line);
-    const key = `${t.account}\u0000${t.currency}`;
-    let row = rows.get(key);
+    lines[i] = line;
+    let byCurrency = byAccount.get(t.account);
+    if (!byCurrency) {
+      byCurrency = new Map();
+      byAccount.set(t.account, byCurrency);
+    }
+    let row = byCurrency.get(t.currency);
     if (!row) {
       row = { account: t.account, currency: t.currency, ...zeroSums() };
-      rows.set(key, row);
+      byCurrency.set(t.currency, row);
+      rows.push(row);
     }
-    addSums(row, {
-      transactions: 1,
-      charges: t.type === 'charge' ? t.amount : 0,
-      refunds: t.type === 'refund' ? t.amount : 0,
-      net: line.net,
-      tax: line.tax,
-      total: line.total,
-    });
+    row.transactions++;
+    if (t.type === 'charge') row.charges += t.amount;
+    else row.refunds += t.amount;
+    row.net += line.net;
+    row.tax += line.tax;
+    row.total += line.total;
+    if (!Number.isSafeInteger(row.charges) || !Number.isSafeInteger(row.refunds) || !Number.isSafeInteger(row.total)) {
+      throw new RangeError('billing sums exceed 2^53: exact arithmetic cannot be guaranteed');
+    }
   }
-  return { partials: sortRows([...rows.values()]), lines };
+  return { partials: sortRows(rows), lines };
 }
 
 /** Code-unit order, not locale order: the report must be the same on every machine. */

@@ -1,7 +1,8 @@
 /**
  * Every drain of this process goes through here. A wake-up for a queue that a live drain
- * here is already working joins it (its tasks wake and reset their back-off), so a burst
- * of events costs no extra slots or receives; otherwise it drains the queue itself.
+ * here will still look at joins it (see JoinPoint): its tasks wake and receive again, or its
+ * next look at the queue sees the work. So a burst of events costs no extra slots or
+ * receives; otherwise the wake-up drains the queue itself.
  *
  * Fan-out (docs/DESIGN.md, "Scale-out"): the drain holding a deep input queue's slot 0 asks
  * for more drains by publishing fan-out events. One that reaches an instance already draining
@@ -12,8 +13,8 @@
 import type { Tuning } from '../config/settings';
 import type { Role } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
-import type { DequeueTasks, TaskGroupState } from './dequeue-tasks';
-import { type DrainOptions, type DrainOutcome, drainQueue, perMessagesRule } from './drain-queue';
+import type { TaskGroupState } from './dequeue-tasks';
+import { type DrainOptions, type DrainOutcome, drainQueue, JoinPoint, perMessagesRule } from './drain-queue';
 import { FanOut, type FanOutState } from './fan-out';
 
 export type DrainResult =
@@ -58,6 +59,8 @@ export function drainOptions(tuning: Tuning, signal?: AbortSignal): DrainOptions
     maxDequeueCount: tuning.maxDequeueCount,
     budgetMs: tuning.drainBudgetSeconds * 1000,
     taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
+    // Every producer of these queues publishes WorkDetected after enqueueing (docs/DESIGN.md, Drainer).
+    stopWhenDrained: true,
     ...(signal ? { signal } : {}),
   };
 }
@@ -73,15 +76,12 @@ export interface DrainActivity {
   fanOutPublished: number;
 }
 
-/** A drain invocation while it runs: its current task group, and what earlier rounds processed. */
+/** A drain invocation while it runs: where wake-ups join it, and its fan-out state. */
 interface LiveDrain {
   role: Role;
-  tasks?: DequeueTasks;
-  earlierRounds: number;
+  join: JoinPoint;
   ended: Promise<void>;
   fanOut: FanOutState;
-  /** A plain event joined before the first task group started: if the slots are busy, look again. */
-  plainJoined: boolean;
 }
 
 export class DrainCoordinator {
@@ -105,7 +105,7 @@ export class DrainCoordinator {
     const current = this.live.get(queue);
     if (current && fanOut) {
       // Extra capacity for a queue this instance already drains: held, never a second drain here.
-      current.tasks?.nudge();
+      current.join.tasks?.nudge();
       this.held++;
       try {
         await current.ended;
@@ -114,13 +114,7 @@ export class DrainCoordinator {
       }
       return { kind: 'held' };
     }
-    // A drain still starting (no task group yet) will receive what this event announced: its
-    // message was enqueued before the event was published.
-    if (current && !current.tasks) {
-      current.plainJoined = true;
-      return { kind: 'joined' };
-    }
-    if (current?.tasks?.nudge()) {
+    if (current?.join.join()) {
       // New work joined: if this drain leads, the backlog may have grown past what it asked for.
       await this.fanOut.joined(queue, current.fanOut);
       return { kind: 'joined' };
@@ -128,7 +122,7 @@ export class DrainCoordinator {
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { role, earlierRounds: 0, ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state(), plainJoined: false };
+    const entry: LiveDrain = { role, join: new JoinPoint(), ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
     this.running.add(entry);
     this.deps.onRunning?.(this.running.size);
     // Latest drain wins the entry; an older one still running simply stops being joined.
@@ -140,21 +134,21 @@ export class DrainCoordinator {
         slots,
         {
           continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
-          started: (tasks) => {
-            entry.earlierRounds += entry.tasks?.stats.processed ?? 0;
-            entry.tasks = tasks;
-          },
           acquired: (slot, depth, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, depth, round),
+          // A fan-out event leaves busy slots to their holders, unless a plain wake-up joined it.
           get onSlotsBusy() {
-            return fanOut && !entry.plainJoined ? ('leave' as const) : ('hand-over' as const);
+            return fanOut && entry.join.joins === 0 ? ('leave' as const) : ('hand-over' as const);
           },
+          probe: !fanOut,
         },
         clock,
         log,
         this.options,
+        entry.join,
       );
     } finally {
-      this.processed[role] += entry.earlierRounds + (entry.tasks?.stats.processed ?? 0);
+      entry.join.lookAhead = false;
+      this.processed[role] += entry.join.processed;
       this.running.delete(entry);
       this.deps.onRunning?.(this.running.size);
       if (this.live.get(queue) === entry) this.live.delete(queue);
@@ -186,12 +180,12 @@ export class DrainCoordinator {
 
   /** The drain each queue is joined to now (an older one of the same queue still finishing is counted in inProgress only). */
   runningDrains(): RunningDrain[] {
-    return [...this.live.entries()].map(([queue, d]) => ({ queue, state: d.tasks?.state ?? 'starting', tasks: d.tasks?.liveTasks ?? 0 }));
+    return [...this.live.entries()].map(([queue, d]) => ({ queue, state: d.join.tasks?.state ?? 'starting', tasks: d.join.tasks?.liveTasks ?? 0 }));
   }
 
   activity(): DrainActivity {
     const processed = { ...this.processed };
-    for (const d of this.running) processed[d.role] += d.earlierRounds + (d.tasks?.stats.processed ?? 0);
+    for (const d of this.running) processed[d.role] += d.join.processed;
     return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOut.published };
   }
 

@@ -1,46 +1,21 @@
 /**
  * A bounded fan-out of dequeue tasks over one queue. Each task receives up to a batch,
- * processes it, deletes only what succeeded, and backs off when the queue is empty; it
- * exits when its back-off reaches the maximum, or when the time budget is spent.
+ * processes it, deletes only what succeeded, and stops when the queue is drained (see
+ * `stopWhenDrained`) or, in the queue-listener mode, when its back-off reaches the maximum;
+ * always when the time budget is spent.
  *
  * The group is an object with an explicit state, as pg-boss's Worker is:
  *   created → running → stopping (budget spent or shutdown) → stopped (last task gone).
  * A later wake-up for the same queue joins a running group through nudge().
  */
-import { ensureError, PermanentError } from '../errors';
+import { ensureError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { backoffDelay } from './backoff';
+import { BatchHandler } from './handle-batch';
+import { type DrainStats, emptyStats, type TaskGroupState, type TaskOptions } from './task-options';
 
-export interface TaskOptions {
-  batchSize: number;
-  visibilityTimeoutSeconds: number;
-  minIdleMs: number;
-  maxIdleMs: number;
-  maxTasks: number;
-  maxDequeueCount: number;
-  /** Epoch ms after which no task takes new work. */
-  deadline: number;
-  /** Host shutdown: stop taking work now, as if the budget were spent. */
-  signal?: AbortSignal;
-}
-
-export interface DrainStats {
-  tasksStarted: number;
-  peakTasks: number;
-  receives: number;
-  emptyReceives: number;
-  processed: number;
-  failed: number;
-  poisoned: number;
-  /** Back-off delays slept, in order (the test of the formula reads them). */
-  sleeps: number[];
-  /** Receives that failed (throttling, 5xx, sockets): they back off like empty receives. */
-  receiveErrors: number;
-  stoppedByBudget: boolean;
-}
-
-export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
+export { type DrainStats, emptyStats, type TaskCountRule, type TaskGroupState, type TaskOptions } from './task-options';
 
 function latch(): { promise: Promise<void>; open: () => void } {
   let open = (): void => {};
@@ -50,36 +25,27 @@ function latch(): { promise: Promise<void>; open: () => void } {
 
 export class DequeueTasks {
   private phase: TaskGroupState = 'created';
-  readonly stats: DrainStats = { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
+  readonly stats: DrainStats = emptyStats();
   private readonly running = new Set<Promise<void>>();
   /** Tasks inside their loop, counted synchronously at entry and exit (`running` updates a microtask later). */
   private live = 0;
-  /** Bumped by every nudge: a task that sees it change resets its back-off. */
+  /** Bumped by every nudge: a task that sees it change resets its back-off and receives again. */
   private generation = 0;
   /** Settles on the next nudge, waking every sleeping task; replaced after each. */
   private nudged = latch();
   /** Shutdown wakes sleepers too, so they see the signal now rather than after their back-off. */
-  private readonly aborted: Promise<void>;
-  /**
-   * The signal is the process's shutdown signal, shared by every drain: a listener left on it
-   * after run() would keep this task group (and its stats) alive for the life of the host.
-   */
-  private unlisten = (): void => {};
+  private readonly aborted = latch();
+  private sized = false;
+  private readonly batches: BatchHandler;
 
   constructor(
     private readonly queue: DrainQueue,
-    private readonly processor: MessageProcessor,
+    processor: MessageProcessor,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly options: TaskOptions,
   ) {
-    this.aborted = new Promise<void>((r) => {
-      const signal = options.signal;
-      if (!signal) return;
-      const onAbort = (): void => r();
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.unlisten = () => signal.removeEventListener('abort', onAbort);
-    });
+    this.batches = new BatchHandler(queue, processor, log, options.maxDequeueCount, this.stats);
   }
 
   get state(): TaskGroupState {
@@ -95,11 +61,15 @@ export class DequeueTasks {
   async run(initialTasks: number): Promise<DrainStats> {
     if (this.phase !== 'created') throw new Error(`dequeue tasks already ${this.phase}`);
     this.phase = 'running';
+    const { signal } = this.options;
+    // Removed again at the end: the signal lives as long as the process, groups do not.
+    const onAbort = (): void => this.aborted.open();
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
       while (this.running.size > 0) await Promise.race(this.running);
     } finally {
-      this.unlisten();
+      signal?.removeEventListener('abort', onAbort);
     }
     this.phase = 'stopped';
     return this.stats;
@@ -120,22 +90,27 @@ export class DequeueTasks {
   }
 
   private start(): void {
-    if (this.running.size >= this.options.maxTasks) return;
+    if (this.running.size >= this.options.maxTasks || this.phase !== 'running') return;
     this.stats.tasksStarted++;
-    const p: Promise<void> = this.task()
+    const p: Promise<void> = this.loop()
       .catch((e) => this.log.error(`${this.queue.name}: dequeue task crashed: ${ensureError(e).message}`))
       .finally(() => this.running.delete(p));
     this.running.add(p);
     this.stats.peakTasks = Math.max(this.stats.peakTasks, this.running.size);
   }
 
-  private async task(): Promise<void> {
-    this.live++;
-    try {
-      await this.loop();
-    } finally {
-      this.live--;
-    }
+  /** A full batch means more is waiting: one more task (the QueueWorkDetected idea), and once, as many as the depth asks for. */
+  private scaleUp(): void {
+    this.start();
+    const rule = this.options.taskCount;
+    if (!rule || this.sized) return;
+    this.sized = true;
+    this.queue.depth().then(
+      (depth) => {
+        for (let n = rule(depth) - this.running.size; n > 0 && this.phase === 'running'; n--) this.start();
+      },
+      (e: unknown) => this.log.warn(`${this.queue.name}: depth for the task count unavailable: ${ensureError(e).message}`),
+    );
   }
 
   /** Whether to stop taking work: the budget is spent or the host is shutting down. */
@@ -146,101 +121,58 @@ export class DequeueTasks {
     return true;
   }
 
+  /** One receive; a failure counts and returns nothing, with the least wait the retry table asks for. */
+  private async receive(): Promise<{ messages: QueueMessage[]; failed: boolean; minWait: number }> {
+    const { options, queue } = this;
+    try {
+      const messages = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
+      this.stats.receives++;
+      return { messages, failed: false, minWait: 0 };
+    } catch (e) {
+      // Back off on this queue only; other queues' drains are unaffected.
+      const decision = retryDecision(e);
+      this.stats.receiveErrors++;
+      this.log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
+      return { messages: [], failed: true, minWait: decision.waitMs ?? 0 };
+    }
+  }
+
   private async loop(): Promise<void> {
-    const { options, clock, queue } = this;
-    let idle = 0;
-    for (;;) {
-      const seen = this.generation;
-      if (this.stopNow()) return;
-      let messages: QueueMessage[];
-      let minWait = 0;
-      try {
-        messages = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
-        this.stats.receives++;
-      } catch (e) {
-        // Back off on this queue only; other queues' drains are unaffected.
-        const decision = retryDecision(e);
-        this.stats.receiveErrors++;
-        minWait = decision.waitMs ?? 0;
-        this.log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
-        messages = [];
-      }
-      if (messages.length === 0) {
-        this.stats.emptyReceives++;
-        if (this.generation !== seen) {
-          // A wake-up joined while this receive was in flight: its work may be just behind it.
-          idle = 0;
+    const { options, clock } = this;
+    // Counted here, not around the call: the decrement at a `return` below happens in the same
+    // synchronous step as the decision to stop, so nudge() never counts a task that has decided.
+    this.live++;
+    try {
+      let idle = 0;
+      for (;;) {
+        const seen = this.generation;
+        if (this.stopNow()) return;
+        const { messages, failed, minWait } = await this.receive();
+        if (messages.length === 0) {
+          this.stats.emptyReceives++;
+          if (this.generation !== seen) {
+            // A wake-up joined while this receive was in flight: its work may be just behind it.
+            idle = 0;
+            continue;
+          }
+          if (options.stopWhenDrained && !failed) return;
+          const delay = Math.max(minWait, backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()));
+          if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
+          idle++;
+          const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
+          this.stats.sleeps.push(sleep);
+          await Promise.race([clock.sleep(sleep), this.nudged.promise, this.aborted.promise]);
+          if (this.generation !== seen) idle = 0;
           continue;
         }
-        const delay = Math.max(minWait, backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()));
-        if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
-        idle++;
-        const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
-        this.stats.sleeps.push(sleep);
-        await Promise.race([clock.sleep(sleep), this.nudged.promise, this.aborted]);
-        if (this.generation !== seen) idle = 0;
-        continue;
+        idle = 0;
+        const full = messages.length >= options.batchSize;
+        if (full) this.scaleUp();
+        await this.batches.handle(messages);
+        if (options.stopWhenDrained && !full && this.generation === seen) return;
       }
-      idle = 0;
-      // A full batch means more is waiting: scale up (the QueueWorkDetected idea).
-      if (messages.length >= options.batchSize) this.start();
-      await this.handleBatch(messages);
+    } finally {
+      this.live--;
     }
-  }
-
-  private async handleBatch(messages: QueueMessage[]): Promise<void> {
-    const results = await Promise.all(messages.map((m) => this.handle(m)));
-    const ok = messages.filter((_, i) => results[i]);
-    if (ok.length === 0) return;
-    if (this.processor.afterBatch) {
-      try {
-        await this.processor.afterBatch();
-      } catch (e) {
-        // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
-        this.stats.failed += ok.length;
-        this.log.warn(`${this.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`);
-        return;
-      }
-    }
-    await Promise.all(
-      ok.map(async (m) => {
-        try {
-          await this.queue.delete(m);
-          this.stats.processed++;
-        } catch (e) {
-          // Processed but not deleted: it comes back and is processed again, idempotently.
-          this.log.warn(`${this.queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
-        }
-      }),
-    );
-  }
-
-  /** True when the message was processed and may be deleted. */
-  private async handle(m: QueueMessage): Promise<boolean> {
-    const { maxDequeueCount } = this.options;
-    try {
-      if (m.dequeueCount > maxDequeueCount) {
-        await this.poison(m, `dequeued ${m.dequeueCount} times (max ${maxDequeueCount})`);
-        return false;
-      }
-      await this.processor.process(m);
-      return true;
-    } catch (e) {
-      const err = ensureError(e);
-      if (err instanceof PermanentError) {
-        await this.poison(m, err.message).catch((pe) => this.log.error(`${this.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`));
-      } else {
-        this.stats.failed++;
-        this.log.warn(`${this.queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`);
-      }
-      return false;
-    }
-  }
-
-  private async poison(m: QueueMessage, reason: string): Promise<void> {
-    await this.queue.poison(m, reason);
-    this.stats.poisoned++;
-    this.log.warn(`${this.queue.name}: message ${m.id} moved to poison: ${reason}`);
-    await this.processor.onPoison?.(m, reason);
   }
 }

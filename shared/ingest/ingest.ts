@@ -1,7 +1,8 @@
 /**
- * Ingest: validate everything (writing nothing), claim the batch, write the chunk blobs,
- * enqueue one pointer per chunk, publish one WorkDetected per queue touched, and only then
- * mark the manifest accepted. Any failure before that point leaves no accepted batch.
+ * Ingest: validate everything (writing nothing, but keeping the chunk blobs it cuts on the
+ * way), claim the batch, write the chunk blobs, enqueue one pointer per chunk, publish one
+ * WorkDetected per queue touched, and only then mark the manifest accepted. Any failure
+ * before that point leaves no accepted batch.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -10,17 +11,17 @@ import type { OpenBatches } from '../batch/open-batches';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { layout } from '../layout';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
-import { encodeChunk } from '../model/chunk-codec';
+import type { EncodedChunk } from '../model/chunk-codec';
 import type { WorkPointer } from '../model/pointers';
-import { type Transaction, validateTransaction } from '../model/transaction';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
+import { chunkSource } from './chunks';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
-import { type BodyFormat, readRecords } from './records';
+import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
 
 export interface IngestRequest {
@@ -53,10 +54,18 @@ export interface IngestDeps {
   chunkSize: number;
   now: () => number;
   log: Logger;
+  /** @defaultValue MAX_KEPT_BYTES */
+  keepBytes?: number;
 }
 
 /** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
 const WRITE_CONCURRENCY = 2;
+const KEPT_WRITE_CONCURRENCY = 8;
+/**
+ * Compressed chunk bytes the validation pass may keep for writing (~20 MB for 1,000,000
+ * typical transactions); a bigger batch is cut again in a second pass.
+ */
+export const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 const ENQUEUE_CONCURRENCY = 16;
 
 export class Ingestor {
@@ -71,7 +80,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   if (req.idempotencyKey !== undefined && !isValidIdempotencyKey(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
   }
-  const summary = await validateBody(req.open, req.format);
+  const summary = await validateBody(req.open, req.format, { size: ctx.chunkSize, maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES });
   const batchId = batchIdFor(req.idempotencyKey);
   const now = ctx.now();
   const fresh: Manifest = {
@@ -100,7 +109,9 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   }
   const heartbeat = startHeartbeat(ctx.manifests, claim.manifest, () => ctx.now(), (msg) => ctx.log.warn(msg));
   try {
-    return await writeAndAccept(ctx, req, claim.manifest, claim.etag, heartbeat);
+    // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
+    const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
+    return await writeAndAccept(ctx, req, claim.manifest, claim.etag, heartbeat, kept);
   } catch (e) {
     await heartbeat.stop();
     await abandon(ctx, claim.manifest, ensureError(e).message);
@@ -111,17 +122,17 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   }
 }
 
-async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat): Promise<IngestResult> {
+async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat, kept: EncodedChunk[] | undefined): Promise<IngestResult> {
   const { batchId } = m;
   const pointers: { queue: string; pointer: WorkPointer }[] = [];
-  const writes = new Pool(WRITE_CONCURRENCY);
-  let index = 0;
+  // Kept chunks are in memory already: only the second pass needs the tight bound.
+  const writes = new Pool(kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
   let counted = 0;
-  for await (const txns of chunkBody(req.open, req.format, m.chunkSize)) {
-    const chunk = index++;
-    counted += txns.length;
+  for await (const encode of chunkSource(req.open, req.format, m.chunkSize, kept)) {
     await writes.run(async () => {
-      const enc = await encodeChunk(chunk, txns);
+      const enc = await encode();
+      counted += enc.count;
+      const chunk = enc.index;
       const ref = layout.chunk(batchId, chunk);
       await ctx.blobs.write(ref, enc.body, {
         contentType: 'application/x-ndjson',
@@ -195,20 +206,4 @@ async function abandon(ctx: IngestDeps, claim: Manifest, reason: string): Promis
   } catch (e) {
     ctx.log.error(`batch ${batchId}: could not mark the failed ingest abandoned: ${ensureError(e).message}`);
   }
-}
-
-/** Pass two: re-read the (already valid) body and cut it into chunks of validated transactions. */
-/** A record that no longer validates is a bug upstream. */
-export async function* chunkBody(open: BodySource, format: BodyFormat, size: number): AsyncGenerator<Transaction[]> {
-  let chunk: Transaction[] = [];
-  for await (const rec of readRecords(open(), format)) {
-    const r = rec.error === undefined ? validateTransaction(rec.value, rec.line) : undefined;
-    if (!r || 'errors' in r) throw new Error(`body changed between validation and chunking at line ${rec.line}`);
-    chunk.push(r.ok);
-    if (chunk.length === size) {
-      yield chunk;
-      chunk = [];
-    }
-  }
-  if (chunk.length > 0) yield chunk;
 }

@@ -46,9 +46,8 @@ function digitsAt(s: string, i: number, n: number): number {
 /**
  * RFC 3339 date-time with real calendar bounds (no Feb 30, no hour 24):
  * `YYYY-MM-DD(T|t)hh:mm:ss[.f{1,9}](Z|z|±hh:mm)`, hours ≤ 23, minutes ≤ 59, seconds ≤ 60
- * (leap second), offset hours ≤ 23. Hand-scanned rather than a regex plus a Date: this runs
- * three times per transaction (validation, chunking, billing), and was the hottest function
- * in the throughput profile.
+ * (leap second), offset hours ≤ 23. Hand-scanned rather than a regex plus a Date: it runs
+ * for every transaction, and was once the hottest function in the throughput profile.
  */
 export function isRfc3339(value: string): boolean {
   const len = value.length;
@@ -79,6 +78,24 @@ export function isRfc3339(value: string): boolean {
   } else return false;
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return false;
   return d <= daysInMonth(y, mo);
+}
+
+/**
+ * validateTransaction's verdict, without the details or the copy, for an object that has only
+ * the known fields (a record read by position, see parseCanonical): the common case, cheaply.
+ */
+export function isValidTransaction(t: Transaction): boolean {
+  return (
+    IDENT.test(t.id) &&
+    IDENT.test(t.account) &&
+    isRfc3339(t.timestamp) &&
+    (t.type === 'charge' || t.type === 'refund') &&
+    Number.isInteger(t.amount) &&
+    t.amount >= 1 &&
+    t.amount <= MAX_AMOUNT &&
+    CURRENCY.test(t.currency) &&
+    (t.region === undefined || REGION.test(t.region))
+  );
 }
 
 /**

@@ -3,12 +3,17 @@
  * report, write `reports/{batchId}.json`, then mark the manifest. Safe to run twice
  * (concurrent aggregators, or ingest and an aggregator): the report is the same bytes and
  * the manifest keeps its first completion.
+ *
+ * Two ways in: `settle` is called by the progress write that settles the batch, so the chunk
+ * outcome and the completion go into one manifest write; `ifSettled` finalizes a manifest
+ * that is already settled (ingest, the watchdog, a redelivery after a lost finalize).
  */
 import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
 import type { OpenBatches } from '../batch/open-batches';
+import type { RecentResults } from '../billing/recent-results';
 import { ReportBuilder } from '../billing/report';
-import { readResultHeader } from '../billing/result-blob';
-import { TransientError } from '../errors';
+import { parseResultHeader, readResultHeader, type ResultHeader } from '../billing/result-blob';
+import { ensureError, TransientError } from '../errors';
 import { layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
 import { mapLimit } from '../util/pool';
@@ -28,6 +33,7 @@ export class Finalizer {
     private readonly open: OpenBatches,
     private readonly now: () => number,
     private readonly log: Logger,
+    private readonly recent?: RecentResults,
   ) {}
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -41,32 +47,54 @@ export class Finalizer {
     await p;
   }
 
+  /**
+   * For a manifest about to be written: if it is accepted and settled, write the report (when
+   * every chunk is done) and return it marked completed or failed, for the same write.
+   */
+  async settle(m: Manifest): Promise<Manifest> {
+    if (m.state !== 'accepted' || !isSettled(m)) return m;
+    if (m.failed.length === 0) await this.writeReport(m);
+    return this.mark(m, this.now());
+  }
+
+  /**
+   * A write that made the batch terminal has landed: it leaves the open-batch index (a crash
+   * before this leaves a marker that recovery removes), and a first completion is logged.
+   */
+  async settled(m: Manifest, first = true): Promise<void> {
+    if (!isTerminal(m)) return;
+    await this.open.remove(m.batchId).catch((e: unknown) => this.log.warn(`batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`));
+    if (first && m.state === 'completed') this.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`);
+  }
+
   private async finalize(m: Manifest): Promise<void> {
-    const failed = m.failed.length > 0;
-    if (!failed) await this.writeReport(m);
+    if (m.failed.length === 0) await this.writeReport(m);
     const now = this.now();
-    const updated = await this.manifests.update(m.batchId, (cur) => {
-      if (isTerminal(cur) || cur.state !== 'accepted') return undefined;
-      cur.state = failed ? 'failed' : 'completed';
-      cur.completedAt = new Date(now).toISOString();
-      cur.latencyMs = now - Date.parse(cur.submittedAt);
-      if (failed) cur.error = `${cur.failed.length} of ${cur.chunks} chunks failed: ${cur.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
-      return cur;
-    });
-    if (updated && isTerminal(updated.manifest)) await this.open.remove(m.batchId);
-    if (updated?.manifest.state === 'completed' && updated.manifest.completedAt === new Date(now).toISOString()) {
-      this.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${updated.manifest.latencyMs ?? 0} ms after submission`);
-    }
+    const updated = await this.manifests.update(m.batchId, (cur) => (isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now)));
+    if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
+  }
+
+  private mark(m: Manifest, now: number): Manifest {
+    const failed = m.failed.length > 0;
+    m.state = failed ? 'failed' : 'completed';
+    m.completedAt = new Date(now).toISOString();
+    m.latencyMs = now - Date.parse(m.submittedAt);
+    if (failed) m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
+    return m;
+  }
+
+  private async header(batchId: string, chunk: number): Promise<ResultHeader> {
+    const held = this.recent?.take(batchId, chunk);
+    if (held !== undefined) return parseResultHeader(held);
+    const got = await this.blobs.read(layout.result(batchId, chunk));
+    // Written before its pointer was sent, so absence is a storage hiccup, not a state.
+    if (!got) throw new TransientError(`result blob for chunk ${chunk} of ${batchId} is missing`);
+    return readResultHeader(got.body);
   }
 
   private async writeReport(m: Manifest): Promise<void> {
     const builder = new ReportBuilder();
-    const headers = await mapLimit(m.done, READ_CONCURRENCY, async (chunk) => {
-      const got = await this.blobs.read(layout.result(m.batchId, chunk));
-      // Written before its pointer was sent, so absence is a storage hiccup, not a state.
-      if (!got) throw new TransientError(`result blob for chunk ${chunk} of ${m.batchId} is missing`);
-      return readResultHeader(got.body);
-    });
+    const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
     const report = builder.build(m.batchId);
     if (report.transactions !== m.transactions) {

@@ -5,6 +5,7 @@
  */
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
+import type { RecentResults } from '../billing/recent-results';
 import { encodeResult } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';
@@ -22,6 +23,8 @@ export interface MapDeps {
   notifier: Notifier;
   progress: ProgressRecorder;
   finalizer: Finalizer;
+  /** Headers of the results written here, for this process's finalizer. */
+  recent?: RecentResults;
   resultsQueue: string;
   taxRates: TaxRates;
 }
@@ -40,9 +43,10 @@ export class MapProcessor implements MessageProcessor {
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
     const txns = await decodeChunk(got.body, p.sha256);
     if (txns.length !== p.count) throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
-    const body = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
+    const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
     await blobs.write(layout.result(p.batchId, p.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
+    this.deps.recent?.put(p.batchId, p.chunk, headerText);
     await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count));
     this.produced += body.length;
     this.producedBatch = this.producedBatch === undefined || this.producedBatch === p.batchId ? p.batchId : '';

@@ -66,10 +66,11 @@ export function rawStorage(settings: Settings): RawStorage {
   return { queue: (name) => clients.queues.getQueueClient(name), container: (key) => clients.blobs.getContainerClient(names.container(key)) };
 }
 
-/** Lease-based drain slots over the app's `leases` container, as the composition root builds them. */
-export function leaseSlots(app: PushdrainApp, perQueue: number): BlobLeaseSlots {
+/** Lease-based drain slots over the app's `leases` container, as the composition root builds them, with a meter of their own. */
+export function leaseSlots(app: PushdrainApp, perQueue: number): BlobLeaseSlots & { meter: StorageMeter } {
   const { settings, names } = app.parts;
-  return new BlobLeaseSlots(new AzureBlobStore(createStorageClients(settings.storage, new StorageMeter()).blobs, names.container), perQueue, quietLog);
+  const meter = new StorageMeter();
+  return Object.assign(new BlobLeaseSlots(new AzureBlobStore(createStorageClients(settings.storage, meter).blobs, names.container), perQueue, quietLog), { meter });
 }
 
 export interface TestRuntime {

@@ -1,0 +1,130 @@
+/**
+ * The probe and what a drain costs, against real Azurite, counted by the app's own storage
+ * meter: work that fits in one receive takes no drain slot and ends with one look at the
+ * queue; a full receive, or a wake-up that joins, goes on with a slot and the re-check.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { PushdrainApp } from '../shared/app';
+import { drainOptions } from '../shared/drain/coordinator';
+import { drainQueue, JoinPoint } from '../shared/drain/drain-queue';
+import { type MessageProcessor, systemClock } from '../shared/ports';
+import { meterDelta, type MeterSnapshot } from '../shared/storage/meter';
+import { generate, toNdjson } from '../testkit/generate';
+import { completed, post, pump } from './support/invoke';
+import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage';
+
+useStorage();
+
+/** Storage operations the app made while `fn` ran, without the `total` line. */
+async function metered(rt: PushdrainApp, fn: () => Promise<unknown>): Promise<MeterSnapshot> {
+  const before = rt.parts.meter.snapshot();
+  await fn();
+  const { total: _total, ...ops } = meterDelta(rt.parts.meter.snapshot(), before);
+  return Object.fromEntries(Object.entries(ops).filter(([, n]) => n !== 0));
+}
+
+function collecting(into: string[]): MessageProcessor {
+  return { process: (m) => (into.push(m.text), Promise.resolve()) };
+}
+
+describe('the probe', () => {
+  test('work that fits in one receive is drained without a slot: receive, deletes, one look', async () => {
+    const { rt, raw } = await testRuntime();
+    const name = rt.parts.names.inputQueue(0);
+    for (const t of ['a', 'b', 'c']) await raw.queue(name).sendMessage(t);
+    const seen: string[] = [];
+    const continuations: number[] = [];
+    let outcome;
+    const slots = leaseSlots(rt, 2);
+    const ops = await metered(rt, async () => {
+      outcome = await drainQueue(rt.parts.queues.queue(name), collecting(seen), slots, { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning));
+    });
+    assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
+    assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3, 'queue.metadata': 1 }, 'no peek, no empty receives');
+    assert.equal(slots.meter.total(), 0, 'no drain slot');
+    assert.equal(outcome!.kind, 'drained');
+    assert.equal(outcome!.kind === 'drained' && outcome!.rounds, 0, 'no slot round');
+    assert.equal(outcome!.probe.processed, 3);
+    assert.deepEqual(continuations, []);
+  });
+
+  test('a full receive goes on with a slot, and the slot drain ends with the re-check', async () => {
+    const { rt, raw } = await testRuntime({ PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
+    const name = rt.parts.names.inputQueue(1);
+    for (let i = 0; i < 5; i++) await raw.queue(name).sendMessage(`m${i}`);
+    const seen: string[] = [];
+    let outcome;
+    // The slots get a meter of their own (see leaseSlots), read here alongside the app's.
+    const slots = leaseSlots(rt, 2);
+    const slotsBefore = slots.meter.snapshot();
+    const ops = await metered(rt, async () => {
+      outcome = await drainQueue(rt.parts.queues.queue(name), collecting(seen), slots, { continuation: () => Promise.resolve() }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning));
+    });
+    const slotOps = meterDelta(slots.meter.snapshot(), slotsBefore);
+    assert.equal(seen.length, 5);
+    assert.equal(outcome!.kind === 'drained' && outcome!.rounds, 1);
+    // Probe: 1 receive (full). Slot round: receives 2 (full), then the task it started and the
+    // first share what is left, until each comes back short. The first full receive reads the
+    // depth once to size the group; the re-check reads it again and finds 0 (no peek).
+    assert.ok((ops['queue.get'] ?? 0) >= 4, `receives: ${ops['queue.get']}`);
+    assert.equal(ops['queue.delete'], 5);
+    assert.equal(ops['queue.metadata'], 2);
+    // The slot's first use: acquire (404), create its blob, acquire; then the release.
+    assert.deepEqual([slotOps['blob.lease'], slotOps['blob.put']], [3, 1], 'the slot: taken once, released once');
+    assert.equal(ops['queue.peek'], undefined);
+  });
+
+  test('a wake-up that joins during the probe makes it go on with a slot', async () => {
+    const { rt, raw } = await testRuntime();
+    const name = rt.parts.names.inputQueue(2);
+    const client = raw.queue(name);
+    await client.sendMessage('first');
+    const join = new JoinPoint();
+    const seen: string[] = [];
+    let joined: boolean | undefined;
+    const proc: MessageProcessor = {
+      process: async (m) => {
+        seen.push(m.text);
+        if (m.text !== 'first') return;
+        // A producer enqueues while the probe processes; its wake-up joins this drain.
+        await client.sendMessage('joined-work');
+        joined = join.join();
+      },
+    };
+    const outcome = await drainQueue(rt.parts.queues.queue(name), proc, leaseSlots(rt, 2), { continuation: () => Promise.resolve() }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning), join);
+    assert.equal(joined, true, 'the probe accepted the join');
+    assert.deepEqual(seen, ['first', 'joined-work'], 'and saw the joined work');
+    assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'with a slot');
+    assert.equal(join.join(), false, 'a finished drain takes no more joins');
+  });
+});
+
+describe('what a small batch costs', () => {
+  test('a 1,000-transaction batch: 18 storage transactions from POST to report', async () => {
+    const { rt, events, observer } = await testRuntime();
+    const run = async (seed: number): Promise<MeterSnapshot> =>
+      metered(rt, async () => {
+        const res = await post(rt, toNdjson(generate(1000, seed, 50)));
+        assert.equal(res.status, 202);
+        const { batchId } = res.jsonBody as { batchId: string };
+        await pump(rt, events, () => completed(observer, batchId), 30_000);
+      });
+    await run(71); // first use of the app's clients
+    const ops = await run(72);
+    assert.deepEqual(ops, {
+      // ingest: claim, chunk, open-index marker, accept; map: result; reduce: report, completed manifest
+      'blob.put': 7,
+      // the open-index marker, once the batch is completed (recovery's index; docs/DESIGN.md)
+      'blob.delete': 1,
+      // map: the chunk; reduce: the manifest (the result header comes from this process's memory)
+      'blob.get': 2,
+      'queue.put': 2,
+      'queue.get': 2,
+      'queue.delete': 2,
+      // one closing look per drain
+      'queue.metadata': 2,
+    });
+  });
+});
