@@ -35,9 +35,15 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
   }
 }
 
-/** Makes no Storage request: a health probe must not cost transactions or wake anything. */
+/**
+ * Makes no Storage request: a health probe must not cost transactions or wake anything. With a
+ * secondary namespace, `status` is degraded while an entity is failed over and red after a
+ * permanent failure (fix the configuration); the answer stays 200 so probes never recycle a
+ * healthy worker over a namespace problem.
+ */
 export function health(rt: PushdrainApp): HttpResponseInit {
-  return json(200, { status: 'ok', storageTransactions: rt.storageTransactions() });
+  const { status, serviceBus } = rt.health();
+  return json(200, { status, storageTransactions: rt.storageTransactions(), ...(serviceBus ? { serviceBus } : {}) });
 }
 
 app.http('getBatch', {

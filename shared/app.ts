@@ -13,7 +13,10 @@ import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
 import type { EntityNames } from './names';
+import type { BacklogDelivery } from './notify/backlog-message';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
+import type { PublisherHealth } from './notify/failover-state';
+import type { Syphon, SyphonOutcome } from './notify/syphon';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
@@ -44,6 +47,8 @@ export interface AppParts {
   drains: DrainCoordinator;
   redriver: Redriver;
   watchdog: Watchdog;
+  /** Restores backlog messages to the primary; only with a secondary namespace configured. */
+  syphon: Syphon | undefined;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
 }
@@ -135,6 +140,24 @@ export class PushdrainApp {
     return this.parts.watchdog.check(check);
   }
 
+  /**
+   * A message from a backlog queue of the secondary namespace: restore it to its destination on
+   * the primary. Returns when the primary accepted it (or it was malformed and set aside under
+   * `rejected/backlog/`); throws, after a back-off, while the primary does not take it.
+   */
+  async syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
+    const { syphon } = this.parts;
+    if (!syphon) throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
+    await this.ready();
+    return syphon.restore(delivery);
+  }
+
+  /** ok, or (with a secondary namespace) degraded / red with the publisher's per-entity state; makes no request. */
+  health(): { status: PublisherHealth['status']; serviceBus?: PublisherHealth } {
+    const publisher = this.parts.notifier.health();
+    return publisher ? { status: publisher.status, serviceBus: publisher } : { status: 'ok' };
+  }
+
   /** This process's Storage requests by operation; makes no request itself. */
   storageTransactions(): MeterSnapshot {
     return this.parts.meter.snapshot();
@@ -152,5 +175,6 @@ export class PushdrainApp {
 
   async close(): Promise<void> {
     await this.parts.notifier.close();
+    await this.parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
   }
 }

@@ -2,6 +2,8 @@
  * The composition root: every client, adapter and pipeline step is built here, once, from
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
+import { createHash } from 'node:crypto';
+
 import { type AppParts, PushdrainApp } from './app';
 import { ManifestStore } from './batch/manifest';
 import { PendingNotifications } from './batch/pending-notifications';
@@ -11,14 +13,18 @@ import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
-import { CONTAINERS, entityNames } from './names';
+import { layout } from './layout';
+import { backlogQueues, CONTAINERS, entityNames } from './names';
 import { Notifier, type WorkPublisher } from './notify/events';
+import { PairedPublisher } from './notify/paired-publisher';
+import { ServiceBusChannel } from './notify/service-bus-channel';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
+import { type RejectedBacklogMessage, Syphon } from './notify/syphon';
 import { Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
 import { ReduceProcessor } from './pipeline/reduce-processor';
 import { Redriver } from './poison/redrive';
-import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
+import { type BlobStore, type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
 import { AzureBlobStore } from './storage/azure-blob-store';
 import { createStorageClients } from './storage/clients';
@@ -50,7 +56,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
   const progress = new ProgressRecorder(manifests);
-  const notifier = new Notifier(options.publisher ?? defaultPublisher(settings), settings.storage.accountName, names, tuning.watchdogSlaSeconds);
+  const messaging = composeMessaging(settings, options, clock, log, blobs);
+  const notifier = new Notifier(messaging.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const pending = new PendingNotifications(blobs, manifests, notifier);
   const finalizer = new Finalizer(blobs, manifests, now, log);
   const ingestor = new Ingestor({ blobs, queues, manifests, notifier, pending, finalizer, names, chunkSize: tuning.chunkSize, now, log });
@@ -84,6 +91,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     }),
     redriver: new Redriver({ queues, manifests, notifier, names, log }),
     watchdog: new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log }),
+    syphon: messaging.syphon,
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },
@@ -93,6 +101,34 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
 /** The application, wired from settings. */
 export function createApp(settings: Settings, options: AppOptions = {}): PushdrainApp {
   return new PushdrainApp(composeApp(settings, options));
+}
+
+/**
+ * With ServiceBusConnection only: one namespace, as ever. With ServiceBusSecondaryConnection
+ * too: sends fail over to the secondary's backlog queues, and the syphon restores them.
+ */
+function composeMessaging(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): { publisher: WorkPublisher; syphon: Syphon | undefined } {
+  const { serviceBus, serviceBusSecondary, tuning } = settings;
+  if (!serviceBus || !serviceBusSecondary) return { publisher: options.publisher ?? defaultPublisher(settings), syphon: undefined };
+  const primary = new ServiceBusChannel(createServiceBusClient(serviceBus));
+  const setAside = async (r: RejectedBacklogMessage): Promise<void> => {
+    const body = Buffer.from(JSON.stringify(r, null, 2));
+    const id = r.messageId ?? createHash('sha256').update(body).digest('hex').slice(0, 32);
+    await blobs.write(layout.backlogRejection(id), body, { contentType: 'application/json' });
+  };
+  const syphon = new Syphon({ primary, clock, log, pingIntervalMs: tuning.pingIntervalMs, setAside });
+  const publisher =
+    options.publisher ??
+    new PairedPublisher({
+      primary,
+      secondary: new ServiceBusChannel(createServiceBusClient(serviceBusSecondary)),
+      backlogQueues: backlogQueues(tuning.backlogQueueCount),
+      failoverIntervalMs: tuning.failoverIntervalMs,
+      pingIntervalMs: tuning.pingIntervalMs,
+      clock,
+      log,
+    });
+  return { publisher, syphon };
 }
 
 function defaultPublisher(settings: Settings): WorkPublisher {

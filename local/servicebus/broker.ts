@@ -68,6 +68,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
 
   const sockets = new Map<Socket, Connection>();
   const onSocket = (socket: Socket): void => {
+    if (faults.outage) return void socket.resetAndDestroy(); // an unreachable namespace: TCP RST
     stats.inc('connections');
     const connection = acceptServerConnection(container, socket, `conn-${stats.snapshot().connections}`);
     sockets.set(socket, connection);
@@ -95,6 +96,11 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       detach: (entityPath) => void router.detach(entityPath),
       dropConnections,
       setLatency: (ms) => faults.setLatency(ms),
+      outage: (on) => {
+        faults.outage = on;
+        if (on) for (const socket of sockets.keys()) socket.resetAndDestroy();
+      },
+      refuseAttach: (entityPath, kind) => faults.attach.set(entityPath, kind),
       reset: () => faults.reset(),
     },
     stats: () => stats.snapshot(),

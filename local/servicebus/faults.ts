@@ -2,6 +2,10 @@
  * Fault-injection switches for tests. ServerBusy and latency are state read on the hot path;
  * detach and dropConnections act on live links and sockets, so the broker supplies them.
  */
+import { AttachFaults, type AttachRefusal } from './attach-faults';
+
+export type { AttachRefusal };
+
 export interface FaultSwitches {
   /** The next `n` sends are answered with `com.microsoft:server-busy`. */
   serverBusy(n: number): void;
@@ -11,13 +15,20 @@ export interface FaultSwitches {
   dropConnections(): void;
   /** Delays every reply and delivery by `ms`. */
   setLatency(ms: number): void;
-  /** Clears ServerBusy and latency. */
+  /** On: drops every connection and refuses new ones (the namespace is unreachable). Off: accepts again. */
+  outage(on: boolean): void;
+  /** Refuses links at or below `entityPath` (unauthorized, not found, disabled); undefined lifts it. */
+  refuseAttach(entityPath: string, kind: AttachRefusal | undefined): void;
+  /** Clears ServerBusy, latency, the outage and attach refusals. */
   reset(): void;
 }
 
 export class FaultState {
   private busyRemaining = 0;
   private latency = 0;
+  /** True while the broker refuses connections (see FaultSwitches.outage). */
+  outage = false;
+  readonly attach = new AttachFaults();
 
   setServerBusy(n: number): void {
     if (!Number.isInteger(n) || n < 0) throw new RangeError(`serverBusy(n): n must be an integer ≥ 0, got ${n}`);
@@ -43,5 +54,7 @@ export class FaultState {
   reset(): void {
     this.busyRemaining = 0;
     this.latency = 0;
+    this.outage = false;
+    this.attach.clear();
   }
 }

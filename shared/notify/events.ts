@@ -4,6 +4,7 @@
  */
 import { PermanentError } from '../errors';
 import type { EntityNames, Role } from '../names';
+import type { PublisherHealth } from './failover-state';
 
 export interface WorkDetected {
   storageAccount: string;
@@ -39,6 +40,8 @@ export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
+  /** Failover state per entity; only a publisher with a secondary namespace has one. */
+  health?(): PublisherHealth;
   close(): Promise<void>;
 }
 
@@ -128,6 +131,10 @@ export class Notifier {
     const delayMs = watchdogDelayMs(this.watchdogSlaSeconds, check.attempt);
     await this.publisher.scheduleWatchdog(check, delayMs);
     return delayMs;
+  }
+
+  health(): PublisherHealth | undefined {
+    return this.publisher.health?.();
   }
 
   close(): Promise<void> {
