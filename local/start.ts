@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { type Azurite, startAzurite } from './azurite';
 import { startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
+import { startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
 
 const env = process.env;
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     broker = await startBroker({ port: port('SERVICEBUS_PORT', 5672) });
     env.ServiceBusConnection = broker.connectionString;
   }
+  const secondary = await startSecondaryIfAsked(env, process.argv.slice(2), port('SERVICEBUS_SECONDARY_PORT', 5673));
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
 
   const host = await startLocalHost({ root, port: port('PORT', 7071) });
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
     `  ServiceBus ${embeddedBus ? 'embedded development broker' : 'from ServiceBusConnection'}`,
     `             ${describe(env.ServiceBusConnection, embeddedBus)}`,
+    ...(secondary ? [`  Secondary  embedded development broker (backlog queues; npm start -- --secondary)`, `             ${secondary.connectionString}`] : []),
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map((s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`),
     'Press Ctrl-C to stop.',
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
       await host.stop();
       const t1 = Date.now();
       await broker?.stop();
+      await secondary?.stop();
       const t2 = Date.now();
       await azurite?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);

@@ -98,9 +98,12 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       setLatency: (ms) => faults.setLatency(ms),
       outage: (on) => {
         faults.outage = on;
-        if (on) for (const socket of sockets.keys()) socket.resetAndDestroy();
+        if (on) dropConnections();
       },
-      refuseAttach: (entityPath, kind) => faults.attach.set(entityPath, kind),
+      refuseAttach: (entityPath, kind) => {
+        faults.attach.set(entityPath, kind);
+        if (kind) router.detach(entityPath); // live links go too, as when an entity is disabled or deleted
+      },
       reset: () => faults.reset(),
     },
     stats: () => stats.snapshot(),

@@ -17,7 +17,7 @@ export interface FaultSwitches {
   setLatency(ms: number): void;
   /** On: drops every connection and refuses new ones (the namespace is unreachable). Off: accepts again. */
   outage(on: boolean): void;
-  /** Refuses links at or below `entityPath` (unauthorized, not found, disabled); undefined lifts it. */
+  /** Detaches the links at or below `entityPath` and refuses new ones (unauthorized, not found, disabled); undefined lifts it. */
   refuseAttach(entityPath: string, kind: AttachRefusal | undefined): void;
   /** Clears ServerBusy, latency, the outage and attach refusals. */
   reset(): void;

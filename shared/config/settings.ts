@@ -144,7 +144,12 @@ export function loadSettings(env: Env = process.env): Settings {
  * module load (trigger registration), so it reads only the two settings it needs.
  */
 export function syphonQueues(env: Env = process.env): string[] {
-  if (!serviceBusConnection(env, SECONDARY_CONNECTION)) return [];
+  return serviceBusConnection(env, SECONDARY_CONNECTION) ? backlogQueues(backlogQueueCount(env)) : [];
+}
+
+/** PUSHDRAIN_BACKLOG_QUEUE_COUNT alone, validated like every tuning setting. */
+export function backlogQueueCount(env: Env): number {
   const spec = TUNING_SPECS.find((s) => s.key === 'backlogQueueCount');
-  return spec ? backlogQueues(readInt(env, spec)) : [];
+  if (!spec) throw new Error('TUNING_SPECS has no backlogQueueCount');
+  return readInt(env, spec);
 }
