@@ -64,21 +64,6 @@ param maximumInstanceCount int = 100
 param premiumMaximumElasticWorkerCount int = 20
 
 // ---------------------------------------------------------------------------------------------
-// Messaging
-// ---------------------------------------------------------------------------------------------
-
-@description('Create a second Service Bus namespace with backlog queues, used by the publisher when the primary cannot accept sends.')
-param enableSecondaryNamespace bool = false
-
-@description('Region of the secondary namespace. Empty means the same region as everything else.')
-param secondaryLocation string = ''
-
-@minValue(1)
-@maxValue(16)
-@description('Backlog queues backlog-0…backlog-{N-1} in the secondary namespace.')
-param backlogQueueCount int = 2
-
-// ---------------------------------------------------------------------------------------------
 // Storage
 // ---------------------------------------------------------------------------------------------
 
@@ -109,6 +94,31 @@ param intermediateRetentionDays int = 30
 @maxValue(730)
 @description('Log Analytics retention in days (the first 31 days are included in the ingestion price).')
 param logRetentionDays int = 30
+
+// ---------------------------------------------------------------------------------------------
+// Send availability: a secondary Service Bus namespace with backlog queues (off by default)
+// ---------------------------------------------------------------------------------------------
+
+@description('Create a secondary Service Bus namespace with backlog queues: the publisher sends there when the primary fails for the failover interval, and the syphon functions move the messages back. Off by default; adds a second Standard namespace.')
+param enableSecondaryNamespace bool = false
+
+@description('Region of the secondary namespace; another region survives a regional outage. Empty means location.')
+param secondaryLocation string = ''
+
+@minValue(1)
+@maxValue(10)
+@description('PUSHDRAIN_BACKLOG_QUEUE_COUNT: backlog queues backlog-0…backlog-{N-1} in the secondary namespace (provisioned only with enableSecondaryNamespace). Each is one syphon trigger.')
+param backlogQueueCount int = 2
+
+@minValue(0)
+@maxValue(3600000)
+@description('PUSHDRAIN_FAILOVER_INTERVAL_MS: per entity, how long send failures are tolerated before sends go to the secondary; 0 = at once.')
+param failoverIntervalMs int = 60000
+
+@minValue(100)
+@maxValue(600000)
+@description('PUSHDRAIN_PING_INTERVAL_MS: while failed over, how often the primary is pinged (a sender link opened, nothing sent).')
+param pingIntervalMs int = 10000
 
 // ---------------------------------------------------------------------------------------------
 // App settings. Defaults and ranges mirror TUNING_SPECS in shared/config/settings.ts
@@ -223,9 +233,6 @@ var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(r
 
 // The one list of Service Bus entities; the local development broker serves the same file.
 var serviceBusEntities = loadJsonContent('servicebus-entities.json')
-var backlogQueues = map(range(0, backlogQueueCount), i => {
-  name: 'backlog-${i}'
-})
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   name: !empty(resourceGroupName) ? resourceGroupName : 'rg-${environmentName}'
@@ -286,18 +293,6 @@ module serviceBus 'core/messaging/servicebus-namespace.bicep' = {
   }
 }
 
-module serviceBusSecondary 'core/messaging/servicebus-namespace.bicep' = if (enableSecondaryNamespace) {
-  name: 'servicebus-secondary'
-  scope: rg
-  params: {
-    name: 'sb2-${resourceToken}'
-    location: !empty(secondaryLocation) ? secondaryLocation : location
-    tags: tags
-    topics: []
-    queues: backlogQueues
-  }
-}
-
 // Data-plane roles for the app identity (and optionally the developer), granted before the app
 // starts so that its first host start can already read its package and take its leases.
 module rbac 'app/rbac.bicep' = {
@@ -307,8 +302,21 @@ module rbac 'app/rbac.bicep' = {
     identityPrincipalId: identity.outputs.principalId
     storageAccountName: storage.outputs.name
     serviceBusNamespaceName: serviceBus.outputs.name
-    secondaryServiceBusNamespaceName: enableSecondaryNamespace ? serviceBusSecondary.outputs.name : ''
     applicationInsightsName: monitoring.outputs.applicationInsightsName
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+module sendAvailability 'app/send-availability.bicep' = if (enableSecondaryNamespace) {
+  name: 'send-availability'
+  scope: rg
+  params: {
+    name: 'sb2-${resourceToken}'
+    location: !empty(secondaryLocation) ? secondaryLocation : location
+    tags: tags
+    backlogQueueCount: backlogQueueCount
+    identityPrincipalId: identity.outputs.principalId
     principalId: principalId
     principalType: principalType
   }
@@ -327,14 +335,6 @@ var connectionSettings = {
   ServiceBusConnection__credential: 'managedidentity'
   ServiceBusConnection__clientId: identity.outputs.clientId
 }
-
-// Only with the secondary namespace: where the publisher fails over to (backlog-0…backlog-{N-1}).
-var secondarySettings = enableSecondaryNamespace ? {
-  ServiceBusSecondaryConnection__fullyQualifiedNamespace: serviceBusSecondary.outputs.fullyQualifiedNamespace
-  ServiceBusSecondaryConnection__credential: 'managedidentity'
-  ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
-  PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
-} : {}
 
 var tuningSettings = {
   PUSHDRAIN_PARTITIONS: string(partitions)
@@ -355,10 +355,21 @@ var tuningSettings = {
   PUSHDRAIN_WATCHDOG_SLA_SECONDS: string(watchdogSlaSeconds)
   PUSHDRAIN_WATCHDOG_MAX_CHECKS: string(watchdogMaxChecks)
   PUSHDRAIN_TAX_RATES: taxRates
+  // Read even without a secondary namespace (harmless then): the app validates every setting.
+  PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
+  PUSHDRAIN_FAILOVER_INTERVAL_MS: string(failoverIntervalMs)
+  PUSHDRAIN_PING_INTERVAL_MS: string(pingIntervalMs)
   // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
   // The prefix exists for test isolation (each test run gets its own names in one account).
   PUSHDRAIN_NAME_PREFIX: ''
 }
+
+// Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.
+var sendAvailabilitySettings = enableSecondaryNamespace ? {
+  ServiceBusSecondaryConnection__fullyQualifiedNamespace: sendAvailability.outputs.fullyQualifiedNamespace
+  ServiceBusSecondaryConnection__credential: 'managedidentity'
+  ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
+} : {}
 
 module api 'app/function-app.bicep' = {
   name: 'api'
@@ -379,7 +390,7 @@ module api 'app/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, secondarySettings, tuningSettings)
+    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings)
   }
   dependsOn: [
     rbac
@@ -401,7 +412,7 @@ output AZURE_STORAGE_BLOB_ENDPOINT string = storage.outputs.blobEndpoint
 output AZURE_STORAGE_QUEUE_ENDPOINT string = storage.outputs.queueEndpoint
 output AZURE_SERVICEBUS_NAMESPACE string = serviceBus.outputs.name
 output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
-output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? serviceBusSecondary.outputs.fullyQualifiedNamespace : ''
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 // The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
+output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? sendAvailability.outputs.fullyQualifiedNamespace : ''

@@ -52,7 +52,8 @@ describe('the failover table (shared/retry/transient.ts)', () => {
     for (const code of ['UnauthorizedAccess', 'MessagingEntityNotFound', 'MessagingEntityDisabled', 'MessageSizeExceeded']) {
       assert.equal(failoverClass(sbError(code)), 'permanent', code);
     }
-    assert.equal(failoverClass(new TypeError('a bug')), 'permanent', 'what the table does not know never fails over');
+    assert.equal(failoverClass(new TypeError('a bug')), 'permanent', 'a bug does not heal elsewhere');
+    assert.equal(failoverClass(new Error('Failed to connect')), 'outage', "the AMQP layer's code-less errors are communication problems");
   });
 
   test('the SDK\'s AggregateError of spent retries: a misconfiguration in any attempt wins, then throttling, then an outage', () => {
@@ -260,7 +261,7 @@ describe('backlog messages and the syphon', () => {
     const at = new Date(now + 60_000);
     const copy = toBacklogMessage(WATCHDOG_QUEUE, watchdogMessage({ v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 }), at, now);
     const back = fromBacklog(delivery(copy));
-    assert.ok(typeof back !== 'string', String(back));
+    assert.ok(typeof back !== 'string', typeof back === 'string' ? back : '');
     assert.equal(back.destination, WATCHDOG_QUEUE);
     assert.equal(back.scheduledAt?.getTime(), at.getTime());
     assert.equal(back.message.messageId, 'b9:2');
@@ -280,9 +281,10 @@ describe('backlog messages and the syphon', () => {
       [{ [BACKLOG_PROPERTY.scheduledEnqueueTime]: 'soon' }, /ISO time/],
       [{ role: 'output' }, /disagree/],
     ];
-    for (const [extra, why] of cases) assert.match(String(fromBacklog(delivery(good, extra))), why);
-    assert.match(String(fromBacklog({ ...delivery(good), body: 'not json' })), /not a WorkDetected/);
-    assert.match(String(fromBacklog({ body: {}, applicationProperties: undefined, deliveryCount: 0 })), /absent/);
+    const reason = (r: ReturnType<typeof fromBacklog>): string => (typeof r === 'string' ? r : 'restorable');
+    for (const [extra, why] of cases) assert.match(reason(fromBacklog(delivery(good, extra))), why);
+    assert.match(reason(fromBacklog({ ...delivery(good), body: 'not json' })), /not a WorkDetected/);
+    assert.match(reason(fromBacklog({ body: {}, applicationProperties: undefined, deliveryCount: 0 })), /absent/);
   });
 
   function syphon(randoms = [0.5]) {

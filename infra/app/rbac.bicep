@@ -8,11 +8,8 @@ param identityPrincipalId string
 @description('Storage account with the work, results and host state.')
 param storageAccountName string
 
-@description('Primary Service Bus namespace.')
+@description('Service Bus namespace.')
 param serviceBusNamespaceName string
-
-@description('Secondary (backlog) Service Bus namespace; empty when it is not deployed.')
-param secondaryServiceBusNamespaceName string = ''
 
 @description('Application Insights component (Entra-authenticated ingestion).')
 param applicationInsightsName string
@@ -38,7 +35,6 @@ var roles = {
 }
 
 var grantDeveloper = !empty(principalId)
-var hasSecondary = !empty(secondaryServiceBusNamespaceName)
 
 resource storage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
   name: storageAccountName
@@ -46,10 +42,6 @@ resource storage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
 
 resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
   name: serviceBusNamespaceName
-}
-
-resource serviceBusSecondary 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = if (hasSecondary) {
-  name: secondaryServiceBusNamespaceName
 }
 
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
@@ -93,27 +85,6 @@ resource appServiceBusSender 'Microsoft.Authorization/roleAssignments@2022-04-01
 resource appServiceBusReceiver 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(serviceBus.id, identityPrincipalId, roles.serviceBusDataReceiver)
   scope: serviceBus
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
-    principalId: identityPrincipalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-// The publisher sends to the backlog queues on failover; the syphon receives them back.
-resource appSecondarySender 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (hasSecondary) {
-  name: guid(serviceBusSecondary.id, identityPrincipalId, roles.serviceBusDataSender)
-  scope: serviceBusSecondary
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataSender)
-    principalId: identityPrincipalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-resource appSecondaryReceiver 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (hasSecondary) {
-  name: guid(serviceBusSecondary.id, identityPrincipalId, roles.serviceBusDataReceiver)
-  scope: serviceBusSecondary
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
     principalId: identityPrincipalId

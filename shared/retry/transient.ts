@@ -90,16 +90,21 @@ export function isTransient(error: unknown): boolean {
   return retryDecision(error).retry;
 }
 
-function failoverOne(error: unknown): FailoverClass | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const e = error as { code?: unknown; name?: unknown };
+function failoverOne(error: unknown): FailoverClass {
+  if (error instanceof PermanentError) return 'permanent';
+  if (error instanceof TransientError) return 'outage';
+  if (typeof error !== 'object' || error === null) return 'permanent';
+  const e = error as { code?: unknown };
   if (typeof e.code === 'string') {
     const known = SERVICE_BUS_CODES[e.code];
     if (known) return known.failover;
     if (RETRYABLE_SOCKET_CODES.has(e.code)) return 'outage';
   }
-  if (e.name === 'AbortError' || e.name === 'TimeoutError') return 'outage';
-  return undefined;
+  // A bug does not heal by moving elsewhere.
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError || error instanceof SyntaxError) return 'permanent';
+  // The rest comes from the SDK's transport without a code ("Failed to connect", a connection
+  // open that timed out, an abort): a communication problem.
+  return 'outage';
 }
 
 const FAILOVER_PRECEDENCE: readonly FailoverClass[] = ['permanent', 'busy', 'outage'];
@@ -107,11 +112,10 @@ const FAILOVER_PRECEDENCE: readonly FailoverClass[] = ['permanent', 'busy', 'out
 /**
  * What a failed send means for failover, after the SDK's own retries. A misconfiguration seen
  * in any attempt wins (it will not heal by moving elsewhere), then throttling, then an outage.
- * Anything the table does not know (a bug, say) never fails over.
  */
 export function failoverClass(error: unknown): FailoverClass {
   const seen = new Set(attempts(error).map(failoverOne));
-  return FAILOVER_PRECEDENCE.find((c) => seen.has(c)) ?? 'permanent';
+  return FAILOVER_PRECEDENCE.find((c) => seen.has(c)) ?? 'outage';
 }
 
 /** One line for logs and health: the latest attempt's code and message (an AggregateError's own message is empty). */

@@ -72,8 +72,8 @@ export class FakeChannel implements MessageChannel {
   readonly sent: Sent[] = [];
   readonly pings: string[] = [];
   /** Entity (or '*') → the error its sends fail with. */
-  readonly failing = new Map<string, () => unknown>();
-  pingError: (() => unknown) | undefined;
+  readonly failing = new Map<string, () => Error>();
+  pingError: (() => Error) | undefined;
   closed = false;
 
   send(entity: string, messages: readonly OutgoingMessage[], at?: Date): Promise<void> {

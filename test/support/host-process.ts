@@ -75,7 +75,9 @@ export async function startHostProcess(env: Record<string, string>, port = 0, st
       if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
       const c = child;
       c.kill('SIGINT');
-      const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+      clearTimeout(timer); // else the test process waits out the full timeout before it can exit
       if (code === 'timeout') {
         c.kill('SIGKILL');
         await exited(c);
