@@ -39,11 +39,16 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
  * Makes no Storage request: a health probe must not cost transactions or wake anything. With a
  * secondary namespace, `status` is degraded while an entity is failed over and red after a
  * permanent failure (fix the configuration); the answer stays 200 so probes never recycle a
- * healthy worker over a namespace problem.
+ * healthy worker over a namespace problem. The route is anonymous: states only, no error text
+ * (it can name hosts); the errors are in the log.
  */
 export function health(rt: PushdrainApp): HttpResponseInit {
   const { status, serviceBus } = rt.health();
-  return json(200, { status, storageTransactions: rt.storageTransactions(), ...(serviceBus ? { serviceBus } : {}) });
+  const failover = serviceBus && {
+    entities: Object.fromEntries(Object.entries(serviceBus.entities).map(([name, { lastError: _, ...state }]) => [name, state])),
+    backlogOutOfRotation: serviceBus.backlogOutOfRotation.map(({ lastError: _, ...queue }) => queue),
+  };
+  return json(200, { status, storageTransactions: rt.storageTransactions(), ...(failover ? { serviceBus: failover } : {}) });
 }
 
 app.http('getBatch', {

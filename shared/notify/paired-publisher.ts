@@ -95,6 +95,7 @@ export class PairedPublisher implements WorkPublisher {
           this.startPinging();
           return 'failover';
         }
+        if (kind === 'permanent') log.error(`${state.entity}: ${failureSummary(e)}: this never fails over; health is red until a send succeeds`);
         if (kind !== 'busy') break;
       }
     }
