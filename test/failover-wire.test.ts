@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
+import { health } from '../functions/batches-http';
 import type { PushdrainApp } from '../shared/app';
 import { createApp } from '../shared/create-app';
 import { PermanentError, TransientError } from '../shared/errors';
@@ -76,6 +77,10 @@ describe('send availability over two development brokers', () => {
       assert.equal(state(rt, TOPIC), 'healthy', kind);
       assert.equal(rt.health().status, 'red', kind);
       assert.match(rt.health().serviceBus?.entities[TOPIC]?.lastError ?? '', /Unauthorized|MessagingEntityNotFound|MessagingEntityDisabled/);
+      // The anonymous route shows the state, not the SDK's text (it can name hosts).
+      const body = health(rt).jsonBody as { status: string; serviceBus: { entities: Record<string, Record<string, unknown>> } };
+      assert.equal(body.status, 'red');
+      assert.deepEqual(Object.keys(body.serviceBus.entities[TOPIC] ?? {}).sort(), ['red', 'state']);
       pair.primary.broker.faults.refuseAttach(TOPIC, undefined);
     }
     pair.primary.broker.faults.refuseAttach(TOPIC, 'unauthorized');
