@@ -35,7 +35,7 @@ export default tseslint.config(
       'shared/config/**/*.ts',
       'local/start.ts', 'local/scale/instance.ts', 'local/scale/serve.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
       'bench/support/log.ts',
-      'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
+      'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },

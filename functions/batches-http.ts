@@ -46,11 +46,19 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
 
 /**
  * Makes no Storage request: a health probe must not cost transactions or wake anything. Always
- * 200 (the app still works); `status` is 'degraded' and `scaleAgent.status` 'red' when the
- * scaling agent was disabled by a 403.
+ * 200, so probes never recycle a healthy worker over a namespace or scaling problem: `status` is
+ * degraded while a Service Bus entity is failed over or the scaling agent is disabled (a 403), and
+ * red after a permanent Service Bus failure (fix the configuration). The route is anonymous:
+ * states only, no error text (it can name hosts or identities); the errors are in the log.
  */
 export function health(rt: PushdrainApp): HttpResponseInit {
-  return json(200, { ...rt.health(), storageTransactions: rt.storageTransactions() });
+  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = rt.health();
+  const failover = serviceBus && {
+    status: serviceBus.status,
+    entities: Object.fromEntries(Object.entries(serviceBus.entities).map(([name, { lastError: _e, ...state }]) => [name, state])),
+    backlogOutOfRotation: serviceBus.backlogOutOfRotation.map(({ lastError: _e, ...queue }) => queue),
+  };
+  return json(200, { ...rest, scaleAgent, storageTransactions: rt.storageTransactions(), ...(failover ? { serviceBus: failover } : {}) });
 }
 
 app.http('getBatch', {

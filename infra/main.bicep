@@ -96,6 +96,31 @@ param intermediateRetentionDays int = 30
 param logRetentionDays int = 30
 
 // ---------------------------------------------------------------------------------------------
+// Send availability: a secondary Service Bus namespace with backlog queues (off by default)
+// ---------------------------------------------------------------------------------------------
+
+@description('Create a secondary Service Bus namespace with backlog queues: the publisher sends there when the primary fails for the failover interval, and the syphon functions move the messages back. Off by default; adds a second Standard namespace.')
+param enableSecondaryNamespace bool = false
+
+@description('Region of the secondary namespace; another region survives a regional outage. Empty means location.')
+param secondaryLocation string = ''
+
+@minValue(1)
+@maxValue(10)
+@description('PUSHDRAIN_BACKLOG_QUEUE_COUNT: backlog queues backlog-0…backlog-{N-1} in the secondary namespace (provisioned only with enableSecondaryNamespace). Each is one syphon trigger.')
+param backlogQueueCount int = 2
+
+@minValue(0)
+@maxValue(3600000)
+@description('PUSHDRAIN_FAILOVER_INTERVAL_MS: per entity, how long send failures are tolerated before sends go to the secondary; 0 = at once.')
+param failoverIntervalMs int = 60000
+
+@minValue(100)
+@maxValue(600000)
+@description('PUSHDRAIN_PING_INTERVAL_MS: while failed over, how often the primary is pinged (a sender link opened, nothing sent).')
+param pingIntervalMs int = 10000
+
+// ---------------------------------------------------------------------------------------------
 // App settings. Defaults and ranges mirror TUNING_SPECS in shared/config/settings.ts
 // (test/infra-bicep.test.ts keeps them equal).
 // ---------------------------------------------------------------------------------------------
@@ -339,6 +364,20 @@ module rbac 'app/rbac.bicep' = {
   }
 }
 
+module sendAvailability 'app/send-availability.bicep' = if (enableSecondaryNamespace) {
+  name: 'send-availability'
+  scope: rg
+  params: {
+    name: 'sb2-${resourceToken}'
+    location: !empty(secondaryLocation) ? secondaryLocation : location
+    tags: tags
+    backlogQueueCount: backlogQueueCount
+    identityPrincipalId: identity.outputs.principalId
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // App settings (identity-based connections only)
 // ---------------------------------------------------------------------------------------------
@@ -376,6 +415,10 @@ var tuningSettings = {
   PUSHDRAIN_WATCHDOG_SLA_SECONDS: string(watchdogSlaSeconds)
   PUSHDRAIN_WATCHDOG_MAX_CHECKS: string(watchdogMaxChecks)
   PUSHDRAIN_TAX_RATES: taxRates
+  // Read even without a secondary namespace (harmless then): the app validates every setting.
+  PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
+  PUSHDRAIN_FAILOVER_INTERVAL_MS: string(failoverIntervalMs)
+  PUSHDRAIN_PING_INTERVAL_MS: string(pingIntervalMs)
   // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
   // The prefix exists for test isolation (each test run gets its own names in one account).
   PUSHDRAIN_NAME_PREFIX: ''
@@ -397,6 +440,13 @@ var scaleAgentSettings = {
   PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS: string(scaleDownCooldownSeconds)
 }
 
+// Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.
+var sendAvailabilitySettings = enableSecondaryNamespace ? {
+  ServiceBusSecondaryConnection__fullyQualifiedNamespace: sendAvailability.outputs.fullyQualifiedNamespace
+  ServiceBusSecondaryConnection__credential: 'managedidentity'
+  ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
+} : {}
+
 module api 'app/function-app.bicep' = {
   name: 'api'
   scope: rg
@@ -415,7 +465,7 @@ module api 'app/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, tuningSettings, scaleAgentSettings)
+    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings)
   }
   dependsOn: [
     rbac
@@ -451,3 +501,4 @@ output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 // The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
+output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? sendAvailability.outputs.fullyQualifiedNamespace : ''

@@ -13,6 +13,7 @@ import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { isAddressInUse, listening, PortInUseError } from './port-in-use';
 import { instancesOption, serveFleet } from './scale/serve';
+import { startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 
@@ -74,6 +75,7 @@ async function main(): Promise<void> {
     );
     env.ServiceBusConnection = broker.connectionString;
   }
+  const secondary = await startSecondaryIfAsked(env, process.argv.slice(2), port('SERVICEBUS_SECONDARY_PORT', 5673));
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
     `  ServiceBus ${embeddedBus ? `embedded development broker, ${busData ? `journal in ${busData}` : 'in memory'}` : 'from ServiceBusConnection'}`,
     `             ${describe(env.ServiceBusConnection, embeddedBus)}`,
+    ...(secondary ? [`  Secondary  embedded development broker (backlog queues; npm start -- --secondary)`, `             ${secondary.connectionString}`] : []),
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map((s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`),
     'Press Ctrl-C to stop.',
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
       await host.stop();
       const t1 = Date.now();
       await broker?.stop();
+      await secondary?.stop();
       const t2 = Date.now();
       await azurite?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);

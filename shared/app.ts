@@ -13,8 +13,11 @@ import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
 import type { EntityNames } from './names';
+import type { BacklogDelivery } from './notify/backlog-message';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
+import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
+import type { Syphon, SyphonOutcome } from './notify/syphon';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
@@ -57,16 +60,20 @@ export interface AppParts {
   /** Service Bus counts for the status report; undefined without a Service Bus connection. */
   inspector: BusInspector | undefined;
   scaleAgent: ScaleAgent;
+  /** Restores backlog messages to the primary; only with a secondary namespace configured. */
+  syphon: Syphon | undefined;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
 }
 
 /** GET /api/health: this process's view, from memory (no Storage request). */
 export interface HealthState {
-  /** 'degraded' when a part reports red; the app still takes and processes work. */
-  status: 'ok' | 'degraded';
+  /** The worst of the parts (see PushdrainApp.health); the app still takes and processes work. */
+  status: 'ok' | 'degraded' | 'red';
   drains: DrainActivity;
   scaleAgent: ScaleHealth;
+  /** Failover state per entity; only with a secondary namespace. */
+  serviceBus?: PublisherHealth;
 }
 
 /** A batch as an HTTP request carries it. */
@@ -196,10 +203,30 @@ export class PushdrainApp {
     return this.parts.scaleAgent.handle(signal);
   }
 
-  /** What GET /api/health reports; makes no request itself. */
+  /**
+   * A message from a backlog queue of the secondary namespace: restore it to its destination on
+   * the primary. Returns when the primary accepted it (or it was malformed and set aside under
+   * `rejected/backlog/`); throws, after a back-off, while the primary does not take it.
+   */
+  async syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
+    const { syphon } = this.parts;
+    if (!syphon) throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
+    await this.ready();
+    return syphon.restore(delivery);
+  }
+
+  /**
+   * What GET /api/health reports; makes no request itself. The worst part decides: a red
+   * publisher (a permanent Service Bus failure) is red; a failed-over entity, or a scaling agent
+   * disabled by a 403, is degraded. The app still takes and processes work in both.
+   */
   health(): HealthState {
     const scaleAgent = this.parts.scaleAgent.health();
-    return { status: scaleAgent.status === 'red' ? 'degraded' : 'ok', drains: this.parts.drains.activity(), scaleAgent };
+    const serviceBus = this.parts.notifier.health();
+    const rank = { ok: 0, degraded: 1, red: 2 } as const;
+    const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok'];
+    const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
+    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}) };
   }
 
   /** This process's Storage requests by operation; makes no request itself. */
@@ -220,5 +247,6 @@ export class PushdrainApp {
   async close(): Promise<void> {
     await this.parts.inspector?.close();
     await this.parts.notifier.close();
+    await this.parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
   }
 }

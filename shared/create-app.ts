@@ -2,6 +2,8 @@
  * The composition root: every client, adapter and pipeline step is built here, once, from
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
+import { createHash } from 'node:crypto';
+
 import { type AppParts, PushdrainApp } from './app';
 import { ManifestListing } from './batch/batch-list';
 import { ManifestStore } from './batch/manifest';
@@ -13,17 +15,21 @@ import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
+import { layout } from './layout';
 import { parseWorkPointer } from './model/pointers';
-import { CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
+import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
 import { Notifier, type WorkPublisher } from './notify/events';
 import type { BusInspector } from './notify/inspection';
+import { PairedPublisher } from './notify/paired-publisher';
+import { ServiceBusChannel } from './notify/service-bus-channel';
 import { ServiceBusInspector } from './notify/service-bus-inspector';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
+import { type RejectedBacklogMessage, Syphon } from './notify/syphon';
 import { Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
 import { ReduceProcessor } from './pipeline/reduce-processor';
 import { Redriver } from './poison/redrive';
-import { type Clock, consoleLogger, type Logger, systemClock } from './ports';
+import { type BlobStore, type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
 import { ScaleAgent } from './scale/agent';
 import type * as ArmTarget from './scale/arm-target';
@@ -68,8 +74,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   // The status report reads through clients of its own meter: watching is not what the app costs.
   const statusMeter = new StorageMeter();
   const statusClients = createStorageClients(settings.storage, statusMeter);
-  const bus = serviceBus(settings, options);
   const blobs = new AzureBlobStore(clients.blobs, names.container);
+  const bus = serviceBus(settings, options, clock, log, blobs);
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
@@ -149,6 +155,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       now,
       instanceId: `i-${Math.floor(clock.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}`,
     }),
+    syphon: bus.syphon,
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },
@@ -160,16 +167,41 @@ export function createApp(settings: Settings, options: AppOptions = {}): Pushdra
   return new PushdrainApp(composeApp(settings, options));
 }
 
-/** The publisher and the inspector share one Service Bus client; the publisher closes it. */
-function serviceBus(settings: Settings, options: AppOptions): { publisher: WorkPublisher; inspector: BusInspector | undefined } {
-  const connection = settings.serviceBus;
+/**
+ * The Service Bus side: the publisher (with ServiceBusSecondaryConnection, a paired publisher that
+ * fails over to the secondary's backlog queues, and the syphon that restores them) and the
+ * inspector for the status report. The primary's one client serves the publisher and the
+ * inspector; the publisher closes it.
+ */
+function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): { publisher: WorkPublisher; inspector: BusInspector | undefined; syphon: Syphon | undefined } {
+  const { serviceBus: connection, serviceBusSecondary, tuning } = settings;
   if (!connection) {
     const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
-    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector };
+    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector, syphon: undefined };
   }
-  if (options.publisher) return { publisher: options.publisher, inspector: options.inspector ?? new ServiceBusInspector(createServiceBusClient(connection), true) };
   const client = createServiceBusClient(connection);
-  return { publisher: new ServiceBusPublisher(client), inspector: options.inspector ?? new ServiceBusInspector(client, false) };
+  // The publisher closes the client it shares; a publisher passed in (tests) leaves that to the inspector.
+  const inspector = options.inspector ?? new ServiceBusInspector(client, options.publisher !== undefined);
+  if (!serviceBusSecondary) return { publisher: options.publisher ?? new ServiceBusPublisher(client), inspector, syphon: undefined };
+  const primary = new ServiceBusChannel(client);
+  const setAside = async (r: RejectedBacklogMessage): Promise<void> => {
+    const body = Buffer.from(JSON.stringify(r, null, 2));
+    const id = r.messageId ?? createHash('sha256').update(body).digest('hex').slice(0, 32);
+    await blobs.write(layout.backlogRejection(id), body, { contentType: 'application/json' });
+  };
+  const syphon = new Syphon({ primary, clock, log, pingIntervalMs: tuning.pingIntervalMs, setAside });
+  const publisher =
+    options.publisher ??
+    new PairedPublisher({
+      primary,
+      secondary: new ServiceBusChannel(createServiceBusClient(serviceBusSecondary)),
+      backlogQueues: backlogQueues(tuning.backlogQueueCount),
+      failoverIntervalMs: tuning.failoverIntervalMs,
+      pingIntervalMs: tuning.pingIntervalMs,
+      clock,
+      log,
+    });
+  return { publisher, inspector, syphon };
 }
 
 /**

@@ -43,4 +43,6 @@ export const layout = {
   file: (container: 'incoming' | 'archive' | 'rejected', name: string): BlobRef => ({ container, name }),
   /** Why a file was rejected: `rejected/{name}.error.json`. */
   rejection: (name: string): BlobRef => ({ container: 'rejected', name: `${name}.error.json` }),
+  /** A malformed backlog message the syphon set aside, with its reason: `rejected/backlog/{id}.json`. */
+  backlogRejection: (id: string): BlobRef => ({ container: 'rejected', name: `backlog/${id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128) || 'unnamed'}.json` }),
 } as const;

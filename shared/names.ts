@@ -9,6 +9,17 @@ export const TOPIC = 'work-detected';
 /** Service Bus queue of scheduled per-batch watchdog checks (zero cost until one fires). */
 export const WATCHDOG_QUEUE = 'batch-watchdog';
 
+/** Time to live of a WorkDetected event: the `work-detected` topic's default (infra/servicebus-entities.json). */
+export const EVENT_TTL_MS = 3600_000;
+
+/** Time to live of a watchdog check: the `batch-watchdog` queue's default (infra/servicebus-entities.json). */
+export const WATCHDOG_TTL_MS = 7 * 24 * 3600_000;
+
+/** Backlog queues `backlog-0…backlog-{n-1}` of the secondary namespace (send availability). */
+export function backlogQueues(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `backlog-${i}`);
+}
+
 export const SUBSCRIPTIONS = {
   drain: { name: 'drain', role: 'input' },
   aggregate: { name: 'aggregate', role: 'output' },

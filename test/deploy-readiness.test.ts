@@ -10,9 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 
-import { loadSettings, type Settings, TUNING_SPECS } from '../shared/config/settings';
+import { loadSettings, SECONDARY_CONNECTION, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
+import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
 import {
   type AppSetting,
   bicepFiles,
@@ -30,6 +30,8 @@ import { readRepoFile, repoRoot } from './support/repo';
 
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
 const HOST_STORAGE = 'AzureWebJobsStorage';
+/** Connections that switch a feature on: set only with their infra/ flag, the app works without them. */
+const OPTIONAL_CONNECTIONS = new Map([[SECONDARY_CONNECTION, 'enableSecondaryNamespace']]);
 
 // ---------------------------------------------------------------------------------------------
 // What the Functions host would receive
@@ -48,16 +50,22 @@ interface Captured {
 }
 
 const root = repoRoot();
-let memo: Captured | undefined;
+const memo = new Map<string, Captured>();
 
-/** Registrations and routes from a child process: the stand-in core must load before @azure/functions. */
-function captured(): Captured {
-  if (memo) return memo;
+/**
+ * Registrations and routes from a child process: the stand-in core must load before @azure/functions.
+ * `env` adds app settings (registration reads some at module load: the syphon's backlog queues).
+ */
+function captured(env: Record<string, string> = {}): Captured {
+  const key = JSON.stringify(env);
+  const known = memo.get(key);
+  if (known) return known;
   const script = join(root, 'dist/local/host/print-registrations.js');
-  const run = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
   assert.equal(run.status, 0, `${relative(root, script)} failed (run the build first):\n${run.stderr}${run.error?.message ?? ''}`);
-  memo = JSON.parse(run.stdout) as Captured;
-  return memo;
+  const got = JSON.parse(run.stdout) as Captured;
+  memo.set(key, got);
+  return got;
 }
 
 function registration(name: string): Captured['functions'][number] {
@@ -255,7 +263,8 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
         continue;
       }
       const set = new Map(deployed.filter((s) => s.key.startsWith(`${name}__`)).map((s) => [s.key.slice(name.length), s]));
-      const complete = IDENTITY_FORMS[service].some((form) => form.every((suffix) => set.has(suffix) && !set.get(suffix)!.conditional));
+      const optional = OPTIONAL_CONNECTIONS.has(name);
+      const complete = IDENTITY_FORMS[service].some((form) => form.every((suffix) => set.has(suffix) && (optional || !set.get(suffix)!.conditional)));
       if (!complete) {
         const forms = IDENTITY_FORMS[service].map((form) => form.map((s) => name + s).join(' + ')).join(' or ');
         problems.push(`${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`);
@@ -424,5 +433,46 @@ void describe('deploy readiness: the local host serves what Azure would', () => 
     assert.deepEqual(captured().routes.map(line).sort(), expected.map(line).sort());
     const pairs = captured().routes.flatMap((r) => r.methods.map((m) => `${m} ${r.template.toLowerCase()}`));
     assert.deepEqual(pairs.filter((p, i) => pairs.indexOf(p) !== i), [], 'two functions serve the same method and route');
+  });
+});
+
+void describe('deploy readiness: send availability (a secondary namespace)', () => {
+  const count = 3;
+  const withSecondary = { [`${SECONDARY_CONNECTION}__fullyQualifiedNamespace`]: 'sb2-deploycheck.servicebus.windows.net', PUSHDRAIN_BACKLOG_QUEUE_COUNT: String(count) };
+
+  void it('without ServiceBusSecondaryConnection no syphon is registered; with it, one Service Bus trigger per backlog queue through that connection', () => {
+    assert.deepEqual(captured().functions.filter((f) => f.name.startsWith('syphon')).map((f) => f.name), []);
+    const syphons = captured(withSecondary).functions.filter((f) => f.name.startsWith('syphon'));
+    assert.deepEqual(
+      syphons.map((f) => [f.name, f.trigger.type, f.trigger.queueName, f.trigger.connection]),
+      backlogQueues(count).map((q) => [`syphon-${q}`, 'serviceBusTrigger', q, SECONDARY_CONNECTION]),
+    );
+    const others = captured(withSecondary).functions.filter((f) => !f.name.startsWith('syphon')).map((f) => f.name);
+    assert.deepEqual(others, captured().functions.map((f) => f.name), 'the secondary adds the syphon and changes nothing else');
+  });
+
+  void it('infra/ provisions the queues the syphon binds: backlog-{i} for i < backlogQueueCount, the count the app reads', () => {
+    const module = 'infra/app/send-availability.bicep';
+    assert.match(src(module), /var queues = map\(range\(0, backlogQueueCount\), i => \{\s*name: 'backlog-\$\{i\}'/);
+    assert.deepEqual(backlogQueues(count), Array.from({ length: count }, (_, i) => `backlog-${i}`));
+    const m = modules(src(MAIN)).find((x) => resolveFrom(MAIN, x.path) === module);
+    assert.ok(m?.paramsBlock, `${MAIN} does not use ${module}`);
+    const passed = entries(src(MAIN), m.paramsBlock).find((e) => e.key === 'backlogQueueCount')?.value;
+    assert.equal(passed, 'backlogQueueCount');
+    assert.equal(setting('PUSHDRAIN_BACKLOG_QUEUE_COUNT')?.value, 'string(backlogQueueCount)', 'the app reads the count infra provisions');
+  });
+
+  void it('with the flag on, the app accepts the deployed secondary settings (identity-based, the managed identity)', () => {
+    const secondary = deployed.filter((s) => s.key.startsWith(`${SECONDARY_CONNECTION}__`));
+    assert.ok(secondary.length > 0 && secondary.every((s) => s.conditional), 'set only with enableSecondaryNamespace');
+    const env: Record<string, string> = { ...deployedEnv() };
+    for (const s of secondary) {
+      const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
+      if (value !== undefined) env[s.key] = value;
+    }
+    const settings = loadSettings(env);
+    assert.equal(settings.serviceBusSecondary?.kind, 'identity');
+    assert.equal(settings.serviceBusSecondary?.kind === 'identity' ? settings.serviceBusSecondary.credential : undefined, 'managedidentity');
+    assert.equal(loadSettings(deployedEnv()).serviceBusSecondary, undefined, 'off by default');
   });
 });

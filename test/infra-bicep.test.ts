@@ -9,8 +9,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
+import { backlogEntities } from '../local/servicebus/secondary';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
-import { CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import {
   bicepFiles,
   type Block,
@@ -216,8 +217,9 @@ void describe('infra: identity and roles', () => {
   const expectedRoles = [
     { id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', role: 'Storage Blob Data Owner', scope: 'Microsoft.Storage/storageAccounts' },
     { id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', role: 'Storage Queue Data Contributor', scope: 'Microsoft.Storage/storageAccounts' },
-    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scope: 'Microsoft.ServiceBus/namespaces' },
-    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scope: 'Microsoft.ServiceBus/namespaces' },
+    // Namespace-wide on the primary; per backlog queue on the secondary (infra/app/backlog-queue-roles.bicep).
+    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scope: 'Microsoft.ServiceBus/namespaces', alsoScope: 'Microsoft.ServiceBus/namespaces/queues' },
+    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scope: 'Microsoft.ServiceBus/namespaces', alsoScope: 'Microsoft.ServiceBus/namespaces/queues' },
     { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scope: 'Microsoft.Insights/components' },
   ];
 
@@ -238,8 +240,9 @@ void describe('infra: identity and roles', () => {
     return allResources.find((r) => r.file === file && r.symbol === scope)?.type;
   }
 
-  for (const expected of expectedRoles) {
-    void it(`${expected.role} is granted to the app identity, scoped to one ${expected.scope}`, () => {
+  for (const expected of expectedRoles as { id: string; role: string; scope: string; alsoScope?: string }[]) {
+    const scopes = [expected.scope, ...(expected.alsoScope ? [expected.alsoScope] : [])];
+    void it(`${expected.role} is granted to the app identity, scoped to one ${scopes.join(' or one ')}`, () => {
       const holders = files.filter((f) => src(f).includes(expected.id));
       assert.ok(holders.length > 0, `role id ${expected.id} (${expected.role}) appears nowhere`);
       let granted = false;
@@ -249,7 +252,8 @@ void describe('infra: identity and roles', () => {
         assert.ok(idLine.includes(`// ${expected.role}`), `${file}: the line with ${expected.id} should say // ${expected.role}`);
         for (const ra of resources(text).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')) {
           if (!usesRole(text, ra.body, expected.id)) continue;
-          assert.equal(scopeType(file, ra.body), expected.scope, `${file}:${ra.line} ${ra.symbol} grants ${expected.role} outside a ${expected.scope}`);
+          const type = scopeType(file, ra.body);
+          assert.ok(type !== undefined && scopes.includes(type), `${file}:${ra.line} ${ra.symbol} grants ${expected.role} outside a ${scopes.join(' or ')} (${type ?? 'no scope'})`);
           if (propertyAt(text, ra.body, ['properties', 'principalId']) === 'identityPrincipalId') granted = true;
         }
       }
@@ -273,7 +277,7 @@ void describe('infra: identity and roles', () => {
     assert.match(site.body.text, /type: 'UserAssignedIdentity'\s+userAssignedIdentityResourceId: identityId/);
     // identityPrincipalId, which the role checks above look for, is that identity's principal.
     const passing = modules(src(MAIN)).filter((m) => m.paramKeys.includes('identityPrincipalId'));
-    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['rbac', 'scaleAgent'], 'rbac.bicep grants the app its data roles, scale-agent.bicep its one management role on the site');
+    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['rbac', 'scaleAgent', 'sendAvailability'], 'rbac.bicep grants the app its data roles, scale-agent.bicep its one management role on the site, send-availability.bicep its roles on the backlog queues');
     for (const m of passing) {
       assert.equal(entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'identityPrincipalId')?.value, 'identity.outputs.principalId', m.symbol);
     }
@@ -504,5 +508,55 @@ void describe('infra: workflows', () => {
     const pkg = JSON.parse(readRepoFile('package.json')) as Record<string, Record<string, string> | undefined>;
     const deps = { ...pkg.dependencies, ...pkg.devDependencies };
     assert.ok(!('azure-functions-core-tools' in deps), 'Core Tools belong to the runner, not the project');
+  });
+});
+
+void describe('infra: send availability (the secondary namespace)', () => {
+  const MODULE = 'infra/app/send-availability.bicep';
+  const ROLES = 'infra/app/backlog-queue-roles.bicep';
+
+  void it('off by default: the module, its settings and its output all hang on enableSecondaryNamespace', () => {
+    assert.equal(mainParams.get('enableSecondaryNamespace')?.defaultText, 'false');
+    assert.match(src(MAIN), /^module sendAvailability 'app\/send-availability\.bicep' = if \(enableSecondaryNamespace\) \{/m);
+    const secondary = functionAppSettings(src, files).filter((x) => x.key.startsWith('ServiceBusSecondaryConnection__'));
+    assert.deepEqual(
+      secondary.map((x) => [x.key, x.value, x.conditional]),
+      [
+        ['ServiceBusSecondaryConnection__fullyQualifiedNamespace', 'sendAvailability.outputs.fullyQualifiedNamespace', true],
+        ['ServiceBusSecondaryConnection__credential', "'managedidentity'", true],
+        ['ServiceBusSecondaryConnection__clientId', 'identity.outputs.clientId', true],
+      ],
+    );
+    assert.match(src(MAIN), /var sendAvailabilitySettings = enableSecondaryNamespace \? \{/);
+    assert.match(src(MAIN), /^output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace \? sendAvailability\.outputs\.fullyQualifiedNamespace : ''$/m);
+  });
+
+  void it('the secondary holds only the backlog queues, with the properties of infra/servicebus-backlog-queue.json (which the development broker serves too)', () => {
+    const text = src(MODULE);
+    const load = jsonContentLoads(MODULE, text).find((l) => l.path === 'infra/servicebus-backlog-queue.json');
+    assert.ok(load, `${MODULE} loads infra/servicebus-backlog-queue.json`);
+    const json = JSON.parse(readRepoFile('infra/servicebus-backlog-queue.json')) as Record<string, unknown>;
+    for (const field of Object.keys(json).filter((k) => !k.startsWith('$'))) {
+      assert.match(text, new RegExp(`\\b${field}: ${load.symbol}\\.${field}\\b`), `each backlog queue takes ${field} from the JSON`);
+    }
+    assert.deepEqual(backlogEntities(3).queues, backlogQueues(3).map((name) => ({ ...Object.fromEntries(Object.entries(json).filter(([k]) => !k.startsWith('$'))), name })));
+    const ns = modules(text).find((m) => resolveFrom(MODULE, m.path) === 'infra/core/messaging/servicebus-namespace.bicep');
+    assert.ok(ns?.paramsBlock, 'the secondary is a servicebus-namespace module (Standard, SAS off, TLS 1.2)');
+    assert.equal(entries(text, ns.paramsBlock).find((e) => e.key === 'topics')?.value, '[]', 'no topic: receivers read only the primary');
+    assert.equal(entries(text, ns.paramsBlock).find((e) => e.key === 'queues')?.value, 'queues');
+    assert.equal(mainParams.get('backlogQueueCount')?.defaultText, String(TUNING_SPECS.find((t) => t.key === 'backlogQueueCount')!.def));
+  });
+
+  void it('least privilege: Sender and Receiver for the app identity on each backlog queue, nothing namespace-wide on the secondary', () => {
+    const looped = modules(src(MODULE)).find((m) => resolveFrom(MODULE, m.path) === ROLES);
+    assert.ok(looped, `${MODULE} grants through ${ROLES}`);
+    assert.match(src(MODULE), /module queueRoles 'backlog-queue-roles\.bicep' = \[\s*for queue in queues:/);
+    assert.deepEqual(resources(src(MODULE)).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments'), [], 'no grant on the namespace itself');
+    const grants = resources(src(ROLES)).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+    const app = grants.filter((r) => propertyAt(src(ROLES), r.body, ['properties', 'principalId']) === 'identityPrincipalId');
+    assert.deepEqual(app.map((r) => r.symbol).sort(), ['appReceiver', 'appSender']);
+    for (const r of grants) expectProperty({ ...r, file: ROLES }, ['scope'], 'queue');
+    const queue = resources(src(ROLES)).find((r) => r.symbol === 'queue');
+    assert.equal(queue?.type, 'Microsoft.ServiceBus/namespaces/queues');
   });
 });

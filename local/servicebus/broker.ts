@@ -103,6 +103,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
 
   const sockets = new Map<Socket, Connection>();
   const onSocket = (socket: Socket): void => {
+    if (faults.outage) return void socket.resetAndDestroy(); // an unreachable namespace: TCP RST
     stats.inc('connections');
     const connection = acceptServerConnection(container, socket, `conn-${stats.snapshot().connections}`);
     sockets.set(socket, connection);
@@ -141,6 +142,14 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
           throw new RangeError(`dropSends(entityPath): no queue or topic named "${entityPath}"`);
         }
         faults.setDrop(entityPath);
+      },
+      outage: (on) => {
+        faults.outage = on;
+        if (on) dropConnections();
+      },
+      refuseAttach: (entityPath, kind) => {
+        faults.attach.set(entityPath, kind);
+        if (kind) router.detach(entityPath); // live links go too, as when an entity is disabled or deleted
       },
       reset: () => faults.reset(),
     },

@@ -3,7 +3,10 @@
  * the hot path; detach and dropConnections act on live links and sockets, so the broker
  * supplies them.
  */
+import { AttachFaults, type AttachRefusal } from './attach-faults';
 import { isWithin } from './entities';
+
+export type { AttachRefusal };
 
 export interface FaultSwitches {
   /** The next `n` sends are answered with `com.microsoft:server-busy`. */
@@ -20,7 +23,11 @@ export interface FaultSwitches {
    * delivered. Messages stored before the switch are left alone. Throws for an unknown entity.
    */
   dropSends(entityPath?: string): void;
-  /** Clears ServerBusy, latency and dropped sends. */
+  /** On: drops every connection and refuses new ones (the namespace is unreachable). Off: accepts again. */
+  outage(on: boolean): void;
+  /** Detaches the links at or below `entityPath` and refuses new ones (unauthorized, not found, disabled); undefined lifts it. */
+  refuseAttach(entityPath: string, kind: AttachRefusal | undefined): void;
+  /** Clears ServerBusy, latency, dropped sends, the outage and attach refusals. */
   reset(): void;
 }
 
@@ -29,6 +36,9 @@ export class FaultState {
   private latency = 0;
   /** Entity paths whose sends are dropped; `''` stands for every entity. */
   private readonly dropScopes = new Set<string>();
+  /** True while the broker refuses connections (see FaultSwitches.outage). */
+  outage = false;
+  readonly attach = new AttachFaults();
 
   setServerBusy(n: number): void {
     if (!Number.isInteger(n) || n < 0) throw new RangeError(`serverBusy(n): n must be an integer ≥ 0, got ${n}`);
@@ -68,5 +78,7 @@ export class FaultState {
     this.busyRemaining = 0;
     this.latency = 0;
     this.dropScopes.clear();
+    this.outage = false;
+    this.attach.clear();
   }
 }

@@ -87,6 +87,8 @@ export class LinkRouter {
     }
     const entity = this.deps.registry.receiveEntity(address);
     if (!entity) return refuse(sender, address);
+    const injected = this.deps.faults.attach.errorFor(address);
+    if (injected) return sender.close(injected);
     const consumer = new Consumer(sender, entity, this.deps);
     this.track(connection, sender, address, () => consumer.close());
   }
@@ -109,6 +111,8 @@ export class LinkRouter {
     }
     const target = this.deps.registry.sendTarget(address);
     if (!target) return refuse(receiver, address);
+    const injected = this.deps.faults.attach.errorFor(address);
+    if (injected) return receiver.close(injected);
     attachProducer(receiver, target, this.deps);
     this.track(connection, receiver, address, () => undefined);
   }

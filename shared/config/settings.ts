@@ -3,6 +3,7 @@
  * fails there with a message that names the setting (never later, mid-drain).
  */
 import { ConfigError } from '../errors';
+import { backlogQueues } from '../names';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
 import { scaleChoices, type ScaleSettings } from './scale-rules';
@@ -55,12 +56,20 @@ export interface Tuning {
   watchdogMaxChecks: number;
   /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). @defaultValue 180 */
   stallSeconds: number;
+  /** Backlog queues `backlog-0…` in the secondary namespace (each one is a syphon trigger). @defaultValue 2 */
+  backlogQueueCount: number;
+  /** Per entity: how long send failures are tolerated before sends go to the secondary; 0 = at once. @defaultValue 60000 */
+  failoverIntervalMs: number;
+  /** While failed over: how often the primary is pinged (a link opened, nothing sent). @defaultValue 10000 */
+  pingIntervalMs: number;
 }
 
 export interface Settings {
   storage: StorageConnection;
   /** Undefined when no ServiceBusConnection is configured (events then cannot be published). */
   serviceBus: ServiceBusConnection | undefined;
+  /** The secondary namespace for send availability; undefined = the feature is off. */
+  serviceBusSecondary: ServiceBusConnection | undefined;
   /** Prefix for every queue and container name (test isolation). @defaultValue '' */
   namePrefix: string;
   taxRates: TaxRates;
@@ -99,6 +108,9 @@ export const TUNING_SPECS: readonly IntSpec[] = [
   { key: 'watchdogSlaSeconds', setting: 'PUSHDRAIN_WATCHDOG_SLA_SECONDS', def: 600, min: 1, max: 7 * 24 * 3600 },
   { key: 'watchdogMaxChecks', setting: 'PUSHDRAIN_WATCHDOG_MAX_CHECKS', def: 5, min: 1, max: 20 },
   { key: 'stallSeconds', setting: 'PUSHDRAIN_STALL_SECONDS', def: 180, min: 1, max: 7 * 24 * 3600 },
+  { key: 'backlogQueueCount', setting: 'PUSHDRAIN_BACKLOG_QUEUE_COUNT', def: 2, min: 1, max: 10 },
+  { key: 'failoverIntervalMs', setting: 'PUSHDRAIN_FAILOVER_INTERVAL_MS', def: 60_000, min: 0, max: 3_600_000 },
+  { key: 'pingIntervalMs', setting: 'PUSHDRAIN_PING_INTERVAL_MS', def: 10_000, min: 100, max: 600_000 },
 ];
 
 type ScaleLimit = 'minInstances' | 'maxInstances' | 'intervalSeconds' | 'upCooldownSeconds' | 'downCooldownSeconds';
@@ -114,6 +126,9 @@ export const SCALE_SPECS: readonly ScaleSpec[] = [
   { key: 'upCooldownSeconds', setting: 'PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', def: 60, min: 0, max: 86_400 },
   { key: 'downCooldownSeconds', setting: 'PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', def: 900, min: 60, max: 86_400 },
 ];
+
+/** The connection of the secondary namespace (send availability); unset turns the feature off. */
+export const SECONDARY_CONNECTION = 'ServiceBusSecondaryConnection';
 
 function readInt(env: Env, spec: NamedLimit): number {
   const raw = env[spec.setting];
@@ -156,9 +171,25 @@ export function loadSettings(env: Env = process.env): Settings {
   return {
     storage: storageConnection(env),
     serviceBus: serviceBusConnection(env),
+    serviceBusSecondary: serviceBusConnection(env, SECONDARY_CONNECTION),
     namePrefix,
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
     scale: { ...scaleChoices(env), ...limits },
   };
+}
+
+/**
+ * The backlog queues the syphon serves: none unless a secondary namespace is configured. Read at
+ * module load (trigger registration), so it reads only the two settings it needs.
+ */
+export function syphonQueues(env: Env = process.env): string[] {
+  return serviceBusConnection(env, SECONDARY_CONNECTION) ? backlogQueues(backlogQueueCount(env)) : [];
+}
+
+/** PUSHDRAIN_BACKLOG_QUEUE_COUNT alone, validated like every tuning setting. */
+export function backlogQueueCount(env: Env): number {
+  const spec = TUNING_SPECS.find((s) => s.key === 'backlogQueueCount');
+  if (!spec) throw new Error('TUNING_SPECS has no backlogQueueCount');
+  return readInt(env, spec);
 }

@@ -4,6 +4,7 @@
  */
 import { PermanentError } from '../errors';
 import type { EntityNames, Role } from '../names';
+import type { PublisherHealth } from './failover-state';
 
 export interface WorkDetected {
   storageAccount: string;
@@ -46,6 +47,8 @@ export interface WorkPublisher {
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
   scheduleScaleCheck?(delayMs: number): Promise<void>;
+  /** Failover state per entity; only a publisher with a secondary namespace has one. */
+  health?(): PublisherHealth;
   close(): Promise<void>;
 }
 
@@ -160,6 +163,10 @@ export class Notifier {
     const delayMs = watchdogDelayMs(this.watchdogSlaSeconds, check.attempt);
     await this.publisher.scheduleWatchdog(check, delayMs);
     return delayMs;
+  }
+
+  health(): PublisherHealth | undefined {
+    return this.publisher.health?.();
   }
 
   close(): Promise<void> {

@@ -100,11 +100,15 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
       if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
       const c = child;
       c.kill('SIGINT');
-      const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
-      if (code !== 'timeout') return code;
-      c.kill('SIGKILL');
-      await exited(c);
-      return null;
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+      clearTimeout(timer); // else the test process waits out the full timeout before it can exit
+      if (code === 'timeout') {
+        c.kill('SIGKILL');
+        await exited(c);
+        return null;
+      }
+      return code;
     },
   };
 }

@@ -1,0 +1,67 @@
+/**
+ * A MessageChannel over one ServiceBusClient: a sender per entity, created on first use and
+ * kept (a link costs a CBS exchange and an attach), batches filled to the link's size limit.
+ */
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+
+import { PermanentError } from '../errors';
+import type { MessageChannel, OutgoingMessage } from './messages';
+
+export class ServiceBusChannel implements MessageChannel {
+  private readonly senders = new Map<string, ServiceBusSender>();
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly client: ServiceBusClient) {}
+
+  async send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<void> {
+    if (messages.length === 0) return;
+    const sender = this.sender(entity);
+    const all: ServiceBusMessage[] = [...messages];
+    if (scheduledAt) {
+      await sender.scheduleMessages(all, scheduledAt);
+      return;
+    }
+    if (all.length === 1) {
+      await sender.sendMessages(all[0] as ServiceBusMessage);
+      return;
+    }
+    let batch = await sender.createMessageBatch();
+    for (const m of all) {
+      if (batch.tryAddMessage(m)) continue;
+      await sender.sendMessages(batch);
+      batch = await sender.createMessageBatch();
+      if (!batch.tryAddMessage(m)) throw new PermanentError(`a message for ${entity} does not fit in an empty message batch`);
+    }
+    if (batch.count > 0) await sender.sendMessages(batch);
+  }
+
+  /**
+   * A fresh sender so that the attach really happens (a kept link may look open on a dead
+   * connection); creating a batch opens the link and learns its size limit, and sends nothing.
+   */
+  async ping(entity: string): Promise<void> {
+    const probe = this.client.createSender(entity);
+    try {
+      await probe.createMessageBatch();
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.senders.values()].map((s) => s.close().catch(() => undefined)));
+      await this.client.close();
+    })();
+    return this.closing;
+  }
+
+  private sender(entity: string): ServiceBusSender {
+    let s = this.senders.get(entity);
+    if (!s) {
+      s = this.client.createSender(entity);
+      this.senders.set(entity, s);
+    }
+    return s;
+  }
+}
