@@ -2,8 +2,8 @@
 import { app } from '@azure/functions';
 
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { onWorkDetected } from './drain';
 import { instance } from './instance';
-import { onWorkDetected } from './work-detected';
 
 app.serviceBusTopic('aggregate', {
   connection: 'ServiceBusConnection',

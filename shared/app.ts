@@ -5,7 +5,6 @@
  */
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
-import type { BatchReader, ReportLookup } from './batch/read-batch';
 import type { Settings } from './config/settings';
 import type { DrainActivity, DrainCoordinator, DrainResult } from './drain/coordinator';
 import { PermanentError } from './errors';
@@ -18,6 +17,7 @@ import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
 import type { Syphon, SyphonOutcome } from './notify/syphon';
+import type { BatchReader, ReportLookup } from './pipeline/finalize';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';

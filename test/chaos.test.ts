@@ -147,7 +147,7 @@ after(async (t) => {
   await proxy?.close();
   await bus?.close();
   await azurite?.stop();
-  assert.equal(code, 0, 'the host stopped cleanly at the end');
+  assert.equal(code, 0, `the host stopped cleanly at the end\n--- host output ---\n${host?.output().slice(-4000) ?? ''}`);
 });
 
 describe('chaos', () => {

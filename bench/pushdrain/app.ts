@@ -7,7 +7,7 @@
  */
 import type { InvocationContext } from '@azure/functions';
 
-import { onWorkDetected } from '../../functions/work-detected';
+import { onWorkDetected } from '../../functions/drain';
 import { serviceBusOptions } from '../../local/host/host-json';
 import { findRepoRoot, type Registration } from '../../local/host/registry';
 import { type ServiceBusHost, startServiceBusTriggers } from '../../local/host/service-bus-triggers';

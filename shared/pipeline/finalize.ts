@@ -7,14 +7,17 @@
  * Two ways in: `settle` is called by the progress write that settles the batch, so the chunk
  * outcome and the completion go into one manifest write; `ifSettled` finalizes a manifest
  * that is already settled (ingest, the watchdog, a redelivery after a lost finalize).
+ *
+ * The read side of the HTTP API (`BatchReader`: a batch's status, and the report written here)
+ * is at the end of this file.
  */
-import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
+import { type BatchStatusBody, isSettled, isTerminal, type Manifest, type ManifestStore, statusBody } from '../batch/manifest';
 import type { OpenBatches } from '../batch/open-batches';
-import type { RecentResults } from '../billing/recent-results';
-import { ReportBuilder } from '../billing/report';
-import { parseResultHeader, readResultHeader, type ResultHeader } from '../billing/result-blob';
-import { ensureError, TransientError } from '../errors';
+import { type Report, ReportBuilder } from '../billing/report';
+import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
+import { ensureError, TransientError, ValidationError } from '../errors';
 import { layout } from '../layout';
+import { isValidBatchId } from '../model/batch-id';
 import type { BlobStore, Logger } from '../ports';
 import { mapLimit } from '../util/pool';
 
@@ -101,5 +104,35 @@ export class Finalizer {
       throw new TransientError(`report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`);
     }
     await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), { contentType: 'application/json' });
+  }
+}
+
+export type ReportLookup = { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatusBody['status'] } | { kind: 'ready'; report: Report };
+
+/** Rejects anything that is not a batch id before it can become part of a blob path. */
+export function checkBatchId(batchId: string): void {
+  if (!isValidBatchId(batchId)) throw new ValidationError('batchId must be 1-64 characters of a-z 0-9 -', 400, 'invalid_batch_id');
+}
+
+export class BatchReader {
+  constructor(
+    private readonly manifests: ManifestStore,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  /** The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted. */
+  async status(batchId: string): Promise<BatchStatusBody | undefined> {
+    checkBatchId(batchId);
+    const got = await this.manifests.read(batchId);
+    return got ? statusBody(got.manifest) : undefined;
+  }
+
+  async report(batchId: string): Promise<ReportLookup> {
+    const status = await this.status(batchId);
+    if (!status) return { kind: 'not_found' };
+    if (status.status !== 'completed') return { kind: 'not_ready', status: status.status };
+    const got = await this.blobs.read(layout.report(batchId));
+    if (!got) return { kind: 'not_ready', status: status.status };
+    return { kind: 'ready', report: JSON.parse(got.body.toString('utf8')) as Report };
   }
 }

@@ -5,7 +5,7 @@
  */
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
-import type { RecentResults } from '../billing/recent-results';
+import type { RecentResults } from '../billing/result-blob';
 import { encodeResult } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';

@@ -6,8 +6,8 @@
 import { HttpRequest, type HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import { getBatch, getBatchReport } from '../../functions/batches-http';
+import { onWorkDetected } from '../../functions/drain';
 import { postBatch } from '../../functions/ingest-http';
-import { onWorkDetected } from '../../functions/work-detected';
 import type { PushdrainApp } from '../../shared/app';
 import type { Captured, CapturingPublisher } from './capturing-publisher';
 
