@@ -317,7 +317,7 @@ void describe('infra: names and settings the app relies on', () => {
     assert.doesNotMatch(text, /sqlFilter|sqlExpression/i, 'no SQL filters');
   });
 
-  void it('the scale subscription (for the scaling agent, no consumer yet) keeps 10 minutes of events and drops, not dead-letters, older ones', () => {
+  void it('the scale subscription (the scaling agent\'s load signal) keeps 10 minutes of events and drops, not dead-letters, older ones', () => {
     const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
       topics: { name: string; subscriptions: { name: string; defaultMessageTimeToLive?: string; deadLetteringOnMessageExpiration: boolean }[] }[];
     };
