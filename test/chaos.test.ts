@@ -132,7 +132,9 @@ before(async () => {
 });
 
 after(async (t) => {
-  const code = await host?.stop();
+  // A graceful stop waits for in-flight invocations, and a publish caught in the SDK's reconnect
+  // after a dropped connection can take its whole retry budget (4 tries × 10 s): allow for it.
+  const code = await host?.stop(60_000);
   // CHAOS_HOST_LOG=<file> keeps the host's output for a post-mortem of a slow or failed run.
   if (process.env.CHAOS_HOST_LOG && host) writeFileSync(process.env.CHAOS_HOST_LOG, host.output());
   tally();
