@@ -4,6 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import type { BatchSummary } from '../shared/batch/batch-list';
 import type { BatchStatusBody } from '../shared/batch/manifest';
 import type { Report } from '../shared/billing/report';
+import type { DeadLetterRedriveResult } from '../shared/poison/dead-letter-redrive';
 import type { RedriveResult } from '../shared/poison/redrive';
 import type { StatusReport } from '../shared/status/status-report';
 import { type ApiClient, CliError, httpFailure } from './client';
@@ -149,4 +150,19 @@ export async function redrive(ctx: Ctx, o: { queue?: string; batch?: string; max
     if (r.reopenedBatches.length > 0) out(`reopened: ${r.reopenedBatches.join(', ')}`);
   }
   return EXIT.ok;
+}
+
+/** Exit 7 (unavailable) when an entity failed part-way; what moved is printed all the same. */
+export async function redriveDeadLetters(ctx: Ctx, o: { entity?: string; max?: number }): Promise<number> {
+  const body = { deadLetters: true, ...(o.entity !== undefined ? { entity: o.entity } : {}), ...(o.max !== undefined ? { max: o.max } : {}) };
+  const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
+  const failed = Object.entries(r.failed);
+  if (ctx.json) printJson(r);
+  else {
+    const where = Object.entries(r.byEntity).filter(([, k]) => k > 0).map(([e, k]) => `${e}: ${k}`).join(', ');
+    out(`resubmitted ${num(r.moved)} dead letter(s)${where ? ` (${where})` : ''}; ${num(r.kept.length)} kept`);
+    for (const k of r.kept) out(`kept: ${k.entity} #${k.sequenceNumber} (${k.deadLetterReason}): ${k.problem}`);
+    for (const [entity, error] of failed) out(ctx.paint('red', `failed: ${entity}: ${error}`));
+  }
+  return failed.length > 0 ? EXIT.unavailable : EXIT.ok;
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
 import { ApiClient, CliError } from './client';
-import { batches, batchStatus, type Ctx, queues, redrive, report, systemStatus } from './commands';
+import { batches, batchStatus, type Ctx, queues, redrive, redriveDeadLetters, report, systemStatus } from './commands';
 import { EXIT } from './exit-codes';
 import { painter } from './output';
 import { describeRejection, submit } from './submit';
@@ -108,11 +108,16 @@ export function program(run: (code: number) => void): Command {
     .action(async (_o: unknown, cmd: Command) => run(await queues(context(cmd))));
 
   p.command('redrive')
-    .description('move poison messages back to their queues after a fix (admin key)')
+    .description('move poison messages back to their queues after a fix, or resubmit Service Bus dead letters (admin key)')
     .option('--queue <queue>', 'only this source queue (e.g. work-0)')
     .option('--batch <batchId>', 'only messages of this batch')
+    .addOption(new Option('--dead-letters', "resubmit the Service Bus dead letters of the app's subscriptions and batch-watchdog instead of Storage poison").conflicts(['queue', 'batch']))
+    .option('--entity <entity>', 'with --dead-letters: only this entity (e.g. work-detected/Subscriptions/drain, batch-watchdog)')
     .option('--max <n>', 'at most this many (default 1000)', wholeNumber('--max'))
-    .action(async (o: { queue?: string; batch?: string; max?: number }, cmd: Command) => run(await redrive(context(cmd), o)));
+    .action(async (o: { queue?: string; batch?: string; deadLetters?: boolean; entity?: string; max?: number }, cmd: Command) => {
+      if (o.entity !== undefined && o.deadLetters !== true) cmd.error("error: option '--entity <entity>' needs '--dead-letters'", { exitCode: EXIT.usage, code: 'pushdrain.entityWithoutDeadLetters' });
+      run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
+    });
 
   return p;
 }

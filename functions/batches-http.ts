@@ -47,12 +47,14 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
 /**
  * Makes no Storage request: a health probe must not cost transactions or wake anything. Always
  * 200, so probes never recycle a healthy worker over a namespace or scaling problem: `status` is
- * degraded while a Service Bus entity is failed over or the scaling agent is disabled (a 403), and
- * red after a permanent Service Bus failure (fix the configuration). The route is anonymous:
- * states only, no error text (it can name hosts or identities); the errors are in the log.
+ * degraded while a Service Bus entity is failed over, the scaling agent is disabled (a 403) or a
+ * dead letter was counted, and red after a permanent Service Bus failure (fix the configuration).
+ * Dead letters are counts from memory, recounted in the background at most every few minutes.
+ * The route is anonymous: states and counts only, no error text (it can name hosts or
+ * identities) and no message; the errors are in the log, the dead letters in the status report.
  */
 export function health(rt: PushdrainApp): HttpResponseInit {
-  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = rt.health();
+  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = rt.healthProbe();
   const failover = serviceBus && {
     status: serviceBus.status,
     entities: Object.fromEntries(Object.entries(serviceBus.entities).map(([name, { lastError: _e, ...state }]) => [name, state])),

@@ -13,6 +13,7 @@ import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
 import type { EntityNames } from './names';
 import type { BacklogDelivery } from './notify/backlog-message';
+import type { DeadLetterQueues } from './notify/dead-letters';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
@@ -21,11 +22,13 @@ import type { BatchReader, ReportLookup } from './pipeline/finalize';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
+import type { DeadLetterRedriveRequest, DeadLetterRedriveResult } from './poison/dead-letter-redrive';
 import type { Redriver, RedriveRequest, RedriveResult } from './poison/redrive';
 import type { BlobStore, Clock, Logger, QueueStore } from './ports';
 import type { ScaleAgent, ScaleHealth, ScaleOutcome, ScaleSignal } from './scale/agent';
 import type { Activity } from './status/activity';
 import { buildDashboardPage, type DashboardPage } from './status/dashboard-page';
+import type { DeadLetterHealth, DeadLetterTally } from './status/dead-letter-tally';
 import type { StatusReport, StatusReporter } from './status/status-report';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
@@ -59,6 +62,10 @@ export interface AppParts {
   status: StatusReporter;
   /** Service Bus counts for the status report; undefined without a Service Bus connection. */
   inspector: BusInspector | undefined;
+  /** The Service Bus dead-letter queues (redrive, counts); undefined without a Service Bus connection. */
+  deadLetters: DeadLetterQueues | undefined;
+  /** The dead-letter counts health shows; undefined when nothing can count them. */
+  deadLetterTally: DeadLetterTally | undefined;
   scaleAgent: ScaleAgent;
   /** Restores backlog messages to the primary; only with a secondary namespace configured. */
   syphon: Syphon | undefined;
@@ -74,6 +81,8 @@ export interface HealthState {
   scaleAgent: ScaleHealth;
   /** Failover state per entity; only with a secondary namespace. */
   serviceBus?: PublisherHealth;
+  /** Service Bus dead letters as last counted (see status/dead-letter-tally.ts); only with Service Bus. */
+  deadLetters?: DeadLetterHealth;
 }
 
 /** A batch as an HTTP request carries it. */
@@ -190,6 +199,16 @@ export class PushdrainApp {
     return this.parts.redriver.redrive(request);
   }
 
+  /**
+   * Resubmits Service Bus dead letters to their entities (CLI `redrive --dead-letters`, the admin
+   * route with `deadLetters: true`), then recounts them, so health reflects the redrive at once.
+   */
+  async redriveDeadLetters(request: DeadLetterRedriveRequest): Promise<DeadLetterRedriveResult> {
+    const result = await this.parts.redriver.deadLetters(request);
+    await this.parts.deadLetterTally?.refresh();
+    return result;
+  }
+
   /** A scheduled per-batch check fired (queue `batch-watchdog`). */
   async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ready();
@@ -216,17 +235,28 @@ export class PushdrainApp {
   }
 
   /**
-   * What GET /api/health reports; makes no request itself. The worst part decides: a red
-   * publisher (a permanent Service Bus failure) is red; a failed-over entity, or a scaling agent
-   * disabled by a 403, is degraded. The app still takes and processes work in both.
+   * This process's health, from memory; makes no request itself. The worst part decides: a red
+   * publisher (a permanent Service Bus failure) is red; a failed-over entity, a scaling agent
+   * disabled by a 403, or a dead letter at the last count is degraded. The app still takes and
+   * processes work in both.
    */
   health(): HealthState {
     const scaleAgent = this.parts.scaleAgent.health();
     const serviceBus = this.parts.notifier.health();
+    const deadLetters = this.parts.deadLetterTally?.snapshot();
     const rank = { ok: 0, degraded: 1, red: 2 } as const;
-    const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok'];
+    const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok', (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok'];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
-    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}) };
+    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}) };
+  }
+
+  /**
+   * GET /api/health: health(), and a recount of the dead letters in the background when the
+   * counts are older than a few minutes (the next answer shows it). Never waits for Service Bus.
+   */
+  healthProbe(): HealthState {
+    this.parts.deadLetterTally?.refreshIfStale();
+    return this.health();
   }
 
   /** This process's Storage requests by operation; makes no request itself. */
@@ -245,7 +275,9 @@ export class PushdrainApp {
   }
 
   async close(): Promise<void> {
+    await this.parts.deadLetterTally?.close();
     await this.parts.inspector?.close();
+    await this.parts.deadLetters?.close();
     await this.parts.notifier.close();
     await this.parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
   }

@@ -17,10 +17,12 @@ import { Ingestor } from './ingest/ingest';
 import { layout } from './layout';
 import { parseWorkPointer } from './model/pointers';
 import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
+import type { DeadLetterQueues } from './notify/dead-letters';
 import { Notifier, type WorkPublisher } from './notify/events';
 import type { BusInspector } from './notify/inspection';
 import { PairedPublisher } from './notify/paired-publisher';
 import { ServiceBusChannel } from './notify/service-bus-channel';
+import { ServiceBusDeadLetters } from './notify/service-bus-dead-letters';
 import { ServiceBusInspector } from './notify/service-bus-inspector';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
 import { type RejectedBacklogMessage, Syphon } from './notify/syphon';
@@ -37,6 +39,7 @@ import { ARM_ENDPOINT, ScaleRequests } from './scale/requests';
 import { ScaleStateStore } from './scale/state';
 import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
+import { DeadLetterTally } from './status/dead-letter-tally';
 import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
 import { createStorageClients, credentialFor } from './storage/clients';
@@ -76,6 +79,9 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const statusClients = createStorageClients(settings.storage, statusMeter);
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const bus = serviceBus(settings, options, clock, log, blobs);
+  const deadLetters = bus.deadLetters;
+  const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
+  const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
   const manifests = new ManifestStore(blobs);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
@@ -130,7 +136,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     map,
     reduce,
     drains,
-    redriver: new Redriver({ queues, manifests, open, notifier, names, log }),
+    redriver: new Redriver({ queues, manifests, open, notifier, names, log, deadLetters }),
     watchdog,
     scaleAgent: new ScaleAgent({
       settings: settings.scale,
@@ -142,12 +148,14 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       log,
     }),
     activity,
-    inspector: bus.inspector,
+    inspector,
+    deadLetters,
+    deadLetterTally: tally,
     status: new StatusReporter({
       queues: new AzureQueueStore(statusClients.queues, names.poisonQueue, now),
       names,
       batches: new ManifestListing(new AzureBlobStore(statusClients.blobs, names.container), new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container))),
-      inspector: bus.inspector,
+      inspector,
       drains,
       activity,
       meter,
@@ -167,22 +175,30 @@ export function createApp(settings: Settings, options: AppOptions = {}): Pushdra
   return new PushdrainApp(composeApp(settings, options));
 }
 
+interface BusParts {
+  publisher: WorkPublisher;
+  inspector: BusInspector | undefined;
+  deadLetters: DeadLetterQueues | undefined;
+  syphon: Syphon | undefined;
+}
+
 /**
  * The Service Bus side: the publisher (with ServiceBusSecondaryConnection, a paired publisher that
- * fails over to the secondary's backlog queues, and the syphon that restores them) and the
- * inspector for the status report. The primary's one client serves the publisher and the
- * inspector; the publisher closes it.
+ * fails over to the secondary's backlog queues, and the syphon that restores them), the
+ * inspector for the status report and the dead-letter queues (redrive, health counts), all on
+ * the primary. Its one client serves them all; the publisher closes it.
  */
-function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): { publisher: WorkPublisher; inspector: BusInspector | undefined; syphon: Syphon | undefined } {
+function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): BusParts {
   const { serviceBus: connection, serviceBusSecondary, tuning } = settings;
   if (!connection) {
     const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
-    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector, syphon: undefined };
+    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector, deadLetters: undefined, syphon: undefined };
   }
   const client = createServiceBusClient(connection);
-  // The publisher closes the client it shares; a publisher passed in (tests) leaves that to the inspector.
-  const inspector = options.inspector ?? new ServiceBusInspector(client, options.publisher !== undefined);
-  if (!serviceBusSecondary) return { publisher: options.publisher ?? new ServiceBusPublisher(client), inspector, syphon: undefined };
+  // The publisher closes the client it shares; a publisher passed in (tests) leaves that to the dead-letter queues.
+  const deadLetters = new ServiceBusDeadLetters(client, options.publisher !== undefined);
+  const inspector = options.inspector ?? new ServiceBusInspector(client, false);
+  if (!serviceBusSecondary) return { publisher: options.publisher ?? new ServiceBusPublisher(client), inspector, deadLetters, syphon: undefined };
   const primary = new ServiceBusChannel(client);
   const setAside = async (r: RejectedBacklogMessage): Promise<void> => {
     const body = Buffer.from(JSON.stringify(r, null, 2));
@@ -201,7 +217,7 @@ function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: 
       clock,
       log,
     });
-  return { publisher, inspector, syphon };
+  return { publisher, inspector, deadLetters, syphon };
 }
 
 /**

@@ -2,7 +2,8 @@
  * The status page in Debian's headless Chromium (playwright-core), against the local stack
  * (Azurite, the development broker, the local host as a child). Events are held back by the
  * broker (ServerBusy) at submission and delivered by the test, queue by queue, so each state
- * the page must show (queued, half done, done; poisoned, redriven, done) exists for certain.
+ * the page must show (queued, half done, done; poisoned, redriven, done; dead-lettered,
+ * redriven, done) exists for certain.
  * Skipped, with the install command, where Chromium is missing; CI requires it.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ import { layout } from '../shared/layout';
 import { type EntityNames, entityNames } from '../shared/names';
 import { generate, toNdjson } from '../testkit/generate';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
+import { slotContainer, wakeForSlots } from './support/dead-letter-stack';
 import { type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
 
 // What the page functions (run in the browser) touch; the project compiles without the DOM lib.
@@ -157,5 +159,32 @@ describe('status page in headless Chromium', () => {
     );
     const expected404 = (p: string): boolean => p.includes('404') && p.endsWith('/api/batches/b-no-such-batch');
     assert.deepEqual(problems.filter((p) => !expected404(p)), [], 'no script error and no CSP violation');
+  });
+
+  test('WorkDetected events dead-lettered by failing drains are listed with their reason; the dead-letter redrive button resubmits them and the batch completes', { skip }, async () => {
+    const { batchId, chunks } = await held(1000, 603);
+    const queues = [...new Set(Array.from({ length: chunks }, (_, i) => names.inputQueueOf(batchId, i)))];
+    const slots = slotContainer(stack);
+    await slots.delete(); // every drain of these queues now fails, until the broker dead-letters the event
+    await wakeForSlots(stack, queues);
+    const drain = 'work-detected/Subscriptions/drain';
+    const rows = `#dead-letters tr[data-entity="${drain}"]`;
+    await page.waitForFunction(([sel, n]) => document.querySelectorAll(sel).length === n, [rows, queues.length] as const, WAIT);
+    const reasons = await page.evaluate((sel) => [...document.querySelectorAll(`${sel} td.reason:nth-child(2)`)].map((td) => td.textContent), rows);
+    assert.deepEqual(reasons, queues.map(() => 'MaxDeliveryCountExceeded'));
+    assert.equal(await page.textContent(`#bus tr[data-entity="${drain}"] td.dead`), String(queues.length));
+    assert.match((await page.textContent('#tiles')) ?? '', new RegExp(`${queues.length}dead letters`));
+    assert.deepEqual(await bar(batchId), { now: 0, max: chunks, status: 'accepted' }, 'the batch waits for events that will never come');
+
+    await slots.create(); // the fix
+    await page.fill('#admin-key', 'admin-key-any-works-locally');
+    await page.click('#redrive-dead-letters');
+    await page.waitForFunction((text) => document.querySelector('#dead-letter-result')?.textContent === text, `resubmitted ${queues.length} dead letter(s) (${drain}: ${queues.length})`, WAIT);
+    await finished(batchId, 'completed');
+    await page.waitForFunction((sel) => document.querySelectorAll(sel).length === 0, rows, WAIT);
+    assert.equal(await page.textContent(`#bus tr[data-entity="${drain}"] td.dead`), '0');
+    const last = requests.filter((r) => r.url.endsWith('/api/admin/redrive')).at(-1);
+    assert.equal(last?.key, 'admin-key-any-works-locally', 'the dead-letter redrive sends the admin key');
+    assert.deepEqual(problems.filter((p) => !(p.includes('404') && p.endsWith('/api/batches/b-no-such-batch'))), [], 'no script error and no CSP violation');
   });
 });

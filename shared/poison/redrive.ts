@@ -7,8 +7,10 @@ import type { Manifest, ManifestStore } from '../batch/manifest';
 import type { OpenBatches } from '../batch/open-batches';
 import { ValidationError } from '../errors';
 import type { EntityNames } from '../names';
+import type { DeadLetterQueues } from '../notify/dead-letters';
 import type { Notifier } from '../notify/events';
 import { type Logger, MAX_RECEIVE, type PoisonRecord, type QueueStore } from '../ports';
+import { type DeadLetterRedriveRequest, type DeadLetterRedriveResult, MAX_LIMIT, redriveDeadLetters, validateMax } from './dead-letter-redrive';
 
 export interface RedriveRequest {
   /** Source queue (e.g. `work-0`); all of the app's queues when absent. */
@@ -27,8 +29,6 @@ export interface RedriveResult {
   reopenedBatches: string[];
 }
 
-const DEFAULT_MAX = 1000;
-const MAX_LIMIT = 100_000;
 /** Long enough to move a received batch; skipped messages reappear after it. */
 const VISIBILITY_SECONDS = 30;
 
@@ -70,6 +70,8 @@ export interface RedriveDeps {
   notifier: Notifier;
   names: EntityNames;
   log: Logger;
+  /** Service Bus dead-letter queues; undefined without a Service Bus connection. */
+  deadLetters?: DeadLetterQueues | undefined;
 }
 
 export class Redriver {
@@ -81,8 +83,7 @@ export class Redriver {
     if (req.queue !== undefined && !all.includes(req.queue)) {
       throw new ValidationError(`queue must be one of ${all.join(', ')}`, 400, 'invalid_request');
     }
-    const max = req.max ?? DEFAULT_MAX;
-    if (!Number.isInteger(max) || max < 1 || max > MAX_LIMIT) throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
+    const max = validateMax(req.max);
     const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };
     const reopened = new Set<string>();
     for (const queue of req.queue ? [req.queue] : all) {
@@ -115,5 +116,10 @@ export class Redriver {
     result.reopenedBatches = [...reopened].sort();
     log.warn(`redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`);
     return result;
+  }
+
+  /** Resubmits Service Bus dead letters to their entities (see dead-letter-redrive.ts). */
+  deadLetters(req: DeadLetterRedriveRequest = {}): Promise<DeadLetterRedriveResult> {
+    return redriveDeadLetters(this.deps.deadLetters, req, this.deps.log);
   }
 }

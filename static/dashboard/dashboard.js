@@ -1,5 +1,5 @@
 // pushdrain status page. Reads GET admin/status (function key) every few seconds and draws it;
-// POST admin/redrive (admin key) from the poison section. Keys live in memory only: typed in,
+// POST admin/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
 // or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL.
 'use strict';
 (() => {
@@ -176,18 +176,26 @@
   }
 
   async function redrive(body) {
-    const out = $('redrive-result');
+    const dead = body.deadLetters === true;
+    const out = $(dead ? 'dead-letter-result' : 'redrive-result');
     out.textContent = 'redriving…';
     try {
       const res = await fetch('admin/redrive', { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) }, body: JSON.stringify(body) });
       const json = await res.json().catch(() => ({}));
       if (res.status === 401 || res.status === 403) out.textContent = `the admin key was refused (${res.status})`;
       else if (!res.ok) out.textContent = `redrive failed: ${json.message || res.status}`;
+      else if (dead) out.textContent = deadLetterOutcome(json);
       else out.textContent = `moved ${json.moved} message(s) back${json.reopenedBatches.length ? `; reopened ${json.reopenedBatches.join(', ')}` : ''}`;
     } catch (e) {
       out.textContent = `redrive failed: ${e.message}`;
     }
     poll();
+  }
+
+  function deadLetterOutcome(r) {
+    const where = Object.entries(r.byEntity).filter(([, n]) => n > 0).map(([e, n]) => `${e}: ${n}`);
+    const failed = Object.entries(r.failed).map(([e, err]) => `${e} failed: ${err}`);
+    return [`resubmitted ${r.moved} dead letter(s)${where.length ? ` (${where.join(', ')})` : ''}`, r.kept.length ? `${r.kept.length} kept (unreadable)` : '', ...failed].filter(Boolean).join('; ');
   }
 
   function renderBus(s) {
@@ -201,7 +209,7 @@
     $('bus-note').textContent = `Counted by peeking (Listen right only), up to ${bus.limit} per entity.`;
     const at = (truncated, n) => `${truncated ? '≥' : ''}${fmt(n)}`;
     fill('bus', bus.entities.map((e) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', {}, at(e.truncated, e.active)), h('td', {}, fmt(e.scheduled)), h('td', { class: 'dead' }, at(e.deadLettersTruncated, e.deadLetters)), h('td', { class: 'muted' }, e.error || ''))));
-    fill('dead-letters', bus.entities.flatMap((e) => e.deadLettered.map((d) => h('tr', {}, h('td', {}, e.entity), h('td', { class: 'reason' }, d.reason), h('td', { class: 'reason' }, d.description || ''), h('td', {}, new Date(d.enqueuedAt).toLocaleString()), h('td', {}, h('code', {}, d.body))))));
+    fill('dead-letters', bus.entities.flatMap((e) => e.deadLettered.map((d) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', { class: 'reason' }, d.reason), h('td', { class: 'reason' }, d.description || ''), h('td', {}, new Date(d.enqueuedAt).toLocaleString()), h('td', {}, h('code', {}, d.body))))));
   }
 
   function renderCost(s) {
@@ -304,6 +312,10 @@
   $('redrive-form').addEventListener('submit', (e) => {
     e.preventDefault();
     redrive({});
+  });
+  $('dead-letter-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    redrive({ deadLetters: true });
   });
   readFragment();
   poll();
