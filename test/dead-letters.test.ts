@@ -12,8 +12,8 @@ import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service
 
 import { parseRedrive, postRedrive } from '../functions/admin-http';
 import { health } from '../functions/batches-http';
+import { onWorkDetected } from '../functions/drain';
 import { onWatchdog } from '../functions/watchdog';
-import { onWorkDetected } from '../functions/work-detected';
 import type { HealthState, PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { createApp } from '../shared/create-app';
