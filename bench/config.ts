@@ -110,6 +110,6 @@ export function quickConfig(): BenchConfig {
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
     broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
-    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
+    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, visibilityTimeoutSeconds: 5, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
   };
 }

@@ -40,6 +40,12 @@ export interface ScaleOutConfig {
   maxDequeueTasks: number;
   messagesPerTask: number;
   maxInstances: number;
+  /**
+   * Messages in flight on another instance look, to a drain's closing look, like a crashed
+   * host's: it schedules a wake-up one visibility timeout ahead, and the run waits for it.
+   * @defaultValue the app's (60 s); the smoke run shortens it.
+   */
+  visibilityTimeoutSeconds?: number;
   coolDownMs: number;
   /** Every instance's output goes here (git-ignored), for reading the run afterwards. */
   instanceLog?: string;
@@ -89,6 +95,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     PUSHDRAIN_DEQUEUE_BATCH_SIZE: String(cfg.dequeueBatchSize),
     PUSHDRAIN_MAX_DEQUEUE_TASKS: String(cfg.maxDequeueTasks),
     PUSHDRAIN_MESSAGES_PER_TASK: String(cfg.messagesPerTask),
+    ...(cfg.visibilityTimeoutSeconds !== undefined ? { PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: String(cfg.visibilityTimeoutSeconds) } : {}),
     PUSHDRAIN_SCALE_MODE: 'off',
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   };
