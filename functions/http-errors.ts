@@ -1,7 +1,7 @@
 /** Maps the shared error classes to HTTP responses. 5xx bodies never echo internals. */
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
-import { ensureError, ValidationError } from '../shared/errors';
+import { AbortedError, ensureError, ValidationError } from '../shared/errors';
 import { isTransient } from '../shared/retry/transient';
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit {
@@ -25,6 +25,8 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
     const retryAfter: Record<string, string> = e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
     return json(e.status, { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) }, retryAfter);
   }
+  // Nobody reads this answer; 499 is the customary "client closed request" in logs.
+  if (e instanceof AbortedError) return json(499, { error: 'client_closed_request', message: e.message });
   // Our TransientError, and an SDK error the retry table calls transient (a Storage 503 or a
   // refused connection that outlived the SDK's own retries): the client should retry, so 503.
   if (isTransient(error)) {

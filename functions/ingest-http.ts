@@ -2,7 +2,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { ValidationError } from '../shared/errors';
+import { AbortedError, ValidationError } from '../shared/errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { isValidIdempotencyKey } from '../shared/model/batch-id';
 import { errorResponse, json } from './http-errors';
@@ -54,12 +54,24 @@ export function idempotencyKey(req: HttpRequest): string | undefined {
   return key;
 }
 
+/**
+ * The request's abort signal, where the host gives one: the local host puts it in the trigger
+ * metadata as `abortSignal`. Azure's Node.js worker passes no cancellation to a running
+ * invocation, so there a request runs to its end, within the ingest's bounds.
+ */
+export function requestSignal(context: InvocationContext): AbortSignal | undefined {
+  const s = context.triggerMetadata?.abortSignal;
+  return s instanceof AbortSignal ? s : undefined;
+}
+
 export async function postBatch(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const started = Date.now();
   try {
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
     const body = await readBody(req, rt.maxBodyBytes);
-    const result = await rt.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}) });
+    const signal = requestSignal(context);
+    const result = await rt.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(signal ? { signal } : {}) });
     context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
     return json(
       202,
@@ -67,6 +79,7 @@ export async function postBatch(rt: PushdrainApp, req: HttpRequest, context: Inv
       { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
     );
   } catch (e) {
+    if (e instanceof AbortedError) context.log(`the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`);
     return errorResponse(e, context);
   }
 }

@@ -7,7 +7,7 @@ import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
 import type { DrainActivity, DrainCoordinator, DrainResult } from './drain/coordinator';
-import { PermanentError } from './errors';
+import { AbortedError, PermanentError } from './errors';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
@@ -83,6 +83,8 @@ export interface HealthState {
   serviceBus?: PublisherHealth;
   /** Service Bus dead letters as last counted (see status/dead-letter-tally.ts); only with Service Bus. */
   deadLetters?: DeadLetterHealth;
+  /** POST /api/batches in progress here, and how many were stopped because the client went away. */
+  ingests: { inProgress: number; aborted: number };
 }
 
 /** A batch as an HTTP request carries it. */
@@ -91,11 +93,14 @@ export interface Submission {
   format: BodyFormat;
   gzip: boolean;
   idempotencyKey?: string;
+  /** Fires when the client disconnects (the local host gives one; Azure's Node.js worker does not). */
+  signal?: AbortSignal;
 }
 
 export class PushdrainApp {
   private provisioned: Promise<void> | undefined;
   private page: DashboardPage | undefined;
+  private readonly ingests = { inProgress: 0, aborted: 0 };
 
   constructor(readonly parts: AppParts) {}
 
@@ -118,15 +123,24 @@ export class PushdrainApp {
 
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
-    await this.ready();
-    const result = await this.parts.ingestor.ingest({
-      open: bufferSource(s.body, s.gzip, this.parts.settings.tuning.maxInflatedBytes),
-      format: s.format,
-      ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
-      source: 'http',
-    });
-    if (!result.replayed) this.parts.activity.accepted(result.transactions);
-    return result;
+    this.ingests.inProgress++;
+    try {
+      await this.ready();
+      const result = await this.parts.ingestor.ingest({
+        open: bufferSource(s.body, s.gzip, this.parts.settings.tuning.maxInflatedBytes, s.signal),
+        format: s.format,
+        ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
+        ...(s.signal ? { signal: s.signal } : {}),
+        source: 'http',
+      });
+      if (!result.replayed) this.parts.activity.accepted(result.transactions);
+      return result;
+    } catch (e) {
+      if (e instanceof AbortedError) this.ingests.aborted++;
+      throw e;
+    } finally {
+      this.ingests.inProgress--;
+    }
   }
 
   /** GET /api/batches/{id}: undefined for a batch that was never accepted. */
@@ -247,7 +261,7 @@ export class PushdrainApp {
     const rank = { ok: 0, degraded: 1, red: 2 } as const;
     const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok', (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok'];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
-    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}) };
+    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}), ingests: { ...this.ingests } };
   }
 
   /**

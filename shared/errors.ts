@@ -1,6 +1,7 @@
 /**
  * The few error classes the whole app speaks. Adapters map them:
- * ValidationError → 4xx, TransientError → retry, PermanentError → poison at once.
+ * ValidationError → 4xx, TransientError → retry, PermanentError → poison at once, AbortedError →
+ * the caller is gone (logged, nothing to answer).
  */
 
 export interface ErrorDetail {
@@ -51,6 +52,19 @@ export class AccessDeniedError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * The caller went away (an HTTP client disconnected) and the work was stopped: nothing was
+ * accepted. Nobody is left to read an answer; adapters log it.
+ */
+export class AbortedError extends Error {
+  override readonly name = 'AbortedError';
+}
+
+/** Throws AbortedError once `signal` has fired: a cheap check for the loops of long work. */
+export function checkAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError('the client disconnected; the request was abandoned');
 }
 
 /** A setting is missing or out of range; thrown once, at start-up. */

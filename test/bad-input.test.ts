@@ -5,17 +5,20 @@
  * file covers the rest. What the host layer itself answers is in test/bad-input-http.test.ts.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 
-import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { HttpRequest, type HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import { getBatch, getBatchReport } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
 import type { PushdrainApp } from '../shared/app';
+import { gzipBomb, validBatch } from './support/bombs';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';
-import { context } from './support/invoke';
+import { context, status } from './support/invoke';
+import { waitFor } from './support/poll';
 import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
 
 before(async () => {
@@ -377,5 +380,130 @@ describe('batch ids in the status and report routes', () => {
     const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
     assert.equal(res.status, 404);
     assert.equal(rt.parts.meter.total() - before, 1);
+  });
+});
+
+describe('bombs and abandoned requests', () => {
+  const MiB = 1024 * 1024;
+  const GZIP_NDJSON = { ...NDJSON, 'content-encoding': 'gzip' };
+
+  /** A POST whose InvocationContext carries an abort signal, as the local host gives one. */
+  function postAbortable(rt: PushdrainApp, body: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponseInit> {
+    const req = new HttpRequest({ method: 'POST', url: 'http://localhost:7071/api/batches', headers, body: { bytes: body } });
+    return postBatch(rt, req, new InvocationContext({ functionName: 'postBatch', triggerMetadata: { abortSignal: signal }, logHandler: () => {} }));
+  }
+
+  // Before the fix the zeros never got an answer (zlib was left waiting): the timeout fails the test.
+  test('gzip bombs at the default caps: 1 GiB of zeros, 250 MiB of blank or whitespace lines, 1 GiB of spaces in an array: 413, nothing written', { timeout: 240_000 }, async (t) => {
+    const { rt, events } = await testRuntime();
+    const cases: [string, Buffer, Record<string, string>, RegExp][] = [
+      ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), GZIP_NDJSON, /inflates past 268435456 bytes/],
+      ['250 MiB of blank lines', await gzipBomb('\n', 250 * MiB), GZIP_NDJSON, /more than 1000000 blank lines \(at line 1000001\)/],
+      ['250 MiB of whitespace-only lines', await gzipBomb(' \t \r\n', 250 * MiB), GZIP_NDJSON, /more than 1000000 blank lines/],
+      // Two gzip members: "[" and then the spaces.
+      ['"[" and 1 GiB of spaces', Buffer.concat([gzipSync('['), await gzipBomb(' ', 1024 * MiB)]), { ...JSON_TYPE, 'content-encoding': 'gzip' }, /inflates past 268435456 bytes/],
+    ];
+    const took: string[] = [];
+    for (const [name, body, headers, message] of cases) {
+      const started = Date.now();
+      const b = await refused(rt, name, () => postRaw(rt, body, headers), 413, 'too_large');
+      assert.match(b.message, message, name);
+      took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
+    }
+    await nothingWritten(rt, events);
+    t.diagnostic(`413 answered in: ${took.join('; ')}`);
+  });
+
+  test('blank lines: 1,000,000 of them with a record are accepted, one more is 413', async () => {
+    const { rt, events } = await testRuntime();
+    const record = line(good);
+    const ok = await postRaw(rt, `${'\n'.repeat(1_000_000)}${record}`, NDJSON);
+    assert.equal(ok.status, 202, JSON.stringify(ok.jsonBody));
+    assert.equal((ok.jsonBody as { transactions: number }).transactions, 1);
+    const blobs = await blobNames(rt);
+    const sent = events.all.length;
+    const b = await refused(rt, 'one blank line too many', () => postRaw(rt, `${'\n'.repeat(1_000_001)}${record}`, NDJSON), 413, 'too_large');
+    assert.match(b.message, /more than 1000000 blank lines \(at line 1000001\)/);
+    assert.deepEqual(await blobNames(rt), blobs, 'the refused body wrote nothing');
+    assert.equal(events.all.length, sent);
+  });
+
+  // Stopping early (a fatal error, the record limit) destroyed zlib while the feed waited for it
+  // to take more input: the request never answered once the compressed body passed ~16 KiB.
+  test('an early stop inside a large gzip body answers at once', { timeout: 120_000 }, async () => {
+    const { rt, events } = await testRuntime();
+    const letters = Buffer.from(randomBytes(MiB).map((b) => 0x61 + (b % 26)));
+    const notArray = gzipSync(Buffer.concat([Buffer.from('x'), letters]));
+    const tooMany = gzipSync(Buffer.from(Array.from({ length: 1_000_001 }, (_, i) => `${i}`).join('\n')));
+    assert.ok(notArray.length > 256 * 1024 && tooMany.length > 256 * 1024, 'compressed bodies well past zlib buffers');
+    const a = await refused(rt, 'a JSON body that is not an array', () => postRaw(rt, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+    assert.match(a.details![0]!.message, /must be an array/);
+    const b = await refused(rt, '1,000,001 records', () => postRaw(rt, tooMany, GZIP_NDJSON), 400, 'invalid_batch');
+    assert.deepEqual(b.details![99], { line: 1_000_001, field: '', message: 'a batch holds at most 1000000 transactions' });
+    await nothingWritten(rt, events);
+  });
+
+  test('a record with more than 32 fields is one problem, not one per field', async (t) => {
+    const { rt, events } = await testRuntime();
+    const fields = (n: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 0]));
+    const at32 = { ...good, ...fields(25) }; // 32 fields: each unknown one is named
+    const at33 = { ...good, ...fields(26) };
+    const wide = `{${Array.from({ length: 3300 }, (_, i) => `"k${i}":0,"k${i}":0`).join(',')}}`; // ~64 KiB, every key twice
+    const b = await refused(rt, 'wide records', () => postRaw(rt, [line(at32), line(at33), wide].join('\n'), NDJSON), 400, 'invalid_batch');
+    assert.equal(b.message, 'the batch has 27 problems');
+    assert.deepEqual(where(b).slice(24), ['1:k24', '2:', '3:']);
+    assert.equal(b.details![25]!.message, 'too many fields: 33 (a transaction has at most 7)');
+    assert.equal(b.details![26]!.message, 'too many fields: 3300 (a transaction has at most 7)');
+    // Such records in bulk cost work linear in their size (a problem per repeated key cost 47 s for 256 MiB).
+    const bulk = Buffer.from(`${wide}\n`.repeat(Math.floor((32 * MiB) / (wide.length + 1))));
+    const started = Date.now();
+    const many = await refused(rt, '32 MiB of wide records', () => postRaw(rt, gzipSync(bulk, { level: 1 }), GZIP_NDJSON), 400, 'invalid_batch');
+    assert.match(many.message, /^the batch has \d+ problems \(first 100 shown\)$/);
+    t.diagnostic(`32 MiB of 64 KiB records with 3,300 repeated keys each refused in ${Date.now() - started} ms`);
+    await nothingWritten(rt, events);
+  });
+
+  test('a client that disconnects mid-validation: 499, nothing written, counted in health', { timeout: 120_000 }, async (t) => {
+    const { rt, events } = await testRuntime();
+    // The last line is invalid: a validation that ran to the end would answer 400, not 499.
+    const body = Buffer.concat([validBatch(300_000), Buffer.from('\n{"broken"')]);
+    const aborter = new AbortController();
+    const before = rt.parts.meter.total();
+    const started = Date.now();
+    const answer = postAbortable(rt, body, NDJSON, aborter.signal);
+    assert.ok(await waitFor(() => rt.health().ingests.inProgress === 1, 10_000), 'the ingest started');
+    await new Promise((r) => setTimeout(r, 20)); // a timer fires mid-validation: reading yields to the event loop
+    aborter.abort();
+    const abortedAt = Date.now();
+    const res = await answer;
+    assert.equal(res.status, 499, `validation must stop when the client is gone: ${JSON.stringify(res.jsonBody)}`);
+    assert.equal((res.jsonBody as ErrorBody).error, 'client_closed_request');
+    assert.deepEqual(rt.health().ingests, { inProgress: 0, aborted: 1 });
+    assert.equal(rt.parts.meter.total(), before, 'stopped before the claim: no Storage request at all');
+    await nothingWritten(rt, events);
+    t.diagnostic(`300,000 transactions (${(body.length / MiB).toFixed(0)} MiB): aborted ${abortedAt - started} ms in, answered ${Date.now() - abortedAt} ms after the abort`);
+  });
+
+  test('a client that disconnects while chunks are written: the rest is not written, nothing is queued or published', { timeout: 120_000 }, async (t) => {
+    const { rt, events, observer } = await testRuntime();
+    const aborter = new AbortController();
+    const puts = (): number => rt.parts.meter.snapshot()['blob.put'] ?? 0;
+    const before = puts();
+    const answer = postAbortable(rt, validBatch(300_000), NDJSON, aborter.signal); // 150 chunks of 2,000
+    // The claim is the first blob written; abort right after it.
+    assert.ok(await waitFor(() => puts() > before, 60_000), 'the claim was written');
+    aborter.abort();
+    const res = await answer;
+    assert.equal(res.status, 499, JSON.stringify(res.jsonBody));
+    const chunks = (await blobNames(observer)).filter((n) => n.startsWith('work/') && n.endsWith('.ndjson.gz'));
+    assert.ok(chunks.length < 150, `stopped part-way: ${chunks.length} of 150 chunk blobs`);
+    assert.equal(await totalQueued(rt), 0, 'no pointer was enqueued');
+    assert.equal(events.all.length, 0, 'no WorkDetected was published');
+    const batchId = (await blobNames(observer)).map((n) => /^batches\/(.+)\/manifest\.json$/.exec(n)?.[1]).find((id) => id !== undefined);
+    assert.ok(batchId, 'the claim names the batch');
+    const m = await rt.parts.manifests.read(batchId);
+    assert.equal(m?.manifest.state, 'abandoned', 'the claim was rolled back');
+    assert.equal((await status(rt, batchId)).status, 404, 'never accepted');
+    t.diagnostic(`aborted after the claim: ${chunks.length} of 150 chunk blobs had been written`);
   });
 });

@@ -1,6 +1,9 @@
 /**
  * Serves the captured HTTP triggers on node:http: same routes, prefix and methods as Azure.
  * Function keys are not checked locally (any key or none is accepted), as with Core Tools.
+ * Like Azure, it reads the whole body before invoking. Unlike Azure, a client that disconnects
+ * is noticed: during the upload nothing is invoked, and during an invocation the handler gets
+ * an abort signal (InvocationContext.triggerMetadata.abortSignal).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,13 +22,19 @@ export interface HttpHost {
   close(): Promise<void>;
 }
 
-async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large'> {
+async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large' | { gone: number }> {
   const parts: Buffer[] = [];
   let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > MAX_REQUEST_BYTES) return 'too_large';
-    parts.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > MAX_REQUEST_BYTES) return 'too_large';
+      parts.push(chunk);
+    }
+  } catch (e) {
+    // The client went away mid-upload ("aborted", ECONNRESET): there is nobody to answer.
+    if (req.destroyed) return { gone: total };
+    throw e;
   }
   return Buffer.concat(parts, total);
 }
@@ -70,6 +79,7 @@ async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage
     if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return tooLarge(res);
     const body = await readRequest(req);
     if (body === 'too_large') return tooLarge(res);
+    if (!Buffer.isBuffer(body)) return log('information', route.functionName, `the client disconnected during the upload (${body.gone} bytes received); not invoked`);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const request = new HttpRequest({
@@ -80,8 +90,14 @@ async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage
       query: Object.fromEntries(url.searchParams),
       ...(body.length > 0 ? { body: { bytes: body } } : {}),
     });
-    const context = invocationContext(route.functionName, log);
+    // 'close' before the answer is out: the client is gone, so the handler may stop.
+    const aborter = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) aborter.abort();
+    });
+    const context = invocationContext(route.functionName, log, { abortSignal: aborter.signal });
     const result = (await route.registration.handler(request, context)) as HttpResponseInit | HttpResponse | undefined;
+    if (aborter.signal.aborted) return;
     const response = result instanceof HttpResponse ? result : new HttpResponse(result ?? { status: 204 });
     const out = Buffer.from(await response.arrayBuffer());
     const outHeaders: Record<string, string> = {};

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 
 import { isSettled, type Manifest, type ManifestStore, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import type { OpenBatches } from '../batch/open-batches';
-import { ensureError, TransientError, ValidationError } from '../errors';
+import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { layout } from '../layout';
 import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
 import type { EncodedChunk } from '../model/chunk-codec';
@@ -30,6 +30,8 @@ export interface IngestRequest {
   idempotencyKey?: string;
   source: 'http' | 'sweep';
   sourceName?: string;
+  /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
+  signal?: AbortSignal;
 }
 
 export interface IngestResult {
@@ -81,6 +83,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
   }
   const summary = await validateBody(req.open, req.format, { size: ctx.chunkSize, maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES });
+  checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey);
   const now = ctx.now();
   const fresh: Manifest = {
@@ -115,7 +118,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   } catch (e) {
     await heartbeat.stop();
     await abandon(ctx, claim.manifest, ensureError(e).message);
-    if (e instanceof ValidationError) throw e;
+    if (e instanceof ValidationError || e instanceof AbortedError) throw e;
     throw new TransientError(`ingest of ${batchId} failed part-way and was rolled back; nothing was accepted: ${ensureError(e).message}`, undefined, { cause: e });
   } finally {
     await heartbeat.stop();
@@ -129,6 +132,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
   const writes = new Pool(kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
   let counted = 0;
   for await (const encode of chunkSource(req.open, req.format, m.chunkSize, kept)) {
+    checkAborted(req.signal);
     await writes.run(async () => {
       const enc = await encode();
       counted += enc.count;
@@ -148,6 +152,8 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
   }
   await writes.drain();
   if (counted !== m.transactions) throw new Error(`body changed between passes: ${counted} vs ${m.transactions} transactions`);
+  // The last point of return: once pointers are out, finishing is cheaper than undoing.
+  checkAborted(req.signal);
 
   const sends = new Pool(ENQUEUE_CONCURRENCY);
   for (const { queue, pointer } of pointers) {

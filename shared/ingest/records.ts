@@ -6,7 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 
 import { readJsonArray } from './json-array';
-import { type BodyFormat, type ByteSource, type Finish, lineItem, MAX_RECORD_BYTES, OVERSIZE, parseText, type RecordItem, textOnly } from './record-text';
+import { type BodyFormat, type ByteSource, type Finish, lineItem, MAX_BLANK_LINES, MAX_RECORD_BYTES, OVERSIZE, parseText, type RecordItem, textOnly, tooManyBlankLines } from './record-text';
 
 export { readJsonArray } from './json-array';
 export { type BodyFormat, type ByteSource, MAX_RECORD_BYTES, parseRecord, type RecordItem } from './record-text';
@@ -17,18 +17,24 @@ const NL = 0x0a;
  * Splits NDJSON into records. The complete lines of each slice are checked for UTF-8 and
  * decoded in one go, then split as a string (a per-line Buffer.concat, UTF-8 check and
  * decode cost more than the JSON.parse); a slice with a bad byte is read line by line, so
- * the bad line is named. Only a line cut by a slice boundary is assembled from parts.
+ * the bad line is named. Only a line cut by a slice boundary is assembled from parts. Blank lines
+ * are counted against MAX_BLANK_LINES.
  */
 export async function* readNdjson(source: ByteSource, finish: Finish = parseText): AsyncGenerator<RecordItem> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let line = 0;
+  let blank = 0;
+  const skipBlank = (): void => {
+    if (++blank > MAX_BLANK_LINES) throw tooManyBlankLines(line);
+  };
   const finishPending = (tail: Buffer): RecordItem | undefined => {
     line++;
     const size = pendingBytes + tail.length;
     const item = size > MAX_RECORD_BYTES ? { line, error: OVERSIZE } : lineItem(line, Buffer.concat([...pending, tail], size), finish);
     pending = [];
     pendingBytes = 0;
+    if (!item) skipBlank();
     return item;
   };
   for await (const chunk of source) {
@@ -59,11 +65,13 @@ export async function* readNdjson(source: ByteSource, finish: Finish = parseText
           }
           const text = piece.trim();
           if (text !== '') yield finish(line, text);
+          else skipBlank();
         }
       } else {
         for (let s = start, nl = chunk.indexOf(NL, s); nl !== -1 && nl <= last; s = nl + 1, nl = chunk.indexOf(NL, s)) {
           const item = lineItem(++line, chunk.subarray(s, nl), finish);
           if (item) yield item;
+          else skipBlank();
         }
       }
     }

@@ -15,6 +15,8 @@ export interface HostProcess {
   /** `http://localhost:<port>`. */
   readonly base: string;
   readonly port: number;
+  /** The current incarnation's process id (to read its CPU time, say). */
+  readonly pid: number | undefined;
   /** Everything the host printed since it started (all its incarnations). */
   output(): string;
   /** `until`, with the host's last output in the timeout error. */
@@ -84,6 +86,7 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
   return {
     get base() { return `http://localhost:${actualPort}`; },
     get port() { return actualPort; },
+    get pid() { return child?.pid; },
     get kills() { return kills; },
     output: () => out,
     until: (what, timeoutMs, probe) => until(what, timeoutMs, probe, { context }),
