@@ -1,6 +1,7 @@
 /**
- * Service Bus topic `work-detected`, subscription `drain` (role = input): drain an input queue.
- * The `aggregate` subscription (role = output) takes the same handler (functions/aggregate.ts).
+ * Service Bus topic `work-detected`: subscription `drain` (role = input) drains an input queue,
+ * subscription `aggregate` (role = output) drains the results queue (the controller). One handler
+ * serves both; the event names the queue.
  */
 import { app, type InvocationContext } from '@azure/functions';
 
@@ -37,6 +38,15 @@ app.serviceBusTopic(FUNCTION_NAMES.drain, {
   connection: 'ServiceBusConnection',
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.drain.name,
+  handler: async (message, context) => {
+    await onWorkDetected(instance(), message, context);
+  },
+});
+
+app.serviceBusTopic('aggregate', {
+  connection: 'ServiceBusConnection',
+  topicName: TOPIC,
+  subscriptionName: SUBSCRIPTIONS.aggregate.name,
   handler: async (message, context) => {
     await onWorkDetected(instance(), message, context);
   },

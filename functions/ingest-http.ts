@@ -4,7 +4,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import type { PushdrainApp } from '../shared/app';
 import { AbortedError, ValidationError } from '../shared/errors';
 import type { BodyFormat } from '../shared/ingest/records';
-import { isValidIdempotencyKey } from '../shared/model/batch-id';
+import { isValidIdempotencyKey } from '../shared/layout';
 import { errorResponse, json } from './http-errors';
 import { instance } from './instance';
 

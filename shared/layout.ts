@@ -1,10 +1,12 @@
 /**
  * Where everything lives in Blob Storage: every blob path the app reads or writes is made
  * here, and nowhere else. Paths keyed by a batch id validate it, so an id from a route, a
- * pointer or a poison record can never reach another blob through `..` or a slash.
+ * pointer or a poison record can never reach another blob through `..` or a slash. The batch
+ * ids themselves (and the Idempotency-Keys they may come from) are defined here too.
  */
+import { createHash, randomUUID } from 'node:crypto';
+
 import { PermanentError } from './errors';
-import { isValidBatchId } from './model/batch-id';
 import type { ContainerKey } from './names';
 
 /** A blob, named by its container key (the deployment's prefix is applied by the store). */
@@ -46,3 +48,21 @@ export const layout = {
   /** A malformed backlog message the syphon set aside, with its reason: `rejected/backlog/{id}.json`. */
   backlogRejection: (id: string): BlobRef => ({ container: 'rejected', name: `backlog/${id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128) || 'unnamed'}.json` }),
 } as const;
+
+/** Batch ids become blob paths, so only these characters ever reach Storage. */
+const BATCH_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function isValidBatchId(value: string): boolean {
+  return BATCH_ID.test(value);
+}
+
+export function isValidIdempotencyKey(value: string): boolean {
+  return IDEMPOTENCY_KEY.test(value);
+}
+
+/** A retry with the same Idempotency-Key maps to the same batch, so a replay finds it. */
+export function batchIdFor(idempotencyKey: string | undefined): string {
+  if (idempotencyKey === undefined) return `b-${randomUUID()}`;
+  return `k-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 32)}`;
+}

@@ -12,9 +12,8 @@ import { bufferSource } from '../shared/ingest/body';
 import { chunkBody } from '../shared/ingest/chunks';
 import { MAX_RECORD_BYTES, readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
-import { canonicalLine, parseCanonical } from '../shared/model/canonical';
 import { decodeChunk, encodeChunk, encodeChunkLines } from '../shared/model/chunk-codec';
-import { isValidTransaction, type Transaction, validateTransaction } from '../shared/model/transaction';
+import { canonicalLine, isValidTransaction, parseCanonical, type Transaction, validateTransaction } from '../shared/model/transaction';
 import { generate, rng, toNdjson } from '../testkit/generate';
 
 const txns = generate(20_000, 41, 300);

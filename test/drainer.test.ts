@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 
-import { backoffDelay } from '../shared/drain/backoff';
-import { DequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
+import { backoffDelay, DequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
 import { perMessagesRule } from '../shared/drain/drain-queue';
 import { PermanentError } from '../shared/errors';
 import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/ports';

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 
 import { ValidationError } from '../shared/errors';
 import { bufferSource } from '../shared/ingest/body';
-import { duplicateKeys } from '../shared/ingest/duplicate-keys';
+import { duplicateKeys } from '../shared/ingest/record-text';
 import { readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
 import { isRfc3339, validateTransaction } from '../shared/model/transaction';

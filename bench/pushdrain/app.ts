@@ -50,7 +50,7 @@ function trigger(name: string, topic: string, subscription: string, rt: Pushdrai
     bindings: {
       message: { type: 'serviceBusTrigger', direction: 'in', name: 'message', connection: 'ServiceBusConnection', topicName: topic, subscriptionName: subscription },
     },
-    // The body of functions/drain.ts and functions/aggregate.ts, with this app's runtime.
+    // The body of the two registrations in functions/drain.ts, with this app's runtime.
     handler: async (body: unknown, context: unknown) => {
       await onWorkDetected(rt, body, context as InvocationContext);
     },

@@ -10,7 +10,7 @@ import { ReportBuilder } from '../../shared/billing/report';
 import { defaultTuning } from '../../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../../shared/config/tax-rates';
 import { bufferSource } from '../../shared/ingest/body';
-import { checkRecord } from '../../shared/ingest/check-record';
+import { checkRecord } from '../../shared/ingest/record-text';
 import { readRecords } from '../../shared/ingest/records';
 import { decodeChunk, encodeChunkLines } from '../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';

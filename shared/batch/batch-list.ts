@@ -4,7 +4,7 @@
  * reading a manifest. The scan is bounded; behind the `BatchDirectory` seam an index of open
  * batches can later serve `open` in one request.
  */
-import { isValidBatchId } from '../model/batch-id';
+import { isValidBatchId } from '../layout';
 import type { BlobStore } from '../ports';
 import { type BatchStatusBody, type ManifestStore, publicStatus, statusBody } from './manifest';
 

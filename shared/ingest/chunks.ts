@@ -7,7 +7,7 @@
  */
 import { encodeChunkLines,type EncodedChunk } from '../model/chunk-codec';
 import type { BodySource } from './body';
-import { checkRecord } from './check-record';
+import { checkRecord } from './record-text';
 import { type BodyFormat, readRecords } from './records';
 
 /** Compressions in flight: the validator goes on parsing while zlib works on the thread pool. */

@@ -6,13 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { isSettled, type Manifest, type ManifestStore, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
-import type { OpenBatches } from '../batch/open-batches';
+import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
-import { layout } from '../layout';
-import { batchIdFor, isValidIdempotencyKey } from '../model/batch-id';
-import type { EncodedChunk } from '../model/chunk-codec';
-import type { WorkPointer } from '../model/pointers';
+import { batchIdFor, isValidIdempotencyKey, layout } from '../layout';
+import type { EncodedChunk, WorkPointer } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';

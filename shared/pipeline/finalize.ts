@@ -11,13 +11,11 @@
  * The read side of the HTTP API (`BatchReader`: a batch's status, and the report written here)
  * is at the end of this file.
  */
-import { type BatchStatusBody, isSettled, isTerminal, type Manifest, type ManifestStore, statusBody } from '../batch/manifest';
-import type { OpenBatches } from '../batch/open-batches';
+import { type BatchStatusBody, isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches, statusBody } from '../batch/manifest';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
-import { layout } from '../layout';
-import { isValidBatchId } from '../model/batch-id';
+import { isValidBatchId, layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
 import { mapLimit } from '../util/pool';
 

@@ -5,13 +5,11 @@
  */
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
-import type { RecentResults } from '../billing/result-blob';
-import { encodeResult } from '../billing/result-blob';
+import { encodeResult, type RecentResults } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
-import { decodeChunk } from '../model/chunk-codec';
-import { parseWorkPointer, resultPointer } from '../model/pointers';
+import { decodeChunk, parseWorkPointer, resultPointer } from '../model/chunk-codec';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
 import type { Finalizer } from './finalize';

@@ -3,7 +3,7 @@
  * often the message is delivered; when the batch is settled, finalize it.
  */
 import type { ProgressRecorder } from '../batch/progress';
-import { parseResultPointer } from '../model/pointers';
+import { parseResultPointer } from '../model/chunk-codec';
 import type { Logger, MessageProcessor, QueueMessage } from '../ports';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';

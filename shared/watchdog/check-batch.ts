@@ -8,7 +8,7 @@
 import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
 import type { ProgressRecorder } from '../batch/progress';
 import { layout } from '../layout';
-import { resultPointer, type WorkPointer } from '../model/pointers';
+import { resultPointer, type WorkPointer } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier, Wake, WatchdogCheck } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';

@@ -9,8 +9,7 @@
  * So a lost event (dead-lettered, expired, or dropped by a broker) delays a batch by at most
  * one sweep interval plus the threshold, never forever, even while the bus keeps losing them.
  */
-import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
-import type { OpenBatches } from '../batch/open-batches';
+import { isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches } from '../batch/manifest';
 import { ensureError } from '../errors';
 import { STALE_INGEST_MS } from '../ingest/claim';
 import type { EntityNames, Role } from '../names';
