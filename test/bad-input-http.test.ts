@@ -25,34 +25,35 @@ interface ErrorBody {
   error: string;
 }
 
+/** One host for the whole file: Azurite, the development broker, and the host process over them. */
+let azurite: Azurite;
+let bus: BrokerHarness;
+let host: HostProcess | undefined;
+let port = 0;
+/** The host's Storage, seen from the test (what was written). */
+let observer: PushdrainApp;
+
+before(async () => {
+  [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
+  const prefix = uniquePrefix();
+  host = await startHostProcess({
+    StorageConnection: azurite.connectionString,
+    ServiceBusConnection: bus.broker.connectionString,
+    PUSHDRAIN_NAME_PREFIX: prefix,
+    PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
+  });
+  port = host.port;
+  observer = createApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog });
+});
+
+after(async () => {
+  await observer?.close();
+  await host?.stop(15_000);
+  await bus?.close();
+  await azurite?.stop();
+});
+
 describe('through the local host over real HTTP', () => {
-  let azurite: Azurite;
-  let bus: BrokerHarness;
-  let host: HostProcess | undefined;
-  let port = 0;
-  /** The host's Storage, seen from the test (what was written). */
-  let observer: PushdrainApp;
-
-  before(async () => {
-    [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
-    const prefix = uniquePrefix();
-    host = await startHostProcess({
-      StorageConnection: azurite.connectionString,
-      ServiceBusConnection: bus.broker.connectionString,
-      PUSHDRAIN_NAME_PREFIX: prefix,
-      PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
-    });
-    port = host.port;
-    observer = createApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog });
-  });
-
-  after(async () => {
-    await observer?.close();
-    await host?.stop(15_000);
-    await bus?.close();
-    await azurite?.stop();
-  });
-
   /** Sends raw bytes; resolves with what came back and whether the server closed the connection. */
   function exchange(text: string, timeoutMs = 5_000): Promise<{ response: string; closed: boolean }> {
     return new Promise((resolve) => {
@@ -135,29 +136,6 @@ describe('through the local host over real HTTP', () => {
 
 describe('gzip bombs and clients that go away, over real HTTP', () => {
   const MiB = 1024 * 1024;
-  let azurite: Azurite;
-  let bus: BrokerHarness;
-  let host: HostProcess | undefined;
-  let observer: PushdrainApp;
-
-  before(async () => {
-    [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
-    const prefix = uniquePrefix();
-    host = await startHostProcess({
-      StorageConnection: azurite.connectionString,
-      ServiceBusConnection: bus.broker.connectionString,
-      PUSHDRAIN_NAME_PREFIX: prefix,
-      PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
-    });
-    observer = createApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog });
-  });
-
-  after(async () => {
-    await observer?.close();
-    await host?.stop(15_000);
-    await bus?.close();
-    await azurite?.stop();
-  });
 
   const base = (): string => `http://127.0.0.1:${host!.port}`;
   const health = async (): Promise<HealthState> => (await (await fetch(`${base()}/api/health`)).json()) as HealthState;
