@@ -15,8 +15,14 @@ const TEXT = new Set(['.ts', '.mjs', '.js', '.json', '.md', '.bicep', '.yml', '.
 
 /** Machine paths (a workspace, a home directory) that exist on one computer, not in a clone. */
 const MACHINE_PATH = /(?<![\w.:/@-])\/(?:work|home|Users|root|mnt|srv|opt|tmp|var)\/[\w.-]/;
-/** Documents that exist only beside the repo, never in it. */
-const OUTSIDE_DOC = /servicebus-wire(?:\.md)?/;
+/**
+ * Documents that exist only beside the repo, never in it: the development broker's wire notes.
+ * Their name is assembled here, so that this file does not itself point at them.
+ */
+const WIRE_NOTES = ['servicebus', 'wire'].join('-');
+const OUTSIDE_DOC = new RegExp(`${WIRE_NOTES}(?:\\.md)?`);
+/** Paths that exist on one machine beside the repo, for the examples below. */
+const BESIDE = ['', 'shared', 'ARCHITECTURE.md'].join('/');
 
 /** What in one file's text points outside the repo; `exists` says whether a repo-relative path is a file of the repo. */
 function outsideReferences(file: string, text: string, exists: (path: string) => boolean): string[] {
@@ -27,7 +33,7 @@ function outsideReferences(file: string, text: string, exists: (path: string) =>
     const at = `${file}:${i + 1}`;
     const machine = MACHINE_PATH.exec(line);
     if (machine) found.push(`${at} names a machine path: ${line.slice(machine.index, machine.index + 60).trim()}`);
-    if (OUTSIDE_DOC.test(line)) found.push(`${at} names servicebus-wire.md, which is not in the repo (see local/servicebus/README.md)`);
+    if (OUTSIDE_DOC.test(line)) found.push(`${at} names ${WIRE_NOTES}.md, which is not in the repo (see local/servicebus/README.md)`);
     // An import, or a path to a file (it has an extension), that climbs above the repository root.
     // Other ../ strings are data: the path-traversal attempts that the input tests send.
     for (const m of line.matchAll(/(?<![\w.])((?:\.\.\/)+)[\w.-]+(?:\/[\w.-]+)*/g)) {
@@ -45,7 +51,7 @@ function outsideReferences(file: string, text: string, exists: (path: string) =>
 }
 
 describe('the repository is self-contained', () => {
-  test('no tracked file points outside the repo (machine paths, servicebus-wire.md, ../ above the root, missing .md files)', () => {
+  test('no tracked file points outside the repo (machine paths, the broker\'s wire notes, ../ above the root, missing .md files)', () => {
     const files = repoFiles();
     const all = new Set(files);
     assert.ok(all.has('docs/ARCHITECTURE.md') && all.has('README.md'), 'the file list holds the docs');
@@ -58,10 +64,10 @@ describe('the repository is self-contained', () => {
   test('the check catches what it is for', () => {
     const exists = (p: string): boolean => ['docs/ARCHITECTURE.md', 'docs/DESIGN.md', 'README.md'].includes(p);
     const flagged = (file: string, text: string): number => outsideReferences(file, text, exists).length;
-    assert.equal(flagged('test/x.test.ts', "readFileSync('/work/shared/ARCHITECTURE.md')"), 1, 'a machine path');
+    assert.equal(flagged('test/x.test.ts', `readFileSync('/work${BESIDE}')`), 1, 'a machine path');
     assert.equal(flagged('shared/model/transaction.ts', ' * The transaction schema (ARCHITECTURE.md "Transaction (input)")'), 1);
-    assert.equal(flagged('local/servicebus/broker.ts', ' * (see shared/servicebus-wire.md)'), 2);
-    assert.equal(flagged('README.md', 'see [the contract](../shared/ARCHITECTURE.md)'), 2);
+    assert.equal(flagged('local/servicebus/broker.ts', ` * (see shared/${WIRE_NOTES}.md)`), 2);
+    assert.equal(flagged('README.md', `see [the contract](..${BESIDE})`), 2);
     assert.equal(flagged('bench/results/latest.json', '"profileFile": "/home/ci/pushdrain/bench/results/x.cpuprofile"'), 1);
     // What is fine: our own docs, from the root or beside the file, imports inside the repo, URLs.
     assert.equal(flagged('shared/model/transaction.ts', ' * docs/ARCHITECTURE.md, "Transaction (input)"'), 0);
