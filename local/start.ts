@@ -16,6 +16,7 @@ import { instancesOption, serveFleet } from './scale/serve';
 import { startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
+import { stopOnSignal } from './stop-on-signal';
 
 const env = process.env;
 
@@ -99,15 +100,9 @@ async function main(): Promise<void> {
   console.log(lines.join('\n'));
   await recoverAtStart(host);
 
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) {
-      console.log('Forced exit.');
-      process.exit(130);
-    }
-    stopping = true;
-    console.log(`\n${signal}: stopping — drains finish their current batch and hand the rest back…`);
-    void (async () => {
+  stopOnSignal(
+    (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
+    async () => {
       const t0 = Date.now();
       await host.stop();
       const t1 = Date.now();
@@ -116,14 +111,8 @@ async function main(): Promise<void> {
       const t2 = Date.now();
       await azurite?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
-      process.exit(0);
-    })().catch((e: unknown) => {
-      console.error(`shutdown failed: ${(e as Error).message}`);
-      process.exit(1);
-    });
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+    },
+  );
 }
 
 /**

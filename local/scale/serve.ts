@@ -5,6 +5,7 @@
  */
 import type { Azurite } from '../azurite';
 import type { Broker } from '../servicebus/broker';
+import { stopOnSignal } from '../stop-on-signal';
 import { runFleet, targetPerInstance } from './fleet';
 
 export interface InstancesRequest {
@@ -44,22 +45,13 @@ export async function serveFleet(request: InstancesRequest, parts: { broker: Bro
       '',
     ].join('\n'),
   );
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) process.exit(130);
-    stopping = true;
-    console.log(`\n${signal}: stopping the instances (drains hand their work back)…`);
-    void (async () => {
+  stopOnSignal(
+    (signal) => `\n${signal}: stopping the instances (drains hand their work back)…`,
+    async () => {
       const shares = await fleet.stop();
       for (const s of shares) console.log(`  ${s.name}: ${s.activity ? `${s.activity.processed.input} input and ${s.activity.processed.output} result messages` : 'no report'}`);
       await broker.stop();
       await azurite?.stop();
-      process.exit(0);
-    })().catch((e: unknown) => {
-      console.error(`shutdown failed: ${(e as Error).message}`);
-      process.exit(1);
-    });
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+    },
+  );
 }
