@@ -134,7 +134,7 @@ export class DrainCoordinator {
         slots,
         {
           continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
-          acquired: (slot, depth, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, depth, round),
+          acquired: (slot, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, round),
           // A fan-out event leaves busy slots to their holders, unless a plain wake-up joined it.
           get onSlotsBusy() {
             return fanOut && entry.join.joins === 0 ? ('leave' as const) : ('hand-over' as const);

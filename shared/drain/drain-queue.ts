@@ -31,8 +31,11 @@ export interface DrainHooks {
    * 'busy' marks the look-again after finding every slot held (in case a holder crashed).
    */
   continuation(delayMs: number, reason?: 'busy'): Promise<void>;
-  /** A slot is held and the depth read, before the round's tasks start (the fan-out decision). */
-  acquired?(slot: HeldSlot, depth: number, round: number): Promise<void>;
+  /**
+   * A slot is held, before the round's tasks start (the fan-out decision). It reads the depth
+   * itself, only when it needs it; a failure fails the round like a failed receive.
+   */
+  acquired?(slot: HeldSlot, round: number): Promise<void>;
   /**
    * Every slot held: 'hand-over' (the default) leaves a continuation for after a crashed
    * holder's lease; 'leave' just returns (a fan-out event: the holders cover the queue).
@@ -175,7 +178,7 @@ export async function drainQueue(
     }
     let stats: DrainStats;
     try {
-      if (hooks.acquired) await hooks.acquired(slot, await queue.depth(), round);
+      if (hooks.acquired) await hooks.acquired(slot, round);
       const tasks = new DequeueTasks(queue, processor, clock, log, { ...options, deadline });
       join.begin(tasks);
       // One task; a full receive sizes the group from the depth (see TaskOptions.taskCount).

@@ -50,11 +50,14 @@ export class FanOut {
     return { leads: false, requested: 0, nextTopUpAt: 0 };
   }
 
-  /** A drain took a slot: the holder of an input queue's slot 0 leads from its first round on. */
-  async acquired(queue: string, role: Role, state: FanOutState, slot: HeldSlot, depth: number, round: number): Promise<void> {
+  /**
+   * A drain took a slot: the holder of an input queue's slot 0 leads from its first round on, and
+   * only it reads the depth here (a failed read fails its round, as a failed receive would).
+   */
+  async acquired(queue: string, role: Role, state: FanOutState, slot: HeldSlot, round: number): Promise<void> {
     if (role !== 'input' || slot.index !== 0 || round > 0) return;
     state.leads = true;
-    await this.askFor(queue, state, depth);
+    await this.askFor(queue, state, await this.deps.depth(queue));
   }
 
   /** A plain event joined this drain: if it leads, the depth may want more now. */
