@@ -9,7 +9,7 @@ import type { BatchDirectory, BatchListing } from '../batch/batch-list';
 import type { RunningDrain } from '../drain/coordinator';
 import type { EntityNames } from '../names';
 import type { BusInspection, BusInspector } from '../notify/inspection';
-import type { QueueStore } from '../ports';
+import type { PeekedMessage, QueueStore } from '../ports';
 import type { MeterSnapshot } from '../storage/meter';
 import type { Activity, ActivityWindow, HistoryPoint } from './activity';
 
@@ -115,12 +115,12 @@ export class StatusReporter {
     const { names, inspector, drains, activity, meter, statusMeter, now, instanceId } = this.deps;
     const queueNames = [...names.inputQueues(), names.resultsQueue];
     const [lines, serviceBus, batches] = await Promise.all([
-      Promise.all(queueNames.map((q) => Promise.all([this.line(q), this.line(names.poisonQueue(q))]))),
+      Promise.all(queueNames.map((q) => Promise.all([this.line(q, 1), this.line(names.poisonQueue(q), PEEK_POISON)]))),
       inspector ? inspector.inspect() : Promise.resolve<BusInspection>({ available: false, reason: 'ServiceBusConnection is not configured for this app' }),
       this.deps.batches.list(LIST_LIMITS),
     ]);
-    const queues: QueueStatus[] = lines.map(([main, poison]) => ({ ...main, role: main.name === names.resultsQueue ? 'output' : 'input', poison }));
-    const shown = (await Promise.all(queues.filter((q) => q.poison.depth > 0).map((q) => this.poisonEntries(q.poison.name)))).flat();
+    const queues: QueueStatus[] = lines.map(([main, poison]) => ({ ...main.line, role: main.line.name === names.resultsQueue ? 'output' : 'input', poison: poison.line }));
+    const shown = lines.flatMap(([, poison]) => poison.peeked.map((m) => poisonEntry(poison.line.name, m)));
     activity.depths(Object.fromEntries(queues.map((q) => [q.name, q.depth])));
     const running = drains.runningDrains();
     const t = now();
@@ -137,16 +137,19 @@ export class StatusReporter {
     };
   }
 
-  /** Depth, then (only if there is something) the oldest visible message's age. */
-  private async line(name: string): Promise<QueueLine> {
+  /**
+   * Depth, then (only if there is something) a peek of up to `peekMax` messages: the oldest one's
+   * age for the line, and for a poison queue the records shown, from the same request.
+   */
+  private async line(name: string, peekMax: number): Promise<{ line: QueueLine; peeked: PeekedMessage[] }> {
     const depth = await this.deps.queues.depth(name);
-    if (depth === 0) return { name, depth, oldestAgeSeconds: null };
-    const [oldest] = await this.deps.queues.peek(name, 1);
-    return { name, depth, oldestAgeSeconds: oldest ? Math.max(0, Math.round((this.deps.now() - oldest.insertedOn) / 1000)) : null };
+    if (depth === 0) return { line: { name, depth, oldestAgeSeconds: null }, peeked: [] };
+    const peeked = await this.deps.queues.peek(name, peekMax);
+    const oldest = peeked[0];
+    return { line: { name, depth, oldestAgeSeconds: oldest ? Math.max(0, Math.round((this.deps.now() - oldest.insertedOn) / 1000)) : null }, peeked };
   }
+}
 
-  private async poisonEntries(poisonQueue: string): Promise<PoisonEntry[]> {
-    const peeked = await this.deps.queues.peek(poisonQueue, PEEK_POISON);
-    return peeked.map((m) => parsePoison(m.text) ?? { queue: poisonQueue, messageId: m.id, reason: '(unreadable poison record)', at: new Date(m.insertedOn).toISOString(), dequeueCount: m.dequeueCount });
-  }
+function poisonEntry(poisonQueue: string, m: PeekedMessage): PoisonEntry {
+  return parsePoison(m.text) ?? { queue: poisonQueue, messageId: m.id, reason: '(unreadable poison record)', at: new Date(m.insertedOn).toISOString(), dequeueCount: m.dequeueCount };
 }
