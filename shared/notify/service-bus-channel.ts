@@ -25,14 +25,7 @@ export class ServiceBusChannel implements MessageChannel {
       await sender.sendMessages(all[0] as ServiceBusMessage);
       return;
     }
-    let batch = await sender.createMessageBatch();
-    for (const m of all) {
-      if (batch.tryAddMessage(m)) continue;
-      await sender.sendMessages(batch);
-      batch = await sender.createMessageBatch();
-      if (!batch.tryAddMessage(m)) throw new PermanentError(`a message for ${entity} does not fit in an empty message batch`);
-    }
-    if (batch.count > 0) await sender.sendMessages(batch);
+    await sendBatched(sender, all, () => new PermanentError(`a message for ${entity} does not fit in an empty message batch`));
   }
 
   /**
@@ -64,4 +57,17 @@ export class ServiceBusChannel implements MessageChannel {
     }
     return s;
   }
+}
+
+/** Sends `messages` in as few batches as the link's size limit allows; `tooLarge` is thrown for a message no batch can hold. */
+export async function sendBatched(sender: ServiceBusSender, messages: readonly ServiceBusMessage[], tooLarge: () => Error): Promise<void> {
+  let batch = await sender.createMessageBatch();
+  for (const m of messages) {
+    if (batch.tryAddMessage(m)) continue;
+    if (batch.count === 0) throw tooLarge();
+    await sender.sendMessages(batch);
+    batch = await sender.createMessageBatch();
+    if (!batch.tryAddMessage(m)) throw tooLarge();
+  }
+  if (batch.count > 0) await sender.sendMessages(batch);
 }

@@ -4,11 +4,12 @@
  * them. Send first: a crash in between leaves the dead letter and its copy (a duplicate
  * wake-up hint or check, which the app absorbs), never neither.
  */
-import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver, ServiceBusSender } from '@azure/service-bus';
-import Long from 'long';
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 
 import { failureSummary } from '../retry/transient';
 import { APP_DEAD_LETTER_SOURCES, DEAD_LETTER_PROPERTIES, type DeadLetterCount, type DeadLetterQueues, type DeadLetterSource, type KeptDeadLetter, type ResubmitOutcome } from './dead-letters';
+import { sendBatched } from './service-bus-channel';
+import { peekFromStart } from './service-bus-inspector';
 
 export interface DeadLetterOptions {
   /** Dead letters counted per entity at most. @defaultValue 100 */
@@ -40,18 +41,6 @@ function resubmission(m: ServiceBusReceivedMessage): ServiceBusMessage {
     // A fresh time to live from now: a dead letter that expired is worth its full TTL again.
     ...(m.timeToLive !== undefined ? { timeToLive: m.timeToLive } : {}),
   };
-}
-
-async function sendAll(sender: ServiceBusSender, messages: readonly ServiceBusMessage[]): Promise<void> {
-  let batch = await sender.createMessageBatch();
-  for (const m of messages) {
-    if (batch.tryAddMessage(m)) continue;
-    if (batch.count === 0) throw new Error(`a dead letter of ${sender.entityPath} is too large to resend`);
-    await sender.sendMessages(batch);
-    batch = await sender.createMessageBatch();
-    if (!batch.tryAddMessage(m)) throw new Error(`a dead letter of ${sender.entityPath} is too large to resend`);
-  }
-  if (batch.count > 0) await sender.sendMessages(batch);
 }
 
 export class ServiceBusDeadLetters implements DeadLetterQueues {
@@ -114,7 +103,7 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
         }
         if (readable.length === 0) continue;
         try {
-          await sendAll(sender, readable.map(resubmission));
+          await sendBatched(sender, readable.map(resubmission), () => new Error(`a dead letter of ${sender.entityPath} is too large to resend`));
         } catch (e) {
           held.push(...readable); // not sent: released below, still dead-lettered
           throw e;
@@ -144,25 +133,11 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
     return s.queue ? this.client.createReceiver(s.queue, options) : this.client.createReceiver(s.topic ?? '', s.subscription ?? '', options);
   }
 
-  /**
-   * Counts by peeking from the first sequence number (the SDK keeps its peek position per entity
-   * and client, so every call names where to start). Peeking takes no lock and changes nothing.
-   */
+  /** Counts by peeking (no lock, nothing changed), up to `limit`. */
   private async peekCount(s: DeadLetterSource, limit: number): Promise<number> {
     const receiver = this.receiver(s, 'peekLock');
     try {
-      const signal = AbortSignal.timeout(this.countTimeoutMs);
-      let n = 0;
-      let from = Long.ZERO;
-      // Bounded: each round adds at least one message or stops.
-      for (let round = 0; round < limit && n < limit; round++) {
-        const got = await receiver.peekMessages(limit - n, { abortSignal: signal, fromSequenceNumber: from });
-        const last = got.at(-1)?.sequenceNumber;
-        if (!last) break;
-        n += got.length;
-        from = last.add(1);
-      }
-      return n;
+      return (await peekFromStart(receiver, limit, this.countTimeoutMs)).length;
     } finally {
       await receiver.close();
     }

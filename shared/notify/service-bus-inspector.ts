@@ -98,21 +98,30 @@ export class ServiceBusInspector implements BusInspector {
   private async peekAll(e: BusEntity, deadLetters: boolean): Promise<ServiceBusReceivedMessage[]> {
     const options = deadLetters ? { subQueueType: 'deadLetter' as const } : {};
     const receiver: ServiceBusReceiver = e.queue ? this.client.createReceiver(e.queue, options) : this.client.createReceiver(e.topic ?? '', e.subscription ?? '', options);
-    const out: ServiceBusReceivedMessage[] = [];
     try {
-      const signal = AbortSignal.timeout(this.timeoutMs);
-      // Bounded: each round adds at least one message or stops.
-      let from = Long.ZERO;
-      for (let round = 0; round < this.limit && out.length < this.limit; round++) {
-        const got = await receiver.peekMessages(this.limit - out.length, { abortSignal: signal, fromSequenceNumber: from });
-        const last = got.at(-1)?.sequenceNumber;
-        if (!last) break;
-        out.push(...got);
-        from = last.add(1);
-      }
+      return await peekFromStart(receiver, this.limit, this.timeoutMs);
     } finally {
       await receiver.close();
     }
-    return out;
   }
+}
+
+/**
+ * Up to `limit` messages, peeked from the first sequence number (the SDK keeps its peek position
+ * per entity and client, so every call names where to start), within `timeoutMs` in all. Peeking
+ * takes no lock and changes nothing.
+ */
+export async function peekFromStart(receiver: ServiceBusReceiver, limit: number, timeoutMs: number): Promise<ServiceBusReceivedMessage[]> {
+  const out: ServiceBusReceivedMessage[] = [];
+  const signal = AbortSignal.timeout(timeoutMs);
+  // Bounded: each round adds at least one message or stops.
+  let from = Long.ZERO;
+  for (let round = 0; round < limit && out.length < limit; round++) {
+    const got = await receiver.peekMessages(limit - out.length, { abortSignal: signal, fromSequenceNumber: from });
+    const last = got.at(-1)?.sequenceNumber;
+    if (!last) break;
+    out.push(...got);
+    from = last.add(1);
+  }
+  return out;
 }

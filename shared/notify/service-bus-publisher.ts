@@ -15,8 +15,6 @@ import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from 
 import { scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
-export { toMessage };
-
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };
 
 export function createServiceBusClient(connection: ServiceBusConnection): ServiceBusClient {
