@@ -25,23 +25,13 @@ const SLICE_BYTES = 64 * 1024;
 const IN_FLIGHT_CAP_BYTES = 16 * 1024 * 1024;
 const MIN_UPLOAD_BYTES_PER_MS = (1024 * 1024) / 1000;
 
-export interface StallTimers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
-const realTimers: StallTimers = {
-  set: (fn, ms) => setTimeout(fn, ms).unref(),
-  clear: (h) => clearTimeout(h as NodeJS.Timeout),
-};
-
 export function stallError(stallMs: number): RestError {
   return new RestError(`Storage request made no progress for ${stallMs} ms; abandoned so that it can be retried`, { code: 'ETIMEDOUT' });
 }
 
-export function stallTimeoutPolicy(stallMs: number, timers: StallTimers = realTimers): PipelinePolicy {
+export function stallTimeoutPolicy(stallMs: number): PipelinePolicy {
   if (!(Number.isFinite(stallMs) && stallMs > 0)) throw new RangeError(`stallMs must be a positive number, got ${stallMs}`);
-  return { name: STALL_TIMEOUT_POLICY, sendRequest: (request, next) => attempt(request, next, stallMs, timers) };
+  return { name: STALL_TIMEOUT_POLICY, sendRequest: (request, next) => attempt(request, next, stallMs) };
 }
 
 /** A response body as Node streams have it (a Transform when the client reports progress). */
@@ -53,18 +43,18 @@ interface StreamBody extends NodeJS.ReadableStream {
   destroy?(error?: Error): void;
 }
 
-async function attempt(request: PipelineRequest, next: SendRequest, stallMs: number, timers: StallTimers): Promise<PipelineResponse> {
+async function attempt(request: PipelineRequest, next: SendRequest, stallMs: number): Promise<PipelineResponse> {
   const caller = request.abortSignal;
   if (caller?.aborted) return next(request); // the HTTP client reports the caller's abort itself
   const controller = new AbortController();
   const onCallerAbort = (): void => controller.abort();
   caller?.addEventListener('abort', onCallerAbort);
   const boundMs = stallMs + Math.min(bodyBytes(request), IN_FLIGHT_CAP_BYTES) / MIN_UPLOAD_BYTES_PER_MS;
-  let handle: unknown;
+  let handle: NodeJS.Timeout | undefined;
   let stalled = false;
   let body: StreamBody | undefined;
   const finish = (): void => {
-    timers.clear(handle);
+    clearTimeout(handle);
     handle = undefined;
     caller?.removeEventListener('abort', onCallerAbort);
   };
@@ -78,8 +68,8 @@ async function attempt(request: PipelineRequest, next: SendRequest, stallMs: num
   };
   const arm = (): void => {
     if (stalled) return;
-    timers.clear(handle);
-    handle = timers.set(fire, boundMs);
+    clearTimeout(handle);
+    handle = setTimeout(fire, boundMs).unref();
   };
 
   const saved = { abortSignal: caller, body: request.body, onUploadProgress: request.onUploadProgress, onDownloadProgress: request.onDownloadProgress };
