@@ -4,9 +4,8 @@
  * reading a manifest. The scan is bounded; behind the `BatchDirectory` seam an index of open
  * batches can later serve `open` in one request.
  */
-import { isValidBatchId } from '../layout';
 import type { BlobStore } from '../ports';
-import { type BatchStatusBody, type ManifestStore, publicStatus, statusBody } from './manifest';
+import { type BatchState, type BatchStatusBody, type ManifestStore, statusBody, statusOf } from './manifest';
 
 export interface BatchSummary extends BatchStatusBody {
   /** submittedAt → completedAt, once finished. */
@@ -50,10 +49,11 @@ export function summaryFromMetadata(batchId: string, md: Record<string, string>)
   const state = md.state;
   const num = (k: string): number => Number(md[k] ?? 'NaN');
   if (state === undefined || md.submittedat === undefined || !Number.isFinite(num('chunks'))) return undefined;
-  if (state !== 'accepted' && state !== 'completed' && state !== 'failed') return 'internal';
   const done = num('done');
   const failed = num('failed');
-  const status = state === 'accepted' ? (done + failed > 0 ? 'processing' : 'accepted') : state;
+  // An unknown state string is internal too: statusOf knows only the public ones.
+  const status = statusOf(state as BatchState, done + failed);
+  if (status === undefined) return 'internal';
   return {
     batchId,
     status,
@@ -98,7 +98,7 @@ export class ManifestListing implements BatchDirectory {
     let truncated = false;
     for await (const blob of this.blobs.list('batches', undefined, { metadata: true })) {
       const m = MANIFEST.exec(blob.name);
-      if (!m?.[1] || !isValidBatchId(m[1])) continue; // pending-notify markers and other records
+      if (!m?.[1]) continue; // the open-batch index and other records (the pattern is a valid batch id)
       if (scanned >= this.scanLimit) {
         truncated = true;
         break;
@@ -110,7 +110,7 @@ export class ManifestListing implements BatchDirectory {
     }
     for (const batchId of legacy.slice(0, this.legacyReads)) {
       const got = await this.manifests.read(batchId);
-      const body = got && publicStatus(got.manifest) ? statusBody(got.manifest) : undefined;
+      const body = got && statusBody(got.manifest);
       if (got && body) found.push({ ...body, ...(got.manifest.latencyMs !== undefined ? { latencyMs: got.manifest.latencyMs } : {}) });
     }
     if (legacy.length > this.legacyReads) truncated = true;

@@ -67,12 +67,20 @@ export function isSettled(m: Manifest): boolean {
 }
 
 export function publicStatus(m: Manifest): PublicStatus | undefined {
-  switch (m.state) {
+  return statusOf(m.state, m.done.length + m.failed.length);
+}
+
+/**
+ * What a client sees of a batch in `state` with `settled` chunks done or failed: undefined while
+ * it is internal. The status listing applies it to a manifest's metadata, without the manifest.
+ */
+export function statusOf(state: BatchState, settled: number): PublicStatus | undefined {
+  switch (state) {
     case 'completed':
     case 'failed':
-      return m.state;
+      return state;
     case 'accepted':
-      return m.done.length + m.failed.length > 0 ? 'processing' : 'accepted';
+      return settled > 0 ? 'processing' : 'accepted';
     default:
       return undefined;
   }

@@ -47,8 +47,8 @@ export class ProgressRecorder {
 
   constructor(
     private readonly store: ManifestStore,
-    private readonly now: () => number = Date.now,
-    private readonly settler?: Settler,
+    private readonly now: () => number,
+    private readonly settler: Settler,
   ) {}
 
   /** Resolves with the manifest as persisted (undefined if the batch has no manifest). */
@@ -74,7 +74,7 @@ export class ProgressRecorder {
           result = await this.store.update(batchId, async (m) => {
             const next = applyOutcomes(m, waiters.map((w) => w.outcome));
             if (next) next.progressAt = at; // what the sweep's stall check reads
-            const out = next && this.settler ? await this.settler.settle(next) : next;
+            const out = next && (await this.settler.settle(next));
             completes = out !== undefined && isTerminal(out);
             return out;
           });
@@ -82,7 +82,7 @@ export class ProgressRecorder {
           for (const w of waiters) w.reject(e);
           continue;
         }
-        if (completes && result) await this.settler?.settled(result.manifest);
+        if (completes && result) await this.settler.settled(result.manifest);
         for (const w of waiters) w.resolve(result?.manifest);
       }
     } finally {

@@ -6,20 +6,20 @@
  * second pass over the body instead (chunkBody).
  */
 import { encodeChunkLines,type EncodedChunk } from '../model/chunk-codec';
+import { Pool } from '../util/pool';
 import type { BodySource } from './body';
 import { checkRecord } from './record-text';
 import { type BodyFormat, readRecords } from './records';
 
-/** Compressions in flight: the validator goes on parsing while zlib works on the thread pool. */
-const IN_FLIGHT = 2;
+/** Compressions in flight while the validator goes on parsing (zlib works on the thread pool). */
+const COMPRESSING = 1;
 
 export class ChunkKeeper {
   private lines: string[] = [];
   private readonly done: EncodedChunk[] = [];
-  private readonly pending = new Set<Promise<void>>();
+  private readonly compressions = new Pool(COMPRESSING);
   private kept = 0;
   private cuts = 0;
-  private failure: unknown;
   /** Past the bound: nothing more is kept. */
   overflowed = false;
 
@@ -38,8 +38,8 @@ export class ChunkKeeper {
   /** The chunks in order, or undefined when the bound was passed (or compression failed). */
   async finish(): Promise<EncodedChunk[] | undefined> {
     if (!this.overflowed && this.lines.length > 0) await this.cut();
-    await Promise.all(this.pending);
-    if (this.overflowed || this.failure !== undefined) return undefined;
+    await this.compressions.drain();
+    if (this.overflowed) return undefined;
     return this.done.sort((a, b) => a.index - b.index);
   }
 
@@ -50,25 +50,22 @@ export class ChunkKeeper {
     this.done.length = 0;
   }
 
-  private async cut(): Promise<void> {
+  /** Waits for room, then starts compressing; a failed compression only stops the keeping. */
+  private cut(): Promise<void> {
     const lines = this.lines;
     this.lines = [];
     const index = this.cuts++;
-    const p: Promise<void> = encodeChunkLines(index, lines).then(
-      (enc) => {
-        if (this.overflowed) return;
-        this.kept += enc.body.length;
-        this.done.push(enc);
-        if (this.kept > this.maxBytes) this.drop();
-      },
-      (e: unknown) => {
-        this.failure = e;
-        this.drop();
-      },
+    return this.compressions.run(() =>
+      encodeChunkLines(index, lines).then(
+        (enc) => {
+          if (this.overflowed) return;
+          this.kept += enc.body.length;
+          this.done.push(enc);
+          if (this.kept > this.maxBytes) this.drop();
+        },
+        () => this.drop(),
+      ),
     );
-    const tracked = p.finally(() => this.pending.delete(tracked));
-    this.pending.add(tracked);
-    if (this.pending.size >= IN_FLIGHT) await Promise.race(this.pending);
   }
 }
 

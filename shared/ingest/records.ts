@@ -8,8 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { readJsonArray } from './json-array';
 import { type BodyFormat, type ByteSource, type Finish, lineItem, MAX_BLANK_LINES, MAX_RECORD_BYTES, OVERSIZE, parseText, type RecordItem, textOnly, tooManyBlankLines } from './record-text';
 
-export { readJsonArray } from './json-array';
-export { type BodyFormat, type ByteSource, MAX_RECORD_BYTES, parseRecord, type RecordItem } from './record-text';
+export { type BodyFormat, type ByteSource, MAX_RECORD_BYTES } from './record-text';
 
 const NL = 0x0a;
 

@@ -149,7 +149,7 @@ function mix(h: number): number {
  * costs ~100 bytes per id, which made a 1,000,000-line batch hold ~100 MB for this alone.
  * Equal hashes only make a candidate; validate-body settles candidates exactly, with the ids.
  */
-export class IdTable {
+class IdTable {
   private h1 = new Uint32Array(1024);
   private h2 = new Uint32Array(1024);
   /** First line with this hash, plus one (0 = empty slot). */
