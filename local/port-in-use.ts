@@ -17,12 +17,23 @@ export function isAddressInUse(e: unknown): e is { code: 'EADDRINUSE'; port?: nu
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'EADDRINUSE';
 }
 
-/** Runs `start`; an address-in-use failure becomes a PortInUseError for `component` and `setting`. */
-export async function listening<T>(component: string, setting: string, port: number, start: () => Promise<T>): Promise<T> {
+/** A port that `npm start` listens on, what listens there and which setting moves it. */
+export interface Listener {
+  component: string;
+  setting: string;
+  port: number;
+}
+
+/**
+ * Runs `start`; an address-in-use failure becomes a PortInUseError for the listener on the port
+ * that failed (the first one when the error does not say, or several share the port).
+ */
+export async function listening<T>(listeners: readonly [Listener, ...Listener[]], start: () => Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (e) {
-    if (isAddressInUse(e)) throw new PortInUseError(component, e.port ?? port, setting);
-    throw e;
+    if (!isAddressInUse(e)) throw e;
+    const at = listeners.find((l) => l.port === e.port) ?? listeners[0];
+    throw new PortInUseError(at.component, e.port ?? at.port, at.setting);
   }
 }

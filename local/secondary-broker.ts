@@ -7,6 +7,7 @@
 import { backlogQueueCount, SECONDARY_CONNECTION } from '../shared/config/settings';
 import { type Broker, startBroker } from './servicebus/broker';
 import { backlogEntities } from './servicebus/secondary';
+import { isSet } from './setting';
 
 export const SECONDARY_FLAG = '--secondary';
 
@@ -16,8 +17,7 @@ export function secondaryAsked(env: NodeJS.ProcessEnv, argv: readonly string[]):
 
 /** Starts it when asked and no secondary is configured; sets ServiceBusSecondaryConnection for the host. */
 export async function startSecondaryIfAsked(env: NodeJS.ProcessEnv, argv: readonly string[], port: number): Promise<Broker | undefined> {
-  const configured = Object.keys(env).some((k) => (k === SECONDARY_CONNECTION || k.startsWith(`${SECONDARY_CONNECTION}__`)) && (env[k] ?? '') !== '');
-  if (!secondaryAsked(env, argv) || configured) return undefined;
+  if (!secondaryAsked(env, argv) || isSet(env, SECONDARY_CONNECTION)) return undefined;
   const broker = await startBroker({ port, entities: backlogEntities(backlogQueueCount(env)) });
   env[SECONDARY_CONNECTION] = broker.connectionString;
   return broker;

@@ -11,18 +11,17 @@ import { join, resolve } from 'node:path';
 import { type Azurite, startAzurite } from './azurite';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
-import { isAddressInUse, listening, PortInUseError } from './port-in-use';
+import { listening } from './port-in-use';
 import { instancesOption, serveFleet } from './scale/serve';
 import { startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
+import { isSet as isSetIn } from './setting';
 import { stopOnSignal } from './stop-on-signal';
 
 const env = process.env;
 
-function isSet(name: string): boolean {
-  return Object.keys(env).some((k) => (k === name || k.startsWith(`${name}__`)) && (env[k] ?? '') !== '');
-}
+const isSet = (name: string): boolean => isSetIn(env, name);
 
 /** Connection strings of our embedded parts carry only public development keys; anything else is masked. */
 function describe(value: string | undefined, embedded: boolean): string {
@@ -51,20 +50,20 @@ async function main(): Promise<void> {
     mkdirSync(location, { recursive: true });
     const blobPort = port('AZURITE_BLOB_PORT', 10000);
     const queuePort = port('AZURITE_QUEUE_PORT', 10001);
-    try {
-      azurite = await startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) });
-    } catch (e) {
-      if (!isAddressInUse(e)) throw e;
-      const queue = e.port !== undefined && e.port === queuePort && queuePort !== blobPort;
-      throw new PortInUseError(`Azurite (${queue ? 'queue' : 'blob'} service)`, e.port ?? blobPort, queue ? 'AZURITE_QUEUE_PORT' : 'AZURITE_BLOB_PORT');
-    }
+    azurite = await listening(
+      [
+        { component: 'Azurite (blob service)', setting: 'AZURITE_BLOB_PORT', port: blobPort },
+        { component: 'Azurite (queue service)', setting: 'AZURITE_QUEUE_PORT', port: queuePort },
+      ],
+      () => startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) }),
+    );
     env.StorageConnection = azurite.connectionString;
   }
   const embeddedBus = !isSet('ServiceBusConnection');
   const busData = dataDirFromEnv(env.SERVICEBUS_DATA_DIR, dataRoot);
   if (embeddedBus) {
     const busPort = port('SERVICEBUS_PORT', 5672);
-    broker = await listening('The development Service Bus broker', 'SERVICEBUS_PORT', busPort, () =>
+    broker = await listening([{ component: 'The development Service Bus broker', setting: 'SERVICEBUS_PORT', port: busPort }], () =>
       startBroker({
         port: busPort,
         dataDir: busData,
@@ -81,7 +80,7 @@ async function main(): Promise<void> {
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
-  const host = await listening('The local Functions host (HTTP)', 'PORT', httpPort, () => startLocalHost({ root, port: httpPort }));
+  const host = await listening([{ component: 'The local Functions host (HTTP)', setting: 'PORT', port: httpPort }], () => startLocalHost({ root, port: httpPort }));
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
