@@ -3,10 +3,9 @@
  * started and stopped by the ScaleController from the subscriptions' active counts
  * (`npm start -- --instances auto`, and the bench's scale-out scenario).
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 
 import { SUBSCRIPTIONS, TOPIC } from '../../shared/names';
+import { serviceBusOptions } from '../host/host-json';
 import { findRepoRoot } from '../host/registry';
 import type { Broker } from '../servicebus/broker';
 import { type Decision, type Fleet, type PlatformRule, ScaleController } from './controller';
@@ -37,7 +36,6 @@ export interface FleetOptions {
 }
 
 export interface RunningFleet {
-  readonly controller: ScaleController;
   readonly decisions: readonly Decision[];
   /** Every instance that ran, with its latest report. */
   shares(): Share[];
@@ -50,8 +48,7 @@ export interface RunningFleet {
 
 /** host.json's maxConcurrentCalls: the platform's target executions per instance. */
 export function targetPerInstance(root: string = findRepoRoot(__dirname)): number {
-  const host = JSON.parse(readFileSync(join(root, 'host.json'), 'utf8')) as { extensions?: { serviceBus?: { maxConcurrentCalls?: number } } };
-  return host.extensions?.serviceBus?.maxConcurrentCalls ?? 16;
+  return serviceBusOptions(root).maxConcurrentCalls;
 }
 
 /** The app's Service Bus triggered functions on the topic, by subscription (drain, aggregate, scale). */
@@ -155,7 +152,6 @@ export function runFleet(options: FleetOptions): RunningFleet {
     }
   })();
   return {
-    controller,
     decisions: controller.decisions,
     shares: () => [...fleet.shares.values()],
     get entryUrl() {
