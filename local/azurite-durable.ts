@@ -9,9 +9,9 @@
  * - a save is fsynced before its rename, and the folder after it, so "saved" means on disk;
  * - `onClosed` fires once Azurite's shutdown has closed (and so saved) every database.
  */
-import { open, rename } from 'node:fs/promises';
 import http from 'node:http';
-import { dirname } from 'node:path';
+
+import { writeFileDurably } from './durable-write';
 
 interface LokiDb {
   autosaveDirty(): boolean;
@@ -49,7 +49,7 @@ export function installDurableSaves(lokiPath: string, onClosed: () => void): voi
       if (open_.delete(this) && open_.size === 0) onClosed();
     });
   };
-  Loki.LokiFsAdapter.prototype.saveDatabase = (file, data, callback) => void saveDurably(file, data).then(() => callback(null), callback);
+  Loki.LokiFsAdapter.prototype.saveDatabase = (file, data, callback) => void writeFileDurably(file, data, '~').then(() => callback(null), callback);
 
   // Wrapped, and called with the server as `this`.
   // eslint-disable-next-line @typescript-eslint/unbound-method
@@ -101,23 +101,5 @@ function holdUntilSaved(req: http.IncomingMessage, res: http.ServerResponse, dbs
       queued.push(() => void originals[m].apply(res, args));
       return m === 'write' ? true : res;
     };
-  }
-}
-
-async function saveDurably(file: string, data: string): Promise<void> {
-  const tmp = `${file}~`;
-  const handle = await open(tmp, 'w');
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(tmp, file);
-  const folder = await open(dirname(file), 'r');
-  try {
-    await folder.sync();
-  } finally {
-    await folder.close();
   }
 }

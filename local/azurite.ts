@@ -8,6 +8,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
+import { processRunning } from './process-alive';
+
 export interface AzuriteOptions {
   /** Folder for persisted data; omit for in-memory storage (tests). */
   location?: string;
@@ -139,18 +141,7 @@ async function waitForPrevious(location: string, waitMs: number, log: (line: str
 
 /** Alive and, where /proc tells, really an Azurite child (a pid may have been reused). */
 function isAzuriteChild(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const cmdline = `/proc/${pid}/cmdline`;
-  if (!existsSync('/proc/self/cmdline')) return true;
-  try {
-    return readFileSync(cmdline, 'utf8').includes('azurite-child');
-  } catch {
-    return false;
-  }
+  return processRunning(pid, (cmdline) => cmdline.includes('azurite-child'));
 }
 
 function portOf(text: string, service: string): number | undefined {

@@ -5,9 +5,10 @@
  * so a compaction that a crash interrupts leaves the previous segment in charge.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { open as openFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { writeFileDurably } from '../durable-write';
+import { processRunning } from '../process-alive';
 import { encodeOps, frameRecord, type JournalOp, scanSegment, SEGMENT_MAGIC } from './journal-codec';
 
 const SEGMENT = /^journal-(\d{6,})\.log$/;
@@ -78,16 +79,8 @@ export function recoverSegments(dir: string, log: (line: string) => void): Recov
 /** Writes `ops` as the first record of segment `generation` (tmp, fsync, rename, fsync the folder). */
 export async function writeSegment(seg: Segments, generation: number, ops: JournalOp[]): Promise<number> {
   const bytes = Buffer.concat([SEGMENT_MAGIC, frameRecord(encodeOps(ops))]);
-  const tmp = `${seg.path(generation)}.tmp`;
-  const handle = await openFile(tmp, 'w');
-  try {
-    await handle.writeFile(bytes);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  renameSync(tmp, seg.path(generation));
-  syncFolder(seg.dir);
+  // '.tmp': what recoverSegments removes as a write that never finished.
+  await writeFileDurably(seg.path(generation), bytes, '.tmp');
   return bytes.length;
 }
 
@@ -130,17 +123,7 @@ function lockFolder(dir: string): void {
 
 /** Alive and, where /proc tells, a Node process (after a reboot the pid may belong to anything). */
 function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  if (!existsSync('/proc/self/cmdline')) return true;
-  try {
-    return /node/i.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-  } catch {
-    return false;
-  }
+  return processRunning(pid, (cmdline) => /node/i.test(cmdline));
 }
 
 function syncFolder(dir: string): void {
