@@ -290,7 +290,7 @@ var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(r
 // The one list of Service Bus entities; the local development broker serves the same file.
 var serviceBusEntities = loadJsonContent('servicebus-entities.json')
 
-resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+resource rg 'Microsoft.Resources/resourceGroups@2025-04-01' = {
   name: !empty(resourceGroupName) ? resourceGroupName : 'rg-${environmentName}'
   location: location
   tags: tags
@@ -442,7 +442,7 @@ var scaleAgentSettings = {
 
 // Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.
 var sendAvailabilitySettings = enableSecondaryNamespace ? {
-  ServiceBusSecondaryConnection__fullyQualifiedNamespace: sendAvailability.outputs.fullyQualifiedNamespace
+  ServiceBusSecondaryConnection__fullyQualifiedNamespace: sendAvailability!.outputs.fullyQualifiedNamespace
   ServiceBusSecondaryConnection__credential: 'managedidentity'
   ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
 } : {}
@@ -501,4 +501,4 @@ output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 // The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
-output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? sendAvailability.outputs.fullyQualifiedNamespace : ''
+output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? sendAvailability!.outputs.fullyQualifiedNamespace : ''

@@ -28,11 +28,11 @@ var roles = {
 
 var grantDeveloper = !empty(principalId)
 
-resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
+resource namespace 'Microsoft.ServiceBus/namespaces@2026-01-01' existing = {
   name: namespaceName
 }
 
-resource queue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existing = {
+resource queue 'Microsoft.ServiceBus/namespaces/queues@2026-01-01' existing = {
   parent: namespace
   name: queueName
 }

@@ -62,7 +62,7 @@ param appSettings object
 
 var isFlex = hostingPlan == 'flex'
 
-resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+resource plan 'Microsoft.Web/serverfarms@2025-03-01' = {
   name: planName
   location: location
   tags: tags
@@ -80,7 +80,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
-resource site 'Microsoft.Web/sites@2024-04-01' = {
+resource site 'Microsoft.Web/sites@2025-03-01' = {
   name: name
   location: location
   tags: union(tags, {
@@ -145,14 +145,14 @@ var premiumSettings = {
   WEBSITE_RUN_FROM_PACKAGE: '1'
 }
 
-resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
+resource settings 'Microsoft.Web/sites/config@2025-03-01' = {
   parent: site
   name: 'appsettings'
   properties: union(hostSettings, isFlex ? {} : premiumSettings, appSettings)
 }
 
 // Deployment authenticates with Entra ID only (azd deploy, func publish, the deploy workflow).
-resource ftpPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+resource ftpPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2025-03-01' = {
   parent: site
   name: 'ftp'
   properties: {
@@ -160,7 +160,7 @@ resource ftpPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-
   }
 }
 
-resource scmPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+resource scmPolicy 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2025-03-01' = {
   parent: site
   name: 'scm'
   properties: {

@@ -36,11 +36,11 @@ var roles = {
 
 var grantDeveloper = !empty(principalId)
 
-resource storage 'Microsoft.Storage/storageAccounts@2024-01-01' existing = {
+resource storage 'Microsoft.Storage/storageAccounts@2025-06-01' existing = {
   name: storageAccountName
 }
 
-resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
+resource serviceBus 'Microsoft.ServiceBus/namespaces@2026-01-01' existing = {
   name: serviceBusNamespaceName
 }
 

@@ -30,7 +30,7 @@ var actions = hostingPlan == 'flex' ? [
   'Microsoft.Web/sites/config/write'
 ]
 
-resource site 'Microsoft.Web/sites@2024-04-01' existing = {
+resource site 'Microsoft.Web/sites@2025-03-01' existing = {
   name: siteName
 }
 

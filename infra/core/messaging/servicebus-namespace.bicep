@@ -16,7 +16,7 @@ param topics array = []
 @description('Queues: { name, lockDuration?, maxDeliveryCount?, deadLetteringOnMessageExpiration?, defaultMessageTimeToLive? }.')
 param queues array = []
 
-resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
+resource namespace 'Microsoft.ServiceBus/namespaces@2026-01-01' = {
   name: name
   location: location
   tags: tags
@@ -31,7 +31,7 @@ resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
   }
 }
 
-resource queueResources 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
+resource queueResources 'Microsoft.ServiceBus/namespaces/queues@2026-01-01' = [
   for queue in queues: {
     parent: namespace
     name: queue.name

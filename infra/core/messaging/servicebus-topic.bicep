@@ -8,11 +8,11 @@ param namespaceName string
 @description('One entry of topics[] in infra/servicebus-entities.json.')
 param topic object
 
-resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
+resource namespace 'Microsoft.ServiceBus/namespaces@2026-01-01' existing = {
   name: namespaceName
 }
 
-resource topicResource 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
+resource topicResource 'Microsoft.ServiceBus/namespaces/topics@2026-01-01' = {
   parent: namespace
   name: topic.name
   properties: {
@@ -21,7 +21,7 @@ resource topicResource 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
   }
 }
 
-resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' = [
+resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2026-01-01' = [
   for sub in topic.subscriptions: {
     parent: topicResource
     name: sub.name
@@ -38,7 +38,7 @@ resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@202
 
 // Every new subscription gets a rule named $Default that accepts everything. The filter must
 // replace that rule (same name): a second rule would be OR-ed with it and let every event through.
-resource filters 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01' = [
+resource filters 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2026-01-01' = [
   for (sub, i) in topic.subscriptions: if (!empty(sub.?filter ?? {})) {
     parent: subscriptions[i]
     name: '$Default'

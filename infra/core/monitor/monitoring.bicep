@@ -18,7 +18,7 @@ param tags object
 @description('Workspace retention in days.')
 param retentionInDays int
 
-resource logAnalytics 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
+resource logAnalytics 'Microsoft.OperationalInsights/workspaces@2025-07-01' = {
   name: logAnalyticsName
   location: location
   tags: tags

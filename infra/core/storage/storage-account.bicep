@@ -57,7 +57,7 @@ var queueNames = flatten(map(baseQueues, q => [
   '${q}-poison'
 ]))
 
-resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
+resource account 'Microsoft.Storage/storageAccounts@2025-06-01' = {
   name: name
   location: location
   tags: tags
@@ -81,12 +81,12 @@ resource account 'Microsoft.Storage/storageAccounts@2024-01-01' = {
   }
 }
 
-resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2025-06-01' = {
   parent: account
   name: 'default'
 }
 
-resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = [
+resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2025-06-01' = [
   for container in concat(appContainers, [deploymentContainerName]): {
     parent: blobService
     name: container
@@ -96,12 +96,12 @@ resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2
   }
 ]
 
-resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2024-01-01' = {
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2025-06-01' = {
   parent: account
   name: 'default'
 }
 
-resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2024-01-01' = [
+resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2025-06-01' = [
   for queue in queueNames: {
     parent: queueService
     name: queue
@@ -160,7 +160,7 @@ var intermediateRule = {
 
 var lifecycleRules = concat(archiveRetentionDays > 0 ? [archiveRule] : [], intermediateRetentionDays > 0 ? [intermediateRule] : [])
 
-resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2024-01-01' = if (!empty(lifecycleRules)) {
+resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2025-06-01' = if (!empty(lifecycleRules)) {
   parent: account
   name: 'default'
   properties: {

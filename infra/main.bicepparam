@@ -1,0 +1,11 @@
+// The parameters azd deploys infra/main.bicep with. azd prefers this file over a
+// main.parameters.json and builds it with the azd environment's values as environment variables.
+using 'main.bicep'
+
+param environmentName = readEnvironmentVariable('AZURE_ENV_NAME')
+param location = readEnvironmentVariable('AZURE_LOCATION')
+param principalId = readEnvironmentVariable('AZURE_PRINCIPAL_ID', '')
+param principalType = readEnvironmentVariable('AZURE_PRINCIPAL_TYPE', 'User')
+param hostingPlan = readEnvironmentVariable('PUSHDRAIN_HOSTING_PLAN', 'flex')
+param partitions = int(readEnvironmentVariable('PUSHDRAIN_PARTITIONS', '4'))
+param scaleAgentMode = readEnvironmentVariable('PUSHDRAIN_SCALE_MODE', 'dry-run')
