@@ -1,6 +1,7 @@
 // The real Bicep compiler on infra/: build, lint and snapshots.
 //
 //   node scripts/bicep.mjs check     build + lint infra/main.bicep, validate every snapshot (npm run infra:check)
+//   node scripts/bicep.mjs check F   build + lint the Bicep file F alone, by the same rules
 //   node scripts/bicep.mjs snapshot  rewrite the snapshots after an intended change to infra/
 //   node scripts/bicep.mjs which     print the compiler's path (restoring it if needed)
 //   node scripts/bicep.mjs restore   make sure the pinned compiler is there (CI's first step)
@@ -13,7 +14,7 @@
 // restored by `dotnet restore` into the NuGet package cache. Where none is there and there is no
 // dotnet, check prints one line saying how to get it and exits 0, unless
 // PUSHDRAIN_BICEP_TESTS=required (CI), where that is a failure. Exit 3 from which/restore means
-// "no compiler".
+// "no compiler, and none required" (the infra tests skip on it); required, it is exit 1.
 import { spawnSync } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -108,7 +109,7 @@ function findBicep(pinned) {
 function bicep(exe, args, env = process.env) {
   const run = spawnSync(exe, args, { cwd: root, encoding: 'utf8', env, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
   if (run.error) throw run.error;
-  return { status: run.status ?? 1, out: `${run.stdout}${run.stderr}` };
+  return { status: run.status ?? 1, out: `${run.stdout}\n${run.stderr}` };
 }
 
 /** Diagnostics lines: `path(line,col) : Level CODE: message`. */
@@ -135,7 +136,7 @@ function snapshotParams() {
 function snapshotEnv() {
   const keep = ['PATH', 'HOME', 'TMPDIR', 'DOTNET_ROOT', 'DOTNET_BUNDLE_EXTRACT_BASE_DIR'];
   const env = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  return { ...env, AZURE_ENV_NAME: SNAPSHOT_CONTEXT.environmentName, AZURE_LOCATION: SNAPSHOT_CONTEXT.location };
+  return { ...env, NO_COLOR: '1', AZURE_ENV_NAME: SNAPSHOT_CONTEXT.environmentName, AZURE_LOCATION: SNAPSHOT_CONTEXT.location };
 }
 
 function snapshot(exe, params, mode) {
@@ -144,11 +145,29 @@ function snapshot(exe, params, mode) {
   return bicep(exe, args, snapshotEnv());
 }
 
-/** Build, lint and validate snapshots; returns the failures (empty when infra/ passes). */
-function check(exe) {
+/** Bicep sources under a folder, for the one rule the compiler cannot hold: why a rule is switched off. */
+function bicepSources(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'obj' || e.name === 'bin' ? [] : bicepSources(p);
+    return /\.bicep(param)?$/.test(e.name) ? [p] : [];
+  });
+}
+
+/** `#disable-next-line rule` without `// reason` on the same line: a silenced rule nobody can judge later. */
+function unexplainedDisables(files) {
+  return files.flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (/#disable-next-line\b/.test(line) && !/#disable-next-line\s+[\w\s-]+\/\/\s*\S/.test(line) ? [`${relative(root, file)}(${i + 1}): #disable-next-line without "// reason" on the same line`] : [])),
+  );
+}
+
+/** Build, lint and (for infra/ itself) validate snapshots; returns the failures and the reported findings. */
+function check(exe, target) {
   const failures = [];
   const reported = [];
-  const main = join(INFRA, 'main.bicep');
+  const main = target ?? join(INFRA, 'main.bicep');
   for (const [what, args] of [
     ['build', ['build', main, '--stdout']],
     ['lint', ['lint', main]],
@@ -158,7 +177,8 @@ function check(exe) {
     for (const d of found) (REPORTED_ONLY.has(d.code) ? reported : failures).push(`${what}: ${d.where} ${d.level} ${d.code}: ${d.message}`);
     if (run.status !== 0 && found.length === 0) failures.push(`${what} exited ${run.status}: ${run.out.trim().split('\n').slice(-5).join(' / ')}`);
   }
-  for (const params of snapshotParams()) {
+  failures.push(...unexplainedDisables(target ? [target] : bicepSources(INFRA)));
+  for (const params of target ? [] : snapshotParams()) {
     const run = snapshot(exe, params, 'validate');
     if (run.status !== 0) failures.push(`snapshot ${relative(root, params)}: ${run.out.trim()}\n  (if the change is intended: npm run infra:snapshot, and commit the diff)`);
   }
@@ -167,7 +187,7 @@ function check(exe) {
 
 function main() {
   const args = process.argv.slice(2);
-  const command = args.find((a) => !a.startsWith('--')) ?? 'check';
+  const [command = 'check', target] = args.filter((a) => !a.startsWith('--'));
   const exe = findBicep(args.includes('--pinned'));
   if (!exe) {
     if (command === 'check' && !REQUIRED) {
@@ -175,7 +195,7 @@ function main() {
       return 0;
     }
     console.error(`bicep: ${HOW_TO}${REQUIRED ? ' (PUSHDRAIN_BICEP_TESTS=required)' : ''}`);
-    return NO_COMPILER;
+    return REQUIRED ? 1 : NO_COMPILER;
   }
   if (command === 'which') {
     console.log(exe);
@@ -198,11 +218,11 @@ function main() {
     return 0;
   }
   if (command !== 'check') {
-    console.error(`usage: node scripts/bicep.mjs [check|snapshot|which|restore] [--pinned]`);
+    console.error(`usage: node scripts/bicep.mjs [check [file.bicep]|snapshot|which|restore] [--pinned]`);
     return 2;
   }
   const started = Date.now();
-  const { failures, reported } = check(exe);
+  const { failures, reported } = check(exe, target && join(process.cwd(), target));
   for (const r of reported) console.log(process.env.GITHUB_ACTIONS ? `::warning::${r}` : `reported: ${r}`);
   for (const f of failures) console.error(process.env.GITHUB_ACTIONS ? `::error::${f}` : `FAILED ${f}`);
   const took = ((Date.now() - started) / 1000).toFixed(1);

@@ -13,19 +13,8 @@ import { describe, it } from 'node:test';
 import { loadSettings, SECONDARY_CONNECTION, type Settings, TUNING_SPECS } from '../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
-import {
-  type AppSetting,
-  bicepFiles,
-  entries,
-  functionAppSettings,
-  jsonContentLoads,
-  modules,
-  params,
-  provisionedContainers,
-  provisionedQueues,
-  resolveFrom,
-} from './support/bicep-text';
 import { HTTP_CONTRACT, QUEUE_CONTRACT, TIMER_CONTRACT, TOPIC_CONTRACT } from './support/contract';
+import { appSettingsOf, type DeployedSetting, deployedSettings, isDeployTime, leafName, onlyOf, resourcesOf } from './support/infra-snapshot';
 import { readRepoFile, repoRoot } from './support/repo';
 
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
@@ -88,24 +77,15 @@ function settingExpressions(b: Binding): { field: string; setting: string }[] {
 // What infra/ deploys
 // ---------------------------------------------------------------------------------------------
 
-const MAIN = 'infra/main.bicep';
-const STORAGE = 'infra/core/storage/storage-account.bicep';
 const ENTITIES = 'infra/servicebus-entities.json';
-const files = bicepFiles();
-const source = new Map(files.map((f) => [f, readRepoFile(f)]));
-const src = (f: string): string => source.get(f) ?? assert.fail(`${f} is missing`);
-const deployed = functionAppSettings(src, files);
-const setting = (key: string): AppSetting | undefined => deployed.filter((s) => s.key === key).pop();
+// What Azure would receive (the snapshots of infra/): the default deployment's settings, and those
+// only a variant's flag adds (conditional).
+const deployed = deployedSettings();
+const setting = (key: string): DeployedSetting | undefined => deployed.find((s) => s.key === key);
+const where = (s: DeployedSetting): string => `${s.key} (${s.variant} snapshot)`;
 
-/** A Bicep value as the app would see it, where the text fixes it: a literal, or a param's default. */
-function evaluate(file: string, value: string): string | undefined {
-  const literal = /^'([^'$]*)'$/.exec(value);
-  if (literal) return literal[1];
-  const m = /^(?:string\((\w+)\)|(\w+))$/.exec(value);
-  const p = m && params(src(file)).find((x) => x.name === (m[1] ?? m[2]));
-  if (p?.defaultText === undefined) return undefined;
-  return /^'([^'$]*)'$/.exec(p.defaultText)?.[1] ?? (/^-?\d+$/.test(p.defaultText) ? p.defaultText : undefined);
-}
+/** A setting's value as the app would see it, where the snapshot could evaluate it. */
+const evaluate = (s: DeployedSetting): string | undefined => (isDeployTime(s.value) ? undefined : s.value);
 
 /** Stand-ins for values that only exist once deployed (module outputs), by setting suffix. */
 const DEPLOY_TIME: Record<string, string> = {
@@ -116,20 +96,16 @@ const DEPLOY_TIME: Record<string, string> = {
   clientId: '00000000-0000-0000-0000-000000000000',
 };
 
-/** The same for the scaling agent's settings, which Bicep derives from the deployment itself. */
+/** The scaling agent's own identity, which only exists once deployed. */
 const DEPLOY_TIME_SETTINGS: Record<string, string> = {
-  PUSHDRAIN_SCALE_SUBSCRIPTION_ID: '00000000-0000-0000-0000-000000000001',
-  PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-deploycheck',
-  PUSHDRAIN_SCALE_SITE_NAME: 'func-api-deploycheck',
   PUSHDRAIN_SCALE_CLIENT_ID: '00000000-0000-0000-0000-000000000000',
-  PUSHDRAIN_SCALE_MAX_INSTANCES: '100',
 };
 
 /** The environment the app starts with on every deployment (conditional settings left out). */
 function deployedEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const s of deployed.filter((x) => !x.conditional)) {
-    const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''] ?? DEPLOY_TIME_SETTINGS[s.key];
+    const value = evaluate(s) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''] ?? DEPLOY_TIME_SETTINGS[s.key];
     if (value !== undefined) env[s.key] = value;
   }
   return env;
@@ -270,22 +246,20 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
         problems.push(`${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`);
       }
       const known = new Set([...IDENTITY_FORMS[service].flat(), '__credential', '__clientId', ...suffixesRead(name)]);
-      for (const [suffix, s] of set) if (!known.has(suffix)) problems.push(`${s.file}:${s.line} ${name}${suffix} is not a setting the ${service} connection understands`);
+      for (const [suffix, s] of set) if (!known.has(suffix)) problems.push(`${where(s)}: ${name}${suffix} is not a setting the ${service} connection understands`);
       // The app runs as a user-assigned identity only: managedidentity without a client id gets no token.
       const credential = set.get('__credential');
-      if (credential && evaluate(credential.file, credential.value) === 'managedidentity' && !set.has('__clientId')) {
-        problems.push(`${credential.file}:${credential.line} ${name}__credential is managedidentity but ${name}__clientId is not set`);
+      if (credential && evaluate(credential) === 'managedidentity' && !set.has('__clientId')) {
+        problems.push(`${where(credential)}: ${name}__credential is managedidentity but ${name}__clientId is not set`);
       }
     }
     assert.deepEqual(problems, []);
   });
 
-  void it('main.bicep provisions Service Bus from infra/servicebus-entities.json (loadJsonContent)', () => {
-    const load = jsonContentLoads(MAIN, src(MAIN)).find((l) => l.path === ENTITIES);
-    assert.ok(load, `${MAIN} does not loadJsonContent('${relative('infra', ENTITIES)}')`);
-    const namespace = modules(src(MAIN)).filter((m) => resolveFrom(MAIN, m.path) === 'infra/core/messaging/servicebus-namespace.bicep');
-    const topics = namespace.map((m) => entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'topics')?.value);
-    assert.ok(topics.includes(`${load.symbol}.topics`), `no Service Bus namespace module is given ${load.symbol}.topics (given: ${topics.join(', ')})`);
+  void it('the primary namespace provisions the topics and queues of infra/servicebus-entities.json', () => {
+    const json = JSON.parse(readRepoFile(ENTITIES)) as { topics: { name: string }[]; queues: { name: string }[] };
+    assert.deepEqual(resourcesOf('Microsoft.ServiceBus/namespaces/topics').map(leafName), json.topics.map((t) => t.name));
+    assert.deepEqual(resourcesOf('Microsoft.ServiceBus/namespaces/queues').map(leafName), json.queues.map((q) => q.name));
   });
 
   void it('every topic and subscription a binding names is in infra/servicebus-entities.json, with the filter the architecture requires', () => {
@@ -335,11 +309,11 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
           checked++;
           const s = setting(name);
           if (!s) problems.push(`${f.name}.${field} uses %${name}%, which infra/ does not set on the function app`);
-          else if (s.conditional) problems.push(`${f.name}.${field} uses %${name}%, which ${s.file}:${s.line} sets only conditionally`);
+          else if (s.conditional) problems.push(`${f.name}.${field} uses %${name}%, which only the ${s.variant} variant sets`);
           else if (field === 'schedule') {
-            const value = evaluate(s.file, s.value);
+            const value = evaluate(s);
             if (value === undefined || value.trim().split(/\s+/).length !== 6) {
-              problems.push(`${s.file}:${s.line} ${name} = ${value ?? s.value}: a timer schedule needs six NCRONTAB fields`);
+              problems.push(`${where(s)} = ${value ?? s.value}: a timer schedule needs six NCRONTAB fields`);
             }
           }
         }
@@ -351,15 +325,10 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
 
   void it('every queue and container the deployed app uses is provisioned (names as shared/names.ts derives them)', () => {
     const settings = loadSettings(deployedEnv());
-    const storage = modules(src(MAIN)).find((m) => resolveFrom(MAIN, m.path) === STORAGE);
-    assert.ok(storage?.paramsBlock, `${MAIN} has no ${STORAGE} module`);
-    const passed = entries(src(MAIN), storage.paramsBlock).find((e) => e.key === 'partitions')?.value ?? 'absent';
-    const provisionedPartitions = Number(evaluate(MAIN, passed));
-    assert.equal(provisionedPartitions, settings.tuning.partitions, `queues are provisioned for ${passed}, the app runs with PUSHDRAIN_PARTITIONS ${settings.tuning.partitions}`);
     const names = entityNames(settings.namePrefix, settings.tuning.partitions);
-    const queues = new Set(provisionedQueues(src(STORAGE), provisionedPartitions));
-    assert.deepEqual(names.allQueues().filter((q) => !queues.has(q)), [], 'queues the app uses that are not provisioned');
-    const containers = new Set(provisionedContainers(src(STORAGE)));
+    const queues = new Set(resourcesOf('Microsoft.Storage/storageAccounts/queueServices/queues').map(leafName));
+    assert.deepEqual(names.allQueues().filter((q) => !queues.has(q)), [], `queues the app uses (PUSHDRAIN_PARTITIONS ${settings.tuning.partitions}) that are not provisioned`);
+    const containers = new Set(resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers').map(leafName));
     assert.deepEqual(CONTAINERS.map((k) => names.container(k)).filter((c) => !containers.has(c)), [], 'containers the app uses that are not provisioned');
   });
 });
@@ -374,7 +343,7 @@ void describe('deploy readiness: every app setting the code reads is set in infr
     const connections = new Set([...connectionNames, HOST_STORAGE, ...captured().functions.flatMap((f) => f.bindings.map((b) => b.connection).filter((c) => typeof c === 'string'))]);
     const read = settingsRead();
     const unread = deployed.filter((s) => !read.has(s.key) && !connections.has(s.key.split('__')[0]!) && !PLATFORM.test(s.key));
-    assert.deepEqual(unread.map((s) => `${s.file}:${s.line} ${s.key}`), []);
+    assert.deepEqual(unread.map(where), []);
   });
 
   void it('each setting read (by loadSettings, or as %NAME% in a binding) is set on every deployment', () => {
@@ -382,7 +351,7 @@ void describe('deploy readiness: every app setting the code reads is set in infr
     for (const [name, where] of settingsRead()) {
       const s = setting(name);
       if (!s) problems.push(`${name} (read at ${where}) is not set in infra/`);
-      else if (s.conditional) problems.push(`${name} (read at ${where}) is set only conditionally, at ${s.file}:${s.line}`);
+      else if (s.conditional) problems.push(`${name} (read at ${where}) is set only by the ${s.variant} variant`);
     }
     assert.deepEqual(problems, []);
   });
@@ -405,7 +374,9 @@ void describe('deploy readiness: every app setting the code reads is set in infr
     for (const spec of TUNING_SPECS) assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
     assert.equal(settings.scale.mode, 'dry-run', 'the scaling agent only logs until it is switched on');
     assert.equal(settings.scale.plan, 'flex');
-    assert.deepEqual(settings.scale.site, { subscriptionId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_SUBSCRIPTION_ID, resourceGroup: 'rg-deploycheck', siteName: 'func-api-deploycheck' });
+    const site = onlyOf('Microsoft.Web/sites');
+    const [, subscriptionId, resourceGroup] = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
+    assert.deepEqual(settings.scale.site, { subscriptionId, resourceGroup, siteName: site.name });
     assert.deepEqual(settings.scale.identity, { credential: 'managedidentity', clientId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_CLIENT_ID });
   });
 });
@@ -451,15 +422,12 @@ void describe('deploy readiness: send availability (a secondary namespace)', () 
     assert.deepEqual(others, captured().functions.map((f) => f.name), 'the secondary adds the syphon and changes nothing else');
   });
 
-  void it('infra/ provisions the queues the syphon binds: backlog-{i} for i < backlogQueueCount, the count the app reads', () => {
-    const module = 'infra/app/send-availability.bicep';
-    assert.match(src(module), /var queues = map\(range\(0, backlogQueueCount\), i => \{\s*name: 'backlog-\$\{i\}'/);
-    assert.deepEqual(backlogQueues(count), Array.from({ length: count }, (_, i) => `backlog-${i}`));
-    const m = modules(src(MAIN)).find((x) => resolveFrom(MAIN, x.path) === module);
-    assert.ok(m?.paramsBlock, `${MAIN} does not use ${module}`);
-    const passed = entries(src(MAIN), m.paramsBlock).find((e) => e.key === 'backlogQueueCount')?.value;
-    assert.equal(passed, 'backlogQueueCount');
-    assert.equal(setting('PUSHDRAIN_BACKLOG_QUEUE_COUNT')?.value, 'string(backlogQueueCount)', 'the app reads the count infra provisions');
+  void it('infra/ provisions the queues the syphon binds: backlog-{i} for i < the PUSHDRAIN_BACKLOG_QUEUE_COUNT the app reads', () => {
+    const n = Number(appSettingsOf('secondary').PUSHDRAIN_BACKLOG_QUEUE_COUNT);
+    assert.ok(n > 0);
+    const secondary = resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((ns) => ns.name.startsWith('sb2-')) ?? assert.fail('no secondary namespace');
+    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) => q.name.startsWith(`${secondary.name}/`));
+    assert.deepEqual(queues.map(leafName), backlogQueues(n));
   });
 
   void it('with the flag on, the app accepts the deployed secondary settings (identity-based, the managed identity)', () => {
@@ -467,7 +435,7 @@ void describe('deploy readiness: send availability (a secondary namespace)', () 
     assert.ok(secondary.length > 0 && secondary.every((s) => s.conditional), 'set only with enableSecondaryNamespace');
     const env: Record<string, string> = { ...deployedEnv() };
     for (const s of secondary) {
-      const value = evaluate(s.file, s.value) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
+      const value = evaluate(s) ?? DEPLOY_TIME[s.key.split('__')[1] ?? ''];
       if (value !== undefined) env[s.key] = value;
     }
     const settings = loadSettings(env);

@@ -1,146 +1,94 @@
 /**
- * Offline checks of infra/ (no Bicep compiler here; CI's bicep job compiles it for real).
- * They read the .bicep files as text and hold the infrastructure to what the app relies on:
- * names from shared/names.ts, settings from shared/config/settings.ts, identity-only connections,
- * least-privilege roles and secure defaults. Each check names the file and line it rejects.
+ * infra/ held to what the app relies on, on what Azure would receive: the resources `bicep snapshot`
+ * predicts for each variant (test/support/infra-snapshot.ts). Names from shared/names.ts, settings
+ * from shared/config/settings.ts, identity-only connections, least-privilege roles and secure
+ * defaults. The compiler itself (build, lint, stale snapshots, parameter ranges) runs in
+ * test/infra-compile.test.ts and `npm run infra:check`.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { backlogEntities } from '../local/servicebus/secondary';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import {
-  bicepFiles,
-  type Block,
-  decoratorNumber,
-  entries,
-  functionAppSettings,
-  jsonContentLoads,
-  lineOf,
-  mask,
-  moduleOutputRefs,
-  modules,
-  params,
-  propertyAt,
-  provisionedContainers,
-  provisionedQueues,
-  resolveFrom,
-  type Resource,
-  resources,
-  unresolvedIdentifiers,
-} from './support/bicep-text';
-import { readRepoFile, repoRoot } from './support/repo';
+  appSettingsOf,
+  isDeployTime,
+  leafName,
+  onlyOf,
+  type PredictedResource,
+  resourceById,
+  resourcesOf,
+  roleAssignmentsOf,
+  snapshot,
+  type Variant,
+  VARIANTS,
+} from './support/infra-snapshot';
+import { readRepoFile } from './support/repo';
 
-const MAIN = 'infra/main.bicep';
-const files = bicepFiles();
-const source = new Map(files.map((f) => [f, readRepoFile(f)]));
-const src = (f: string): string => source.get(f) ?? assert.fail(`${f} is missing`);
+/** `[reference('<id>', '<apiVersion>').<path>]`: a value of a resource known once it is deployed. */
+const referenceTo = (r: PredictedResource, path: string): string => `[reference('${r.id}', '${r.apiVersion}').${path}]`;
+const identity = (variant: Variant = 'default'): PredictedResource => onlyOf('Microsoft.ManagedIdentity/userAssignedIdentities', variant);
+const appPrincipal = (variant: Variant = 'default'): string => referenceTo(identity(variant), 'principalId');
+const appClientId = (variant: Variant = 'default'): string => referenceTo(identity(variant), 'clientId');
+const primaryNamespace = (variant: Variant = 'default'): PredictedResource =>
+  resourcesOf('Microsoft.ServiceBus/namespaces', variant).find((n) => n.name.startsWith('sb-')) ?? assert.fail('no primary namespace');
+const settings = appSettingsOf();
+const setting = (key: string, variant: Variant = 'default'): string | undefined => appSettingsOf(variant)[key];
 
-const allResources = files.flatMap((file) => resources(src(file)).map((r) => ({ file, ...r })));
-
-function resourcesOfType(type: string): (Resource & { file: string })[] {
-  return allResources.filter((r) => r.type === type && !r.existing);
-}
-
-function only(type: string): Resource & { file: string } {
-  const found = resourcesOfType(type);
-  assert.equal(found.length, 1, `expected exactly one ${type}, found ${found.length}`);
-  return found[0]!;
-}
-
-function expectProperty(r: Resource & { file: string }, path: string[], expected: string): void {
-  const actual = propertyAt(src(r.file), r.body, path);
-  assert.equal(actual, expected, `${r.file}:${r.line} ${r.symbol}.${path.join('.')} should be ${expected}, is ${actual ?? 'absent'}`);
-}
-
-// The settings the function app is deployed with, followed from its appsettings resource.
-const appSettings = new Map(functionAppSettings(src, files).map((s) => [s.key, s.value]));
-const mainParams = new Map(params(src(MAIN)).map((p) => [p.name, p]));
-
-void describe('infra: Bicep structure', () => {
-  void it('every module path resolves to a Bicep file, and every module file is used', () => {
-    const used = new Set<string>([MAIN]);
-    for (const file of files) {
-      for (const m of modules(src(file))) {
-        assert.ok(!/^(br[:/]|ts:)/.test(m.path), `${file}:${m.line} registry module ${m.path}: keep modules local so they can be read offline`);
-        const target = resolveFrom(file, m.path);
-        assert.ok(existsSync(join(repoRoot(), target)), `${file}:${m.line} module ${m.symbol} points at missing ${target}`);
-        used.add(target);
-      }
-    }
-    assert.deepEqual(files.filter((f) => !used.has(f)), [], 'Bicep files no module references');
-  });
-
-  void it('module params: each one passed is declared in the module, each required one is passed', () => {
-    for (const file of files) {
-      for (const m of modules(src(file))) {
-        const declared = params(src(resolveFrom(file, m.path)));
-        const names = new Set(declared.map((p) => p.name));
-        for (const key of m.paramKeys) assert.ok(names.has(key), `${file}:${m.line} passes ${key}, which ${m.path} does not declare`);
-        for (const p of declared.filter((d) => !d.optional)) {
-          assert.ok(m.paramKeys.includes(p.name), `${file}:${m.line} does not pass required param ${p.name} of ${m.path}`);
-        }
+void describe('infra: the snapshots', () => {
+  void it('every variant evaluates without a diagnostic, in one subscription-scoped deployment that creates its resource group', () => {
+    for (const variant of VARIANTS) {
+      const s = snapshot(variant);
+      assert.deepEqual(s.diagnostics, [], `${variant}: diagnostics`);
+      const rg = onlyOf('Microsoft.Resources/resourceGroups', variant);
+      assert.equal(rg.name, 'rg-snapshot', `${variant}: rg-<environmentName>`);
+      assert.deepEqual(rg.tags, { 'azd-env-name': 'snapshot' });
+      for (const r of s.predictedResources.filter((x) => x !== rg && !x.id.startsWith('['))) {
+        assert.ok(r.id.startsWith(`${rg.id}/providers/`), `${variant}: ${r.id} is outside ${rg.name}`);
       }
     }
   });
 
-  void it('every identifier is declared in its file (params, vars, resources, modules, loop and lambda variables) or is a Bicep function', () => {
-    const problems = files.flatMap((file) => unresolvedIdentifiers(src(file)).map((u) => `${file}:${u.line} unknown ${u.what} ${u.name}`));
-    assert.deepEqual(problems, []);
-  });
-
-  void it('every module output used is declared by that module', () => {
-    for (const file of files) {
-      const bySymbol = new Map(modules(src(file)).map((m) => [m.symbol, resolveFrom(file, m.path)]));
-      for (const ref of moduleOutputRefs(src(file))) {
-        const target = bySymbol.get(ref.symbol);
-        assert.ok(target, `${file}:${ref.line} ${ref.symbol}.outputs: ${ref.symbol} is not a module`);
-        const declared = new RegExp(`^\\s*output\\s+${ref.output}\\s`, 'm').test(mask(src(target)));
-        assert.ok(declared, `${file}:${ref.line} uses ${ref.symbol}.outputs.${ref.output}, which ${target} does not declare`);
-      }
+  void it('names come from one resourceToken; every top-level resource carries the azd-env-name tag; the app alone azd-service-name', () => {
+    const site = onlyOf('Microsoft.Web/sites');
+    const token = /^func-api-([a-z0-9]{13})$/.exec(site.name)?.[1] ?? assert.fail(`site name ${site.name}`);
+    const expected: Record<string, string> = {
+      'Microsoft.ManagedIdentity/userAssignedIdentities': `id-api-${token}`,
+      'Microsoft.OperationalInsights/workspaces': `log-${token}`,
+      'Microsoft.Insights/components': `appi-${token}`,
+      'Microsoft.Storage/storageAccounts': `st${token}`,
+      'Microsoft.ServiceBus/namespaces': `sb-${token}`,
+      'Microsoft.Web/serverfarms': `plan-${token}`,
+    };
+    for (const [type, name] of Object.entries(expected)) assert.equal(onlyOf(type).name, name, type);
+    for (const r of snapshot().predictedResources.filter((x) => x.location !== undefined)) {
+      assert.equal(r.tags?.['azd-env-name'], 'snapshot', `${r.type} ${r.name} tags`);
     }
+    const tagged = snapshot().predictedResources.filter((r) => r.tags?.['azd-service-name'] !== undefined);
+    assert.deepEqual(tagged.map((r) => [r.type, r.tags!['azd-service-name']]), [['Microsoft.Web/sites', 'api']]);
   });
 
-  void it('main.bicep is subscription-scoped, creates the resource group with the azd-env-name tag, and names from resourceToken', () => {
-    const main = src(MAIN);
-    assert.match(main, /^targetScope = 'subscription'$/m);
-    assert.match(main, /var resourceToken = toLower\(uniqueString\(subscription\(\)\.id, environmentName, location\)\)/);
-    assert.match(main, /var tags = \{\s*'azd-env-name': environmentName\s*\}/);
-    const rg = only('Microsoft.Resources/resourceGroups');
-    expectProperty(rg, ['tags'], 'tags');
-    const site = only('Microsoft.Web/sites');
-    assert.match(site.body.text, /'azd-service-name': serviceName/, 'the function app carries azd-service-name');
-    const api = modules(main).find((m) => resolveFrom(MAIN, m.path) === site.file);
-    assert.equal(api && entries(main, api.paramsBlock!).find((e) => e.key === 'serviceName')?.value, "'api'");
-  });
-
-  void it('declares every output azd and docs/DEPLOY.md rely on', () => {
+  void it('declares every output azd and docs/DEPLOY.md rely on, none holding a key', () => {
     const expected = [
       'AZURE_LOCATION', 'AZURE_TENANT_ID', 'AZURE_RESOURCE_GROUP', 'AZURE_FUNCTION_APP_NAME', 'SERVICE_API_NAME',
       'SERVICE_API_URI', 'AZURE_STORAGE_ACCOUNT_NAME', 'AZURE_STORAGE_BLOB_ENDPOINT', 'AZURE_STORAGE_QUEUE_ENDPOINT',
       'AZURE_SERVICEBUS_NAMESPACE', 'AZURE_SERVICEBUS_FQDN', 'AZURE_MANAGED_IDENTITY_CLIENT_ID',
-      'APPLICATIONINSIGHTS_CONNECTION_STRING',
+      'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_SERVICEBUS_SECONDARY_FQDN',
     ];
-    const code = mask(src(MAIN));
-    for (const name of expected) assert.match(code, new RegExp(`^output ${name} string = \\S`, 'm'), `output ${name}`);
-    assert.doesNotMatch(src(MAIN), /@secure\(\)\s*output/, 'no output is marked secret');
+    const outputs = snapshot().outputs;
+    assert.deepEqual(Object.keys(outputs).sort(), [...expected].sort());
+    assert.equal(outputs.AZURE_RESOURCE_GROUP, 'rg-snapshot');
+    assert.equal(outputs.AZURE_FUNCTION_APP_NAME, onlyOf('Microsoft.Web/sites').name);
+    assert.equal(outputs.AZURE_MANAGED_IDENTITY_CLIENT_ID, appClientId());
+    assert.doesNotMatch(JSON.stringify(outputs), /listKeys|listConnectionStrings|AccountKey|SharedAccessKey/i);
   });
 
-  void it('main.parameters.json feeds declared params with azd substitutions whose defaults match Bicep', () => {
-    const json = JSON.parse(readRepoFile('infra/main.parameters.json')) as { parameters: Record<string, { value: unknown }> };
-    assert.deepEqual(json.parameters.environmentName, { value: '${AZURE_ENV_NAME}' });
-    assert.deepEqual(json.parameters.location, { value: '${AZURE_LOCATION}' });
-    for (const [name, { value }] of Object.entries(json.parameters)) {
-      const p = mainParams.get(name);
-      assert.ok(p, `main.parameters.json sets ${name}, which main.bicep does not declare`);
-      const fallback = typeof value === 'string' ? /^\$\{[A-Z0-9_]+=(.*)\}$/.exec(value)?.[1] : undefined;
-      if (fallback !== undefined) {
-        assert.equal(fallback, p.defaultText?.replace(/^'|'$/g, ''), `${name}: azd fallback ${fallback} differs from the Bicep default ${p.defaultText}`);
-      }
-    }
+  void it('main.bicepparam without azd values deploys the documented defaults: Flex, 4 partitions, scaling agent dry-run, no developer grant', () => {
+    assert.equal(onlyOf('Microsoft.Web/serverfarms').sku?.name, 'FC1');
+    assert.equal(settings.PUSHDRAIN_PARTITIONS, '4');
+    assert.equal(settings.PUSHDRAIN_SCALE_MODE, 'dry-run');
+    assert.deepEqual(roleAssignmentsOf().filter((a) => a.principalId !== appPrincipal()), [], 'AZURE_PRINCIPAL_ID unset grants nobody else');
   });
 
   void it('azure.yaml: service api, TypeScript, Azure Functions, project at the repo root', () => {
@@ -152,149 +100,136 @@ void describe('infra: Bicep structure', () => {
 });
 
 void describe('infra: secure defaults', () => {
-  void it('storage account: no shared keys, no public blobs, HTTPS and TLS 1.2 only', () => {
-    const account = only('Microsoft.Storage/storageAccounts');
-    expectProperty(account, ['properties', 'allowSharedKeyAccess'], 'false');
-    expectProperty(account, ['properties', 'allowBlobPublicAccess'], 'false');
-    expectProperty(account, ['properties', 'supportsHttpsTrafficOnly'], 'true');
-    expectProperty(account, ['properties', 'minimumTlsVersion'], "'TLS1_2'");
-  });
-
-  void it('Service Bus: Standard tier, SAS auth off, TLS 1.2', () => {
-    const namespaces = resourcesOfType('Microsoft.ServiceBus/namespaces');
-    assert.ok(namespaces.length >= 1);
-    for (const ns of namespaces) {
-      expectProperty(ns, ['sku', 'name'], "'Standard'");
-      expectProperty(ns, ['properties', 'disableLocalAuth'], 'true');
-      expectProperty(ns, ['properties', 'minimumTlsVersion'], "'1.2'");
+  void it('storage account: no shared keys, no public blobs, HTTPS and TLS 1.2 only, private containers', () => {
+    for (const variant of VARIANTS) {
+      const p = onlyOf('Microsoft.Storage/storageAccounts', variant).properties!;
+      assert.deepEqual(
+        [p.allowSharedKeyAccess, p.allowBlobPublicAccess, p.supportsHttpsTrafficOnly, p.minimumTlsVersion],
+        [false, false, true, 'TLS1_2'],
+        variant,
+      );
+      for (const c of resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers', variant)) assert.equal(c.properties?.publicAccess, 'None', c.name);
     }
   });
 
-  void it('function app: HTTPS only, FTPS off, TLS 1.2, basic publishing credentials off', () => {
-    const site = only('Microsoft.Web/sites');
-    expectProperty(site, ['properties', 'httpsOnly'], 'true');
-    expectProperty(site, ['properties', 'siteConfig', 'ftpsState'], "'Disabled'");
-    expectProperty(site, ['properties', 'siteConfig', 'minTlsVersion'], "'1.2'");
-    const policies = resourcesOfType('Microsoft.Web/sites/basicPublishingCredentialsPolicies');
-    for (const kind of ['ftp', 'scm']) {
-      const policy = policies.find((p) => propertyAt(src(p.file), p.body, ['name']) === `'${kind}'`);
-      assert.ok(policy, `no ${kind} basicPublishingCredentialsPolicies`);
-      expectProperty(policy, ['properties', 'allow'], 'false');
-      expectProperty(policy, ['parent'], site.symbol);
+  void it('Service Bus: every namespace Standard tier, SAS auth off, TLS 1.2', () => {
+    const namespaces = VARIANTS.flatMap((v) => resourcesOf('Microsoft.ServiceBus/namespaces', v));
+    assert.equal(namespaces.length, VARIANTS.length + 1, 'one per variant, two with the secondary');
+    for (const ns of namespaces) {
+      assert.equal(ns.sku?.name, 'Standard', ns.name);
+      assert.equal(ns.properties?.disableLocalAuth, true, ns.name);
+      assert.equal(ns.properties?.minimumTlsVersion, '1.2', ns.name);
+    }
+  });
+
+  void it('function app: HTTPS only, FTPS off, TLS 1.2, basic publishing credentials off (both plans)', () => {
+    for (const variant of VARIANTS) {
+      const site = onlyOf('Microsoft.Web/sites', variant);
+      const config = site.properties?.siteConfig as Record<string, unknown>;
+      assert.equal(site.properties?.httpsOnly, true, variant);
+      assert.deepEqual([config.ftpsState, config.minTlsVersion, config.scmMinTlsVersion], ['Disabled', '1.2', '1.2'], variant);
+      const policies = resourcesOf('Microsoft.Web/sites/basicPublishingCredentialsPolicies', variant);
+      assert.deepEqual(policies.map((p) => [p.name, p.properties?.allow]).sort(), [[`${site.name}/ftp`, false], [`${site.name}/scm`, false]], variant);
     }
   });
 
   void it('Application Insights: local auth off, so telemetry needs the identity (Entra auth)', () => {
-    expectProperty(only('Microsoft.Insights/components'), ['properties', 'DisableLocalAuth'], 'true');
-    assert.equal(appSettings.get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), "'ClientId=${identityClientId};Authorization=AAD'");
+    assert.equal(onlyOf('Microsoft.Insights/components').properties?.DisableLocalAuth, true);
+    assert.equal(settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING, `[format('ClientId={0};Authorization=AAD', ${appClientId().slice(1, -1)})]`);
   });
 
-  void it('no keys or SAS anywhere: no listKeys(, AccountKey, SharedAccessKey; connection strings only for Application Insights', () => {
-    for (const file of files) {
-      const text = src(file);
-      const code = mask(text);
-      for (const banned of [/listKeys\s*\(/i, /AccountKey\s*=/i, /SharedAccessKey/i, /DefaultEndpointsProtocol/i, /listConnectionStrings/i]) {
-        const m = banned.exec(text);
-        assert.equal(m, null, `${file}:${m ? lineOf(text, m.index) : 0} contains ${m?.[0]}`);
+  void it('no keys or SAS anywhere: no listKeys, AccountKey, SharedAccessKey; the only connection string is Application Insights\'', () => {
+    for (const variant of VARIANTS) {
+      const text = JSON.stringify(snapshot(variant));
+      for (const banned of [/listKeys/i, /AccountKey\s*=/i, /SharedAccessKey/i, /DefaultEndpointsProtocol/i, /listConnectionStrings/i]) {
+        assert.doesNotMatch(text, banned, `${variant} snapshot`);
       }
-      code.split('\n').forEach((line, i) => {
-        if (/connection_?string/i.test(line)) {
-          assert.match(line, /applicationinsights/i, `${file}:${i + 1} names a connection string that is not Application Insights'`);
-        }
-      });
-    }
-    // A bare connection name (no __suffix) as an app setting holds a connection string, i.e. a key.
-    const bare = /^[ \t]*'?(AzureWebJobsStorage|StorageConnection|ServiceBusConnection|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING)'?[ \t]*:/m;
-    for (const file of files) {
-      const m = bare.exec(src(file));
-      assert.equal(m, null, `${file}:${m ? lineOf(src(file), m.index) : 0} sets ${m?.[1]} as a connection string`);
+      const keys = Object.keys(appSettingsOf(variant));
+      assert.deepEqual(keys.filter((k) => /connection_?string/i.test(k)), ['APPLICATIONINSIGHTS_CONNECTION_STRING'], variant);
+      // A bare connection name (no __suffix) as an app setting holds a connection string, i.e. a key.
+      const bare = keys.filter((k) => /^(AzureWebJobsStorage|StorageConnection|ServiceBusConnection|ServiceBusSecondaryConnection|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING)$/.test(k));
+      assert.deepEqual(bare, [], `${variant}: connection strings`);
     }
   });
 });
 
 void describe('infra: identity and roles', () => {
-  // Built-in role definition ids (stable across tenants) and the resource type each is scoped to.
+  // Built-in role definition ids (stable across tenants) and the resource types each may be scoped to.
   const expectedRoles = [
-    { id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', role: 'Storage Blob Data Owner', scope: 'Microsoft.Storage/storageAccounts' },
-    { id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', role: 'Storage Queue Data Contributor', scope: 'Microsoft.Storage/storageAccounts' },
-    // Namespace-wide on the primary; per backlog queue on the secondary (infra/app/backlog-queue-roles.bicep).
-    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scope: 'Microsoft.ServiceBus/namespaces', alsoScope: 'Microsoft.ServiceBus/namespaces/queues' },
-    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scope: 'Microsoft.ServiceBus/namespaces', alsoScope: 'Microsoft.ServiceBus/namespaces/queues' },
-    { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scope: 'Microsoft.Insights/components' },
+    { id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', role: 'Storage Blob Data Owner', scopes: ['Microsoft.Storage/storageAccounts'] },
+    { id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', role: 'Storage Queue Data Contributor', scopes: ['Microsoft.Storage/storageAccounts'] },
+    // Namespace-wide on the primary; per backlog queue on the secondary.
+    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'] },
+    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'] },
+    { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scopes: ['Microsoft.Insights/components'] },
   ];
+  /** Developer roles: Contributor, not Owner, on blobs (the local host never hosts AzureWebJobsStorage). */
+  const developerOnly = { id: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe', role: 'Storage Blob Data Contributor', scopes: ['Microsoft.Storage/storageAccounts'] };
+  const scaleAgentRoleScopes = ['Microsoft.Web/sites'];
 
-  /** Whether a block uses a role id: the literal itself, a `var x = 'id'`, or a `key: 'id'` entry of a var object. */
-  function usesRole(text: string, block: Block, id: string): boolean {
-    if (block.text.includes(`'${id}'`)) return true;
-    const symbols: string[] = [];
-    for (const m of text.matchAll(new RegExp(`^\\s*var\\s+(\\w+)\\s*=\\s*'${id}'`, 'gm'))) symbols.push(m[1]!);
-    for (const m of text.matchAll(new RegExp(`^\\s*(\\w+):\\s*'${id}'`, 'gm'))) {
-      const owner = [...text.slice(0, m.index).matchAll(/^\s*var\s+(\w+)\s*=\s*\{/gm)].pop();
-      if (owner) symbols.push(`${owner[1]}.${m[1]}`);
-    }
-    return symbols.some((sym) => new RegExp(`(^|[^\\w.])${sym.replace('.', '\\.')}(?!\\w)`).test(block.code));
-  }
-
-  function scopeType(file: string, block: Block): string | undefined {
-    const scope = propertyAt(src(file), block, ['scope']);
-    return allResources.find((r) => r.file === file && r.symbol === scope)?.type;
-  }
-
-  for (const expected of expectedRoles as { id: string; role: string; scope: string; alsoScope?: string }[]) {
-    const scopes = [expected.scope, ...(expected.alsoScope ? [expected.alsoScope] : [])];
-    void it(`${expected.role} is granted to the app identity, scoped to one ${scopes.join(' or one ')}`, () => {
-      const holders = files.filter((f) => src(f).includes(expected.id));
-      assert.ok(holders.length > 0, `role id ${expected.id} (${expected.role}) appears nowhere`);
-      let granted = false;
-      for (const file of holders) {
-        const text = src(file);
-        const idLine = text.split('\n').find((l) => l.includes(expected.id))!;
-        assert.ok(idLine.includes(`// ${expected.role}`), `${file}: the line with ${expected.id} should say // ${expected.role}`);
-        for (const ra of resources(text).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')) {
-          if (!usesRole(text, ra.body, expected.id)) continue;
-          const type = scopeType(file, ra.body);
-          assert.ok(type !== undefined && scopes.includes(type), `${file}:${ra.line} ${ra.symbol} grants ${expected.role} outside a ${scopes.join(' or ')} (${type ?? 'no scope'})`);
-          if (propertyAt(text, ra.body, ['properties', 'principalId']) === 'identityPrincipalId') granted = true;
-        }
-      }
-      assert.ok(granted, `no role assignment gives ${expected.role} to identityPrincipalId`);
+  for (const expected of expectedRoles) {
+    void it(`${expected.role} is granted to the app identity, scoped to one ${expected.scopes.join(' or one ')}`, () => {
+      const grants = roleAssignmentsOf().filter((a) => a.role === expected.id && a.principalId === appPrincipal());
+      assert.equal(grants.length, 1, `${expected.role} for the app identity`);
+      assert.equal(resourceById(grants[0]!.scope)?.type, expected.scopes[0]);
+      assert.equal(grants[0]!.principalType, 'ServicePrincipal');
     });
   }
 
-  void it('every role assignment is scoped to a single resource, never a resource group or subscription', () => {
-    const assignments = allResources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
-    assert.ok(assignments.length >= expectedRoles.length);
-    for (const ra of assignments) {
-      assert.ok(scopeType(ra.file, ra.body), `${ra.file}:${ra.line} ${ra.symbol} has no scope: <resource> (it would apply to the whole resource group)`);
-      assert.match(propertyAt(src(ra.file), ra.body, ['properties', 'roleDefinitionId']) ?? '', /^subscriptionResourceId\('Microsoft\.Authorization\/roleDefinitions', /);
+  void it('every role assignment, in every variant, is scoped to a single resource of the type its role is for, never a resource group or subscription', () => {
+    const known = new Map([...expectedRoles, developerOnly].map((r) => [r.id, r.scopes]));
+    let checked = 0;
+    for (const variant of VARIANTS) {
+      const custom = new Set(resourcesOf('Microsoft.Authorization/roleDefinitions', variant).map((d) => d.name));
+      for (const a of roleAssignmentsOf(variant)) {
+        checked++;
+        const target = resourceById(a.scope, variant);
+        assert.ok(target, `${variant}: role ${a.role} scoped to ${a.scope}, which is not a resource of this deployment`);
+        const allowed = custom.has(a.role) ? scaleAgentRoleScopes : known.get(a.role);
+        assert.ok(allowed, `${variant}: role ${a.role} is neither a known built-in role nor this deployment's custom role`);
+        assert.ok(allowed.includes(target.type), `${variant}: role ${a.role} on a ${target.type} (allowed: ${allowed.join(', ')})`);
+      }
     }
+    assert.ok(checked >= expectedRoles.length * VARIANTS.length);
+  });
+
+  void it('a developer principal gets data roles on the same resources (Blob Contributor, not Owner), only when given', () => {
+    const dev = '00000000-0000-0000-0000-00000000cccc';
+    const grants = roleAssignmentsOf('secondary').filter((a) => a.principalId === dev);
+    const byType = grants.map((a) => `${resourceById(a.scope, 'secondary')!.type} ${a.role}`).sort();
+    assert.deepEqual(byType, [
+      ...backlogQueues(3).flatMap(() => ['Microsoft.ServiceBus/namespaces/queues 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', 'Microsoft.ServiceBus/namespaces/queues 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39']),
+      'Microsoft.ServiceBus/namespaces 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
+      'Microsoft.ServiceBus/namespaces 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
+      `Microsoft.Storage/storageAccounts ${developerOnly.id}`,
+      'Microsoft.Storage/storageAccounts 974c5e8b-45b9-4653-ba55-5f855dd0fb88',
+    ].sort());
+    assert.ok(grants.every((a) => a.principalType === 'User'));
   });
 
   void it('the function app runs as one user-assigned identity, also used for the Flex deployment storage', () => {
-    only('Microsoft.ManagedIdentity/userAssignedIdentities');
-    const site = only('Microsoft.Web/sites');
-    expectProperty(site, ['identity', 'type'], "'UserAssigned'");
-    assert.match(site.body.text, /type: 'UserAssignedIdentity'\s+userAssignedIdentityResourceId: identityId/);
-    // identityPrincipalId, which the role checks above look for, is that identity's principal.
-    const passing = modules(src(MAIN)).filter((m) => m.paramKeys.includes('identityPrincipalId'));
-    assert.deepEqual(passing.map((m) => m.symbol).sort(), ['rbac', 'scaleAgent', 'sendAvailability'], 'rbac.bicep grants the app its data roles, scale-agent.bicep its one management role on the site, send-availability.bicep its roles on the backlog queues');
-    for (const m of passing) {
-      assert.equal(entries(src(MAIN), m.paramsBlock!).find((e) => e.key === 'identityPrincipalId')?.value, 'identity.outputs.principalId', m.symbol);
+    const id = identity();
+    const site = onlyOf('Microsoft.Web/sites');
+    assert.deepEqual(site.identity, { type: 'UserAssigned', userAssignedIdentities: { [id.id]: {} } });
+    const storage = (site.properties?.functionAppConfig as { deployment: { storage: Record<string, unknown> } }).deployment.storage;
+    assert.deepEqual(storage.authentication, { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: id.id });
+    // Every grant to a service principal goes to that identity.
+    for (const variant of VARIANTS) {
+      const principals = new Set(roleAssignmentsOf(variant).filter((a) => a.principalType === 'ServicePrincipal').map((a) => a.principalId));
+      assert.deepEqual([...principals], [appPrincipal(variant)], variant);
     }
   });
 });
 
 void describe('infra: names and settings the app relies on', () => {
-  void it('Service Bus entities come from infra/servicebus-entities.json (loadJsonContent), which agrees with shared/names.ts', () => {
-    const main = src(MAIN);
-    const load = jsonContentLoads(MAIN, main).find((l) => l.path === 'infra/servicebus-entities.json');
-    assert.ok(load, 'main.bicep loads infra/servicebus-entities.json with loadJsonContent');
-    assert.match(main, new RegExp(`topics: ${load.symbol}\\.topics`), 'the loaded topics are what the namespace module provisions');
+  interface EntityFile {
+    topics: { name: string; defaultMessageTimeToLive?: string; subscriptions: { name: string; filter: Record<string, string> | null; lockDuration: string; maxDeliveryCount: number; deadLetteringOnMessageExpiration: boolean; defaultMessageTimeToLive?: string }[] }[];
+    queues: { name: string; lockDuration: string; maxDeliveryCount: number; deadLetteringOnMessageExpiration: boolean; defaultMessageTimeToLive: string }[];
+  }
+  const entities = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as EntityFile;
 
-    const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
-      topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null; lockDuration: string; maxDeliveryCount: number }[] }[];
-    };
-    const subscriptions = json.topics.find((t) => t.name === TOPIC)?.subscriptions ?? assert.fail(`topic ${TOPIC} is not in the entity file`);
+  void it('infra/servicebus-entities.json agrees with shared/names.ts', () => {
+    const subscriptions = entities.topics.find((t) => t.name === TOPIC)?.subscriptions ?? assert.fail(`topic ${TOPIC} is not in the entity file`);
     for (const sub of Object.values(SUBSCRIPTIONS)) {
       const entry = subscriptions.find((s) => s.name === sub.name);
       assert.ok(entry, `subscription ${sub.name}`);
@@ -302,91 +237,71 @@ void describe('infra: names and settings the app relies on', () => {
     }
   });
 
-  void it('subscriptions take their settings from the JSON; a filter replaces $Default as a SQL-free CorrelationFilter', () => {
-    const subs = only('Microsoft.ServiceBus/namespaces/topics/subscriptions');
-    const text = src(subs.file);
-    const loopVar = /\bfor\s+(\w+)\s+in\s+topic\.subscriptions/.exec(mask(text))?.[1];
-    assert.ok(loopVar, 'subscriptions loop over topic.subscriptions');
-    for (const field of ['lockDuration', 'maxDeliveryCount', 'deadLetteringOnMessageExpiration']) {
-      expectProperty(subs, ['properties', field], `${loopVar}.${field}`);
+  void it('the primary namespace has exactly the entities of infra/servicebus-entities.json, with their settings', () => {
+    const ns = primaryNamespace();
+    const under = (type: string): PredictedResource[] => resourcesOf(type).filter((r) => r.name.startsWith(`${ns.name}/`));
+    assert.deepEqual(under('Microsoft.ServiceBus/namespaces/topics').map(leafName), entities.topics.map((t) => t.name));
+    assert.deepEqual(under('Microsoft.ServiceBus/namespaces/queues').map(leafName), entities.queues.map((q) => q.name));
+    for (const q of entities.queues) {
+      const got = under('Microsoft.ServiceBus/namespaces/queues').find((r) => leafName(r) === q.name)!.properties!;
+      assert.deepEqual([got.lockDuration, got.maxDeliveryCount, got.deadLetteringOnMessageExpiration, got.defaultMessageTimeToLive], [q.lockDuration, q.maxDeliveryCount, q.deadLetteringOnMessageExpiration, q.defaultMessageTimeToLive], q.name);
     }
-    const rule = only('Microsoft.ServiceBus/namespaces/topics/subscriptions/rules');
-    expectProperty(rule, ['name'], "'$Default'");
-    expectProperty(rule, ['properties', 'filterType'], "'CorrelationFilter'");
-    assert.match(propertyAt(text, rule.body, ['properties', 'correlationFilter', 'properties']) ?? '', /^\w+\.filter$/);
-    assert.doesNotMatch(text, /sqlFilter|sqlExpression/i, 'no SQL filters');
+    const subs = under('Microsoft.ServiceBus/namespaces/topics/subscriptions');
+    for (const topic of entities.topics) {
+      assert.equal(under('Microsoft.ServiceBus/namespaces/topics').find((t) => leafName(t) === topic.name)?.properties?.defaultMessageTimeToLive, topic.defaultMessageTimeToLive ?? 'P14D');
+      for (const sub of topic.subscriptions) {
+        const got = subs.find((s) => s.name === `${ns.name}/${topic.name}/${sub.name}`)?.properties ?? assert.fail(`subscription ${topic.name}/${sub.name}`);
+        const ttl = sub.defaultMessageTimeToLive ?? topic.defaultMessageTimeToLive ?? 'P14D';
+        assert.deepEqual(
+          [got.lockDuration, got.maxDeliveryCount, got.deadLetteringOnMessageExpiration, got.defaultMessageTimeToLive],
+          [sub.lockDuration, sub.maxDeliveryCount, sub.deadLetteringOnMessageExpiration, ttl],
+          `${topic.name}/${sub.name}`,
+        );
+      }
+    }
+    assert.equal(subs.length, entities.topics.flatMap((t) => t.subscriptions).length);
   });
 
-  void it('the scale subscription (the scaling agent\'s load signal) keeps 10 minutes of events and drops, not dead-letters, older ones', () => {
-    const json = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as {
-      topics: { name: string; subscriptions: { name: string; defaultMessageTimeToLive?: string; deadLetteringOnMessageExpiration: boolean }[] }[];
-    };
-    const scale = json.topics.find((t) => t.name === TOPIC)?.subscriptions.find((s) => s.name === SUBSCRIPTIONS.scale.name);
+  void it('a filter replaces $Default as a SQL-free CorrelationFilter; a subscription without one keeps $Default', () => {
+    const rules = resourcesOf('Microsoft.ServiceBus/namespaces/topics/subscriptions/rules');
+    const expected = entities.topics.flatMap((t) => t.subscriptions.filter((s) => s.filter !== null).map((s) => ({ name: `${primaryNamespace().name}/${t.name}/${s.name}/$Default`, filter: s.filter })));
+    assert.deepEqual(
+      rules.map((r) => ({ name: r.name, filter: (r.properties?.correlationFilter as { properties: unknown }).properties })),
+      expected,
+    );
+    for (const r of rules) assert.deepEqual(Object.keys(r.properties!).sort(), ['correlationFilter', 'filterType'], 'no sqlFilter');
+    for (const r of rules) assert.equal(r.properties?.filterType, 'CorrelationFilter');
+  });
+
+  void it("the scale subscription (the scaling agent's load signal) keeps 10 minutes of events and drops, not dead-letters, older ones", () => {
+    const scale = resourcesOf('Microsoft.ServiceBus/namespaces/topics/subscriptions').find((s) => leafName(s) === SUBSCRIPTIONS.scale.name)?.properties;
     assert.equal(scale?.defaultMessageTimeToLive, 'PT10M');
     assert.equal(scale.deadLetteringOnMessageExpiration, false, 'an expired load signal must not pile up in the dead-letter queue');
-    // The Bicep subscription takes the subscription's own TTL before the topic's.
-    const subs = only('Microsoft.ServiceBus/namespaces/topics/subscriptions');
-    assert.match(propertyAt(src(subs.file), subs.body, ['properties', 'defaultMessageTimeToLive']) ?? '', /^\w+\.\?defaultMessageTimeToLive \?\? /);
   });
 
-  void it('every container in CONTAINERS is provisioned, plus a deployment container', () => {
-    const text = src('infra/core/storage/storage-account.bicep');
-    assert.deepEqual(provisionedContainers(text).sort(), [...CONTAINERS].sort());
-    assert.match(text, /for container in concat\(appContainers, \[deploymentContainerName\]\)/);
-    assert.match(src(MAIN), /var deploymentContainerName = 'app-package-/);
+  void it('every container in CONTAINERS is provisioned, plus the Flex deployment container the site deploys from', () => {
+    const containers = resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers').map(leafName);
+    const deployment = containers.filter((c) => !(CONTAINERS as readonly string[]).includes(c));
+    assert.deepEqual(containers.filter((c) => !deployment.includes(c)).sort(), [...CONTAINERS].sort());
+    assert.equal(deployment.length, 1);
+    assert.match(deployment[0]!, /^app-package-/);
+    const storage = (onlyOf('Microsoft.Web/sites').properties?.functionAppConfig as { deployment: { storage: { value: string } } }).deployment.storage;
+    assert.ok(storage.value.endsWith(`.primaryEndpoints.blob, '${deployment[0]}')]`), `the site deploys from ${storage.value}`);
   });
 
   void it('queues follow shared/names.ts: work-{p} per partition, results, and a -poison twin of each', () => {
-    const code = src('infra/core/storage/storage-account.bicep');
-    for (const partitions of [1, 4, 64]) {
-      assert.deepEqual(provisionedQueues(code, partitions).sort(), entityNames('', partitions).allQueues().sort(), `partitions = ${partitions}`);
-    }
-    const storageModule = modules(src(MAIN)).find((m) => m.path.endsWith('storage-account.bicep'))!;
-    assert.equal(entries(src(MAIN), storageModule.paramsBlock!).find((e) => e.key === 'partitions')?.value, 'partitions');
+    const queues = resourcesOf('Microsoft.Storage/storageAccounts/queueServices/queues').map(leafName);
+    assert.deepEqual(queues.sort(), entityNames('', Number(settings.PUSHDRAIN_PARTITIONS)).allQueues().sort());
   });
 
-  void it('PUSHDRAIN_PARTITIONS and PUSHDRAIN_SWEEP_SCHEDULE come from params with the app defaults', () => {
-    assert.equal(appSettings.get('PUSHDRAIN_PARTITIONS'), 'string(partitions)');
-    assert.equal(mainParams.get('partitions')?.defaultText, String(TUNING_SPECS.find((s) => s.key === 'partitions')!.def));
-    assert.equal(appSettings.get('PUSHDRAIN_SWEEP_SCHEDULE'), 'sweepSchedule');
-    assert.equal(mainParams.get('sweepSchedule')?.defaultText, "'0 */5 * * * *'");
+  void it('PUSHDRAIN_PARTITIONS and PUSHDRAIN_SWEEP_SCHEDULE carry the app defaults', () => {
+    assert.equal(settings.PUSHDRAIN_PARTITIONS, String(TUNING_SPECS.find((s) => s.key === 'partitions')!.def));
+    assert.equal(settings.PUSHDRAIN_SWEEP_SCHEDULE, '0 */5 * * * *');
   });
 
-  // Infra exposes every tuning setting as a parameter: derived, so a new setting cannot be forgotten.
-  const EXPOSED = TUNING_SPECS.map((s) => s.setting);
-
-  void it('each exposed tuning setting is a param whose default and range match TUNING_SPECS', () => {
-    for (const setting of EXPOSED) {
-      assert.ok(TUNING_SPECS.some((s) => s.setting === setting), `${setting} is no longer in TUNING_SPECS`);
-      assert.ok(appSettings.has(setting), `${setting} is not set on the function app`);
-    }
-    const exposed = TUNING_SPECS.filter((s) => appSettings.has(s.setting));
-    for (const spec of exposed) {
-      const param = /^string\((\w+)\)$/.exec(appSettings.get(spec.setting)!)?.[1];
-      assert.ok(param, `${spec.setting} should be string(<param>), is ${appSettings.get(spec.setting)}`);
-      const p = mainParams.get(param);
-      assert.ok(p, `${spec.setting}: param ${param} is not declared in main.bicep`);
-      assert.equal(p.type, 'int', `${param} type`);
-      assert.equal(Number(p.defaultText), spec.def, `${param} default`);
-      const min = decoratorNumber(p, 'minValue');
-      const max = decoratorNumber(p, 'maxValue');
-      assert.ok(min !== undefined && min >= spec.min, `${param} @minValue ${min} must be within the app's ${spec.min}`);
-      assert.ok(max !== undefined && max <= spec.max, `${param} @maxValue ${max} must be within the app's ${spec.max}`);
-    }
+  void it('every tuning setting is deployed with its TUNING_SPECS default (ranges: test/infra-compile.test.ts)', () => {
+    for (const spec of TUNING_SPECS) assert.equal(settings[spec.setting], String(spec.def), spec.setting);
     // That infra sets nothing the app does not read is checked in test/deploy-readiness.test.ts.
-  });
-
-  void it('the drain budget stays under functionTimeout (10 minutes) with time to hand over', () => {
-    const budget = mainParams.get('drainBudgetSeconds')!;
-    assert.equal(Number(budget.defaultText), 240);
-    const cap = decoratorNumber(budget, 'maxValue')!;
-    assert.ok(cap <= 540, `@maxValue ${cap} leaves under a minute before a 10-minute timeout`);
-    // The plan defaults differ (Flex and Premium: 30 min), so host.json must say it.
-    const host = JSON.parse(readRepoFile('host.json')) as { functionTimeout?: string };
-    const parts = /^(\d{2}):(\d{2}):(\d{2})$/.exec(host.functionTimeout ?? '');
-    assert.ok(parts, `host.json functionTimeout should be hh:mm:ss, is ${host.functionTimeout ?? 'absent'}`);
-    const timeout = Number(parts[1]) * 3600 + Number(parts[2]) * 60 + Number(parts[3]);
-    assert.ok(cap + 60 <= timeout, `drain budget cap ${cap}s vs functionTimeout ${timeout}s`);
   });
 
   void it("host.json's maxConcurrentCalls leaves room above one live drain per default partition", () => {
@@ -397,166 +312,154 @@ void describe('infra: names and settings the app relies on', () => {
     // backlog, held fan-out events fill the rest on purpose (docs/DESIGN.md, "Scale-out").
     const host = JSON.parse(readRepoFile('host.json')) as { extensions?: { serviceBus?: { maxConcurrentCalls?: number } } };
     const calls = host.extensions?.serviceBus?.maxConcurrentCalls ?? 0;
-    const longRunning = Number(mainParams.get('partitions')!.defaultText) + Number(mainParams.get('resultsDrainSlots')!.defaultText);
+    const longRunning = Number(settings.PUSHDRAIN_PARTITIONS) + Number(settings.PUSHDRAIN_RESULTS_DRAIN_SLOTS);
     assert.ok(calls >= 2 * longRunning, `maxConcurrentCalls ${calls} vs ${longRunning} drains that can each hold a call`);
   });
 
-  void it('the scaling agent is configured from the template itself: its site, plan, identity, ceiling and SCALE_SPECS bounds', () => {
-    const expected: Record<string, string> = {
-      PUSHDRAIN_SCALE_MODE: 'scaleAgentMode',
-      PUSHDRAIN_SCALE_PLAN: 'hostingPlan',
-      PUSHDRAIN_SCALE_SUBSCRIPTION_ID: 'subscription().subscriptionId',
-      PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg.name',
-      PUSHDRAIN_SCALE_SITE_NAME: 'functionAppName',
-      PUSHDRAIN_SCALE_CLIENT_ID: 'identity.outputs.clientId',
-      PUSHDRAIN_SCALE_RULES: 'scaleRules',
-      PUSHDRAIN_SCALE_MAX_INSTANCES: "string(hostingPlan == 'flex' ? maximumInstanceCount : premiumMaximumElasticWorkerCount)",
-    };
-    for (const [key, value] of Object.entries(expected)) assert.equal(appSettings.get(key), value, key);
-    // The site name is the one the app is deployed as.
-    const api = modules(src(MAIN)).find((m) => m.symbol === 'api')!;
-    assert.equal(entries(src(MAIN), api.paramsBlock!).find((e) => e.key === 'name')?.value, 'functionAppName');
-    for (const spec of SCALE_SPECS.filter((x) => x.key !== 'maxInstances')) {
-      const param = /^string\((\w+)\)$/.exec(appSettings.get(spec.setting) ?? '')?.[1];
-      assert.ok(param, `${spec.setting} should be string(<param>)`);
-      const p = mainParams.get(param)!;
-      assert.equal(Number(p.defaultText), spec.def, `${param} default`);
-      assert.ok(decoratorNumber(p, 'minValue')! >= spec.min && decoratorNumber(p, 'maxValue')! <= spec.max, `${param} range within ${spec.min}–${spec.max}`);
+  void it('the scaling agent is configured from the deployment itself: its site, plan, identity, ceiling and SCALE_SPECS defaults', () => {
+    for (const variant of VARIANTS) {
+      const site = onlyOf('Microsoft.Web/sites', variant);
+      const plan = onlyOf('Microsoft.Web/serverfarms', variant).sku?.name === 'FC1' ? 'flex' : 'premium';
+      const [, subscriptionId, resourceGroup] = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
+      const s = appSettingsOf(variant);
+      assert.deepEqual(
+        [s.PUSHDRAIN_SCALE_PLAN, s.PUSHDRAIN_SCALE_SUBSCRIPTION_ID, s.PUSHDRAIN_SCALE_RESOURCE_GROUP, s.PUSHDRAIN_SCALE_SITE_NAME, s.PUSHDRAIN_SCALE_CLIENT_ID],
+        [plan, subscriptionId, resourceGroup, site.name, appClientId(variant)],
+        variant,
+      );
+      assert.equal(s.PUSHDRAIN_SCALE_MAX_INSTANCES, plan === 'flex' ? '100' : '20', `${variant}: the plan's own scale-out ceiling`);
+      assert.equal(s.PUSHDRAIN_SCALE_MODE, variant === 'scale-agent' ? 'apply' : 'dry-run', `${variant}: dry-run unless switched on`);
     }
-    assert.equal(mainParams.get('scaleAgentMode')?.defaultText, "'dry-run'", 'dry-run unless switched on');
-    assert.equal(mainParams.get('scaleRules')?.defaultText, "'512:1,4096:2,16384:4,65536:8'");
+    for (const spec of SCALE_SPECS.filter((x) => x.key !== 'maxInstances')) assert.equal(settings[spec.setting], String(spec.def), spec.setting);
+    assert.equal(settings.PUSHDRAIN_SCALE_RULES, '512:1,4096:2,16384:4,65536:8');
+    assert.equal(setting('PUSHDRAIN_SCALE_MIN_INSTANCES', 'scale-agent'), '1');
   });
 
-  void it("the scaling agent's role: a custom role with exactly the plan's two actions, assigned on the site to the app identity", () => {
-    const file = 'infra/app/scale-agent.bicep';
-    const text = src(file);
-    const def = resources(text).find((r) => r.type === 'Microsoft.Authorization/roleDefinitions')!;
-    assert.ok(def, 'a custom role definition');
-    assert.equal(propertyAt(text, def.body, ['properties', 'type']), "'CustomRole'");
-    assert.match(def.body.text, /assignableScopes:\s*\[\s*resourceGroup\(\)\.id\s*\]/);
-    assert.match(text, /var actions = hostingPlan == 'flex' \? \[\s*'Microsoft\.Web\/sites\/read'\s*'Microsoft\.Web\/sites\/write'\s*\] : \[\s*'Microsoft\.Web\/sites\/config\/read'\s*'Microsoft\.Web\/sites\/config\/write'\s*\]/);
-    assert.doesNotMatch(text, /\*'/, 'no wildcard action');
-    const ra = resources(text).find((r) => r.type === 'Microsoft.Authorization/roleAssignments')!;
-    assert.equal(propertyAt(text, ra.body, ['scope']), 'site');
-    assert.equal(resources(text).find((r) => r.symbol === 'site')?.type, 'Microsoft.Web/sites');
-    assert.equal(propertyAt(text, ra.body, ['properties', 'principalId']), 'identityPrincipalId');
-    assert.equal(propertyAt(text, ra.body, ['properties', 'roleDefinitionId']), "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', agentRole.name)");
-    const wiring = modules(src(MAIN)).find((m) => m.symbol === 'scaleAgent')!;
-    const args = Object.fromEntries(entries(src(MAIN), wiring.paramsBlock!).map((e) => [e.key, e.value]));
-    assert.deepEqual(args, { siteName: 'api.outputs.name', identityPrincipalId: 'identity.outputs.principalId', hostingPlan: 'hostingPlan' });
+  void it("the scaling agent's role: a custom role with exactly the plan's two actions, assignable in the resource group, assigned on the site to the app identity", () => {
+    for (const variant of VARIANTS) {
+      const flex = onlyOf('Microsoft.Web/serverfarms', variant).sku?.name === 'FC1';
+      const def = onlyOf('Microsoft.Authorization/roleDefinitions', variant);
+      const p = def.properties as { type: string; permissions: Record<string, string[]>[]; assignableScopes: string[] };
+      assert.equal(p.type, 'CustomRole');
+      const actions = flex ? ['Microsoft.Web/sites/read', 'Microsoft.Web/sites/write'] : ['Microsoft.Web/sites/config/read', 'Microsoft.Web/sites/config/write'];
+      assert.deepEqual(p.permissions, [{ actions, notActions: [], dataActions: [], notDataActions: [] }], variant);
+      assert.deepEqual(p.assignableScopes, [onlyOf('Microsoft.Resources/resourceGroups', variant).id]);
+      const grants = roleAssignmentsOf(variant).filter((a) => a.role === def.name);
+      assert.deepEqual(grants.map((a) => [a.scope, a.principalId]), [[onlyOf('Microsoft.Web/sites', variant).id, appPrincipal(variant)]], variant);
+    }
   });
 
   void it('connections are identity-based: the host, Storage and Service Bus all use the managed identity', () => {
-    const expected: Record<string, RegExp> = {
-      AzureWebJobsStorage__accountName: /^storageAccountName$/,
-      AzureWebJobsStorage__credential: /^'managedidentity'$/,
-      AzureWebJobsStorage__clientId: /^identityClientId$/,
-      StorageConnection__blobServiceUri: /^storage\.outputs\.blobEndpoint$/,
-      StorageConnection__queueServiceUri: /^storage\.outputs\.queueEndpoint$/,
-      StorageConnection__credential: /^'managedidentity'$/,
-      StorageConnection__clientId: /^identity\.outputs\.clientId$/,
-      ServiceBusConnection__fullyQualifiedNamespace: /^serviceBus\.outputs\.fullyQualifiedNamespace$/,
-      ServiceBusConnection__credential: /^'managedidentity'$/,
-      ServiceBusConnection__clientId: /^identity\.outputs\.clientId$/,
+    const storage = onlyOf('Microsoft.Storage/storageAccounts');
+    const expected: Record<string, string> = {
+      AzureWebJobsStorage__accountName: storage.name,
+      AzureWebJobsStorage__credential: 'managedidentity',
+      AzureWebJobsStorage__clientId: appClientId(),
+      StorageConnection__blobServiceUri: referenceTo(storage, 'primaryEndpoints.blob'),
+      StorageConnection__queueServiceUri: referenceTo(storage, 'primaryEndpoints.queue'),
+      StorageConnection__credential: 'managedidentity',
+      StorageConnection__clientId: appClientId(),
+      ServiceBusConnection__fullyQualifiedNamespace: `[split(split(reference('${primaryNamespace().id}', '${primaryNamespace().apiVersion}').serviceBusEndpoint, '//')[1], ':')[0]]`,
+      ServiceBusConnection__credential: 'managedidentity',
+      ServiceBusConnection__clientId: appClientId(),
     };
-    for (const [key, value] of Object.entries(expected)) {
-      assert.match(appSettings.get(key) ?? '(absent)', value, key);
-    }
+    for (const [key, value] of Object.entries(expected)) assert.equal(settings[key], value, key);
   });
 
-  void it('Flex Consumption by default (Node 20 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|20)', () => {
-    const plan = mainParams.get('hostingPlan');
-    assert.equal(plan?.defaultText, "'flex'");
-    assert.deepEqual([...(plan?.decorators.find((d) => d.name === 'allowed')?.args.matchAll(/'(\w+)'/g) ?? [])].map((m) => m[1]), ['flex', 'premium']);
-    const farm = only('Microsoft.Web/serverfarms');
-    assert.match(farm.body.text, /name: 'FC1'\s+tier: 'FlexConsumption'/);
-    assert.match(farm.body.text, /name: 'EP1'\s+tier: 'ElasticPremium'/);
-    const site = only('Microsoft.Web/sites');
-    assert.match(site.body.text, /runtime: \{\s+name: 'node'\s+version: '20'\s+\}/);
-    assert.match(propertyAt(src(site.file), site.body, ['properties', 'siteConfig', 'linuxFxVersion']) ?? '', /'Node\|20'/);
+  void it('Flex Consumption by default (Node 20 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|20, run from package)', () => {
+    const flex = onlyOf('Microsoft.Web/sites');
+    assert.deepEqual(onlyOf('Microsoft.Web/serverfarms').sku, { name: 'FC1', tier: 'FlexConsumption' });
+    assert.deepEqual((flex.properties?.functionAppConfig as { runtime: unknown }).runtime, { name: 'node', version: '20' });
+    assert.equal((flex.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, null);
+    assert.equal(settings.FUNCTIONS_WORKER_RUNTIME, undefined, 'Flex rejects it as an app setting');
+
+    const premium = onlyOf('Microsoft.Web/sites', 'premium');
+    assert.deepEqual(onlyOf('Microsoft.Web/serverfarms', 'premium').sku, { name: 'EP1', tier: 'ElasticPremium' });
+    assert.equal(onlyOf('Microsoft.Web/serverfarms', 'premium').properties?.maximumElasticWorkerCount, 20);
+    assert.equal((premium.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, 'Node|20');
+    assert.equal(premium.properties?.functionAppConfig, null);
+    const s = appSettingsOf('premium');
+    assert.deepEqual([s.FUNCTIONS_EXTENSION_VERSION, s.FUNCTIONS_WORKER_RUNTIME, s.WEBSITE_RUN_FROM_PACKAGE], ['~4', 'node', '1']);
   });
 
-  void it('docs/DEPLOY.md documents every parameter of main.bicep in its table', () => {
-    const doc = readRepoFile('docs/DEPLOY.md');
-    for (const name of mainParams.keys()) assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `no table row for ${name}`);
-  });
-
-  void it('the lifecycle rules expire archive/ and the work/ and results/ intermediates, never manifests or reports, and are documented', () => {
-    const rules = resourcesOfType('Microsoft.Storage/storageAccounts/managementPolicies');
-    assert.equal(rules.length, 1);
-    assert.match(rules[0]!.body.text, /rules: lifecycleRules/);
-    const code = src('infra/core/storage/storage-account.bicep');
-    const prefixes = [...code.matchAll(/prefixMatch: \[([^\]]*)\]/g)].flatMap((m) => [...m[1]!.matchAll(/'([^']*)'/g)].map((p) => p[1]));
-    assert.deepEqual(prefixes.sort(), ['archive/', 'results/', 'work/']);
-    assert.match(code, /var lifecycleRules = concat\(archiveRetentionDays > 0 \? \[archiveRule\] : \[\], intermediateRetentionDays > 0 \? \[intermediateRule\] : \[\]\)/);
+  void it('the lifecycle rules expire archive/ and the work/ and results/ intermediates, never manifests or reports; 0 days drops them', () => {
+    const policy = onlyOf('Microsoft.Storage/storageAccounts/managementPolicies');
+    const rules = (policy.properties as { policy: { rules: { definition: { filters: { prefixMatch: string[] }; actions: { baseBlob: { delete: { daysAfterModificationGreaterThan: number } } } } }[] } }).policy.rules;
+    assert.deepEqual(rules.flatMap((r) => r.definition.filters.prefixMatch).sort(), ['archive/', 'results/', 'work/']);
+    assert.deepEqual(rules.map((r) => r.definition.actions.baseBlob.delete.daysAfterModificationGreaterThan), [30, 30]);
+    assert.deepEqual(resourcesOf('Microsoft.Storage/storageAccounts/managementPolicies', 'premium'), [], 'both retentions 0: no policy');
     const doc = readRepoFile('docs/DEPLOY.md');
     for (const p of ['archiveRetentionDays', 'intermediateRetentionDays']) assert.match(doc, new RegExp(p));
   });
 });
 
 void describe('infra: workflows', () => {
-  void it('CI runs npm ci && npm test on Node 20; deploy logs in with OIDC and checks the template before deploying', () => {
+  void it('CI runs npm ci && npm test on Node 20 and the infra check; deploy logs in with OIDC and checks the template before deploying', () => {
     const ci = readRepoFile('.github/workflows/ci.yml');
     assert.match(ci, /node-version: ['"]?20/);
     assert.match(ci, /npm ci/);
     assert.match(ci, /npm test/);
+    assert.match(ci, /^ {8}run: node scripts\/bicep\.mjs check --pinned$/m, 'the bicep job runs the same script as npm run infra:check');
     const deploy = readRepoFile('.github/workflows/deploy.yml');
     assert.match(deploy, /id-token: write/);
     assert.match(deploy, /uses: azure\/login@/);
     assert.match(deploy, /az bicep build --file infra\/main\.bicep/);
     assert.match(deploy, /az deployment sub what-if/);
     const pkg = JSON.parse(readRepoFile('package.json')) as Record<string, Record<string, string> | undefined>;
+    assert.equal(pkg.scripts?.['infra:check'], 'node scripts/bicep.mjs check');
     const deps = { ...pkg.dependencies, ...pkg.devDependencies };
     assert.ok(!('azure-functions-core-tools' in deps), 'Core Tools belong to the runner, not the project');
   });
 });
 
 void describe('infra: send availability (the secondary namespace)', () => {
-  const MODULE = 'infra/app/send-availability.bicep';
-  const ROLES = 'infra/app/backlog-queue-roles.bicep';
+  const secondary = (): PredictedResource =>
+    resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((n) => n.name.startsWith('sb2-')) ?? assert.fail('no secondary namespace');
 
-  void it('off by default: the module, its settings and its output all hang on enableSecondaryNamespace', () => {
-    assert.equal(mainParams.get('enableSecondaryNamespace')?.defaultText, 'false');
-    assert.match(src(MAIN), /^module sendAvailability 'app\/send-availability\.bicep' = if \(enableSecondaryNamespace\) \{/m);
-    const secondary = functionAppSettings(src, files).filter((x) => x.key.startsWith('ServiceBusSecondaryConnection__'));
+  void it('off by default: no second namespace, no secondary settings, an empty output; on, all three', () => {
+    for (const variant of VARIANTS.filter((v) => v !== 'secondary')) {
+      assert.equal(resourcesOf('Microsoft.ServiceBus/namespaces', variant).length, 1, variant);
+      assert.deepEqual(Object.keys(appSettingsOf(variant)).filter((k) => k.startsWith('ServiceBusSecondaryConnection__')), [], variant);
+      assert.equal(snapshot(variant).outputs.AZURE_SERVICEBUS_SECONDARY_FQDN, '', variant);
+    }
+    const ns = secondary();
+    assert.equal(ns.location, 'westus3', 'secondaryLocation');
+    const fqdn = `[split(split(reference('${ns.id}', '${ns.apiVersion}').serviceBusEndpoint, '//')[1], ':')[0]]`;
+    const s = appSettingsOf('secondary');
     assert.deepEqual(
-      secondary.map((x) => [x.key, x.value, x.conditional]),
+      Object.entries(s).filter(([k]) => k.startsWith('ServiceBusSecondaryConnection__')),
       [
-        ['ServiceBusSecondaryConnection__fullyQualifiedNamespace', 'sendAvailability.outputs.fullyQualifiedNamespace', true],
-        ['ServiceBusSecondaryConnection__credential', "'managedidentity'", true],
-        ['ServiceBusSecondaryConnection__clientId', 'identity.outputs.clientId', true],
+        ['ServiceBusSecondaryConnection__fullyQualifiedNamespace', fqdn],
+        ['ServiceBusSecondaryConnection__credential', 'managedidentity'],
+        ['ServiceBusSecondaryConnection__clientId', appClientId('secondary')],
       ],
     );
-    assert.match(src(MAIN), /var sendAvailabilitySettings = enableSecondaryNamespace \? \{/);
-    assert.match(src(MAIN), /^output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace \? sendAvailability\.outputs\.fullyQualifiedNamespace : ''$/m);
+    assert.equal(snapshot('secondary').outputs.AZURE_SERVICEBUS_SECONDARY_FQDN, fqdn);
+    assert.ok(isDeployTime(fqdn));
   });
 
   void it('the secondary holds only the backlog queues, with the properties of infra/servicebus-backlog-queue.json (which the development broker serves too)', () => {
-    const text = src(MODULE);
-    const load = jsonContentLoads(MODULE, text).find((l) => l.path === 'infra/servicebus-backlog-queue.json');
-    assert.ok(load, `${MODULE} loads infra/servicebus-backlog-queue.json`);
+    const ns = secondary();
     const json = JSON.parse(readRepoFile('infra/servicebus-backlog-queue.json')) as Record<string, unknown>;
-    for (const field of Object.keys(json).filter((k) => !k.startsWith('$'))) {
-      assert.match(text, new RegExp(`\\b${field}: ${load.symbol}\\.${field}\\b`), `each backlog queue takes ${field} from the JSON`);
-    }
-    assert.deepEqual(backlogEntities(3).queues, backlogQueues(3).map((name) => ({ ...Object.fromEntries(Object.entries(json).filter(([k]) => !k.startsWith('$'))), name })));
-    const ns = modules(text).find((m) => resolveFrom(MODULE, m.path) === 'infra/core/messaging/servicebus-namespace.bicep');
-    assert.ok(ns?.paramsBlock, 'the secondary is a servicebus-namespace module (Standard, SAS off, TLS 1.2)');
-    assert.equal(entries(text, ns.paramsBlock).find((e) => e.key === 'topics')?.value, '[]', 'no topic: receivers read only the primary');
-    assert.equal(entries(text, ns.paramsBlock).find((e) => e.key === 'queues')?.value, 'queues');
-    assert.equal(mainParams.get('backlogQueueCount')?.defaultText, String(TUNING_SPECS.find((t) => t.key === 'backlogQueueCount')!.def));
+    const fields = Object.keys(json).filter((k) => !k.startsWith('$'));
+    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) => q.name.startsWith(`${ns.name}/`));
+    assert.equal(appSettingsOf('secondary').PUSHDRAIN_BACKLOG_QUEUE_COUNT, '3');
+    assert.deepEqual(
+      queues.map((q) => ({ name: leafName(q), ...Object.fromEntries(fields.map((f) => [f, q.properties?.[f]])) })),
+      backlogEntities(3).queues,
+    );
+    assert.deepEqual(queues.map(leafName), backlogQueues(3));
+    const topics = resourcesOf('Microsoft.ServiceBus/namespaces/topics', 'secondary').filter((t) => t.name.startsWith(`${ns.name}/`));
+    assert.deepEqual(topics, [], 'no topic: receivers read only the primary');
+    assert.equal(settings.PUSHDRAIN_BACKLOG_QUEUE_COUNT, String(TUNING_SPECS.find((t) => t.key === 'backlogQueueCount')!.def));
   });
 
-  void it('least privilege: Sender and Receiver for the app identity on each backlog queue, nothing namespace-wide on the secondary', () => {
-    const looped = modules(src(MODULE)).find((m) => resolveFrom(MODULE, m.path) === ROLES);
-    assert.ok(looped, `${MODULE} grants through ${ROLES}`);
-    assert.match(src(MODULE), /module queueRoles 'backlog-queue-roles\.bicep' = \[\s*for queue in queues:/);
-    assert.deepEqual(resources(src(MODULE)).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments'), [], 'no grant on the namespace itself');
-    const grants = resources(src(ROLES)).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
-    const app = grants.filter((r) => propertyAt(src(ROLES), r.body, ['properties', 'principalId']) === 'identityPrincipalId');
-    assert.deepEqual(app.map((r) => r.symbol).sort(), ['appReceiver', 'appSender']);
-    for (const r of grants) expectProperty({ ...r, file: ROLES }, ['scope'], 'queue');
-    const queue = resources(src(ROLES)).find((r) => r.symbol === 'queue');
-    assert.equal(queue?.type, 'Microsoft.ServiceBus/namespaces/queues');
+  void it('least privilege: Sender and Receiver for the app identity on each backlog queue, nothing on the secondary namespace itself', () => {
+    const ns = secondary();
+    const grants = roleAssignmentsOf('secondary').filter((a) => a.scope.startsWith(ns.id));
+    assert.deepEqual(grants.filter((a) => a.scope === ns.id), [], 'no grant on the namespace itself');
+    const app = grants.filter((a) => a.principalId === appPrincipal('secondary'));
+    const expected = backlogQueues(3).flatMap((q) => [`${ns.id}/queues/${q} 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39`, `${ns.id}/queues/${q} 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0`]);
+    assert.deepEqual(app.map((a) => `${a.scope} ${a.role}`).sort(), expected.sort());
   });
 });
