@@ -91,7 +91,7 @@ function restore() {
   const dir = /global-packages:\s*(.+)/.exec(list.stdout ?? '')?.[1]?.trim();
   const found = (dir && usable(packagedBicep(dir))) || restored();
   if (!found) throw new Error(`dotnet restore succeeded but ${PACKAGE} ${pinnedVersion()} has no tools/bicep`);
-  console.log(`bicep: restored ${PACKAGE} ${pinnedVersion()} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.error(`bicep: restored ${PACKAGE} ${pinnedVersion()} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return found;
 }
 
