@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 
 import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
-import { batchIdFor, isValidIdempotencyKey, layout } from '../layout';
+import { batchIdFor, layout } from '../layout';
 import type { EncodedChunk, WorkPointer } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
@@ -16,8 +16,9 @@ import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
-import { chunkSource } from './chunks';
+import { chunkSource } from './chunk-source';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
+import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
 
@@ -76,9 +77,7 @@ export class Ingestor {
 }
 
 async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
-  if (req.idempotencyKey !== undefined && !isValidIdempotencyKey(req.idempotencyKey)) {
-    throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
-  }
+  checkIdempotencyKey(req.idempotencyKey);
   const summary = await validateBody(req.open, req.format, { size: ctx.chunkSize, maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES });
   checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey);
@@ -111,7 +110,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   try {
     // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
     const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
-    return await writeAndAccept(ctx, req, claim.manifest, claim.etag, heartbeat, kept);
+    return await writeAndAccept(ctx, req, { manifest: claim.manifest, etag: claim.etag, heartbeat, kept });
   } catch (e) {
     await heartbeat.stop();
     await abandon(ctx, claim.manifest, ensureError(e).message);
@@ -122,13 +121,23 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   }
 }
 
-async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat, kept: EncodedChunk[] | undefined): Promise<IngestResult> {
+/** What the claim gave this request to write under. */
+interface OwnClaim {
+  manifest: Manifest;
+  etag: string;
+  heartbeat: Heartbeat;
+  /** The chunks validation kept; without them the body is cut again. */
+  kept: EncodedChunk[] | undefined;
+}
+
+async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnClaim): Promise<IngestResult> {
+  const { manifest: m, etag, heartbeat, kept } = claim;
   const { batchId } = m;
   const pointers: { queue: string; pointer: WorkPointer }[] = [];
   // Kept chunks are in memory already: only the second pass needs the tight bound.
   const writes = new Pool(kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
   let counted = 0;
-  for await (const encode of chunkSource(req.open, req.format, m.chunkSize, kept)) {
+  for await (const encode of chunkSource({ open: req.open, format: req.format, sha256: m.bodySha256 }, m.chunkSize, kept)) {
     checkAborted(req.signal);
     await writes.run(async () => {
       const enc = await encode();
@@ -148,7 +157,8 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, 
     });
   }
   await writes.drain();
-  if (counted !== m.transactions) throw new Error(`body changed between passes: ${counted} vs ${m.transactions} transactions`);
+  // The second pass proved the bytes by their sha256; this guards the chunking itself.
+  if (counted !== m.transactions) throw new Error(`the chunks hold ${counted} transactions, the batch ${m.transactions}`);
   // The last point of return: once pointers are out, finishing is cheaper than undoing.
   checkAborted(req.signal);
 
