@@ -106,6 +106,26 @@ describe('chunk blobs', () => {
     }
   });
 
+  test('the second pass reads records again without their rules, and refuses a body that changed', async () => {
+    const loose = [
+      '{"currency":"EUR","amount":100,"type":"charge","timestamp":"2026-03-01T10:00:00Z","account":"a1","id":"t1","region":null}',
+      '{"id":"t\\u0032", "account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"refund","amount":1e2,"currency":"EUR","region":"EU"}',
+    ].join('\n');
+    const open = bufferSource(Buffer.from(loose), false, 1e9);
+    const summary = await validateBody(open, 'ndjson', { size: 10, maxBytes: 1e9 });
+    const second: string[] = [];
+    for await (const lines of chunkBody({ open, format: 'ndjson', sha256: summary.sha256 }, 10)) second.push(...lines);
+    assert.deepEqual(second, [
+      '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":100,"currency":"EUR"}',
+      '{"id":"t2","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"refund","amount":100,"currency":"EUR","region":"EU"}',
+    ]);
+    assert.equal((await encodeChunkLines(0, second)).sha256, summary.chunks?.[0]?.sha256);
+    const changed = bufferSource(Buffer.from(loose.replace('"t1"', '"t9"')), false, 1e9);
+    await assert.rejects(async () => {
+      for await (const lines of chunkBody({ open: changed, format: 'ndjson', sha256: summary.sha256 }, 10)) assert.ok(lines);
+    }, /body changed between passes/);
+  });
+
   test('past the memory bound nothing is kept, and ingest cuts the chunks in a second pass', async () => {
     const summary = await validateBody(bufferSource(toNdjson(txns.slice(0, 3_000)), false, 1e9), 'ndjson', { size: 100, maxBytes: 10_000 });
     assert.equal(summary.transactions, 3_000);

@@ -8,19 +8,19 @@ import { randomUUID } from 'node:crypto';
 
 import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
-import { batchIdFor, layout } from '../layout';
-import type { EncodedChunk, WorkPointer } from '../model/chunk-codec';
+import { batchIdFor } from '../layout';
+import type { EncodedChunk } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
-import { chunkSource } from './chunk-source';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
 import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
+import { writeChunks } from './write-chunks';
 
 export interface IngestRequest {
   open: BodySource;
@@ -58,9 +58,6 @@ export interface IngestDeps {
   keepBytes?: number;
 }
 
-/** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
-const WRITE_CONCURRENCY = 2;
-const KEPT_WRITE_CONCURRENCY = 8;
 /**
  * Compressed chunk bytes the validation pass may keep for writing (~20 MB for 1,000,000
  * typical transactions); a bigger batch is cut again in a second pass.
@@ -106,7 +103,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     const status = publicStatus(m) ?? 'accepted';
     return { batchId, status, transactions: m.transactions, chunks: m.chunks, replayed: true, notified: m.notification === 'sent' };
   }
-  const heartbeat = startHeartbeat(ctx.manifests, claim.manifest, () => ctx.now(), (msg) => ctx.log.warn(msg));
+  const heartbeat = startHeartbeat({ store: ctx.manifests, claim: claim.manifest, now: () => ctx.now(), warn: (msg) => ctx.log.warn(msg) });
   try {
     // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
     const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
@@ -133,32 +130,14 @@ interface OwnClaim {
 async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnClaim): Promise<IngestResult> {
   const { manifest: m, etag, heartbeat, kept } = claim;
   const { batchId } = m;
-  const pointers: { queue: string; pointer: WorkPointer }[] = [];
-  // Kept chunks are in memory already: only the second pass needs the tight bound.
-  const writes = new Pool(kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
-  let counted = 0;
-  for await (const encode of chunkSource({ open: req.open, format: req.format, sha256: m.bodySha256 }, m.chunkSize, kept)) {
-    checkAborted(req.signal);
-    await writes.run(async () => {
-      const enc = await encode();
-      counted += enc.count;
-      const chunk = enc.index;
-      const ref = layout.chunk(batchId, chunk);
-      await ctx.blobs.write(ref, enc.body, {
-        contentType: 'application/x-ndjson',
-        contentEncoding: 'gzip',
-        // Lets the watchdog rebuild a lost pointer from the blob alone.
-        metadata: { sha256: enc.sha256, count: String(enc.count) },
-      });
-      pointers[chunk] = {
-        queue: ctx.names.inputQueueOf(batchId, chunk),
-        pointer: { v: 1, batchId, chunk, blob: ref.name, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
-      };
-    });
-  }
-  await writes.drain();
-  // The second pass proved the bytes by their sha256; this guards the chunking itself.
-  if (counted !== m.transactions) throw new Error(`the chunks hold ${counted} transactions, the batch ${m.transactions}`);
+  const pointers = await writeChunks({
+    blobs: ctx.blobs,
+    names: ctx.names,
+    manifest: m,
+    body: { open: req.open, format: req.format, sha256: m.bodySha256 },
+    kept,
+    signal: req.signal,
+  });
   // The last point of return: once pointers are out, finishing is cheaper than undoing.
   checkAborted(req.signal);
 
