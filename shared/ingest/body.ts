@@ -30,7 +30,7 @@ const INFLATE_CHUNK = 64 * 1024;
 export async function* inflateLimited(source: ByteSource, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
   const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK });
   let total = 0;
-  // 'drain' alone never comes once zlib is destroyed: waiting only for it hung every early stop.
+  // 'drain' never comes once zlib is destroyed: waiting only for it would hang every early stop.
   const writable = (): Promise<void> =>
     new Promise<void>((resolve) => {
       const done = (): void => {
