@@ -3,8 +3,8 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 
 import type { PushdrainApp } from '../shared/app';
 import { AbortedError, ValidationError } from '../shared/errors';
+import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
-import { isValidIdempotencyKey } from '../shared/layout';
 import { errorResponse, json } from './http-errors';
 import { instance } from './instance';
 
@@ -30,15 +30,15 @@ export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean 
 
 /** Reads the body with a cap, refusing early on a declared Content-Length over it. */
 export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buffer> {
-  const tooLarge = new ValidationError(`the body exceeds ${maxBytes} bytes`, 413, 'too_large');
+  const overCap = tooLarge(`the body exceeds ${maxBytes} bytes`);
   const declared = Number(req.headers.get('content-length') ?? '0');
-  if (declared > maxBytes) throw tooLarge;
+  if (declared > maxBytes) throw overCap;
   if (!req.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
   let total = 0;
   for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
     total += part.length;
-    if (total > maxBytes) throw tooLarge;
+    if (total > maxBytes) throw overCap;
     parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
   }
   return Buffer.concat(parts, total);
@@ -47,10 +47,7 @@ export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buff
 /** The optional Idempotency-Key, checked before the body is read (ingest checks it again). */
 export function idempotencyKey(req: HttpRequest): string | undefined {
   const key = req.headers.get('idempotency-key') ?? undefined;
-  if (key !== undefined && !isValidIdempotencyKey(key)) {
-    const rule = 'must be 1-128 characters of A-Z a-z 0-9 . _ : -';
-    throw new ValidationError(`Idempotency-Key ${rule}`, 400, 'invalid_idempotency_key', [{ line: 0, field: 'Idempotency-Key', message: rule }]);
-  }
+  checkIdempotencyKey(key);
   return key;
 }
 

@@ -9,11 +9,14 @@ import { describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 
 import { bufferSource } from '../shared/ingest/body';
-import { chunkBody } from '../shared/ingest/chunks';
-import { MAX_RECORD_BYTES, readRecords } from '../shared/ingest/records';
+import { chunkBody } from '../shared/ingest/chunk-source';
+import { MAX_RECORD_BYTES } from '../shared/ingest/record-item';
+import { readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
+import { canonicalLine, parseCanonical } from '../shared/model/canonical-line';
 import { decodeChunk, encodeChunk, encodeChunkLines } from '../shared/model/chunk-codec';
-import { canonicalLine, isValidTransaction, parseCanonical, type Transaction, validateTransaction } from '../shared/model/transaction';
+import type { Transaction } from '../shared/model/transaction';
+import { isValidTransaction, validateTransaction } from '../shared/model/validate-transaction';
 import { generate, rng, toNdjson } from '../testkit/generate';
 
 const txns = generate(20_000, 41, 300);
@@ -95,12 +98,32 @@ describe('chunk blobs', () => {
         const summary = await validateBody(open, format, { size, maxBytes: 64 * 1024 * 1024 });
         const second: string[] = [];
         let index = 0;
-        for await (const lines of chunkBody(open, format, size)) second.push((await encodeChunkLines(index++, lines)).sha256);
+        for await (const lines of chunkBody({ open, format, sha256: summary.sha256 }, size)) second.push((await encodeChunkLines(index++, lines)).sha256);
         assert.deepEqual(summary.chunks?.map((c) => c.sha256), second, `${format}, chunks of ${size}`);
         assert.deepEqual(summary.chunks?.map((c) => c.index), second.map((_, i) => i));
         assert.equal(summary.transactions, slice.length);
       }
     }
+  });
+
+  test('the second pass reads records again without their rules, and refuses a body that changed', async () => {
+    const loose = [
+      '{"currency":"EUR","amount":100,"type":"charge","timestamp":"2026-03-01T10:00:00Z","account":"a1","id":"t1","region":null}',
+      '{"id":"t\\u0032", "account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"refund","amount":1e2,"currency":"EUR","region":"EU"}',
+    ].join('\n');
+    const open = bufferSource(Buffer.from(loose), false, 1e9);
+    const summary = await validateBody(open, 'ndjson', { size: 10, maxBytes: 1e9 });
+    const second: string[] = [];
+    for await (const lines of chunkBody({ open, format: 'ndjson', sha256: summary.sha256 }, 10)) second.push(...lines);
+    assert.deepEqual(second, [
+      '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":100,"currency":"EUR"}',
+      '{"id":"t2","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"refund","amount":100,"currency":"EUR","region":"EU"}',
+    ]);
+    assert.equal((await encodeChunkLines(0, second)).sha256, summary.chunks?.[0]?.sha256);
+    const changed = bufferSource(Buffer.from(loose.replace('"t1"', '"t9"')), false, 1e9);
+    await assert.rejects(async () => {
+      for await (const lines of chunkBody({ open: changed, format: 'ndjson', sha256: summary.sha256 }, 10)) assert.ok(lines);
+    }, /body changed between passes/);
   });
 
   test('past the memory bound nothing is kept, and ingest cuts the chunks in a second pass', async () => {
@@ -109,6 +132,15 @@ describe('chunk blobs', () => {
     assert.equal(summary.chunks, undefined);
   });
 });
+
+/** A record's text as the reference reads it: its JSON value, or 'malformed'. */
+function valueOf(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return 'malformed';
+  }
+}
 
 /** The reference: the whole body split at newlines, each line checked on its own. */
 function referenceRead(body: Buffer): [number, unknown][] {
@@ -154,7 +186,7 @@ describe('the NDJSON reader', () => {
       }
       const got: [number, unknown][] = [];
       for await (const r of readRecords(slices(), 'ndjson')) {
-        const kind = r.error === undefined ? r.value : r.error.startsWith('record longer') ? 'oversize' : r.error.includes('UTF-8') ? 'utf8' : 'malformed';
+        const kind = r.error === undefined ? valueOf(r.text) : r.error.startsWith('record longer') ? 'oversize' : 'utf8';
         got.push([r.line, kind]);
       }
       assert.deepEqual(got, expected, `slices of up to ${maxSlice} bytes`);

@@ -96,8 +96,8 @@ describe('ingest claim', () => {
     const store = rt.parts.manifests;
     const claim = (await testClaim(store, 'b-heartbeat-own', 'mine'))!;
     const other = (await testClaim(store, 'b-heartbeat-other', 'theirs'))!;
-    const beat = startHeartbeat(store, claim, () => Date.now(), () => {}, 30);
-    const foreign = startHeartbeat(store, { ...other, attempt: 'mine' }, () => Date.now(), () => {}, 30);
+    const beat = startHeartbeat({ store, claim, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
+    const foreign = startHeartbeat({ store, claim: { ...other, attempt: 'mine' }, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
     const read = async (id: string) => (await observer.parts.manifests.read(id))!;
     for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     await beat.stop();

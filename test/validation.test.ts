@@ -4,10 +4,12 @@ import { gzipSync } from 'node:zlib';
 
 import { ValidationError } from '../shared/errors';
 import { bufferSource } from '../shared/ingest/body';
-import { duplicateKeys } from '../shared/ingest/record-text';
+import { checkRecord } from '../shared/ingest/check-record';
+import { duplicateKeys } from '../shared/ingest/duplicate-keys';
 import { readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
-import { isRfc3339, validateTransaction } from '../shared/model/transaction';
+import { isRfc3339 } from '../shared/model/rfc3339';
+import { validateTransaction } from '../shared/model/validate-transaction';
 
 const ok = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR' };
 
@@ -18,7 +20,16 @@ function fieldsOf(value: unknown): string[] {
 
 async function collect(body: string, format: 'ndjson' | 'json'): Promise<{ line: number; error?: string; value?: unknown }[]> {
   const out = [];
-  for await (const r of readRecords(bufferSource(Buffer.from(body), false, 1e9)(), format)) out.push(r);
+  for await (const r of readRecords(bufferSource(Buffer.from(body), false, 1e9)(), format)) {
+    if (r.error !== undefined) {
+      out.push(r);
+      continue;
+    }
+    // Readers hand out text; checkRecord parses it, and names a record that is not JSON.
+    const checked = checkRecord(r);
+    const malformed = 'errors' in checked ? checked.errors.find((d) => d.message.startsWith('malformed JSON')) : undefined;
+    out.push(malformed ? { line: r.line, error: malformed.message } : { line: r.line, value: JSON.parse(r.text) as unknown });
+  }
   return out;
 }
 
@@ -96,7 +107,7 @@ describe('streaming record readers', () => {
       for (const b of Buffer.from(text)) yield Buffer.from([b]);
     }
     const out = [];
-    for await (const r of readRecords(bytewise(), 'json')) out.push(r.value);
+    for await (const r of readRecords(bytewise(), 'json')) out.push(r.error === undefined ? (JSON.parse(r.text) as unknown) : r.error);
     assert.deepEqual(out, JSON.parse(text));
   });
   test('JSON: structural errors are fatal', async () => {

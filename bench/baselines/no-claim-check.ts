@@ -14,11 +14,12 @@ import { billChunk } from '../../shared/billing/bill';
 import { encodeResult } from '../../shared/billing/result-blob';
 import { PermanentError } from '../../shared/errors';
 import { bufferSource } from '../../shared/ingest/body';
-import { chunkBody } from '../../shared/ingest/chunks';
+import { chunkBody } from '../../shared/ingest/chunk-source';
 import { validateBody } from '../../shared/ingest/validate-body';
 import { batchIdFor, layout } from '../../shared/layout';
 import { resultPointer } from '../../shared/model/chunk-codec';
-import { type Transaction, validateTransaction } from '../../shared/model/transaction';
+import type { Transaction } from '../../shared/model/transaction';
+import { validateTransaction } from '../../shared/model/validate-transaction';
 import type { MessageProcessor, QueueMessage } from '../../shared/ports';
 import { Pool } from '../../shared/util/pool';
 import type { AppOptions, BenchApp } from '../app';
@@ -64,7 +65,7 @@ async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
   const touches = new Map<string, QueueTouch>();
   const pool = new Pool(ENQUEUE_CONCURRENCY);
   let chunk = 0;
-  for await (const [line] of chunkBody(open, 'ndjson', 1)) {
+  for await (const [line] of chunkBody({ open, format: 'ndjson', sha256: summary.sha256 }, 1)) {
     const queue = ctx.names.inputQueue((offset + chunk) % partitions);
     const message: InlineMessage = { v: 1, batchId, chunk: chunk++, txn: JSON.parse(line as string) as Transaction };
     const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };

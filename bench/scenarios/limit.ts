@@ -10,7 +10,7 @@ import { ReportBuilder } from '../../shared/billing/report';
 import { defaultTuning } from '../../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../../shared/config/tax-rates';
 import { bufferSource } from '../../shared/ingest/body';
-import { checkRecord } from '../../shared/ingest/record-text';
+import { checkRecord } from '../../shared/ingest/check-record';
 import { readRecords } from '../../shared/ingest/records';
 import { decodeChunk, encodeChunkLines } from '../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';
@@ -43,11 +43,11 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
       const enc = await encodeChunkLines(index++, lines);
       builder.add(billChunk(await decodeChunk(enc.body, enc.sha256), rates).partials);
     };
-    for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson', { textOnly: true })) {
+    for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson')) {
       // The per-record check of ingest (parse, validate, canonical line), without the batch-wide rules.
-      const r = checkRecord(rec);
-      if ('errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
-      chunk.push(r.line);
+      const r = rec.error === undefined ? checkRecord(rec) : undefined;
+      if (!r || 'errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
+      chunk.push(r.canonical);
       if (chunk.length === tuning.chunkSize) {
         await fold(chunk);
         chunk = [];

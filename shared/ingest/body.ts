@@ -1,18 +1,22 @@
 /**
- * Request and file bodies as re-openable byte streams. Validation reads the body once and
- * writing reads it again, so a body is a function that opens a fresh stream each time.
+ * The bytes of a request or file body: re-openable streams, capped (gzip-bomb-safe), and
+ * hashed. A body is a function that opens a fresh stream each time, because a body too big to
+ * keep its chunks in memory is read a second time to cut them.
  */
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 
 import { AbortedError, checkAborted, ValidationError } from '../errors';
-import type { ByteSource } from './records';
+import { tooLarge } from './ingest-errors';
+
+/** Bytes in order; sync iterables are accepted too (an in-memory body). */
+export type ByteSource = AsyncIterable<Buffer> | Iterable<Buffer>;
 
 export type BodySource = () => ByteSource;
 
-function tooLarge(limit: number): ValidationError {
-  return new ValidationError(`the body inflates past ${limit} bytes`, 413, 'too_large');
+function inflatesPast(limit: number): ValidationError {
+  return tooLarge(`the body inflates past ${limit} bytes`);
 }
 
 /** Inflated bytes per output chunk: fewer, larger hand-offs through the reader chain than zlib's 16 KiB. */
@@ -26,7 +30,7 @@ const INFLATE_CHUNK = 64 * 1024;
 export async function* inflateLimited(source: ByteSource, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
   const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK });
   let total = 0;
-  // 'drain' alone never comes once zlib is destroyed: waiting only for it hung every early stop.
+  // 'drain' never comes once zlib is destroyed: waiting only for it would hang every early stop.
   const writable = (): Promise<void> =>
     new Promise<void>((resolve) => {
       const done = (): void => {
@@ -51,7 +55,7 @@ export async function* inflateLimited(source: ByteSource, maxBytes: number, sign
     for await (const out of gunzip as AsyncIterable<Buffer>) {
       checkAborted(signal);
       total += out.length;
-      if (total > maxBytes) throw tooLarge(maxBytes);
+      if (total > maxBytes) throw inflatesPast(maxBytes);
       yield out;
     }
   } catch (e) {
@@ -70,7 +74,7 @@ export async function* limited(source: ByteSource, maxBytes: number): AsyncGener
   let total = 0;
   for await (const chunk of source) {
     total += chunk.length;
-    if (total > maxBytes) throw tooLarge(maxBytes);
+    if (total > maxBytes) throw inflatesPast(maxBytes);
     yield chunk;
   }
 }

@@ -69,6 +69,16 @@ export function isOwnClaim(m: Manifest, attempt: string | undefined): boolean {
   return m.state === 'ingesting' && m.attempt === attempt;
 }
 
+export interface HeartbeatOptions {
+  store: ManifestStore;
+  /** The claim to keep alive: only while it is still this attempt's. */
+  claim: Manifest;
+  now: () => number;
+  warn: (message: string) => void;
+  /** @defaultValue INGEST_HEARTBEAT_MS */
+  intervalMs?: number;
+}
+
 export interface Heartbeat {
   /** Stops beating and waits for a beat in flight, so no beat lands after the caller's next write. */
   stop(): Promise<void>;
@@ -78,13 +88,7 @@ export interface Heartbeat {
  * Refreshes `aliveAt` on the claim every `intervalMs` until stopped. A failed beat is only
  * logged: the claim stays valid until it is stale, and the next beat may succeed.
  */
-export function startHeartbeat(
-  store: ManifestStore,
-  claim: Manifest,
-  now: () => number,
-  warn: (message: string) => void,
-  intervalMs: number = INGEST_HEARTBEAT_MS,
-): Heartbeat {
+export function startHeartbeat({ store, claim, now, warn, intervalMs = INGEST_HEARTBEAT_MS }: HeartbeatOptions): Heartbeat {
   let inFlight: Promise<void> = Promise.resolve();
   let stopped = false;
   const beat = async (): Promise<void> => {

@@ -8,18 +8,19 @@ import { randomUUID } from 'node:crypto';
 
 import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
-import { batchIdFor, isValidIdempotencyKey, layout } from '../layout';
-import type { EncodedChunk, WorkPointer } from '../model/chunk-codec';
+import { batchIdFor } from '../layout';
+import type { EncodedChunk } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
-import { chunkSource } from './chunks';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
+import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
+import { writeChunks } from './write-chunks';
 
 export interface IngestRequest {
   open: BodySource;
@@ -57,9 +58,6 @@ export interface IngestDeps {
   keepBytes?: number;
 }
 
-/** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
-const WRITE_CONCURRENCY = 2;
-const KEPT_WRITE_CONCURRENCY = 8;
 /**
  * Compressed chunk bytes the validation pass may keep for writing (~20 MB for 1,000,000
  * typical transactions); a bigger batch is cut again in a second pass.
@@ -76,9 +74,7 @@ export class Ingestor {
 }
 
 async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
-  if (req.idempotencyKey !== undefined && !isValidIdempotencyKey(req.idempotencyKey)) {
-    throw new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key');
-  }
+  checkIdempotencyKey(req.idempotencyKey);
   const summary = await validateBody(req.open, req.format, { size: ctx.chunkSize, maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES });
   checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey);
@@ -107,11 +103,11 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     const status = publicStatus(m) ?? 'accepted';
     return { batchId, status, transactions: m.transactions, chunks: m.chunks, replayed: true, notified: m.notification === 'sent' };
   }
-  const heartbeat = startHeartbeat(ctx.manifests, claim.manifest, () => ctx.now(), (msg) => ctx.log.warn(msg));
+  const heartbeat = startHeartbeat({ store: ctx.manifests, claim: claim.manifest, now: () => ctx.now(), warn: (msg) => ctx.log.warn(msg) });
   try {
     // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
     const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
-    return await writeAndAccept(ctx, req, claim.manifest, claim.etag, heartbeat, kept);
+    return await writeAndAccept(ctx, req, { manifest: claim.manifest, etag: claim.etag, heartbeat, kept });
   } catch (e) {
     await heartbeat.stop();
     await abandon(ctx, claim.manifest, ensureError(e).message);
@@ -122,33 +118,26 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   }
 }
 
-async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, m: Manifest, etag: string, heartbeat: Heartbeat, kept: EncodedChunk[] | undefined): Promise<IngestResult> {
+/** What the claim gave this request to write under. */
+interface OwnClaim {
+  manifest: Manifest;
+  etag: string;
+  heartbeat: Heartbeat;
+  /** The chunks validation kept; without them the body is cut again. */
+  kept: EncodedChunk[] | undefined;
+}
+
+async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnClaim): Promise<IngestResult> {
+  const { manifest: m, etag, heartbeat, kept } = claim;
   const { batchId } = m;
-  const pointers: { queue: string; pointer: WorkPointer }[] = [];
-  // Kept chunks are in memory already: only the second pass needs the tight bound.
-  const writes = new Pool(kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
-  let counted = 0;
-  for await (const encode of chunkSource(req.open, req.format, m.chunkSize, kept)) {
-    checkAborted(req.signal);
-    await writes.run(async () => {
-      const enc = await encode();
-      counted += enc.count;
-      const chunk = enc.index;
-      const ref = layout.chunk(batchId, chunk);
-      await ctx.blobs.write(ref, enc.body, {
-        contentType: 'application/x-ndjson',
-        contentEncoding: 'gzip',
-        // Lets the watchdog rebuild a lost pointer from the blob alone.
-        metadata: { sha256: enc.sha256, count: String(enc.count) },
-      });
-      pointers[chunk] = {
-        queue: ctx.names.inputQueueOf(batchId, chunk),
-        pointer: { v: 1, batchId, chunk, blob: ref.name, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
-      };
-    });
-  }
-  await writes.drain();
-  if (counted !== m.transactions) throw new Error(`body changed between passes: ${counted} vs ${m.transactions} transactions`);
+  const pointers = await writeChunks({
+    blobs: ctx.blobs,
+    names: ctx.names,
+    manifest: m,
+    body: { open: req.open, format: req.format, sha256: m.bodySha256 },
+    kept,
+    signal: req.signal,
+  });
   // The last point of return: once pointers are out, finishing is cheaper than undoing.
   checkAborted(req.signal);
 

@@ -1,5 +1,10 @@
-/** The JSON-array body reader: splits a top-level array into its elements (see records.ts). */
-import { type ByteSource, type Finish, MAX_RECORD_BYTES, parse, parseText, type RecordItem } from './record-text';
+/**
+ * The JSON-array reader: streams records out of a body without materialising it. A small byte
+ * scanner finds each top-level element's bounds; parsing the element is the record rules' job.
+ * Memory holds one record at a time, capped at MAX_RECORD_BYTES.
+ */
+import type { ByteSource } from './body';
+import { decodeRecord, MAX_RECORD_BYTES, oversize, type RecordError, type RecordItem } from './record-item';
 
 const enum S {
   BeforeArray,
@@ -10,7 +15,7 @@ const enum S {
 }
 
 /** Splits a top-level JSON array into its elements. Structural errors are fatal. */
-export async function* readJsonArray(source: ByteSource, finish: Finish = parseText): AsyncGenerator<RecordItem> {
+export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordItem> {
   let state = S.BeforeArray as S;
   let item = 0;
   let depth = 0;
@@ -19,7 +24,7 @@ export async function* readJsonArray(source: ByteSource, finish: Finish = parseT
   let parts: Buffer[] = [];
   let size = 0;
   let first = true;
-  const fatal = (message: string): RecordItem => ({ line: Math.max(item, 1), error: `malformed JSON: ${message}`, fatal: true });
+  const fatal = (message: string): RecordError => ({ line: Math.max(item, 1), error: `malformed JSON: ${message}`, fatal: true });
   for await (const chunk of source) {
     let itemStart = state === S.InItem ? 0 : -1;
     for (let i = 0; i < chunk.length; i++) {
@@ -42,7 +47,7 @@ export async function* readJsonArray(source: ByteSource, finish: Finish = parseT
         if (depth === 0 && (c === 0x2c || c === 0x5d)) {
           parts.push(chunk.subarray(itemStart, i));
           size += i - itemStart;
-          yield size > MAX_RECORD_BYTES ? { line: item, error: `record longer than ${MAX_RECORD_BYTES} bytes` } : parse(item, Buffer.concat(parts), finish);
+          yield size > MAX_RECORD_BYTES ? oversize(item) : decodeRecord(item, Buffer.concat(parts));
           parts = [];
           size = 0;
           state = c === 0x2c ? S.BeforeItem : S.AfterArray;

@@ -11,7 +11,9 @@ import { gunzip, gzip } from 'node:zlib';
 
 import { PermanentError } from '../errors';
 import { isValidBatchId, layout } from '../layout';
-import { canonicalLine, parseCanonical, type Transaction, validateTransaction } from './transaction';
+import { canonicalLine, parseCanonical } from './canonical-line';
+import type { Transaction } from './transaction';
+import { validateTransaction } from './validate-transaction';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
