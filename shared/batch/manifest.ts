@@ -5,6 +5,7 @@
  */
 import { TransientError } from '../errors';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
+import type { Wake } from '../notify/events';
 import { type BlobStore, type Clock, systemClock } from '../ports';
 import { conflictDelay } from '../retry/backoff';
 
@@ -12,12 +13,6 @@ import { conflictDelay } from '../retry/backoff';
 export type BatchState = 'ingesting' | 'accepted' | 'completed' | 'failed' | 'abandoned';
 
 export type PublicStatus = 'accepted' | 'processing' | 'completed' | 'failed';
-
-export interface QueueTouch {
-  queue: string;
-  chunks: number;
-  payloadSize: number;
-}
 
 export interface FailedChunk {
   chunk: number;
@@ -51,7 +46,8 @@ export interface Manifest {
   /** Transactions per chunk when this batch was cut (a take-over must cut identically). */
   chunkSize: number;
   chunks: number;
-  queues: QueueTouch[];
+  /** The queues its chunks went to, each with its count and size: what ingest woke, and recovery wakes again. */
+  queues: Required<Wake>[];
   /** `pending` until every WorkDetected event for the batch is published. */
   notification: 'pending' | 'sent';
   done: number[];

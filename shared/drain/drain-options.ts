@@ -1,6 +1,6 @@
 import type { Tuning } from '../config/settings';
-import type { TaskOptions } from './task-group';
 import { perMessagesRule } from './task-count';
+import type { TaskOptions } from './task-group';
 
 export interface DrainOptions extends Omit<TaskOptions, 'deadline'> {
   /** How long one wake-up may take work, in ms (stop before the function timeout). */

@@ -103,11 +103,13 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** A queue that has work, for Notifier.wake. */
+/** A queue that has work, for Notifier.wake; a manifest records one per queue of its batch. */
 export interface Wake {
   queue: string;
   /** Compressed bytes of work just enqueued (a load signal); 0 when unknown. */
   payloadSize?: number;
+  /** Chunks of the batch enqueued on it (the manifest's record; the event does not carry it). */
+  chunks?: number;
 }
 
 /**
