@@ -87,13 +87,13 @@ export class Drain {
     if (this.phase !== 'created') throw new Error(`drain already ${this.phase}`);
     this.phase = 'running';
     try {
-      return await this.drain();
+      return await this.probeThenRounds();
     } finally {
       this.phase = 'stopped';
     }
   }
 
-  private async drain(): Promise<Ended> {
+  private async probeThenRounds(): Promise<Ended> {
     const { queue, slots, options, clock } = this.deps;
     this.deadline = clock.now() + options.budgetMs;
     // A wake-up that joined during the probe counts on this drain: go on, with a slot.
