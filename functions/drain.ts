@@ -1,12 +1,12 @@
 /**
- * Service Bus topic `work-detected`: subscription `drain` (role = input) drains an input queue,
- * subscription `aggregate` (role = output) drains the results queue (the controller). One handler
- * serves both; the event names the queue.
+ * Service Bus topic `work-detected`: subscription `drain` wakes the map stage (an input queue),
+ * subscription `aggregate` the reduce stage (the results queue). One handler serves both; the
+ * event names the queue, and the app maps its wire role to the stage (ROLE_OF in names.ts).
  */
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import type { DrainResult } from '../shared/drain/coordinator';
+import type { DrainResult } from '../shared/drain/drain';
 import { ensureError, PermanentError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';

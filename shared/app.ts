@@ -6,12 +6,13 @@
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
-import type { DrainActivity, DrainCoordinator, DrainResult } from './drain/coordinator';
+import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
+import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
-import type { EntityNames } from './names';
+import { type EntityNames, ROLE_OF } from './names';
 import type { BacklogDelivery } from './notify/backlog-message';
 import type { DeadLetterQueues } from './notify/dead-letters';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
@@ -174,16 +175,18 @@ export class PushdrainApp {
   }
 
   /**
-   * One WorkDetected event: drain the queue it names with the processor its role needs, or
-   * join a drain of that queue already running here.
+   * One WorkDetected event: drain the queue it names with the processor of its stage, or
+   * join a drain of that queue already running here. The event's wire role must be the one
+   * ROLE_OF gives the queue's stage.
    */
   async drain(event: WorkDetected): Promise<DrainResult> {
     const { names, drains, meter, log } = this.parts;
     // Only our own queues: an event is input from the network, not an instruction to read anything.
-    if (names.roleOf(event.queueName) !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
+    const stage = names.stageOf(event.queueName);
+    if (!stage || ROLE_OF[stage] !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
     await this.ready();
     const before = meter.snapshot();
-    const outcome = await drains.drain(event.queueName, event.role, event.fanOut === true);
+    const outcome = await drains.drain(event.queueName, stage, event.fanOut === true);
     if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
     const used = Object.entries(meterDelta(meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.

@@ -81,7 +81,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
   const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
-  const manifests = new ManifestStore(blobs);
+  const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
@@ -95,7 +95,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const drains = new DrainCoordinator({
     queues,
     slots: new BlobLeaseSlots(blobs, (queue) => (queue === names.resultsQueue ? tuning.resultsDrainSlots : tuning.drainSlots), log),
-    processors: { input: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), output: reduce },
+    processors: { map: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), reduce },
     continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
     fanOut: (queue, count) => notifier.fanOut(queue, count),
     clock,
@@ -110,7 +110,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     notifier,
     watchdog,
     names,
-    drain: (queue, role) => drains.drain(queue, role),
+    drain: (queue, stage) => drains.drain(queue, stage),
     maxBatches: tuning.sweepMaxBatches,
     now,
     log,

@@ -20,9 +20,21 @@ export function backlogQueues(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `backlog-${i}`);
 }
 
+/** The two stages the drainer serves: the input queues are map, the results queue is reduce. */
+export type Stage = 'map' | 'reduce';
+
+/**
+ * WorkDetected's `role` property, which the subscriptions filter on. It is the wire's word
+ * (deployed filters and the event contract use it); the code says Stage, and ROLE_OF is the
+ * one place where the two meet.
+ */
+export type Role = 'input' | 'output';
+
+export const ROLE_OF: Readonly<Record<Stage, Role>> = { map: 'input', reduce: 'output' };
+
 export const SUBSCRIPTIONS = {
-  drain: { name: 'drain', role: 'input' },
-  aggregate: { name: 'aggregate', role: 'output' },
+  drain: { name: 'drain', role: ROLE_OF.map },
+  aggregate: { name: 'aggregate', role: ROLE_OF.reduce },
   scale: { name: 'scale', role: undefined },
 } as const;
 
@@ -35,8 +47,6 @@ export const SCALE_CHECK_ROLE = 'scale';
 export const CONTAINERS = ['work', 'results', 'batches', 'reports', 'incoming', 'archive', 'rejected', 'leases'] as const;
 export type ContainerKey = (typeof CONTAINERS)[number];
 
-export type Role = 'input' | 'output';
-
 /** Resolved names for one deployment (or one test). */
 export interface EntityNames {
   container: (key: ContainerKey) => string;
@@ -48,8 +58,8 @@ export interface EntityNames {
   poisonQueue: (queue: string) => string;
   /** Every queue the app reads or writes, poison twins included. */
   allQueues: () => string[];
-  /** The role of a queue we own, or undefined for a foreign name (never drain what we don't own). */
-  roleOf: (queue: string) => Role | undefined;
+  /** The stage of a queue we own, or undefined for a foreign name (never drain what we don't own). */
+  stageOf: (queue: string) => Stage | undefined;
 }
 
 /** Names are `${prefix}${base}`; the prefix is validated by settings (lowercase, digits, dashes). */
@@ -66,7 +76,7 @@ export function entityNames(prefix: string, partitions: number): EntityNames {
     resultsQueue,
     poisonQueue,
     allQueues: () => [...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]),
-    roleOf: (queue) => (queue === resultsQueue ? 'output' : inputs.includes(queue) ? 'input' : undefined),
+    stageOf: (queue) => (queue === resultsQueue ? 'reduce' : inputs.includes(queue) ? 'map' : undefined),
   };
 }
 

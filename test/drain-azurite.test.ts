@@ -7,8 +7,8 @@ import { describe, test } from 'node:test';
 
 import type { PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
-import { drainOptions } from '../shared/drain/coordinator';
-import { drainQueue } from '../shared/drain/drain-queue';
+import { Drain } from '../shared/drain/drain';
+import { drainOptions } from '../shared/drain/drain-options';
 import { type DrainQueue, type DrainSlots, type MessageProcessor, systemClock } from '../shared/ports';
 import { generate, toNdjson } from '../testkit/generate';
 import { expectedReport } from '../testkit/oracle';
@@ -72,7 +72,7 @@ describe('at-least-once delivery', () => {
     };
     const continuations: number[] = [];
     const slots = leaseSlots(rt, 1);
-    const first = await drainQueue(q, flaky, slots, { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
+    const first = await new Drain({ queue: q, processor: flaky, slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt) }).run();
     assert.equal(first.kind, 'drained');
     assert.equal(calls, 1);
     assert.equal(await q.hasVisible(), false, 'invisible while its visibility timeout runs');
@@ -82,7 +82,7 @@ describe('at-least-once delivery', () => {
     await new Promise((r) => setTimeout(r, 1300));
     const peeked = await raw.queue(name).peekMessages();
     assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
-    const second = await drainQueue(q, flaky, slots, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+    const second = await new Drain({ queue: q, processor: flaky, slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(rt) }).run();
     assert.equal(second.kind, 'drained');
     assert.equal(calls, 2);
     assert.equal(await q.depth(), 0, 'processed and deleted on redelivery');
@@ -119,7 +119,7 @@ describe('drain slots and the lost wake-up', () => {
               forced = true;
               await client.sendMessage('late-work-1');
               await client.sendMessage('late-work-2');
-              const other = await drainQueue(q, proc, real, { continuation: (d) => (busyContinuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt));
+              const other = await new Drain({ queue: q, processor: proc, slots: real, continuation: (d) => (busyContinuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt) }).run();
               secondWakeUp = other.kind;
             }
             await held.release();
@@ -128,7 +128,7 @@ describe('drain slots and the lost wake-up', () => {
       },
     };
     await client.sendMessage('early-work');
-    const outcome = await drainQueue(q, proc, interleaving, { continuation: () => Promise.resolve() }, systemClock, quietLog, options(rt));
+    const outcome = await new Drain({ queue: q, processor: proc, slots: interleaving, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(rt) }).run();
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
     assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
     assert.equal(outcome.kind, 'drained');
@@ -161,7 +161,7 @@ describe('drain slots and the lost wake-up', () => {
     for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
     const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
     const continuations: number[] = [];
-    const outcome = await drainQueue(queueOf(rt, name), slow, leaseSlots(rt, 1), { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, options(rt, 250));
+    const outcome = await new Drain({ queue: queueOf(rt, name), processor: slow, slots: leaseSlots(rt, 1), continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt, 250) }).run();
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
     assert.deepEqual(continuations, [0]);

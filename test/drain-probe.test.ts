@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { PushdrainApp } from '../shared/app';
-import { drainOptions } from '../shared/drain/coordinator';
-import { drainQueue, JoinPoint } from '../shared/drain/drain-queue';
+import { Drain } from '../shared/drain/drain';
+import { drainOptions } from '../shared/drain/drain-options';
+import { JoinPoint } from '../shared/drain/join-point';
 import { type MessageProcessor, systemClock } from '../shared/ports';
 import { meterDelta, type MeterSnapshot } from '../shared/storage/meter';
 import { generate, toNdjson } from '../testkit/generate';
@@ -39,7 +40,7 @@ describe('the probe', () => {
     let outcome;
     const slots = leaseSlots(rt, 2);
     const ops = await metered(rt, async () => {
-      outcome = await drainQueue(rt.parts.queues.queue(name), collecting(seen), slots, { continuation: (d) => (continuations.push(d), Promise.resolve()) }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning));
+      outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: collecting(seen), slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning) }).run();
     });
     assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3, 'queue.metadata': 1 }, 'no peek, no empty receives');
@@ -60,7 +61,7 @@ describe('the probe', () => {
     const slots = leaseSlots(rt, 2);
     const slotsBefore = slots.meter.snapshot();
     const ops = await metered(rt, async () => {
-      outcome = await drainQueue(rt.parts.queues.queue(name), collecting(seen), slots, { continuation: () => Promise.resolve() }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning));
+      outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: collecting(seen), slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning) }).run();
     });
     const slotOps = meterDelta(slots.meter.snapshot(), slotsBefore);
     assert.equal(seen.length, 5);
@@ -93,7 +94,7 @@ describe('the probe', () => {
         joined = join.join();
       },
     };
-    const outcome = await drainQueue(rt.parts.queues.queue(name), proc, leaseSlots(rt, 2), { continuation: () => Promise.resolve() }, systemClock, quietLog, drainOptions(rt.parts.settings.tuning), join);
+    const outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: proc, slots: leaseSlots(rt, 2), continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning), join }).run();
     assert.equal(joined, true, 'the probe accepted the join');
     assert.deepEqual(seen, ['first', 'joined-work'], 'and saw the joined work');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'with a slot');

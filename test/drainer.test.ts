@@ -1,5 +1,5 @@
 /**
- * The drainer's logic with an in-memory queue and a fake clock: exact back-off delays, task
+ * The task group's logic with an in-memory queue and a fake clock: exact back-off delays, task
  * exit, scale-up, time budget, poison, delete-after-success. No test here sleeps.
  * (The same drainer runs against real Azurite in pipeline.test.ts.)
  */
@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 
-import { backoffDelay, DequeueTasks, type TaskOptions } from '../shared/drain/dequeue-tasks';
-import { perMessagesRule } from '../shared/drain/drain-queue';
+import { perMessagesRule } from '../shared/drain/task-count';
+import { TaskGroup, type TaskOptions } from '../shared/drain/task-group';
 import { PermanentError } from '../shared/errors';
 import type { Clock, DrainQueue, MessageProcessor, QueueMessage } from '../shared/ports';
 import { quietLog } from './support/storage';
@@ -65,18 +65,13 @@ class MemoryQueue implements DrainQueue {
   }
 }
 
+/** A transient receive failure with no minimum wait of its own: the back-off alone decides. */
+function reset(): Error {
+  return Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+}
+
 const OPTS: TaskOptions = { batchSize: 32, visibilityTimeoutSeconds: 30, minIdleMs: 100, maxIdleMs: 5000, maxTasks: 4, maxDequeueCount: 5, deadline: Number.MAX_SAFE_INTEGER };
 const ok: MessageProcessor = { process: () => Promise.resolve() };
-
-describe('back-off formula', () => {
-  test('min + (2^idle − 1) × U(80,120), capped at max', () => {
-    assert.equal(backoffDelay(0, 100, 5000, () => 0.5), 100);
-    assert.equal(backoffDelay(1, 100, 5000, () => 0), 180); // 100 + 1 × 80
-    assert.equal(backoffDelay(2, 100, 5000, () => 1), 460); // 100 + 3 × 120
-    assert.equal(backoffDelay(3, 100, 5000, () => 0.5), 800); // 100 + 7 × 100
-    assert.equal(backoffDelay(10, 100, 5000, () => 0.5), 5000);
-  });
-});
 
 describe('task-count rule', () => {
   test('one task per N messages, at least one, at most the cap', () => {
@@ -85,22 +80,25 @@ describe('task-count rule', () => {
   });
 });
 
-describe('dequeue tasks', () => {
+describe('task group', () => {
   test('a finished task group leaves no listener on the shared shutdown signal', async () => {
     const shutdown = new AbortController();
     for (let i = 0; i < 20; i++) {
       const q = new MemoryQueue();
       q.add(3);
-      await new DequeueTasks(q, ok, new FakeClock(), quietLog, { ...OPTS, signal: shutdown.signal }).run(2);
+      await new TaskGroup({ queue: q, processor: ok, clock: new FakeClock(), log: quietLog, options: { ...OPTS, signal: shutdown.signal } }).run(2);
     }
     // Before the fix each group left one, so a long-running host grew without bound.
     assert.equal(getEventListeners(shutdown.signal, 'abort').length, 0);
   });
 
-  test('an empty queue: one task backs off by the formula exactly, then exits at max idle', async () => {
+  test('an unreachable queue: one task backs off by the formula exactly, then gives up at max idle', async () => {
     const clock = new FakeClock([0.25, 0.75]);
     const q = new MemoryQueue();
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
+    q.onReceive = () => {
+      throw reset();
+    };
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: OPTS }).run(1);
     // random alternates 0.25 → U=90 and 0.75 → U=110, starting with 0.25 at idle 0.
     const expected: number[] = [];
     const u = [90, 110];
@@ -119,22 +117,22 @@ describe('dequeue tasks', () => {
   test('work resets the back-off; every processed message is deleted', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
-    q.add(5);
     q.onReceive = (n) => {
-      if (n === 3) q.add(2); // work arrives while the task is backing off
+      if (n === 1 || n === 3) throw reset();
+      if (n === 2) q.add(32 + 2); // a full batch: the task goes on
     };
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
-    assert.equal(stats.processed, 7);
-    assert.equal(q.deleted.length, 7);
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: { ...OPTS, maxTasks: 1 } }).run(1);
+    assert.equal(stats.processed, 34);
+    assert.equal(q.deleted.length, 34);
     assert.equal(clock.slept[0], 100);
-    assert.equal(clock.slept[1], 100, 'after work the next empty receive starts again at min');
+    assert.equal(clock.slept[1], 100, 'after work the next failed receive starts again at min');
   });
 
   test('a full batch scales up, bounded by maxTasks', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
     q.add(32 * 20);
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, OPTS).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: OPTS }).run(1);
     assert.equal(stats.processed, 640);
     assert.ok(stats.tasksStarted > 1, 'scaled up');
     assert.ok(stats.peakTasks <= OPTS.maxTasks, `peak ${stats.peakTasks} within the cap`);
@@ -144,7 +142,7 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(3);
     const failing: MessageProcessor = { process: () => Promise.reject(new Error('boom')) };
-    const stats = await new DequeueTasks(q, failing, new FakeClock(), quietLog, OPTS).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: failing, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
     assert.equal(stats.failed, 3);
     assert.deepEqual(q.deleted, []);
     assert.deepEqual(q.poisoned, []);
@@ -162,7 +160,7 @@ describe('dequeue tasks', () => {
         return Promise.resolve();
       },
     };
-    const stats = await new DequeueTasks(q, p, new FakeClock(), quietLog, OPTS).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: p, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
     assert.equal(stats.poisoned, 3);
     assert.deepEqual(q.poisoned.map((x) => x.reason).sort(), ['corrupt', 'corrupt', 'dequeued 6 times (max 5)']);
     assert.equal(poisonedIds.length, 3);
@@ -172,7 +170,7 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(4);
     const p: MessageProcessor = { process: () => Promise.resolve(), afterBatch: () => Promise.reject(new Error('publish down')) };
-    const stats = await new DequeueTasks(q, p, new FakeClock(), quietLog, OPTS).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: p, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
     assert.deepEqual(q.deleted, []);
     assert.equal(stats.processed, 0);
   });
@@ -182,7 +180,7 @@ describe('dequeue tasks', () => {
     const q = new MemoryQueue();
     q.add(32 * 10);
     const slow: MessageProcessor = { process: () => clock.sleep(10) }; // each batch advances time
-    const tasks = new DequeueTasks(q, slow, clock, quietLog, { ...OPTS, maxTasks: 1, deadline: clock.t + 35 });
+    const tasks = new TaskGroup({ queue: q, processor: slow, clock, log: quietLog, options: { ...OPTS, maxTasks: 1, deadline: clock.t + 35 } });
     const stats = await tasks.run(1);
     assert.ok(stats.stoppedByBudget);
     assert.equal(tasks.nudge(), false, 'a group that stopped for its budget takes no joins');
@@ -193,10 +191,11 @@ describe('dequeue tasks', () => {
   test('a wake-up joins running tasks: it resets their back-off, and is refused once no task is live', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
-    const tasks = new DequeueTasks(q, ok, clock, quietLog, OPTS);
+    const tasks = new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: OPTS });
     assert.equal(tasks.nudge(), false, 'nothing to join before the tasks run');
     let joined: boolean | undefined;
     q.onReceive = (n) => {
+      if (n === 1 || n === 2 || n === 4) throw reset();
       // Third receive (idle 2): an event for this queue arrives while the receive is in flight.
       if (n === 3) {
         q.add(1);
@@ -214,11 +213,11 @@ describe('dequeue tasks', () => {
   test('a join during an empty receive is not lost: the task receives again instead of exiting', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
-    const tasks = new DequeueTasks(q, ok, clock, quietLog, OPTS);
-    // The receive that would end the task (delay reaches max) sees a join while in flight.
+    const tasks = new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: OPTS });
+    // The receive that would end the task (it comes back empty) sees a join while in flight.
     q.onReceive = (n) => {
-      if (n === 7) tasks.nudge();
-      if (n === 8) q.add(1);
+      if (n === 1) tasks.nudge();
+      if (n === 2) q.add(1);
     };
     const stats = await tasks.run(1);
     assert.equal(stats.processed, 1, 'the work behind the join was taken');
@@ -230,23 +229,24 @@ describe('dequeue tasks', () => {
     let calls = 0;
     q.receive = () => {
       calls++;
-      return calls <= 2 ? Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' })) : Promise.resolve([]);
+      if (calls <= 2) return Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' }));
+      return calls === 3 ? Promise.reject(reset()) : Promise.resolve([]);
     };
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, { ...OPTS, maxIdleMs: 60_000 }).run(1);
-    assert.equal(stats.receiveErrors, 2);
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: { ...OPTS, maxIdleMs: 60_000 } }).run(1);
+    assert.equal(stats.receiveErrors, 3);
     assert.deepEqual(stats.sleeps.slice(0, 2), [10_000, 10_000], 'ServerBusy waits at least 10 s');
     assert.equal(stats.sleeps[2], 400, 'then the ordinary back-off continues where it stood');
   });
 });
 
-describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
-  const PUSH: TaskOptions = { ...OPTS, stopWhenDrained: true, taskCount: perMessagesRule(64, 4) };
+describe('task group, sized from the depth', () => {
+  const PUSH: TaskOptions = { ...OPTS, taskCount: perMessagesRule(64, 4) };
 
   test('a short batch ends the task at once: no empty receive, no back-off', async () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
     q.add(5);
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, PUSH).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: PUSH }).run(1);
     assert.equal(stats.processed, 5);
     assert.equal(stats.receives, 1);
     assert.equal(stats.emptyReceives, 0);
@@ -256,7 +256,7 @@ describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
 
   test('an empty receive ends the task at once', async () => {
     const clock = new FakeClock();
-    const stats = await new DequeueTasks(new MemoryQueue(), ok, clock, quietLog, PUSH).run(1);
+    const stats = await new TaskGroup({ queue: new MemoryQueue(), processor: ok, clock, log: quietLog, options: PUSH }).run(1);
     assert.deepEqual([stats.receives, stats.emptyReceives, clock.slept.length], [1, 1, 0]);
   });
 
@@ -274,7 +274,7 @@ describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
         return Promise.resolve();
       },
     };
-    const tasks: DequeueTasks = new DequeueTasks(q, joining, new FakeClock(), quietLog, PUSH);
+    const tasks: TaskGroup = new TaskGroup({ queue: q, processor: joining, clock: new FakeClock(), log: quietLog, options: PUSH });
     const stats = await tasks.run(1);
     assert.equal(joined, true);
     assert.equal(stats.processed, 2, 'the joined work was taken');
@@ -286,8 +286,8 @@ describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
     const clock = new FakeClock();
     const q = new MemoryQueue();
     let calls = 0;
-    q.receive = () => (++calls <= 2 ? Promise.reject(Object.assign(new Error('reset'), { code: 'ECONNRESET' })) : Promise.resolve([]));
-    const stats = await new DequeueTasks(q, ok, clock, quietLog, PUSH).run(1);
+    q.receive = () => (++calls <= 2 ? Promise.reject(reset()) : Promise.resolve([]));
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: PUSH }).run(1);
     assert.equal(stats.receiveErrors, 2);
     assert.deepEqual(stats.sleeps, [100, 200], 'min, then min + (2^1 − 1) × 100');
   });
@@ -295,7 +295,7 @@ describe('dequeue tasks on a push-driven queue (stopWhenDrained)', () => {
   test('the first full receive reads the depth once and sizes the group from it', async () => {
     const q = new MemoryQueue();
     q.add(32 * 12);
-    const stats = await new DequeueTasks(q, ok, new FakeClock(), quietLog, PUSH).run(1);
+    const stats = await new TaskGroup({ queue: q, processor: ok, clock: new FakeClock(), log: quietLog, options: PUSH }).run(1);
     assert.equal(stats.processed, 32 * 12);
     assert.equal(q.depthReads, 1);
     assert.equal(stats.peakTasks, 4, '352 queued after the first receive: ceil(352 / 64) = 6, capped at 4');

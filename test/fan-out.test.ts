@@ -89,8 +89,8 @@ describe('fan-out across instances', () => {
       assert.equal(rt.health().drains.held, 0);
 
       // Every input message processed once between the two instances.
-      const a = rt.health().drains.processed.input;
-      const b = second.health().drains.processed.input;
+      const a = rt.health().drains.processed.map;
+      const b = second.health().drains.processed.map;
       assert.equal(a + b, 20, `instance shares ${a} + ${b}`);
       assert.ok(b > 0, 'the second instance took a share');
       assert.equal(rt.health().drains.fanOutPublished, 3);
@@ -146,7 +146,7 @@ describe('fan-out across instances', () => {
       tuning: { ...defaultTuning(), messagesPerDrain: 2, drainSlots: 4 },
     });
     const state = FanOut.state();
-    await fanOut.acquired('work-0', 'input', state, { id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() }, 0);
+    await fanOut.acquired('work-0', 'map', state, { id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() }, 0);
     assert.deepEqual(published, [], 'one message: no fan-out');
     depth = 6;
     await fanOut.joined('work-0', state);
@@ -161,7 +161,7 @@ describe('fan-out across instances', () => {
     await fanOut.joined('work-0', state);
     assert.deepEqual(published, [2, 1], 'and never past it');
     const follower = FanOut.state();
-    await fanOut.acquired('work-0', 'input', follower, { id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() }, 0);
+    await fanOut.acquired('work-0', 'map', follower, { id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() }, 0);
     await fanOut.joined('work-0', follower);
     assert.deepEqual(published, [2, 1], 'only the holder of slot 0 asks');
   });

@@ -36,7 +36,7 @@ class FakeFleet implements Fleet {
       const inst = {
         name: `f${++this.n}`,
         busy: true,
-        activity: (): Promise<InstanceActivity> => Promise.resolve({ inProgress: inst.busy ? 1 : 0, held: 0, processed: { input: 0, output: 0 }, fanOutPublished: 0 }),
+        activity: (): Promise<InstanceActivity> => Promise.resolve({ inProgress: inst.busy ? 1 : 0, held: 0, processed: { map: 0, reduce: 0 }, fanOutPublished: 0 }),
       };
       this.list.push(inst);
     }
@@ -159,7 +159,7 @@ describe('a fleet of local instances', () => {
       }
       assert.equal(fleet.size(), 0, 'scaled back to zero');
       const shares = await fleet.stop();
-      const input = shares.reduce((a, s) => a + (s.activity?.processed.input ?? 0), 0);
+      const input = shares.reduce((a, s) => a + (s.activity?.processed.map ?? 0), 0);
       assert.ok(input >= 100, `every one of the 100 chunks processed (at least once): ${input}`);
       assert.ok(shares.every((s) => s.exitCode === 0), `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}`);
       const decisions = actions(fleet.decisions);

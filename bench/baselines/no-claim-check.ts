@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 
 import type { PushdrainApp } from '../../shared/app';
-import { isSettled, type Manifest, type QueueTouch } from '../../shared/batch/manifest';
+import { isSettled, type Manifest } from '../../shared/batch/manifest';
 import { billChunk } from '../../shared/billing/bill';
 import { encodeResult } from '../../shared/billing/result-blob';
 import { PermanentError } from '../../shared/errors';
@@ -20,6 +20,7 @@ import { batchIdFor, layout } from '../../shared/layout';
 import { resultPointer } from '../../shared/model/chunk-codec';
 import type { Transaction } from '../../shared/model/transaction';
 import { validateTransaction } from '../../shared/model/validate-transaction';
+import type { Wake } from '../../shared/notify/events';
 import type { MessageProcessor, QueueMessage } from '../../shared/ports';
 import { Pool } from '../../shared/util/pool';
 import type { AppOptions, BenchApp } from '../app';
@@ -62,7 +63,7 @@ async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
   if (etag === undefined) throw new Error(`batch ${batchId} already exists`);
   const partitions = ctx.settings.tuning.partitions;
   const offset = createHash('sha256').update(batchId).digest().readUInt32BE(0) % partitions;
-  const touches = new Map<string, QueueTouch>();
+  const touches = new Map<string, Required<Wake>>();
   const pool = new Pool(ENQUEUE_CONCURRENCY);
   let chunk = 0;
   for await (const [line] of chunkBody({ open, format: 'ndjson', sha256: summary.sha256 }, 1)) {

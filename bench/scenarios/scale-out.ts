@@ -170,8 +170,8 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       name: s.name,
       startedAtMs: s.startedAtMs,
       ...(s.stoppedAtMs !== undefined ? { stoppedAtMs: s.stoppedAtMs, exitCode: s.exitCode ?? null } : {}),
-      input: s.activity?.processed.input ?? 0,
-      output: s.activity?.processed.output ?? 0,
+      input: s.activity?.processed.map ?? 0,
+      output: s.activity?.processed.reduce ?? 0,
       fanOutPublished: s.activity?.fanOutPublished ?? 0,
     }));
     const transactions = done.reduce((a, d) => a + d.transactions, 0);

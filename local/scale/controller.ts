@@ -116,7 +116,7 @@ export class ScaleController {
   private observe(name: string, a: InstanceActivity | undefined, now: number): void {
     const s = this.seen.get(name) ?? { idleSince: undefined, processed: -1, last: undefined };
     if (a) {
-      const processed = a.processed.input + a.processed.output;
+      const processed = a.processed.map + a.processed.reduce;
       const idle = a.inProgress === 0 && a.held === 0 && processed === s.processed;
       s.idleSince = idle ? (s.idleSince ?? now) : undefined;
       s.processed = processed;

@@ -12,7 +12,7 @@ import { findRepoRoot } from '../host/registry';
 export interface InstanceActivity {
   inProgress: number;
   held: number;
-  processed: { input: number; output: number };
+  processed: { map: number; reduce: number };
   fanOutPublished: number;
 }
 

@@ -49,7 +49,7 @@ export async function serveFleet(request: InstancesRequest, parts: { broker: Bro
     (signal) => `\n${signal}: stopping the instances (drains hand their work back)…`,
     async () => {
       const shares = await fleet.stop();
-      for (const s of shares) console.log(`  ${s.name}: ${s.activity ? `${s.activity.processed.input} input and ${s.activity.processed.output} result messages` : 'no report'}`);
+      for (const s of shares) console.log(`  ${s.name}: ${s.activity ? `${s.activity.processed.map} map and ${s.activity.processed.reduce} reduce messages` : 'no report'}`);
       await broker.stop();
       await azurite?.stop();
     },

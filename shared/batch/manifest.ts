@@ -5,18 +5,14 @@
  */
 import { TransientError } from '../errors';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
-import type { BlobStore } from '../ports';
+import type { Wake } from '../notify/events';
+import { type BlobStore, type Clock, systemClock } from '../ports';
+import { conflictDelay } from '../retry/backoff';
 
 /** `ingesting` and `abandoned` are internal: a batch in them was never answered 202. */
 export type BatchState = 'ingesting' | 'accepted' | 'completed' | 'failed' | 'abandoned';
 
 export type PublicStatus = 'accepted' | 'processing' | 'completed' | 'failed';
-
-export interface QueueTouch {
-  queue: string;
-  chunks: number;
-  payloadSize: number;
-}
 
 export interface FailedChunk {
   chunk: number;
@@ -50,7 +46,8 @@ export interface Manifest {
   /** Transactions per chunk when this batch was cut (a take-over must cut identically). */
   chunkSize: number;
   chunks: number;
-  queues: QueueTouch[];
+  /** The queues its chunks went to, each with its count and size: what ingest woke, and recovery wakes again. */
+  queues: Required<Wake>[];
   /** `pending` until every WorkDetected event for the batch is published. */
   notification: 'pending' | 'sent';
   done: number[];
@@ -131,7 +128,10 @@ const MAX_CONFLICTS = 25;
  * re-reads and re-applies the change when another writer got there first (ETag 412).
  */
 export class ManifestStore {
-  constructor(private readonly blobs: BlobStore) {}
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly clock: Pick<Clock, 'sleep' | 'random'> = systemClock,
+  ) {}
 
   async read(batchId: string): Promise<VersionedManifest | undefined> {
     const got = await this.blobs.read(layout.manifest(batchId));
@@ -150,7 +150,7 @@ export class ManifestStore {
   }
 
   /** Applies `change` atomically. Undefined when the manifest does not exist. */
-  async update(batchId: string, change: ManifestChange, jitter: () => number = Math.random): Promise<VersionedManifest | undefined> {
+  async update(batchId: string, change: ManifestChange): Promise<VersionedManifest | undefined> {
     for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       const current = await this.read(batchId);
       if (!current) return undefined;
@@ -159,7 +159,7 @@ export class ManifestStore {
       const etag = await this.replace(next, current.etag);
       if (etag !== undefined) return { manifest: next, etag };
       // Lost the race to another writer: back off a little so we don't collide again.
-      await new Promise((r) => setTimeout(r, Math.floor(jitter() * 20 * (attempt + 1))));
+      await this.clock.sleep(conflictDelay(attempt, 20, () => this.clock.random()));
     }
     throw new TransientError(`manifest ${batchId} is contended: ${MAX_CONFLICTS} conflicting writes in a row`);
   }
@@ -194,7 +194,10 @@ function encode(m: Manifest): Buffer {
  * help from Service Bus, and costs one list request to read when nothing is open.
  */
 export class OpenBatches {
-  constructor(private readonly blobs: BlobStore) {}
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly clock: Pick<Clock, 'sleep' | 'random'> = systemClock,
+  ) {}
 
   /** Before the batch is accepted: an accepted batch is never missing from the index. */
   async add(batchId: string): Promise<void> {

@@ -11,19 +11,13 @@
  * one that reaches another instance drains there with its own slot.
  */
 import type { Tuning } from '../config/settings';
-import type { Role } from '../names';
+import type { Stage } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
-import type { TaskGroupState } from './dequeue-tasks';
-import { type DrainOptions, type DrainOutcome, drainQueue, JoinPoint, perMessagesRule } from './drain-queue';
+import { Drain, type DrainResult } from './drain';
+import { type DrainOptions, drainOptions } from './drain-options';
 import { FanOut, type FanOutState } from './fan-out';
-
-export type DrainResult =
-  | DrainOutcome
-  | { kind: 'joined' }
-  /** A fan-out event held while this process drained its queue. */
-  | { kind: 'held' }
-  /** A fan-out event that found nothing visible: it is dropped after one peek. */
-  | { kind: 'fan-out-idle' };
+import { JoinPoint } from './join-point';
+import type { TaskGroupState } from './task-group';
 
 /** A drain of this process, as the status report shows it. */
 export interface RunningDrain {
@@ -36,7 +30,8 @@ export interface RunningDrain {
 export interface CoordinatorDeps {
   queues: QueueStore;
   slots: DrainSlots;
-  processors: Record<Role, MessageProcessor>;
+  /** The processor of each stage: map for the input queues, reduce for the results queue. */
+  processors: Record<Stage, MessageProcessor>;
   /** Publishes a continuation event for the queue (now, or after a delay). */
   continuation(queue: string, delayMs: number): Promise<void>;
   /** Publishes `count` fan-out events for the queue. */
@@ -48,37 +43,20 @@ export interface CoordinatorDeps {
   onRunning?(count: number): void;
 }
 
-/** The drain options that follow from the settings. */
-export function drainOptions(tuning: Tuning, signal?: AbortSignal): DrainOptions {
-  return {
-    batchSize: tuning.dequeueBatchSize,
-    visibilityTimeoutSeconds: tuning.visibilityTimeoutSeconds,
-    minIdleMs: tuning.minIdleMs,
-    maxIdleMs: tuning.maxIdleMs,
-    maxTasks: tuning.maxDequeueTasks,
-    maxDequeueCount: tuning.maxDequeueCount,
-    budgetMs: tuning.drainBudgetSeconds * 1000,
-    taskCount: perMessagesRule(tuning.messagesPerTask, tuning.maxDequeueTasks),
-    // Every producer of these queues publishes WorkDetected after enqueueing (docs/DESIGN.md, Drainer).
-    stopWhenDrained: true,
-    ...(signal ? { signal } : {}),
-  };
-}
-
 /** What this process has done, for GET /api/health (no Storage request). */
 export interface DrainActivity {
   inProgress: number;
   /** Fan-out events held right now. */
   held: number;
-  /** Queue messages processed and deleted by this process, by role. */
-  processed: Record<Role, number>;
+  /** Queue messages processed and deleted by this process, by stage. */
+  processed: Record<Stage, number>;
   /** Fan-out events this process published. */
   fanOutPublished: number;
 }
 
 /** A drain invocation while it runs: where wake-ups join it, and its fan-out state. */
 interface LiveDrain {
-  role: Role;
+  stage: Stage;
   join: JoinPoint;
   ended: Promise<void>;
   fanOut: FanOutState;
@@ -94,14 +72,14 @@ export class DrainCoordinator {
   private held = 0;
   /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
   private readonly lookAgainUntil = new Map<string, number>();
-  private readonly processed: Record<Role, number> = { input: 0, output: 0 };
+  private readonly processed: Record<Stage, number> = { map: 0, reduce: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
     this.fanOut = new FanOut({ publish: (q, n) => deps.fanOut(q, n), depth: (q) => deps.queues.depth(q), clock: deps.clock, log: deps.log, tuning: deps.tuning });
   }
 
-  async drain(queue: string, role: Role, fanOut = false): Promise<DrainResult> {
+  async drain(queue: string, stage: Stage, fanOut = false): Promise<DrainResult> {
     const current = this.live.get(queue);
     if (current && fanOut) {
       // Extra capacity for a queue this instance already drains: held, never a second drain here.
@@ -122,33 +100,31 @@ export class DrainCoordinator {
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { role, join: new JoinPoint(), ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
+    const entry: LiveDrain = { stage, join: new JoinPoint(), ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
     this.running.add(entry);
     this.deps.onRunning?.(this.running.size);
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
     try {
-      return await drainQueue(
-        queues.queue(queue),
-        processors[role],
+      return await new Drain({
+        queue: queues.queue(queue),
+        processor: processors[stage],
         slots,
-        {
-          continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
-          acquired: (slot, round) => this.fanOut.acquired(queue, role, entry.fanOut, slot, round),
-          // A fan-out event leaves busy slots to their holders, unless a plain wake-up joined it.
-          get onSlotsBusy() {
-            return fanOut && entry.join.joins === 0 ? ('leave' as const) : ('hand-over' as const);
-          },
-          probe: !fanOut,
-        },
         clock,
         log,
-        this.options,
-        entry.join,
-      );
+        options: this.options,
+        join: entry.join,
+        continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
+        acquired: (slot, round) => this.fanOut.acquired(queue, stage, entry.fanOut, slot, round),
+        // A fan-out event leaves busy slots to their holders, unless a plain wake-up joined it.
+        get onSlotsBusy() {
+          return fanOut && entry.join.joins === 0 ? ('leave' as const) : ('hand-over' as const);
+        },
+        probe: !fanOut,
+      }).run();
     } finally {
       entry.join.lookAhead = false;
-      this.processed[role] += entry.join.processed;
+      this.processed[stage] += entry.join.processed;
       this.running.delete(entry);
       this.deps.onRunning?.(this.running.size);
       if (this.live.get(queue) === entry) this.live.delete(queue);
@@ -185,7 +161,7 @@ export class DrainCoordinator {
 
   activity(): DrainActivity {
     const processed = { ...this.processed };
-    for (const d of this.running) processed[d.role] += d.join.processed;
+    for (const d of this.running) processed[d.stage] += d.join.processed;
     return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOut.published };
   }
 

@@ -4,9 +4,9 @@
  */
 import type { Tuning } from '../config/settings';
 import { ensureError } from '../errors';
-import type { Role } from '../names';
+import type { Stage } from '../names';
 import type { Clock, HeldSlot, Logger } from '../ports';
-import { perMessagesRule, type TaskCountRule } from './drain-queue';
+import { perMessagesRule, type TaskCountRule } from './task-count';
 
 /** Drains a queue of this depth wants across all instances: one per messagesPerDrain, 1…drainSlots. */
 export function fanOutRule(tuning: Tuning): TaskCountRule {
@@ -51,11 +51,11 @@ export class FanOut {
   }
 
   /**
-   * A drain took a slot: the holder of an input queue's slot 0 leads from its first round on, and
+   * A drain took a slot: the holder of a map queue's slot 0 leads from its first round on, and
    * only it reads the depth here (a failed read fails its round, as a failed receive would).
    */
-  async acquired(queue: string, role: Role, state: FanOutState, slot: HeldSlot, round: number): Promise<void> {
-    if (role !== 'input' || slot.index !== 0 || round > 0) return;
+  async acquired(queue: string, stage: Stage, state: FanOutState, slot: HeldSlot, round: number): Promise<void> {
+    if (stage !== 'map' || slot.index !== 0 || round > 0) return;
     state.leads = true;
     await this.askFor(queue, state, await this.deps.depth(queue));
   }

@@ -6,12 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus, type QueueTouch } from '../batch/manifest';
+import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
 import type { EncodedChunk } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
-import type { Notifier } from '../notify/events';
+import type { Notifier, Wake } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
@@ -147,7 +147,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   }
   await sends.drain();
 
-  const touches = new Map<string, QueueTouch>();
+  const touches = new Map<string, Required<Wake>>();
   for (const { queue, pointer } of pointers) {
     const t = touches.get(queue) ?? { queue, chunks: 0, payloadSize: 0 };
     t.chunks++;

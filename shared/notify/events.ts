@@ -3,7 +3,7 @@
  * has work"; the work itself stays in Storage (claim check), so events stay tiny.
  */
 import { PermanentError } from '../errors';
-import type { EntityNames, Role } from '../names';
+import { type EntityNames, type Role, ROLE_OF } from '../names';
 import type { PublisherHealth } from './failover-state';
 
 export interface WorkDetected {
@@ -103,11 +103,13 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** A queue that has work, for Notifier.wake. */
+/** A queue that has work, for Notifier.wake; a manifest records one per queue of its batch. */
 export interface Wake {
   queue: string;
   /** Compressed bytes of work just enqueued (a load signal); 0 when unknown. */
   payloadSize?: number;
+  /** Chunks of the batch enqueued on it (the manifest's record; the event does not carry it). */
+  chunks?: number;
 }
 
 /**
@@ -124,9 +126,9 @@ export class Notifier {
   ) {}
 
   private event(w: Wake, batchId?: string): WorkDetected {
-    const role: Role | undefined = this.names.roleOf(w.queue);
-    if (!role) throw new PermanentError(`queue ${w.queue} is not one this app drains`);
-    return { storageAccount: this.storageAccount, queueName: w.queue, payloadSize: w.payloadSize ?? 0, role, ...(batchId ? { batchId } : {}) };
+    const stage = this.names.stageOf(w.queue);
+    if (!stage) throw new PermanentError(`queue ${w.queue} is not one this app drains`);
+    return { storageAccount: this.storageAccount, queueName: w.queue, payloadSize: w.payloadSize ?? 0, role: ROLE_OF[stage], ...(batchId ? { batchId } : {}) };
   }
 
   /** Work is on these queues. Callers enqueue first and wake second: no wake-up is lost. */

@@ -10,6 +10,7 @@
  */
 import { TransientError } from '../errors';
 import type { Clock, Logger } from '../ports';
+import { doublingDelay } from '../retry/backoff';
 import { failureSummary } from '../retry/transient';
 import { type BacklogDelivery, fromBacklog } from './backlog-message';
 import type { MessageChannel } from './messages';
@@ -67,9 +68,7 @@ export class Syphon {
 
   /** Retries the primary no faster than the publisher pings it, and slower with each delivery. */
   backoffMs(deliveryCount: number): number {
-    const doublings = Math.min(Math.max(0, Math.floor(deliveryCount)), 5);
-    const base = Math.min(this.deps.pingIntervalMs * 2 ** doublings, SYPHON_MAX_BACKOFF_MS);
-    return Math.round(base * (0.5 + this.deps.clock.random() / 2));
+    return doublingDelay(deliveryCount, { firstMs: this.deps.pingIntervalMs, maxDoublings: 5, maxMs: SYPHON_MAX_BACKOFF_MS }, () => this.deps.clock.random());
   }
 
   close(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The input-queue processor (map): read the chunk blob, bill it, write the chunk result,
- * send its pointer to `results`. After each processed batch, one WorkDetected(role output)
- * wakes the aggregator: the results pointers are enqueued before that event is published.
+ * send its pointer to `results`. After each processed batch, one WorkDetected for `results`
+ * wakes the reduce side: the results pointers are enqueued before that event is published.
  */
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';

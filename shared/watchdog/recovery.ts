@@ -12,7 +12,7 @@
 import { isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches } from '../batch/manifest';
 import { ensureError } from '../errors';
 import { STALE_INGEST_MS } from '../ingest/claim';
-import type { EntityNames, Role } from '../names';
+import type { EntityNames, Stage } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { Logger } from '../ports';
@@ -31,7 +31,7 @@ export interface RecoveryDeps {
   watchdog: Watchdog;
   names: EntityNames;
   /** Drains a queue in this process, as a WorkDetected event for it would. */
-  drain: (queue: string, role: Role) => Promise<unknown>;
+  drain: (queue: string, stage: Stage) => Promise<unknown>;
   /** Open batches looked at per run (the rest wait for the next run). */
   maxBatches: number;
   now: () => number;
@@ -78,16 +78,16 @@ export class Recovery {
    */
   private async drainHere(queues: ReadonlySet<string>): Promise<void> {
     const { names, drain, log } = this.deps;
-    const one = async (queue: string, role: Role): Promise<void> => {
+    const one = async (queue: string, stage: Stage): Promise<void> => {
       try {
-        await drain(queue, role);
+        await drain(queue, stage);
       } catch (e) {
         log.warn(`recovery: draining ${queue} failed, retried next run: ${ensureError(e).message}`);
       }
     };
-    const folding = one(names.resultsQueue, 'output');
-    await Promise.all([...queues].filter((q) => names.roleOf(q) === 'input').map((q) => one(q, 'input')));
-    await one(names.resultsQueue, 'output'); // joins the drain above while it lives
+    const folding = one(names.resultsQueue, 'reduce');
+    await Promise.all([...queues].filter((q) => names.stageOf(q) === 'map').map((q) => one(q, 'map')));
+    await one(names.resultsQueue, 'reduce'); // joins the drain above while it lives
     await folding;
   }
 

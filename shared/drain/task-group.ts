@@ -1,17 +1,52 @@
 /**
- * A bounded fan-out of dequeue tasks over one queue. Each task receives up to a batch,
- * processes it, deletes only what succeeded, and stops when the queue is drained (see
- * `stopWhenDrained`) or, in the queue-listener mode, when its back-off reaches the maximum;
- * always when the time budget is spent.
+ * The dequeue tasks of one drain round over one queue, bounded. Each task receives up to a
+ * batch, processes it, deletes only what succeeded, and stops once the queue is drained: a
+ * receive that comes back short of a full batch, or empty, unless a wake-up joined meanwhile.
+ * Every producer enqueues first and publishes WorkDetected second, so a task has nothing to
+ * wait for; only a failed receive backs off. All stop when the time budget is spent.
  *
- * The group is an object with an explicit state, as pg-boss's Worker is:
+ * The group has an explicit state, as pg-boss's Worker has:
  *   created → running → stopping (budget spent or shutdown) → stopped (last task gone).
  * A later wake-up for the same queue joins a running group through nudge().
  */
 import { ensureError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
+import { backoffDelay } from '../retry/backoff';
 import { retryDecision } from '../retry/transient';
-import { BatchHandler } from './handle-batch';
+import { BatchHandler } from './batch-handler';
+import { type DrainStats, emptyStats } from './drain-stats';
+import type { TaskCountRule } from './task-count';
+
+export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
+
+export interface TaskOptions {
+  batchSize: number;
+  visibilityTimeoutSeconds: number;
+  minIdleMs: number;
+  maxIdleMs: number;
+  maxTasks: number;
+  maxDequeueCount: number;
+  /** Epoch ms after which no task takes new work. */
+  deadline: number;
+  /** Host shutdown: stop taking work now, as if the budget were spent. */
+  signal?: AbortSignal;
+  /**
+   * Sizes the group from the queue's depth, read once, when a receive first comes back full
+   * (a deep queue); a drain of a few messages never pays for the read.
+   */
+  taskCount?: TaskCountRule;
+}
+
+export interface TaskGroupDeps {
+  /** Where tasks receive, delete and poison. */
+  queue: DrainQueue;
+  /** What each message goes through. */
+  processor: MessageProcessor;
+  /** now, sleep (the back-off) and random (its jitter). */
+  clock: Clock;
+  log: Logger;
+  options: TaskOptions;
+}
 
 function latch(): { promise: Promise<void>; open: () => void } {
   let open = (): void => {};
@@ -19,7 +54,7 @@ function latch(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
-export class DequeueTasks {
+export class TaskGroup {
   private phase: TaskGroupState = 'created';
   readonly stats: DrainStats = emptyStats();
   private readonly running = new Set<Promise<void>>();
@@ -34,14 +69,14 @@ export class DequeueTasks {
   private sized = false;
   private readonly batches: BatchHandler;
 
-  constructor(
-    private readonly queue: DrainQueue,
-    processor: MessageProcessor,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-    private readonly options: TaskOptions,
-  ) {
-    this.batches = new BatchHandler(queue, processor, log, options.maxDequeueCount, this.stats);
+  private readonly queue: DrainQueue;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly options: TaskOptions;
+
+  constructor(deps: TaskGroupDeps) {
+    ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
+    this.batches = new BatchHandler({ queue: deps.queue, processor: deps.processor, log: deps.log, maxDequeueCount: deps.options.maxDequeueCount, counts: this.stats });
   }
 
   get state(): TaskGroupState {
@@ -55,7 +90,7 @@ export class DequeueTasks {
 
   /** Starts `initialTasks` (capped) and resolves with the stats once the last task has exited. */
   async run(initialTasks: number): Promise<DrainStats> {
-    if (this.phase !== 'created') throw new Error(`dequeue tasks already ${this.phase}`);
+    if (this.phase !== 'created') throw new Error(`task group already ${this.phase}`);
     this.phase = 'running';
     const { signal } = this.options;
     // Removed again at the end: the signal lives as long as the process, groups do not.
@@ -151,9 +186,10 @@ export class DequeueTasks {
             idle = 0;
             continue;
           }
-          if (options.stopWhenDrained && !failed) return;
+          // Drained: the next event for this queue starts or joins a drain.
+          if (!failed) return;
           const delay = Math.max(minWait, backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()));
-          if (delay >= options.maxIdleMs || options.signal?.aborted) return; // reached max idle: this task is done
+          if (delay >= options.maxIdleMs || options.signal?.aborted) return; // back-off at its cap: the queue stays unreachable, give up
           idle++;
           const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
           this.stats.sleeps.push(sleep);
@@ -165,7 +201,7 @@ export class DequeueTasks {
         const full = messages.length >= options.batchSize;
         if (full) this.scaleUp();
         await this.batches.handle(messages);
-        if (options.stopWhenDrained && !full && this.generation === seen) return;
+        if (!full && this.generation === seen) return;
       }
     } finally {
       this.live--;
@@ -173,64 +209,3 @@ export class DequeueTasks {
   }
 }
 
-/*
- * Randomized exponential back-off of the queue-listener pattern:
- *   delay(idle) = min + (2^idle − 1) × U(80, 120) ms, capped at max.
- * `random` is U(0,1) (injected, so tests are exact).
- */
-export function backoffDelay(idle: number, minMs: number, maxMs: number, random: () => number): number {
-  const factor = 80 + random() * 40;
-  const raw = minMs + (Math.pow(2, idle) - 1) * factor;
-  return Math.min(maxMs, Math.round(raw));
-}
-
-/* The dequeue tasks' options and counters. */
-/** How many dequeue tasks a queue of a given depth deserves. */
-export type TaskCountRule = (depth: number) => number;
-
-export interface TaskOptions {
-  batchSize: number;
-  visibilityTimeoutSeconds: number;
-  minIdleMs: number;
-  maxIdleMs: number;
-  maxTasks: number;
-  maxDequeueCount: number;
-  /** Epoch ms after which no task takes new work. */
-  deadline: number;
-  /** Host shutdown: stop taking work now, as if the budget were spent. */
-  signal?: AbortSignal;
-  /**
-   * Push-driven queues: every producer enqueues first and then publishes WorkDetected, which
-   * joins this group (nudge) or starts a drain. A task then has nothing to wait for: it stops
-   * after a receive that came back short of a full batch (the queue held nothing more that was
-   * visible), or empty, unless a wake-up joined meanwhile. Only failed receives back off.
-   * Unset: the queue-listener tail, backing off to the cap after every empty receive.
-   */
-  stopWhenDrained?: boolean;
-  /**
-   * Sizes the group from the queue's depth, read once, when a receive first comes back full
-   * (a deep queue); a drain of a few messages never pays for the read.
-   */
-  taskCount?: TaskCountRule;
-}
-
-export interface DrainStats {
-  tasksStarted: number;
-  peakTasks: number;
-  receives: number;
-  emptyReceives: number;
-  processed: number;
-  failed: number;
-  poisoned: number;
-  /** Back-off delays slept, in order (the test of the formula reads them). */
-  sleeps: number[];
-  /** Receives that failed (throttling, 5xx, sockets): they back off like empty receives. */
-  receiveErrors: number;
-  stoppedByBudget: boolean;
-}
-
-export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
-
-export function emptyStats(): DrainStats {
-  return { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
-}
