@@ -98,10 +98,8 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
-  // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
-  // stopped process, and the sweep covers what stalls.
-  if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, started);
 
+  // Before start-up recovery: a stop that comes while it runs (a fleet scaling in) is graceful.
   stopOnSignal(
     (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
     async () => {
@@ -115,6 +113,9 @@ async function main(): Promise<void> {
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
     },
   );
+  // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
+  // stopped process, and the sweep covers what stalls.
+  if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, started);
 }
 
 /** What recovery did to a batch; the rest (progressing, claimed, closed) was healthy or done. */
