@@ -12,6 +12,7 @@ import { type Azurite, startAzurite } from './azurite';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
+import { JOINS_FLEET } from './scale/instance';
 import { instancesOption, serveFleet } from './scale/serve';
 import { startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
@@ -97,8 +98,8 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
-  await recoverAtStart(host);
 
+  // Before start-up recovery: a stop that comes while it runs (a fleet scaling in) is graceful.
   stopOnSignal(
     (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
     async () => {
@@ -112,19 +113,27 @@ async function main(): Promise<void> {
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
     },
   );
+  // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
+  // stopped process, and the sweep covers what stalls.
+  if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, started);
 }
 
+/** What recovery did to a batch; the rest (progressing, claimed, closed) was healthy or done. */
+const ACTED = new Set(['notified', 'finished', 'repaired', 'failed']);
+
 /**
- * After a crash, resume at once instead of at the next timer tick: repair every open batch
- * (re-publish its wake-ups, re-enqueue lost pointers, redo a lost finalize) and say what was found.
+ * After a crash, resume at once instead of at the next timer tick: repair what the stopped
+ * process left (last progress before this one started), re-publish its wake-ups, re-enqueue lost
+ * pointers, redo a lost finalize, and say what was done. Batches that moved since are
+ * someone's live work (a batch posted while this starts, another instance's): not a word.
  */
-async function recoverAtStart(host: LocalHost): Promise<void> {
+async function recoverAtStart(host: LocalHost, started: number): Promise<void> {
   try {
-    const { actions, queued } = await host.recover();
-    const open = actions.filter((a) => a.kind !== 'closed');
+    const { actions, queued } = await host.recover({ leftBefore: started });
+    const acted = actions.filter((a) => ACTED.has(a.kind));
+    if (acted.length === 0) return;
     const depths = Object.entries(queued).map(([q, n]) => `${q}=${n}`);
-    if (open.length === 0 && depths.length === 0) return;
-    console.log(`Recovery: ${open.length} open batch(es)${open.length > 0 ? ` (${open.map((a) => `${a.batchId} ${a.kind}`).join(', ')})` : ''}; queued: ${depths.join(' ') || 'nothing'}`);
+    console.log(`Recovery: ${acted.length} open batch(es) (${acted.map((a) => `${a.batchId} ${a.kind}`).join(', ')}); queued: ${depths.join(' ') || 'nothing'}`);
   } catch (e) {
     // Not fatal: the timer sweep runs the same recovery later.
     console.warn(`Recovery at start-up failed, the sweep will retry it: ${(e as Error).message}`);

@@ -195,13 +195,14 @@ export class PushdrainApp {
   }
 
   /**
-   * Recovery at start-up (`npm start` after a crash): repairs every open batch at once instead
-   * of after the stall threshold, and reports what was queued.
+   * Recovery at start-up (`npm start` after a crash): repairs, at once, every open batch that
+   * last moved before `leftBefore` (the caller's word that its process is gone), and any past
+   * the stall threshold; healthy batches are left alone. Reports what was queued.
    */
-  async recover(): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
+  async recover(options: { leftBefore?: number } = {}): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
     await this.ready();
-    const { names, queues, recovery } = this.parts;
-    const actions = await recovery.run(0);
+    const { names, queues, recovery, settings } = this.parts;
+    const actions = await recovery.run({ stallMs: settings.tuning.stallSeconds * 1000, ...options });
     const queued: Record<string, number> = {};
     for (const q of names.allQueues()) {
       const depth = await queues.depth(q);

@@ -39,8 +39,9 @@ class MemoryQueue implements DrainQueue {
   poisoned: { id: string; reason: string }[] = [];
   receives = 0;
   onReceive?: (n: number) => void;
+  private added = 0;
   add(n: number, dequeueCount = 1): void {
-    for (let i = 0; i < n; i++) this.visible.push({ id: `m${this.visible.length}-${Math.random()}`, popReceipt: 'p', dequeueCount, text: '{}' });
+    for (let i = 0; i < n; i++) this.visible.push({ id: `m${this.added++}`, popReceipt: 'p', dequeueCount, text: '{}' });
   }
   receive(max: number): Promise<QueueMessage[]> {
     this.receives++;

@@ -25,9 +25,13 @@ let bus: BrokerHarness;
 let host: HostProcess;
 let base = '';
 
-async function meter(): Promise<MeterSnapshot> {
+async function hostHealth(): Promise<{ storageTransactions: MeterSnapshot; drains: { inProgress: number } }> {
   const res = await fetch(`${base}/api/health`);
-  return ((await res.json()) as { storageTransactions: MeterSnapshot }).storageTransactions;
+  return (await res.json()) as { storageTransactions: MeterSnapshot; drains: { inProgress: number } };
+}
+
+async function meter(): Promise<MeterSnapshot> {
+  return (await hostHealth()).storageTransactions;
 }
 
 const queueOps = (m: MeterSnapshot): number => Object.entries(m).filter(([k]) => k.startsWith('queue.')).reduce((a, [, v]) => a + v, 0);
@@ -139,11 +143,13 @@ describe('end to end over HTTP and Service Bus', () => {
     const csv = await fetch(`${base}/api/batches/${submitted[0].batchId}/report?format=csv`);
     assert.equal(csv.headers.get('content-type'), 'text/csv; charset=utf-8');
 
-    // Let the drains' back-off run out, then measure an idle window.
+    // Let the drains' back-off run out, then measure an idle window. Idle is no drain running
+    // (a quiet meter alone can be a task between two back-off sleeps on a loaded machine).
     let last = -1;
     await host.until('the drains to go idle', 30_000, async () => {
-      const n = queueOps(await meter());
-      const settled = n === last;
+      const h = await hostHealth();
+      const n = queueOps(h.storageTransactions);
+      const settled = n === last && h.drains.inProgress === 0;
       last = n;
       return settled ? true : (await new Promise((r) => setTimeout(r, 1500)), undefined);
     });

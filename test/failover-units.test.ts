@@ -113,6 +113,7 @@ describe('PairedPublisher with a manual clock', () => {
   test('an outage shorter than the interval: the errors reach the caller, nothing goes to the backlog', async () => {
     const { publisher, primary, secondary, clock } = paired();
     primary.failing.set('*', outage);
+    primary.pingError = outage;
     await assert.rejects(publisher.publish([EVENT]), TransientError);
     await clock.advance(INTERVAL - 1);
     await assert.rejects(publisher.publish([EVENT]), TransientError);
@@ -127,6 +128,7 @@ describe('PairedPublisher with a manual clock', () => {
   test('an outage longer than the interval: the send that finds it over goes to a backlog queue with its routing properties; the next ones skip the primary', async () => {
     const { publisher, primary, secondary, clock } = paired({ randoms: [0.9] });
     primary.failing.set(TOPIC, outage);
+    primary.pingError = outage;
     await assert.rejects(publisher.publish([EVENT]));
     await clock.advance(INTERVAL);
     await publisher.publish([EVENT], { delayMs: 2000 });
@@ -167,6 +169,29 @@ describe('PairedPublisher with a manual clock', () => {
     await publisher.publish([EVENT]);
     assert.equal(primary.to(TOPIC).length, 1);
     assert.equal(secondary.sent.length, 1);
+    await publisher.close();
+  });
+
+  test('after an outage, the ping clears a suspect entity that nothing is sent to, beside a failed-over one; then the loop ends', async () => {
+    const { publisher, primary, clock } = paired();
+    primary.failing.set('*', outage);
+    primary.pingError = outage;
+    await assert.rejects(publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 1000), TransientError);
+    await assert.rejects(publisher.publish([EVENT]), TransientError);
+    await clock.advance(INTERVAL);
+    await publisher.publish([EVENT]); // to the backlog
+    assert.equal(publisher.health().entities[TOPIC]?.state, 'failedOver');
+    assert.equal(publisher.health().entities[WATCHDOG_QUEUE]?.state, 'suspect');
+    assert.ok(primary.pings.includes(WATCHDOG_QUEUE), 'the suspect entity is pinged too');
+    primary.failing.clear();
+    primary.pingError = undefined;
+    const sent = primary.sent.length;
+    await clock.advance(PING);
+    assert.equal(publisher.health().entities[WATCHDOG_QUEUE]?.state, 'healthy');
+    assert.equal(publisher.health().entities[TOPIC]?.state, 'healthy');
+    assert.equal(publisher.health().status, 'ok');
+    assert.equal(primary.sent.length, sent, 'a ping is not a send');
+    assert.equal(clock.sleeping, 0, 'the ping loop ends once every entity is back');
     await publisher.close();
   });
 

@@ -15,7 +15,7 @@ import { expectedReport } from '../testkit/oracle';
 import { movableClock } from './support/clock';
 import { blobNames } from './support/inspect';
 import { completed, context, post, pump, report } from './support/invoke';
-import { testRuntime, useStorage } from './support/storage';
+import { quietLog, testRuntime, useStorage } from './support/storage';
 
 useStorage();
 
@@ -53,8 +53,8 @@ describe('recovery of open batches', () => {
     const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
     events.take();
     for (const q of rt.parts.names.inputQueues()) await raw.queue(q).clearMessages();
-    // npm start after a crash: repair at once, whatever the threshold.
-    const first = await rt.recover();
+    // npm start after a crash: what the stopped process left is repaired at once, whatever the threshold.
+    const first = await rt.recover({ leftBefore: Date.now() + 1 });
     assert.deepEqual(first.actions, [{ batchId, kind: 'repaired', reenqueued: 3 }]);
     assert.equal(Object.values(first.queued).reduce((a, b) => a + b, 0), 3, 'the re-enqueued pointers are reported as queued');
     await pump(rt, events, () => completed(observer, batchId), 60_000);
@@ -65,10 +65,34 @@ describe('recovery of open batches', () => {
     await rt.parts.manifests.update(batchId, (m) => ({ ...m, state: 'accepted', completedAt: undefined, latencyMs: undefined }));
     await raw.container('reports').getBlockBlobClient(layout.report(batchId).name).delete();
     await rt.parts.blobs.write(layout.openBatch(batchId), Buffer.alloc(0), { contentType: 'application/octet-stream' });
-    const second = await rt.recover();
+    const second = await rt.recover({ leftBefore: Date.now() + 1 });
     assert.deepEqual(second.actions, [{ batchId, kind: 'finished' }]);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expected.rows);
     assert.ok(!(await blobNames(rt, ['batches'])).includes(openMarker(batchId)));
+  });
+
+  test('start-up recovery leaves healthy work alone (no repair, no log line, nothing enqueued); what a stopped process left is repaired without duplicates', async () => {
+    const warnings: string[] = [];
+    const { rt, events } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' }, { log: { ...quietLog, warn: (m) => void warnings.push(m) } });
+    const startedBefore = Date.now(); // a process that started before the batch came in, as a fleet's instances do
+    const { batchId } = (await post(rt, toNdjson(generate(300, 404, 8)))).jsonBody as { batchId: string };
+    const published = events.all.length;
+    const depths = async (): Promise<number[]> => Promise.all(rt.parts.names.allQueues().map((q) => rt.parts.queues.depth(q)));
+    const queued = await depths();
+    assert.equal(queued.reduce((a, b) => a + b, 0), 3, 'three pointers, none taken (the events were captured)');
+
+    const healthy = await rt.recover({ leftBefore: startedBefore });
+    assert.deepEqual(healthy.actions, [{ batchId, kind: 'progressing' }]);
+    assert.deepEqual(warnings, [], 'nothing said about healthy work');
+    assert.deepEqual(await depths(), queued, 'nothing enqueued');
+    assert.equal(events.all.length, published, 'nothing published');
+
+    // The same batch found by a process that started after the one working on it stopped.
+    const left = await rt.recover({ leftBefore: Date.now() + 1 });
+    assert.deepEqual(left.actions, [{ batchId, kind: 'repaired', reenqueued: 0 }]);
+    assert.deepEqual(await depths(), queued, 'its pointers are still queued: no duplicate work');
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] ?? '', /left open by a stopped process/);
   });
 
   test('markers of finished, abandoned or vanished batches are closed; foreign names are ignored', async () => {

@@ -21,6 +21,7 @@ import type { Clock } from '../shared/ports';
 import type { ScaleOutcome } from '../shared/scale/agent';
 import { createArmScaleTarget } from '../shared/scale/arm-target';
 import type { ScaleTarget } from '../shared/scale/target';
+import { rng } from '../testkit/generate';
 import { type ArmEndpoint, fakeCredential, flexSite, startArmEndpoint } from './support/arm-endpoint';
 import { startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';
@@ -48,7 +49,7 @@ class FakeClock implements Clock {
   t = Date.UTC(2026, 0, 1);
   now = (): number => this.t;
   sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.min(ms, 5)));
-  random = (): number => Math.random();
+  random = rng(7);
   advance(seconds: number): void {
     this.t += seconds * 1000;
   }

@@ -134,7 +134,8 @@ describe('a fleet of local instances', () => {
       const res = await post(http, toNdjson(txns));
       assert.equal(res.status, 202);
       const { batchId } = res.jsonBody as { batchId: string };
-      fleet = runFleet({ broker: bus.broker, env, rule: { ...RULE, maxInstances: 2, coolDownMs: 1_000 }, intervalMs: 300 });
+      const output: string[] = [];
+      fleet = runFleet({ broker: bus.broker, env, rule: { ...RULE, maxInstances: 2, coolDownMs: 1_000 }, intervalMs: 300, echo: (line) => void output.push(line) });
       const deadline = Date.now() + 120_000;
       let peak = 0;
       for (let i = 0; i < 2_000 && Date.now() < deadline; i++) {
@@ -161,12 +162,17 @@ describe('a fleet of local instances', () => {
       const shares = await fleet.stop();
       const input = shares.reduce((a, s) => a + (s.activity?.processed.map ?? 0), 0);
       assert.ok(input >= 100, `every one of the 100 chunks processed (at least once): ${input}`);
-      assert.ok(shares.every((s) => s.exitCode === 0), `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}`);
+      assert.ok(shares.every((s) => s.exitCode === 0), `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${output.filter((l) => l.startsWith('[i1] ')).join('\n')}`);
       const decisions = actions(fleet.decisions);
       assert.match(decisions[0] ?? '', /^\+[12]$/, `from zero on the first events (drain and scale subscriptions): ${decisions.join(' ')}`);
       assert.ok(decisions.some((d) => d.startsWith('-')), decisions.join(' '));
       for (const d of fleet.decisions) assert.ok(d.added <= 4);
       for (const q of http.parts.names.allQueues()) assert.equal(await http.parts.queues.depth(q), 0, `${q} empty`);
+      // The batch was in flight as instances came and went: only the first may run start-up
+      // recovery (the batch predates it), and nothing re-enqueues work that is still queued.
+      const recoveries = output.filter((l) => /Recovery:|recovery woke/.test(l));
+      assert.ok(recoveries.every((l) => l.startsWith('[i1] ')), `only the first instance recovers at start-up:\n${recoveries.join('\n')}`);
+      assert.ok(recoveries.every((l) => !/re-enqueued [1-9]/.test(l)), `no duplicate work:\n${recoveries.join('\n')}`);
     } finally {
       await fleet?.stop();
       await http.close();

@@ -7,6 +7,8 @@ export interface ServiceBusHostOptions {
   maxAutoLockRenewalDurationMs: number;
   autoCompleteMessages: boolean;
   retry: { maxRetries: number; retryDelayInMs: number; maxRetryDelayInMs: number; timeoutInMs: number };
+  /** How often ongoing receive errors are summarised in the log (not in host.json). @defaultValue 30_000 */
+  receiveErrorSummaryMs?: number;
 }
 
 /** `hh:mm:ss[.fff]` (optionally `d.hh:mm:ss`) to ms. */

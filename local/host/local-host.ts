@@ -26,8 +26,8 @@ export interface LocalHost {
   readonly http: HttpHost;
   readonly timers: TimerHost;
   readonly serviceBus: ServiceBusHost;
-  /** Recovery of open batches at once (after a crash), with what was queued; see PushdrainApp.recover. */
-  recover(): ReturnType<PushdrainApp['recover']>;
+  /** Recovery of what a stopped process left open, with what was queued; see PushdrainApp.recover. */
+  recover(options: Parameters<PushdrainApp['recover']>[0]): ReturnType<PushdrainApp['recover']>;
   /** Graceful: stop taking requests and events, let drains hand their work back, close. */
   stop(): Promise<void>;
 }
@@ -61,7 +61,7 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
     http,
     timers,
     serviceBus,
-    recover: () => app().recover(),
+    recover: (options) => app().recover(options),
     stop: () =>
       (stopping ??= (async () => {
         const rt = app();

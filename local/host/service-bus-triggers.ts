@@ -9,6 +9,7 @@ import { serviceBusConnection } from '../../shared/config/connections';
 import { credentialFor } from '../../shared/storage/clients';
 import type { ServiceBusHostOptions } from './host-json';
 import { type HostLog, invocationContext, resolveSetting } from './invocation';
+import { ReceiveErrorLog } from './receive-error-log';
 import { type Registration, stringProp, triggerOf } from './registry';
 
 export interface ServiceBusHost {
@@ -38,6 +39,7 @@ function metadata(m: ServiceBusReceivedMessage): Record<string, unknown> {
 
 export function startServiceBusTriggers(functions: Registration[], env: Readonly<Record<string, string | undefined>>, options: ServiceBusHostOptions, log: HostLog): ServiceBusHost {
   const clients = new Map<string, ServiceBusClient>();
+  const errorLogs = new Map<string, ReceiveErrorLog>();
   const receivers: { receiver: ServiceBusReceiver; close: () => Promise<void> }[] = [];
   const inflight = new Set<Promise<unknown>>();
   const listeners: ServiceBusHost['listeners'] = [];
@@ -49,6 +51,18 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
       client = clientFor(connection, env, options);
       clients.set(connection, client);
     }
+    let errors = errorLogs.get(connection);
+    if (!errors) {
+      errors = new ReceiveErrorLog({
+        connection,
+        warn: (m) => log('warning', 'host', m),
+        info: (m) => log('information', 'host', m),
+        now: () => Date.now(),
+        ...(options.receiveErrorSummaryMs !== undefined ? { summaryEveryMs: options.receiveErrorSummaryMs } : {}),
+      });
+      errorLogs.set(connection, errors);
+    }
+    const errorLog = errors;
     const what = `function ${f.name}`;
     const resolve = (key: string): string | undefined => {
       const v = stringProp(t, key);
@@ -72,7 +86,10 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
           }
         },
         processError: async (args) => {
-          log('warning', f.name, `Service Bus ${args.errorSource} error on ${entity}: ${args.error.message}`);
+          // A failed invocation is the function's own line, as the Functions host logs it.
+          if (args.errorSource === 'processMessageCallback') log('warning', f.name, `Service Bus ${args.errorSource} error on ${entity}: ${args.error.message}`);
+          // Receive errors: one line per state change, then a summary (an outage makes the SDK report every retry).
+          else errorLog.error(`${entity} (${f.name}, ${args.errorSource})`, args.error.message);
           return Promise.resolve();
         },
       },
@@ -88,6 +105,7 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
       await Promise.allSettled([...inflight]);
       await Promise.all(receivers.map((r) => r.receiver.close()));
       await Promise.all([...clients.values()].map((c) => c.close()));
+      for (const e of errorLogs.values()) e.close();
     },
   };
 }

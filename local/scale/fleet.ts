@@ -9,7 +9,7 @@ import { serviceBusOptions } from '../host/host-json';
 import { findRepoRoot } from '../host/registry';
 import type { Broker } from '../servicebus/broker';
 import { type Decision, type Fleet, type PlatformRule, ScaleController } from './controller';
-import { type InstanceActivity, LocalInstance } from './instance';
+import { type InstanceActivity, JOINS_FLEET, LocalInstance } from './instance';
 
 /** An instance's part of the work, as its GET /api/health reported it. */
 export interface Share {
@@ -79,8 +79,11 @@ class LocalFleet implements Fleet {
   async add(count: number): Promise<void> {
     const starting = Array.from({ length: count }, () => {
       const name = `i${++this.counter}`;
-      const port = this.counter === 1 ? (this.options.firstPort ?? 0) : 0;
-      return LocalInstance.start(name, { env: this.options.env, port, ...(this.options.echo ? { echo: this.options.echo } : {}) });
+      const first = this.counter === 1;
+      const port = first ? (this.options.firstPort ?? 0) : 0;
+      // Only the first instance recovers at start-up: the others join its live work.
+      const env = first ? this.options.env : { ...this.options.env, [JOINS_FLEET]: '1' };
+      return LocalInstance.start(name, { env, port, ...(this.options.echo ? { echo: this.options.echo } : {}) });
     });
     for (const result of await Promise.allSettled(starting)) {
       if (result.status === 'rejected') {

@@ -8,6 +8,9 @@ import { join } from 'node:path';
 
 import { findRepoRoot } from '../host/registry';
 
+/** Set ('1') on an instance added to a running fleet: it skips start-up recovery (local/start.ts). */
+export const JOINS_FLEET = 'PUSHDRAIN_LOCAL_JOINS_FLEET';
+
 /** What an instance's GET /api/health says about its drains (shared/drain/coordinator.ts DrainActivity). */
 export interface InstanceActivity {
   inProgress: number;

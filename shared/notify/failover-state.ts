@@ -4,8 +4,11 @@
  * each fails over and returns on its own. Pure: time comes in as arguments.
  *
  *   healthy ──outage──▶ suspect ──interval passes with no success──▶ failedOver
- *      ▲                  │ success                                     │ ping succeeds
+ *      ▲                  │ send or ping succeeds                       │ ping succeeds
  *      └──────────────────┴─────────────────────────────────────────────┘
+ *
+ * The ping covers suspect too: an entity that failed and was not sent to again must not stay
+ * suspect (health degraded) after the outage ends.
  *
  * ServerBusy never moves the state (it only imposes a wait); a permanent failure never
  * does either, it turns health red until the next success.
@@ -53,6 +56,11 @@ export class EntityFailover {
     return this.state === 'failedOver';
   }
 
+  /** Suspect or failed over: the ping watches it until a ping or a send reaches the primary. */
+  get unhealthy(): boolean {
+    return this.state !== 'healthy';
+  }
+
   /** How long to hold off the primary after ServerBusy (0: go ahead). */
   busyWait(now: number): number {
     return Math.max(0, this.busyUntil - now);
@@ -82,7 +90,7 @@ export class EntityFailover {
     return 'failover';
   }
 
-  /** A ping while failed over did not get through: stay, and remember why. */
+  /** A ping did not get through: stay (suspect or failed over), and remember why. */
   pingFailed(kind: FailoverClass, summary: string): void {
     this.lastError = summary;
     if (kind === 'permanent') this.red = true;

@@ -99,6 +99,7 @@ export class PairedPublisher implements WorkPublisher {
           this.startPinging();
           return 'failover';
         }
+        if (state.unhealthy) this.startPinging();
         if (kind === 'permanent') log.error(`${state.entity}: ${failureSummary(e)}: this never fails over; health is red until a send succeeds`);
         if (kind !== 'busy') break;
       }
@@ -128,7 +129,7 @@ export class PairedPublisher implements WorkPublisher {
     throw new TransientError(`${what} failed: ${entity} is failed over and no backlog queue took it (${why})`);
   }
 
-  /** Runs only while an entity is failed over: a healthy publisher holds no timer. */
+  /** Runs only while an entity is suspect or failed over: a healthy publisher holds no timer. */
   private startPinging(): void {
     if (this.pinging || this.closed) return;
     this.pinging = true;
@@ -140,19 +141,21 @@ export class PairedPublisher implements WorkPublisher {
 
   private async pingWhileFailedOver(): Promise<void> {
     const { clock, primary, log } = this.o;
-    // Bounded by the failover itself: it ends when every entity is back, or on close.
+    // Bounded by the outage itself: it ends when every entity is back, or on close.
     for (;;) {
-      if (this.closed || ![...this.entities.values()].some((s) => s.failedOver)) {
+      if (this.closed || ![...this.entities.values()].some((s) => s.unhealthy)) {
         this.pinging = false; // in the same tick as the check, so a new failover starts a new loop
         return;
       }
       await Promise.race([clock.sleep(this.o.pingIntervalMs), this.closedSignal]);
       if (this.closed) continue;
-      for (const state of [...this.entities.values()].filter((s) => s.failedOver)) {
+      // Every entity still unhealthy, suspect ones too: each ping proves only its own entity.
+      for (const state of [...this.entities.values()].filter((s) => s.unhealthy)) {
         try {
           await primary.ping(state.entity);
+          const wasFailedOver = state.failedOver;
           state.succeeded();
-          log.info(`${state.entity}: the primary takes sends again; new sends go to it`);
+          log.info(`${state.entity}: the primary takes sends again${wasFailedOver ? '; new sends go to it' : ''}`);
         } catch (e) {
           state.pingFailed(failoverClass(e), failureSummary(e));
         }

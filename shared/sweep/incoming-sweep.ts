@@ -53,7 +53,7 @@ export class Sweeper {
 
   /** One timer run: recover open batches that lost their events or stalled, then ingest new files. */
   async run(): Promise<SweepResult> {
-    const recovered = await this.deps.recovery.run(this.deps.stallMs, { drainHere: true });
+    const recovered = await this.deps.recovery.run({ stallMs: this.deps.stallMs }, { drainHere: true });
     return { recovered, files: await this.incoming() };
   }
 

@@ -1,6 +1,6 @@
 /**
  * Recovery that does not depend on Service Bus. The timer sweep (and `npm start`, once, at
- * start-up) reads the index of open batches and, for each:
+ * start-up, for what a stopped process left) reads the index of open batches and, for each:
  * - a notification still pending (Service Bus was down at ingest): publish it now;
  * - no chunk settled for longer than the stall threshold: redo a lost finalize, re-enqueue
  *   lost pointers, and wake the queues that hold its work again;
@@ -43,19 +43,31 @@ function lastProgress(m: Manifest): number {
   return Date.parse(m.progressAt ?? m.acceptedAt ?? m.submittedAt);
 }
 
+/** Which open batches count as stalled in one run. */
+export interface StallRule {
+  /** No progress for this long: stalled. */
+  stallMs: number;
+  /**
+   * Last progress before this time (epoch ms): left by a process that is gone, so stalled at
+   * once. Only a caller that knows nothing else worked on the batches since then may say so
+   * (`npm start` on its own storage, at start-up).
+   */
+  leftBefore?: number;
+}
+
 export class Recovery {
   constructor(private readonly deps: RecoveryDeps) {}
 
   /**
-   * One pass over the index; `stallMs` 0 repairs every open batch (start-up after a crash).
-   * `drainHere`: also drain the repaired batches' queues in this invocation.
+   * One pass over the index: repairs what the rule calls stalled and leaves healthy work alone,
+   * without a word. `drainHere`: also drain the repaired batches' queues in this invocation.
    */
-  async run(stallMs: number, options: { drainHere?: boolean } = {}): Promise<RecoveryAction[]> {
+  async run(rule: StallRule, options: { drainHere?: boolean } = {}): Promise<RecoveryAction[]> {
     const actions: RecoveryAction[] = [];
     const woken = new Set<string>();
     for (const batchId of await this.deps.open.list(this.deps.maxBatches)) {
       try {
-        actions.push(await this.one(batchId, stallMs, woken));
+        actions.push(await this.one(batchId, rule, woken));
       } catch (e) {
         // One batch's trouble (a Storage hiccup) must not stop the others; the next run retries it.
         const error = ensureError(e).message;
@@ -91,7 +103,7 @@ export class Recovery {
     await folding;
   }
 
-  private async one(batchId: string, stallMs: number, woken: Set<string>): Promise<RecoveryAction> {
+  private async one(batchId: string, rule: StallRule, woken: Set<string>): Promise<RecoveryAction> {
     const { open, manifests, finalizer, notifier, watchdog, now, log } = this.deps;
     const m = (await manifests.read(batchId))?.manifest;
     if (!m || isTerminal(m) || m.state === 'abandoned') {
@@ -110,14 +122,20 @@ export class Recovery {
       log.warn(`batch ${batchId}: notification that failed at ingest published by recovery`);
       return { batchId, kind: 'notified' };
     }
-    if (now() - lastProgress(m) < stallMs) return { batchId, kind: 'progressing' };
+    const last = lastProgress(m);
+    const idleS = Math.round((now() - last) / 1000);
+    const stalled = now() - last >= rule.stallMs;
+    // A batch that moved after the cut-off has a live worker, however recent its last progress.
+    const left = rule.leftBefore !== undefined && last < rule.leftBefore;
+    if (!stalled && !left) return { batchId, kind: 'progressing' };
     if (isSettled(m)) {
       await finalizer.ifSettled(m); // the finalize itself was lost
       return { batchId, kind: 'finished' };
     }
     const { reenqueued, queues } = await watchdog.repair(m, false);
     for (const q of queues) woken.add(q);
-    log.warn(`batch ${batchId}: no progress for ${Math.round((now() - lastProgress(m)) / 1000)} s; recovery woke its queues and re-enqueued ${reenqueued} lost pointers`);
+    const why = stalled ? `no progress for ${idleS} s` : `left open by a stopped process (no progress since ${new Date(last).toISOString()})`;
+    log.warn(`batch ${batchId}: ${why}; recovery woke its queues and re-enqueued ${reenqueued} lost pointers`);
     return { batchId, kind: 'repaired', reenqueued };
   }
 }
