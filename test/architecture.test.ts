@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, test } from 'node:test';
 
 function repoRoot(): string {
@@ -14,7 +14,7 @@ function repoRoot(): string {
 }
 
 const ROOT = repoRoot();
-const SOURCE_DIRS = ['functions', 'shared', 'local', 'bench', 'cli'];
+const SOURCE_DIRS = ['functions', 'shared', 'tools'];
 
 function sources(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -99,30 +99,30 @@ const CLI_ONLY = /^(commander|cli-progress|playwright-core)(\/|$)/;
 
 /**
  * Imports that would tie the app to the CLI, or the CLI to the app at run time: the app never
- * imports cli/ or a CLI-only package; the CLI imports the app's modules for their types only
- * (erased at compile time), so dist/cli needs nothing but Node and its two packages.
+ * imports tools/cli/ or a CLI-only package; the CLI imports the app's modules for their types only
+ * (erased at compile time), so dist/tools/cli needs nothing but Node and its two packages.
  */
 export function cliOffenders(files: readonly { path: string; text: string }[]): string[] {
   const out: string[] = [];
   for (const f of files) {
-    if (f.path.startsWith('cli/')) {
-      const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'(\.\.\/[^']+)'/gm) ?? [];
-      for (const line of valueImports) if (/'\.\.\/(shared|functions|local)\//.test(line)) out.push(`${f.path} → ${line}`);
+    if (f.path.startsWith('tools/cli/')) {
+      const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'((?:\.\.\/)+[^']+)'/gm) ?? [];
+      for (const line of valueImports) if (/'(?:\.\.\/)+(shared|functions|tools\/devstack)\//.test(line)) out.push(`${f.path} → ${line}`);
     } else {
-      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
+      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)tools\/cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
     }
   }
   return out;
 }
 
 describe('architecture', () => {
-  test('shared/ never imports @azure/functions, functions/ or local/', () => {
+  test('shared/ never imports @azure/functions, functions/ or tools/', () => {
     const offenders: string[] = [];
     for (const file of sources(join(ROOT, 'shared'))) {
       for (const spec of importsOf(readFileSync(file, 'utf8'))) {
         const target = resolveLocal(file, spec);
         const rel = target ? relative(ROOT, target) : '';
-        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('local')) {
+        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('tools')) {
           offenders.push(`${relative(ROOT, file)} → ${spec}`);
         }
       }
@@ -143,13 +143,15 @@ describe('architecture', () => {
     assert.equal(cycle?.map((f) => relative(ROOT, f)).join(' → '), undefined);
   });
 
-  test('the CLI stands apart: the app never imports cli/ or its packages, the CLI imports the app for types only', () => {
-    const files = ['shared', 'functions', 'cli'].flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
-    assert.ok(files.some((f) => f.path === 'cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+  test('the CLI stands apart: the app never imports tools/cli/ or its packages, the CLI imports the app for types only', () => {
+    const files = ['shared', 'functions', 'tools/cli'].flatMap((d) => sources(join(ROOT, d))).filter((f) => !f.includes(`${sep}test${sep}`)).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path === 'tools/cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
     assert.deepEqual(cliOffenders(files), []);
     assert.deepEqual(cliOffenders([{ path: 'shared/app.ts', text: "import { Command } from 'commander';" }]), ["shared/app.ts → commander"]);
-    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../cli/main';" }]), ['functions/x.ts → ../cli/main']);
-    assert.deepEqual(cliOffenders([{ path: 'cli/x.ts', text: "import type { Report } from '../shared/billing/report';\nimport { layout } from '../shared/layout';" }]), ["cli/x.ts → import { layout } from '../shared/layout'"]);
+    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../tools/cli/main';" }]), ['functions/x.ts → ../tools/cli/main']);
+    // Built from a prefix so that the planted specifiers, which climb two levels from tools/cli/, are not read as this file's own.
+    const up = '../..';
+    assert.deepEqual(cliOffenders([{ path: 'tools/cli/x.ts', text: `import type { Report } from '${up}/shared/billing/report';\nimport { layout } from '${up}/shared/layout';` }]), [`tools/cli/x.ts → import { layout } from '${up}/shared/layout'`]);
   });
 
   test('the checks can fail: a planted cycle, a planted import and a planted SDK client are caught', () => {

@@ -14,7 +14,7 @@ import { MAX_RECORD_BYTES, readRecords } from '../shared/ingest/records';
 import { validateBody } from '../shared/ingest/validate-body';
 import { decodeChunk, encodeChunk, encodeChunkLines } from '../shared/model/chunk-codec';
 import { canonicalLine, isValidTransaction, parseCanonical, type Transaction, validateTransaction } from '../shared/model/transaction';
-import { generate, rng, toNdjson } from '../testkit/generate';
+import { generate, rng, toNdjson } from '../tools/testkit/generate';
 
 const txns = generate(20_000, 41, 300);
 

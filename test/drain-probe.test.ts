@@ -11,7 +11,7 @@ import { drainOptions } from '../shared/drain/coordinator';
 import { drainQueue, JoinPoint } from '../shared/drain/drain-queue';
 import { type MessageProcessor, systemClock } from '../shared/ports';
 import { meterDelta, type MeterSnapshot } from '../shared/storage/meter';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { completed, post, pump } from './support/invoke';
 import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage';
 
