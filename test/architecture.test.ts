@@ -1,10 +1,11 @@
 /**
- * Guardrails in tooling: shared/ never reaches up into functions/ or @azure/functions, and
- * no module imports itself through a cycle. Reads the TypeScript sources as text.
+ * Guardrails in tooling: the app (functions/, shared/) never imports tooling (tools/, test/),
+ * shared/ never reaches up into functions/ or @azure/functions, and no module imports itself
+ * through a cycle. Reads the TypeScript sources as text.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { describe, test } from 'node:test';
 
 function repoRoot(): string {
@@ -115,7 +116,40 @@ export function cliOffenders(files: readonly { path: string; text: string }[]): 
   return out;
 }
 
+/** The app: what Azure loads. Everything else (tools/, test/) is tooling and never ships. */
+const APP_DIRS = ['functions', 'shared'];
+
+/**
+ * Imports that would pull tooling into the app: a module of functions/ or shared/ whose relative
+ * import leaves the app's folders (into tools/, test/ or elsewhere). The deploy package holds
+ * only the app, so such an import would fail in Azure, and the tooling's packages would leak
+ * into production dependencies. Tooling may import the app; the other way round, never.
+ */
+export function toolingOffenders(files: readonly { path: string; text: string }[]): string[] {
+  return files.flatMap((f) =>
+    importsOf(f.text)
+      .filter((spec) => spec.startsWith('.'))
+      .filter((spec) => {
+        const target = posix.normalize(posix.join(posix.dirname(f.path), spec));
+        return !APP_DIRS.some((d) => target.startsWith(`${d}/`));
+      })
+      .map((spec) => `${f.path} → ${spec}`),
+  );
+}
+
 describe('architecture', () => {
+  test('the app (functions/, shared/) never imports tooling (tools/, test/)', () => {
+    const files = APP_DIRS.flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f).split(sep).join('/'), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path.startsWith('functions/')) && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+    assert.deepEqual(toolingOffenders(files), []);
+    // The check can fail: one step up from functions/ into tools/, two from shared/ into test/.
+    const up = '..';
+    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: `import { startAzurite } from '${up}/tools/devstack/azurite';` }]), [`functions/x.ts → ${up}/tools/devstack/azurite`]);
+    assert.deepEqual(toolingOffenders([{ path: 'shared/a/b.ts', text: `import { poll } from '${up}/${up}/test/support/poll';` }]), [`shared/a/b.ts → ${up}/${up}/test/support/poll`]);
+    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: "import { createApp } from '../shared/create-app';\nimport { a } from './y';" }]), []);
+  });
+
+
   test('shared/ never imports @azure/functions, functions/ or tools/', () => {
     const offenders: string[] = [];
     for (const file of sources(join(ROOT, 'shared'))) {
