@@ -24,8 +24,8 @@ describe('NCRONTAB', () => {
   });
   test('bad expressions are rejected with the field named', () => {
     assert.throws(() => parseNcrontab('*/5 * * * *'), /6 fields/);
-    assert.throws(() => parseNcrontab('0 61 * * * *'), /minute value "61"/);
-    assert.throws(() => parseNcrontab('0 0 * * * */0'), /bad step/);
+    assert.throws(() => parseNcrontab('0 61 * * * *'), /NCRONTAB "0 61 \* \* \* \*": Invalid value for minute: 61/);
+    assert.throws(() => parseNcrontab('0 0 * * * */0'), /illegal stepping/);
   });
 });
 
