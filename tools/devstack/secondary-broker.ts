@@ -4,15 +4,17 @@
  * can fail over and the syphon functions are registered. Without the flag nothing starts and
  * the feature stays off; a ServiceBusSecondaryConnection already set is used as it is.
  */
+import { parseArgs } from 'node:util';
+
 import { backlogQueueCount, SECONDARY_CONNECTION } from '../../shared/config/settings';
 import { type Broker, startBroker } from './servicebus/broker';
 import { backlogEntities } from './servicebus/secondary';
 import { isSet } from './setting';
 
-export const SECONDARY_FLAG = '--secondary';
-
 export function secondaryAsked(env: NodeJS.ProcessEnv, argv: readonly string[]): boolean {
-  return argv.includes(SECONDARY_FLAG) || env.SERVICEBUS_SECONDARY === '1';
+  // Not strict: npm start's other flags (--instances) are read by the part they start.
+  const { secondary } = parseArgs({ args: [...argv], options: { secondary: { type: 'boolean' } }, strict: false, allowPositionals: true }).values;
+  return secondary === true || env.SERVICEBUS_SECONDARY === '1';
 }
 
 /** Starts it when asked and no secondary is configured; sets ServiceBusSecondaryConnection for the host. */

@@ -3,6 +3,8 @@
  * Azurite and broker, sized by the ScaleController (auto) or fixed at N. Instance i1 serves
  * HTTP on PORT and is never removed; the others come and go with the drain subscription.
  */
+import { parseArgs } from 'node:util';
+
 import type { Azurite } from '../azurite';
 import type { Broker } from '../servicebus/broker';
 import { stopOnSignal } from '../stop-on-signal';
@@ -18,12 +20,14 @@ const AUTO_MAX = 8;
 
 /** `--instances auto` or `--instances N` (1–32) from the command line; undefined without the flag. */
 export function instancesOption(argv: readonly string[]): InstancesRequest | undefined {
-  const i = argv.findIndex((a) => a === '--instances' || a.startsWith('--instances='));
-  if (i < 0) return undefined;
-  const raw = argv[i]!.includes('=') ? argv[i]!.split('=')[1] : argv[i + 1];
+  // Not strict: npm start's other flags (--secondary) are read by the part they start.
+  const { instances: raw } = parseArgs({ args: [...argv], options: { instances: { type: 'string' } }, strict: false, allowPositionals: true }).values;
+  if (raw === undefined) return undefined;
   if (raw === 'auto') return { min: 1, max: AUTO_MAX };
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 32) throw new Error(`--instances must be "auto" or a whole number from 1 to 32, got "${raw ?? ''}"`);
+  // A bare `--instances` parses as `true` when not strict: no value given.
+  const text = typeof raw === 'string' ? raw : '';
+  const n = text === '' ? NaN : Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 32) throw new Error(`--instances must be "auto" or a whole number from 1 to 32, got "${text}"`);
   return { min: n, max: n };
 }
 
