@@ -5,7 +5,8 @@
  * record is all-or-nothing: a torn or corrupt record (short, or a checksum mismatch) ends the
  * valid part of a file.
  */
-import * as zlib from 'node:zlib';
+// CRC-32 (IEEE), zlib's own (Node 20.15+: package.json engines).
+import { crc32 } from 'node:zlib';
 
 export const SEGMENT_MAGIC = Buffer.from('PDSBJ01\n', 'latin1');
 const HEADER_BYTES = 8;
@@ -127,20 +128,4 @@ export function scanSegment(file: Buffer): ScanResult {
     at += 8 + length;
   }
   return { ops, records, validBytes: at };
-}
-
-const nativeCrc32 = (zlib as { crc32?: (data: Buffer) => number }).crc32;
-let table: Uint32Array | undefined;
-
-/** CRC-32 (IEEE), zlib's where Node has it (20.15+). */
-export function crc32(data: Buffer): number {
-  if (nativeCrc32) return nativeCrc32(data) >>> 0;
-  table ??= Uint32Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  let crc = 0xffffffff;
-  for (const byte of data) crc = table[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
-  return (crc ^ 0xffffffff) >>> 0;
 }
