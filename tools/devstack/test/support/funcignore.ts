@@ -77,7 +77,12 @@ export function gitIgnores(patterns: string, path: string): boolean {
   }
 }
 
-/** Core Tools' GitIgnoreParser (codemix/gitignore-parser semantics). */
+/**
+ * Core Tools' GitIgnoreParser (codemix/gitignore-parser semantics). Kept as a port, not a package:
+ * npm's `ignore` follows git (azd's side, which git itself answers above), and `gitignore-parser`
+ * 0.0.2 on npm predates the `\b` after each pattern and the replace-every-`*` that the C# port has,
+ * so either would model a matcher Core Tools does not run (`benches/` would be ignored by `bench`).
+ */
 export class CoreToolsIgnore {
   private readonly positive: RegExp;
   private readonly negative: RegExp;
