@@ -3,7 +3,7 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', '.azurite/**', 'bench/results/**', '**/*.mjs', '**/*.js'] },
+  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', '.azurite/**', 'tools/bench/results/**', '**/*.mjs', '**/*.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -28,19 +28,19 @@ export default tseslint.config(
     // redrive CLI, the broker, Azurite, the local host); the bench's BENCH_VERBOSE switch; the
     // test helpers that start the host, npm or git as a child; the chaos and crash suites' CHAOS_* /
     // CRASH_* knobs for local soaks; the packager, which runs npm with the caller's environment; the
-    // operator CLI (cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), and the test
+    // operator CLI (tools/cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), and the test
     // helpers that run it or pick the browser.
     files: [
-      'cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
+      'tools/cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
       'shared/config/**/*.ts',
-      'local/start.ts', 'local/scale/instance.ts', 'local/scale/serve.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
-      'bench/support/log.ts',
-      'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
+      'tools/devstack/start.ts', 'tools/devstack/scale/instance.ts', 'tools/devstack/scale/serve.ts', 'tools/devstack/azurite.ts', 'tools/devstack/servicebus/main.ts', 'tools/devstack/host/local-host.ts', 'tools/devstack/package.ts',
+      'tools/bench/support/log.ts',
+      'test/support/host-process.ts', 'tools/devstack/test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'tools/devstack/test/support/funcignore.ts', 'tools/devstack/test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'tools/*/test/**/*.ts', 'tools/bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -1,7 +1,8 @@
-// Runs every compiled *.test.js under dist/test with Node's built-in runner.
+// Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
+// tests) with Node's built-in runner.
 // Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 function find(dir) {
@@ -13,11 +14,13 @@ function find(dir) {
 }
 
 const only = process.argv.slice(2);
-const files = find('dist/test')
+const files = ['dist/test', 'dist/tools']
+  .filter((d) => existsSync(d))
+  .flatMap(find)
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
   .sort();
 if (files.length === 0) {
-  console.error('run-tests: no test files found under dist/test');
+  console.error('run-tests: no test files found under dist/test or dist/tools');
   process.exit(1);
 }
 const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });

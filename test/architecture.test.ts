@@ -1,10 +1,11 @@
 /**
- * Guardrails in tooling: shared/ never reaches up into functions/ or @azure/functions, and
- * no module imports itself through a cycle. Reads the TypeScript sources as text.
+ * Guardrails in tooling: the app (functions/, shared/) never imports tooling (tools/, test/),
+ * shared/ never reaches up into functions/ or @azure/functions, and no module imports itself
+ * through a cycle. Reads the TypeScript sources as text.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { describe, test } from 'node:test';
 
 function repoRoot(): string {
@@ -14,7 +15,7 @@ function repoRoot(): string {
 }
 
 const ROOT = repoRoot();
-const SOURCE_DIRS = ['functions', 'shared', 'local', 'bench', 'cli'];
+const SOURCE_DIRS = ['functions', 'shared', 'tools'];
 
 function sources(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -99,30 +100,63 @@ const CLI_ONLY = /^(commander|cli-progress|playwright-core)(\/|$)/;
 
 /**
  * Imports that would tie the app to the CLI, or the CLI to the app at run time: the app never
- * imports cli/ or a CLI-only package; the CLI imports the app's modules for their types only
- * (erased at compile time), so dist/cli needs nothing but Node and its two packages.
+ * imports tools/cli/ or a CLI-only package; the CLI imports the app's modules for their types only
+ * (erased at compile time), so dist/tools/cli needs nothing but Node and its two packages.
  */
 export function cliOffenders(files: readonly { path: string; text: string }[]): string[] {
   const out: string[] = [];
   for (const f of files) {
-    if (f.path.startsWith('cli/')) {
-      const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'(\.\.\/[^']+)'/gm) ?? [];
-      for (const line of valueImports) if (/'\.\.\/(shared|functions|local)\//.test(line)) out.push(`${f.path} → ${line}`);
+    if (f.path.startsWith('tools/cli/')) {
+      const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'((?:\.\.\/)+[^']+)'/gm) ?? [];
+      for (const line of valueImports) if (/'(?:\.\.\/)+(shared|functions|tools\/devstack)\//.test(line)) out.push(`${f.path} → ${line}`);
     } else {
-      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
+      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)tools\/cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
     }
   }
   return out;
 }
 
+/** The app: what Azure loads. Everything else (tools/, test/) is tooling and never ships. */
+const APP_DIRS = ['functions', 'shared'];
+
+/**
+ * Imports that would pull tooling into the app: a module of functions/ or shared/ whose relative
+ * import leaves the app's folders (into tools/, test/ or elsewhere). The deploy package holds
+ * only the app, so such an import would fail in Azure, and the tooling's packages would leak
+ * into production dependencies. Tooling may import the app; the other way round, never.
+ */
+export function toolingOffenders(files: readonly { path: string; text: string }[]): string[] {
+  return files.flatMap((f) =>
+    importsOf(f.text)
+      .filter((spec) => spec.startsWith('.'))
+      .filter((spec) => {
+        const target = posix.normalize(posix.join(posix.dirname(f.path), spec));
+        return !APP_DIRS.some((d) => target.startsWith(`${d}/`));
+      })
+      .map((spec) => `${f.path} → ${spec}`),
+  );
+}
+
 describe('architecture', () => {
-  test('shared/ never imports @azure/functions, functions/ or local/', () => {
+  test('the app (functions/, shared/) never imports tooling (tools/, test/)', () => {
+    const files = APP_DIRS.flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f).split(sep).join('/'), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path.startsWith('functions/')) && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+    assert.deepEqual(toolingOffenders(files), []);
+    // The check can fail: one step up from functions/ into tools/, two from shared/ into test/.
+    const up = '..';
+    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: `import { startAzurite } from '${up}/tools/devstack/azurite';` }]), [`functions/x.ts → ${up}/tools/devstack/azurite`]);
+    assert.deepEqual(toolingOffenders([{ path: 'shared/a/b.ts', text: `import { poll } from '${up}/${up}/test/support/poll';` }]), [`shared/a/b.ts → ${up}/${up}/test/support/poll`]);
+    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: "import { createApp } from '../shared/create-app';\nimport { a } from './y';" }]), []);
+  });
+
+
+  test('shared/ never imports @azure/functions, functions/ or tools/', () => {
     const offenders: string[] = [];
     for (const file of sources(join(ROOT, 'shared'))) {
       for (const spec of importsOf(readFileSync(file, 'utf8'))) {
         const target = resolveLocal(file, spec);
         const rel = target ? relative(ROOT, target) : '';
-        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('local')) {
+        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('tools')) {
           offenders.push(`${relative(ROOT, file)} → ${spec}`);
         }
       }
@@ -143,13 +177,15 @@ describe('architecture', () => {
     assert.equal(cycle?.map((f) => relative(ROOT, f)).join(' → '), undefined);
   });
 
-  test('the CLI stands apart: the app never imports cli/ or its packages, the CLI imports the app for types only', () => {
-    const files = ['shared', 'functions', 'cli'].flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
-    assert.ok(files.some((f) => f.path === 'cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+  test('the CLI stands apart: the app never imports tools/cli/ or its packages, the CLI imports the app for types only', () => {
+    const files = ['shared', 'functions', 'tools/cli'].flatMap((d) => sources(join(ROOT, d))).filter((f) => !f.includes(`${sep}test${sep}`)).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+    assert.ok(files.some((f) => f.path === 'tools/cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
     assert.deepEqual(cliOffenders(files), []);
     assert.deepEqual(cliOffenders([{ path: 'shared/app.ts', text: "import { Command } from 'commander';" }]), ["shared/app.ts → commander"]);
-    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../cli/main';" }]), ['functions/x.ts → ../cli/main']);
-    assert.deepEqual(cliOffenders([{ path: 'cli/x.ts', text: "import type { Report } from '../shared/billing/report';\nimport { layout } from '../shared/layout';" }]), ["cli/x.ts → import { layout } from '../shared/layout'"]);
+    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../tools/cli/main';" }]), ['functions/x.ts → ../tools/cli/main']);
+    // Built from a prefix so that the planted specifiers, which climb two levels from tools/cli/, are not read as this file's own.
+    const up = '../..';
+    assert.deepEqual(cliOffenders([{ path: 'tools/cli/x.ts', text: `import type { Report } from '${up}/shared/billing/report';\nimport { layout } from '${up}/shared/layout';` }]), [`tools/cli/x.ts → import { layout } from '${up}/shared/layout'`]);
   });
 
   test('the checks can fail: a planted cycle, a planted import and a planted SDK client are caught', () => {

@@ -1,6 +1,6 @@
 /**
  * docs/SECURITY.md's keys, checked on the registrations the Functions host would receive (captured
- * in a child process by local/host/print-registrations): batch routes and read-only operator views
+ * in a child process by tools/devstack/host/print-registrations): batch routes and read-only operator views
  * need a function key, admin routes that change something the admin (master) key, and only the
  * health check and the status page shell (no data, no key) are anonymous.
  */
@@ -20,7 +20,7 @@ interface Route {
 describe('HTTP auth levels', () => {
   test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health and the page shell are anonymous', () => {
     const root = repoRoot();
-    const run = spawnSync(process.execPath, [join(root, 'dist/local/host/print-registrations.js')], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], { cwd: root, encoding: 'utf8', timeout: 30_000 });
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: (Route & { methods: string[] })[] }).routes;
     assert.ok(routes.length >= 4);

@@ -10,10 +10,10 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import { type Azurite, startAzurite } from '../local/azurite';
 import type { HealthState, PushdrainApp } from '../shared/app';
 import { loadSettings } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { gzipBomb, validBatch } from './support/bombs';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';

@@ -4,8 +4,8 @@ import { describe, test } from 'node:test';
 import { billChunk, taxOf } from '../shared/billing/bill';
 import { ReportBuilder, reportCsv } from '../shared/billing/report';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { generate } from '../testkit/generate';
-import { expectedReport, halfEven } from '../testkit/oracle';
+import { generate } from '../tools/testkit/generate';
+import { expectedReport, halfEven } from '../tools/testkit/oracle';
 
 describe('tax rounding (half even)', () => {
   test('exact halves go to the even neighbour', () => {

@@ -17,7 +17,7 @@ import { canonicalLine, parseCanonical } from '../shared/model/canonical-line';
 import { decodeChunk, encodeChunk, encodeChunkLines } from '../shared/model/chunk-codec';
 import type { Transaction } from '../shared/model/transaction';
 import { isValidTransaction, validateTransaction } from '../shared/model/validate-transaction';
-import { generate, rng, toNdjson } from '../testkit/generate';
+import { generate, rng, toNdjson } from '../tools/testkit/generate';
 
 const txns = generate(20_000, 41, 300);
 

@@ -10,15 +10,15 @@ import { after, before, describe, test } from 'node:test';
 
 import { QueueServiceClient } from '@azure/storage-queue';
 
-import { type Azurite, startAzurite } from '../local/azurite';
-import { loadEntitiesConfig } from '../local/servicebus/config';
 import { entityNames } from '../shared/names';
-import { generate, rng, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
+import { generate, rng, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
+import { FAULT_KINDS, type FaultKind, startStorageProxy,type StorageProxy } from '../tools/testkit/storage-proxy';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';
-import { FAULT_KINDS, type FaultKind, startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
 const PREFIX = uniquePrefix();
 const names = entityNames(PREFIX, 4);

@@ -1,5 +1,5 @@
 /**
- * Crash soak. `npm start` (dist/local/start.js: the development broker embedded with its
+ * Crash soak. `npm start` (dist/tools/devstack/start.js: the development broker embedded with its
  * journal, and Storage either embedded Azurite or an Azurite running outside the app) has its
  * whole process group SIGKILLed at seeded random moments: while a large body is uploading,
  * while ingest writes, right after the `202`, mid-drain, mid-aggregation, and during the
@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type Azurite, startAzurite } from '../local/azurite';
-import { generate, rng } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { generate, rng } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { slowBody, SoakBatch, statusOf, watchCompletions } from './support/crash-client';
 import { type HostEnv, type HostProcess, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';

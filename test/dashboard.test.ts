@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 
 import { layout } from '../shared/layout';
 import { type EntityNames, entityNames } from '../shared/names';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
 import { slotContainer, wakeForSlots } from './support/dead-letter-stack';
 import { type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';

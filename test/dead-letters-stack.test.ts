@@ -13,8 +13,8 @@ import type { HealthState } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { entityNames, TOPIC } from '../shared/names';
 import type { DeadLetterRedriveResult } from '../shared/poison/dead-letter-redrive';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { slotContainer, wakeForSlots } from './support/dead-letter-stack';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf, submitHeld } from './support/local-stack';
 

@@ -1,6 +1,6 @@
 /**
  * Deploy readiness, offline: the function registrations the Functions host would receive (captured
- * in a child process by local/host/print-registrations), held against the contract, against infra/
+ * in a child process by tools/devstack/host/print-registrations), held against the contract, against infra/
  * and against the route table the local host serves. What the app reads is derived from the code:
  * the bindings themselves, and the settings loadSettings looks up (the lint rule keeps every
  * process.env read in shared/config).
@@ -49,7 +49,7 @@ function captured(env: Record<string, string> = {}): Captured {
   const key = JSON.stringify(env);
   const known = memo.get(key);
   if (known) return known;
-  const script = join(root, 'dist/local/host/print-registrations.js');
+  const script = join(root, 'dist/tools/devstack/host/print-registrations.js');
   const run = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
   assert.equal(run.status, 0, `${relative(root, script)} failed (run the build first):\n${run.stderr}${run.error?.message ?? ''}`);
   const got = JSON.parse(run.stdout) as Captured;

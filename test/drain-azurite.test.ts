@@ -10,8 +10,8 @@ import type { Report } from '../shared/billing/report';
 import { Drain } from '../shared/drain/drain';
 import { drainOptions } from '../shared/drain/drain-options';
 import { type DrainQueue, type DrainSlots, type MessageProcessor, systemClock } from '../shared/ports';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { completed, post, pump, report } from './support/invoke';
 import { leaseSlots, quietLog, type RawStorage, testRuntime, useStorage } from './support/storage';
 

@@ -12,7 +12,7 @@ import { drainOptions } from '../shared/drain/drain-options';
 import { JoinPoint } from '../shared/drain/join-point';
 import { type MessageProcessor, systemClock } from '../shared/ports';
 import { meterDelta, type MeterSnapshot } from '../shared/storage/meter';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { completed, post, pump } from './support/invoke';
 import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage';
 

@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { type Azurite, startAzurite } from '../local/azurite';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';

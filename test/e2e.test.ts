@@ -9,11 +9,11 @@ import { gzipSync } from 'node:zlib';
 
 import { QueueServiceClient } from '@azure/storage-queue';
 
-import { type Azurite, startAzurite } from '../local/azurite';
 import { entityNames, TOPIC } from '../shared/names';
 import type { MeterSnapshot } from '../shared/storage/meter';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';

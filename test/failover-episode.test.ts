@@ -15,13 +15,13 @@ import { after, before, test } from 'node:test';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { BlobServiceClient } from '@azure/storage-blob';
 
-import { type Azurite, startAzurite } from '../local/azurite';
-import { loadEntitiesConfig } from '../local/servicebus/config';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { BACKLOG_PROPERTY } from '../shared/notify/backlog-message';
 import type { PublisherHealth } from '../shared/notify/failover-state';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { receiveExactly } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { type PairedBrokers, startPairedBrokers } from './support/paired-brokers';

@@ -14,7 +14,7 @@ import { PermanentError, TransientError } from '../shared/errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { BACKLOG_PROPERTY } from '../shared/notify/backlog-message';
 import { type Clock, type Logger, systemClock } from '../shared/ports';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { seededClock } from './support/clock';
 import { type PairedBrokers, startPairedBrokers } from './support/paired-brokers';
 import { waitFor } from './support/poll';

@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { backlogEntities } from '../local/servicebus/secondary';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { backlogEntities } from '../tools/devstack/servicebus/secondary';
 import {
   appSettingsOf,
   isDeployTime,

@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 
 import { health } from '../functions/batches-http';
 import { ingestSweep } from '../functions/ingest-timer';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { blobNames, totalQueued } from './support/inspect';
 import { context, post, report, status } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';

@@ -12,8 +12,8 @@ import type { Report } from '../shared/billing/report';
 import { bufferSource } from '../shared/ingest/body';
 import { Ingestor } from '../shared/ingest/ingest';
 import { layout } from '../shared/layout';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { completed, pump, report } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 

@@ -8,8 +8,8 @@ import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { partitionOf } from '../shared/names';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { completed, post, pump, report } from './support/invoke';
 import { testRuntime, useProxiedStorage } from './support/storage';
 

@@ -7,8 +7,8 @@ import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
 import { meterDelta } from '../shared/storage/meter';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { completed, post, pump, report, status } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 

@@ -1,6 +1,6 @@
 /**
  * What the deployed app may need, read from the sources with the TypeScript parser and resolver:
- * functions/ and shared/ import nothing from local/, bench/, test/ or any other folder (a remote
+ * functions/ and shared/ import nothing from tools/, test/ or any other folder (a remote
  * build ships only those two and would not compile); every package they load at run time is a
  * production dependency; a type-only import comes from a package that production installs anyway;
  * and every production dependency is imported (or is a required peer of one that is), so that

@@ -21,7 +21,7 @@ import type { Clock } from '../shared/ports';
 import type { ScaleOutcome } from '../shared/scale/agent';
 import { createArmScaleTarget } from '../shared/scale/arm-target';
 import type { ScaleTarget } from '../shared/scale/target';
-import { rng } from '../testkit/generate';
+import { rng } from '../tools/testkit/generate';
 import { type ArmEndpoint, fakeCredential, flexSite, startArmEndpoint } from './support/arm-endpoint';
 import { startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';

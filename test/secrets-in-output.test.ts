@@ -17,15 +17,15 @@ import { BlobServiceClient, RestError } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import { errorResponse, redactSecrets } from '../functions/http-errors';
-import { type Azurite, startAzurite } from '../local/azurite';
 import { loadSettings } from '../shared/config/settings';
 import { ConfigError, TransientError, ValidationError } from '../shared/errors';
 import { entityNames, TOPIC } from '../shared/names';
-import { generate, toNdjson } from '../testkit/generate';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { startStorageProxy,type StorageProxy } from '../tools/testkit/storage-proxy';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostEnv, type HostProcess, runHostToExit, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';
-import { startStorageProxy,type StorageProxy } from './support/storage-proxy';
 
 const ACCOUNT = `sec${randomBytes(3).toString('hex')}`;
 const ACCOUNT_KEY = randomBytes(64).toString('base64');

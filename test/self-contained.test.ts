@@ -33,7 +33,7 @@ function outsideReferences(file: string, text: string, exists: (path: string) =>
     const at = `${file}:${i + 1}`;
     const machine = MACHINE_PATH.exec(line);
     if (machine) found.push(`${at} names a machine path: ${line.slice(machine.index, machine.index + 60).trim()}`);
-    if (OUTSIDE_DOC.test(line)) found.push(`${at} names ${WIRE_NOTES}.md, which is not in the repo (see local/servicebus/README.md)`);
+    if (OUTSIDE_DOC.test(line)) found.push(`${at} names ${WIRE_NOTES}.md, which is not in the repo (see tools/devstack/servicebus/README.md)`);
     // An import, or a path to a file (it has an extension), that climbs above the repository root.
     // Other ../ strings are data: the path-traversal attempts that the input tests send.
     for (const m of line.matchAll(/(?<![\w.])((?:\.\.\/)+)[\w.-]+(?:\/[\w.-]+)*/g)) {

@@ -19,7 +19,7 @@ import { ServiceBusInspector } from '../shared/notify/service-bus-inspector';
 import type { MessageProcessor, QueueMessage } from '../shared/ports';
 import { Activity } from '../shared/status/activity';
 import type { StatusReport } from '../shared/status/status-report';
-import { generate, toNdjson } from '../testkit/generate';
+import { generate, toNdjson } from '../tools/testkit/generate';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 import { completed, context, post, pump } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { type Azurite, startAzurite } from '../local/azurite';
 import { storageConnection } from '../shared/config/connections';
 import { createStorageClients, type StorageClients } from '../shared/storage/clients';
 import { StorageMeter } from '../shared/storage/meter';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import { proxiedConnectionString, startStorageProxy } from '../tools/testkit/storage-proxy';
 import { type SlowLink,startSlowLink } from './support/slow-link';
-import { proxiedConnectionString, startStorageProxy } from './support/storage-proxy';
 
 let azurite: Azurite;
 const links = new Set<SlowLink>();

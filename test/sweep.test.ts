@@ -5,8 +5,8 @@ import { gzipSync } from 'node:zlib';
 
 import { ingestSweep } from '../functions/ingest-timer';
 import type { Report } from '../shared/billing/report';
-import { generate, toNdjson } from '../testkit/generate';
-import { expectedReport } from '../testkit/oracle';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump, report } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';

@@ -5,9 +5,9 @@
  */
 import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from '@azure/service-bus';
 
-import type { Broker, BrokerOptions } from '../../local/servicebus/broker';
-import { startBroker } from '../../local/servicebus/broker';
-import type { QueueConfig } from '../../local/servicebus/config';
+import type { Broker, BrokerOptions } from '../../tools/devstack/servicebus/broker';
+import { startBroker } from '../../tools/devstack/servicebus/broker';
+import type { QueueConfig } from '../../tools/devstack/servicebus/config';
 
 export interface ClientOptions {
   /** @defaultValue 3 */

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../../shared/ports';
-import { rng } from '../../testkit/generate';
+import { rng } from '../../tools/testkit/generate';
 
 /** A clock whose `now` can be moved forward, as if the test had waited. */
 export function movableClock(): { clock: Clock; advance(ms: number): void } {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 
 import type { Transaction } from '../../shared/model/transaction';
-import { toNdjson } from '../../testkit/generate';
+import { toNdjson } from '../../tools/testkit/generate';
 import type { HostProcess } from './host-process';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

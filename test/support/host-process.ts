@@ -1,5 +1,5 @@
 /**
- * The local host as a child process (`dist/local/start.js`), as `npm start` runs it against given
+ * The local host as a child process (`dist/tools/devstack/start.js`), as `npm start` runs it against given
  * connections: this process's environment plus `env` (a setting given as undefined is removed).
  * Tests can kill it hard (SIGKILL) and start it again on the same port.
  */
@@ -41,7 +41,7 @@ export interface HostProcessOptions {
 /** `port` undefined: PORT as `env` (or this process) has it. */
 function spawnHost(env: HostEnv, port: number | undefined, onOutput: (text: string) => void, options: HostProcessOptions = {}): ChildProcess {
   const root = repoRoot();
-  const child = spawn(process.execPath, [join(root, 'dist', 'local', 'start.js')], {
+  const child = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'start.js')], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },

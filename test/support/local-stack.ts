@@ -6,10 +6,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
-import { type Azurite, startAzurite } from '../../local/azurite';
-import { findRepoRoot } from '../../local/host/registry';
 import { TOPIC } from '../../shared/names';
 import type { StatusReport } from '../../shared/status/status-report';
+import { type Azurite, startAzurite } from '../../tools/devstack/azurite';
+import { findRepoRoot } from '../../tools/devstack/host/registry';
 import { type BrokerHarness, startTestBroker } from './broker';
 import { type HostProcess, startHostProcess } from './host-process';
 import { uniquePrefix } from './storage';
@@ -98,7 +98,7 @@ export interface CliRun {
 }
 
 export const REPO_ROOT = findRepoRoot(__dirname);
-export const CLI = join(REPO_ROOT, 'cli', 'pushdrain.js');
+export const CLI = join(REPO_ROOT, 'tools', 'cli', 'pushdrain.js');
 
 /** Runs the real binary as a child, with pipes (not a terminal), bounded in time. */
 export function runCli(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 180_000, stdin?: Buffer): Promise<CliRun> {

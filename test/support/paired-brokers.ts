@@ -5,9 +5,9 @@
  */
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 
-import { type EntitiesConfig, loadEntitiesConfig } from '../../local/servicebus/config';
-import { backlogEntities } from '../../local/servicebus/secondary';
 import { backlogQueues } from '../../shared/names';
+import { type EntitiesConfig, loadEntitiesConfig } from '../../tools/devstack/servicebus/config';
+import { backlogEntities } from '../../tools/devstack/servicebus/secondary';
 import { type BrokerHarness, startTestBroker } from './broker';
 
 export interface PairedBrokers {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-import { findRepoRoot } from '../../local/host/registry';
+import { findRepoRoot } from '../../tools/devstack/host/registry';
 
 export const repoRoot = (): string => findRepoRoot(__dirname);
 

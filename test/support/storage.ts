@@ -8,7 +8,6 @@ import { after, afterEach, before } from 'node:test';
 import type { ContainerClient } from '@azure/storage-blob';
 import type { QueueClient } from '@azure/storage-queue';
 
-import { type Azurite, startAzurite } from '../../local/azurite';
 import type { PushdrainApp } from '../../shared/app';
 import { loadSettings, type Settings } from '../../shared/config/settings';
 import { type AppOptions, createApp } from '../../shared/create-app';
@@ -18,8 +17,9 @@ import { AzureBlobStore } from '../../shared/storage/azure-blob-store';
 import { createStorageClients } from '../../shared/storage/clients';
 import { BlobLeaseSlots } from '../../shared/storage/lease-slots';
 import { StorageMeter } from '../../shared/storage/meter';
+import { type Azurite, startAzurite } from '../../tools/devstack/azurite';
+import { startStorageProxy, type StorageProxy } from '../../tools/testkit/storage-proxy';
 import { CapturingPublisher } from './capturing-publisher';
-import { startStorageProxy, type StorageProxy } from './storage-proxy';
 
 let azurite: Azurite | undefined;
 // The promise, not the result: two callers racing (e.g. two before hooks) share one emulator.

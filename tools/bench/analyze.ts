@@ -1,0 +1,268 @@
+/**
+ * Turns the raw runs of each scenario into the figures the report shows: a median with min and
+ * max over repetitions for every design, and pushdrain ÷ baseline ratios paired by repetition
+ * (the same run, the same data).
+ */
+import type { MeterSnapshot } from '../../shared/storage/meter';
+import { BASELINES, type DesignName,DESIGNS } from './app';
+import type { IdleResult } from './scenarios/idle';
+import type { LatencyTrial } from './scenarios/latency';
+import type { LimitRun } from './scenarios/limit';
+import type { MemoryResultRun } from './scenarios/memory';
+import type { ThroughputRunRecord } from './scenarios/throughput-runs';
+import type { TrickleRun } from './scenarios/trickle';
+import type { WakeTrial } from './scenarios/wake';
+import { percentile, ratioSummary, summarize,type Summary } from './stats';
+import type { HotFunction } from './support/profiler';
+import { serviceBusOperations } from './support/service-bus';
+
+type PerDesign<T> = Partial<Record<DesignName, T>>;
+type Ratios = PerDesign<Summary>;
+
+export interface ThroughputFigures {
+  perDesign: PerDesign<{ transactions: number; batches: number; tps: Summary; cpuPerMillion: Summary; azuriteCpuPerMillion: Summary; peakRssMb: Summary; verified: boolean }>;
+  /** pushdrain tps ÷ baseline tps (above 1: pushdrain is faster). */
+  tpsRatio: Ratios;
+  /** pushdrain CPU per 1M ÷ baseline's (below 1: pushdrain uses less). */
+  cpuRatio: Ratios;
+}
+
+export interface StorageFigures {
+  perDesign: PerDesign<{ per1000: Summary; byOperation: Record<string, Summary>; serviceBusPer1000: Summary }>;
+  /** pushdrain ÷ baseline (below 1: pushdrain makes fewer storage transactions). */
+  ratio: Ratios;
+}
+
+export interface IdleFigures {
+  windowSeconds: number;
+  queuesPerApp: number;
+  perDesign: PerDesign<{
+    afterWork: Summary;
+    steady: Summary;
+    perHour: Summary;
+    perMonth: Summary;
+    perQueuePerMonth: Summary;
+    serviceBusPerHour: Summary;
+    steadyByOperation: Record<string, Summary>;
+  }>;
+  /** pushdrain's periodic sweep, included in its per-hour figure. */
+  sweep: { perRun: number; runsPerHour: number; perHour: number };
+  broker: IdleResult['broker'];
+  /** pushdrain ÷ baseline storage transactions per idle hour. */
+  ratio: Ratios;
+}
+
+export interface LatencyFigures {
+  perDesign: PerDesign<{ trials: number; p50: Summary; p95: Summary; transactions?: number }>;
+  /** pushdrain p50 ÷ baseline p50 (below 1: pushdrain is quicker). */
+  p50Ratio: Ratios;
+  p95Ratio: Ratios;
+}
+
+export interface TrickleFigures {
+  batches: number;
+  gapSeconds: number;
+  perDesign: PerDesign<{
+    transactionsPerBatch: number;
+    per1000: Summary;
+    byOperation: Record<string, Summary>;
+    serviceBusPer1000: Summary;
+    afterWindow: Summary;
+    p50: Summary;
+    p95: Summary;
+  }>;
+  /** pushdrain ÷ baseline, storage per 1,000 (below 1: pushdrain makes fewer). */
+  ratio: Ratios;
+  p50Ratio: Ratios;
+}
+
+export interface MemoryFigures {
+  sizes: { transactions: number; fileMb: number; peakRssMb: Summary; startRssMb: Summary; peakHeapUsedMb: Summary; ingestSeconds: Summary }[];
+}
+
+export interface LimitFigures {
+  transactions: number;
+  tps: Summary;
+  cpuPerMillion: Summary;
+  /** pushdrain throughput ÷ the limit, paired by repetition. */
+  pushdrainFraction: Summary | undefined;
+  /** The limit's CPU per transaction ÷ pushdrain's app CPU per transaction: the share of pushdrain's CPU that is the work itself. */
+  pushdrainCpuFraction: Summary | undefined;
+}
+
+export interface ProfileFigures {
+  file: string;
+  totalMs: number;
+  gcMs: number;
+  top: HotFunction[];
+}
+
+const byRep = <T extends { rep: number }>(items: readonly T[]): Map<number, T[]> => {
+  const m = new Map<number, T[]>();
+  for (const i of items) m.set(i.rep, [...(m.get(i.rep) ?? []), i]);
+  return m;
+};
+
+function ratios(values: PerDesign<number[]>): Ratios {
+  const out: Ratios = {};
+  const ours = values.pushdrain ?? [];
+  for (const b of BASELINES) {
+    const r = ratioSummary(ours, values[b] ?? []);
+    if (r) out[b] = r;
+  }
+  return out;
+}
+
+export function throughputFigures(runs: readonly ThroughputRunRecord[]): ThroughputFigures {
+  const perDesign: ThroughputFigures['perDesign'] = {};
+  const tps: PerDesign<number[]> = {};
+  const cpu: PerDesign<number[]> = {};
+  for (const d of DESIGNS) {
+    const rs = runs.filter((r) => r.design === d).sort((a, b) => a.rep - b.rep);
+    if (rs.length === 0) continue;
+    tps[d] = rs.map((r) => r.tps);
+    cpu[d] = rs.map((r) => (r.appCpuSeconds / r.transactions) * 1e6);
+    perDesign[d] = {
+      transactions: rs[0]!.transactions,
+      batches: rs[0]!.batches,
+      tps: summarize(tps[d]),
+      cpuPerMillion: summarize(cpu[d]),
+      azuriteCpuPerMillion: summarize(rs.map((r) => (r.azuriteCpuSeconds / r.transactions) * 1e6)),
+      peakRssMb: summarize(rs.map((r) => r.peakRssMb)),
+      verified: rs.every((r) => r.verified),
+    };
+  }
+  return { perDesign, tpsRatio: ratios(tps), cpuRatio: ratios(cpu) };
+}
+
+export function storageFigures(runs: readonly ThroughputRunRecord[]): StorageFigures {
+  const perDesign: StorageFigures['perDesign'] = {};
+  const per1000: PerDesign<number[]> = {};
+  for (const d of DESIGNS) {
+    const rs = runs.filter((r) => r.design === d).sort((a, b) => a.rep - b.rep);
+    if (rs.length === 0) continue;
+    per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
+    perDesign[d] = {
+      per1000: summarize(per1000[d]),
+      byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
+      serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+    };
+  }
+  return { perDesign, ratio: ratios(per1000) };
+}
+
+function scale(m: MeterSnapshot, k: number): MeterSnapshot {
+  return Object.fromEntries(Object.entries(m).map(([op, n]) => [op, n * k]));
+}
+
+/** Median/min/max per operation; an operation absent from a run counts as 0 there. */
+function perOperation(snaps: readonly MeterSnapshot[]): Record<string, Summary> {
+  const ops = [...new Set(snaps.flatMap((s) => Object.keys(s)))].filter((k) => k !== 'total').sort();
+  return Object.fromEntries(ops.map((op) => [op, summarize(snaps.map((s) => s[op] ?? 0))]));
+}
+
+export function idleFigures(r: IdleResult): IdleFigures {
+  const hour = 3_600_000;
+  const sweepPerHour = (r.sweepRun.total ?? 0) * (hour / r.sweepPeriodMs);
+  const perDesign: IdleFigures['perDesign'] = {};
+  const perHourByDesign: PerDesign<number[]> = {};
+  const brokerOps = serviceBusOperations(r.broker.steady) / Math.max(1, r.broker.pushdrainApps);
+  for (const d of DESIGNS) {
+    const rs = r.runs.filter((x) => x.design === d).sort((a, b) => a.rep - b.rep);
+    if (rs.length === 0) continue;
+    const extra = d === 'pushdrain' ? sweepPerHour : 0;
+    const perHour = rs.map((x) => ((x.steady.total ?? 0) * hour) / r.windowMs + extra);
+    perHourByDesign[d] = perHour;
+    perDesign[d] = {
+      afterWork: summarize(rs.map((x) => x.afterWork.total ?? 0)),
+      steady: summarize(rs.map((x) => x.steady.total ?? 0)),
+      perHour: summarize(perHour),
+      perMonth: summarize(perHour.map((h) => h * 24 * 30)),
+      perQueuePerMonth: summarize(perHour.map((h) => (h * 24 * 30) / r.queuesPerApp)),
+      // Counted by the broker (sends, deliveries, settlements, management), shared evenly by the
+      // pushdrain apps that were its only users; the baselines use no Service Bus at all.
+      serviceBusPerHour: summarize(rs.map(() => (d === 'pushdrain' ? (brokerOps * hour) / r.windowMs : 0))),
+      steadyByOperation: perOperation(rs.map((x) => x.steady)),
+    };
+  }
+  return {
+    windowSeconds: r.windowMs / 1000,
+    queuesPerApp: r.queuesPerApp,
+    perDesign,
+    sweep: { perRun: r.sweepRun.total ?? 0, runsPerHour: hour / r.sweepPeriodMs, perHour: sweepPerHour },
+    broker: r.broker,
+    ratio: ratios(perHourByDesign),
+  };
+}
+
+/** p50 and p95 within each repetition, then median/min/max of those over repetitions. */
+export function latencyFigures(trials: readonly (WakeTrial | LatencyTrial)[]): LatencyFigures {
+  const perDesign: LatencyFigures['perDesign'] = {};
+  const p50: PerDesign<number[]> = {};
+  const p95: PerDesign<number[]> = {};
+  for (const d of DESIGNS) {
+    const ts = trials.filter((t) => t.design === d);
+    if (ts.length === 0) continue;
+    const reps = [...byRep(ts).entries()].sort(([a], [b]) => a - b).map(([, v]) => v.map((t) => t.latencyMs));
+    p50[d] = reps.map((v) => percentile(v, 50));
+    p95[d] = reps.map((v) => percentile(v, 95));
+    const first = ts[0];
+    perDesign[d] = { trials: ts.length, p50: summarize(p50[d]), p95: summarize(p95[d]), ...(first && 'transactions' in first ? { transactions: first.transactions } : {}) };
+  }
+  return { perDesign, p50Ratio: ratios(p50), p95Ratio: ratios(p95) };
+}
+
+export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): TrickleFigures {
+  const perDesign: TrickleFigures['perDesign'] = {};
+  const per1000: PerDesign<number[]> = {};
+  const p50: PerDesign<number[]> = {};
+  for (const d of DESIGNS) {
+    const rs = runs.filter((r) => r.design === d).sort((a, b) => a.rep - b.rep);
+    if (rs.length === 0) continue;
+    per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
+    p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
+    perDesign[d] = {
+      transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
+      per1000: summarize(per1000[d]),
+      byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
+      serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+      afterWindow: summarize(rs.map((r) => r.afterWindow)),
+      p50: summarize(p50[d]),
+      p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
+    };
+  }
+  return { batches: runs[0]?.batches ?? 0, gapSeconds: gapMs / 1000, perDesign, ratio: ratios(per1000), p50Ratio: ratios(p50) };
+}
+
+export function memoryFigures(runs: readonly MemoryResultRun[]): MemoryFigures {
+  const sizes = [...new Set(runs.map((r) => r.size))].sort((a, b) => a - b);
+  return {
+    sizes: sizes.map((size) => {
+      const rs = runs.filter((r) => r.size === size);
+      return {
+        transactions: size,
+        fileMb: (rs[0]?.fileBytes ?? 0) / (1024 * 1024),
+        peakRssMb: summarize(rs.map((r) => r.peakRssMb)),
+        startRssMb: summarize(rs.map((r) => r.startRssMb)),
+        peakHeapUsedMb: summarize(rs.map((r) => r.peakHeapUsedMb)),
+        ingestSeconds: summarize(rs.map((r) => r.ingestMs / 1000)),
+      };
+    }),
+  };
+}
+
+export function limitFigures(runs: readonly LimitRun[], pushdrain: readonly ThroughputRunRecord[]): LimitFigures {
+  const tps = runs.map((r) => r.tps);
+  const cpu = runs.map((r) => (r.cpuSeconds / r.transactions) * 1e6);
+  const ourCpu = pushdrain.map((r) => (r.appCpuSeconds / r.transactions) * 1e6);
+  return {
+    transactions: runs[0]?.transactions ?? 0,
+    tps: summarize(tps),
+    cpuPerMillion: summarize(cpu),
+    pushdrainFraction: ratioSummary(
+      pushdrain.map((r) => r.tps),
+      tps,
+    ),
+    pushdrainCpuFraction: ratioSummary(cpu, ourCpu),
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * One running deployment of a design under test. Every design takes batches the same way (an
+ * NDJSON body, as POST /api/batches would carry it) and records completion on the same
+ * manifest, so the scenarios drive them all through this one interface.
+ */
+import type { PushdrainApp } from '../../shared/app';
+import type { Settings } from '../../shared/config/settings';
+import type { StorageMeter } from '../../shared/storage/meter';
+
+export const DESIGNS = ['pushdrain', 'classic-poller', 'functions-queue', 'no-claim-check'] as const;
+export type DesignName = (typeof DESIGNS)[number];
+
+export const BASELINES = DESIGNS.filter((d) => d !== 'pushdrain');
+
+export const DESIGN_TITLES: Record<DesignName, string> = {
+  pushdrain: 'pushdrain',
+  'classic-poller': 'classic poller (1 s, batch 32)',
+  'functions-queue': 'Functions queue trigger (batch 16, 100 ms–60 s)',
+  'no-claim-check': 'no claim-check (1 message per transaction)',
+};
+
+export interface BenchApp {
+  readonly design: DesignName;
+  readonly settings: Settings;
+  readonly runtime: PushdrainApp;
+  /** The app's own storage transactions (the scenario's reads go through another client). */
+  readonly meter: StorageMeter;
+  /** Submits one batch as POST /api/batches would; resolves with its batchId once answered 202. */
+  submit(body: Buffer): Promise<string>;
+  /** Messages this app has sent to Service Bus so far (events and scheduled checks); baselines send none. */
+  sent(): number;
+  /**
+   * Baselines only: restart the pollers in the state `idleMs` of idle would leave them in (see
+   * baselines/functions-backoff.ts), instead of waiting that long. pushdrain has no pollers.
+   */
+  restartIdle?(idleMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface AppOptions {
+  prefix: string;
+  storage: string;
+  /** pushdrain only: broker connection and the topic copy this app owns. */
+  serviceBus?: { connectionString: string; topic: string };
+  meter?: StorageMeter;
+  /** Start the pollers already in the idle state they would reach after this long (baselines). */
+  idleMs?: number;
+  random?: () => number;
+}

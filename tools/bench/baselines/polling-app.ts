@@ -1,0 +1,94 @@
+/**
+ * A polling deployment of the same pipeline: the same app (storage clients, ingest (POST
+ * handler), chunk blobs, pointers, MapProcessor and ReduceProcessor as pushdrain), but no
+ * Service Bus and no drainer. Instead one listener per queue (each input partition and the
+ * results queue) polls for as long as the app runs.
+ */
+import type { PushdrainApp } from '../../../shared/app';
+import { createApp } from '../../../shared/create-app';
+import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
+import { createStorageClients } from '../../../shared/storage/clients';
+import { StorageMeter } from '../../../shared/storage/meter';
+import type { AppOptions, BenchApp, DesignName } from '../app';
+import { appSettings } from '../support/env';
+import { benchLog } from '../support/log';
+import { NullPublisher } from '../support/null-publisher';
+import { postNdjson } from '../support/submit';
+import type { Listener, ListenerDeps } from './listener';
+
+export type ListenerFactory = (deps: ListenerDeps) => Listener;
+
+export interface PollingDesign {
+  design: DesignName;
+  listener: ListenerFactory;
+  /** The map step; defaults to pushdrain's MapProcessor (chunk pointers). */
+  map?: (rt: PushdrainApp) => MessageProcessor;
+  /** How a batch enters; defaults to the POST /api/batches handler. */
+  submit?: (rt: PushdrainApp, body: Buffer) => Promise<string>;
+}
+
+/** Wraps the map step so each message it finishes notifies the results listener. */
+function notifying(processor: MessageProcessor, after: () => void): MessageProcessor {
+  return {
+    process: async (m: QueueMessage) => {
+      await processor.process(m);
+      after();
+    },
+    ...(processor.onPoison ? { onPoison: (m: QueueMessage, reason: string) => processor.onPoison!(m, reason) } : {}),
+  };
+}
+
+export async function startPollingApp(spec: PollingDesign, options: AppOptions): Promise<BenchApp> {
+  const settings = appSettings({ storage: options.storage }, options.prefix);
+  const meter = options.meter ?? new StorageMeter();
+  const runtime = createApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
+  await runtime.ready();
+  const { names, settings: { tuning }, queues } = runtime.parts;
+  // Releasing a message early (visibility 0) is a baseline's own move; no port offers it. Same meter.
+  const sdk = createStorageClients(settings.storage, meter).queues;
+  const random = options.random ?? Math.random;
+  const listen = (name: string, processor: MessageProcessor, idleMs: number | undefined): Listener => {
+    const client = sdk.getQueueClient(name);
+    return spec.listener({
+      queue: queues.queue(name),
+      processor,
+      log: benchLog,
+      maxDequeueCount: tuning.maxDequeueCount,
+      random,
+      release: async (id, popReceipt) => {
+        await client.updateMessage(id, popReceipt, undefined, 0);
+      },
+      ...(idleMs !== undefined ? { idleMs } : {}),
+    });
+  };
+  const { reduce } = runtime.parts;
+  const mapStep = spec.map ? spec.map(runtime) : runtime.parts.map;
+  let listeners: Listener[] = [];
+  const startListeners = (idleMs: number | undefined): void => {
+    const results = listen(names.resultsQueue, reduce, idleMs);
+    const map = notifying(mapStep, () => results.notify());
+    listeners = [results, ...names.inputQueues().map((q) => listen(q, map, idleMs))];
+  };
+  const stopListeners = async (): Promise<void> => {
+    await Promise.all(listeners.map((l) => l.stop()));
+    listeners = [];
+  };
+  startListeners(options.idleMs);
+  const submit = spec.submit ?? postNdjson;
+  return {
+    design: spec.design,
+    settings,
+    runtime,
+    meter,
+    submit: (body) => submit(runtime, body),
+    sent: () => 0,
+    restartIdle: async (idleMs) => {
+      await stopListeners();
+      startListeners(idleMs);
+    },
+    stop: async () => {
+      await stopListeners();
+      await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * The bench's sizes and repetitions, for the full run and for the smoke run (--quick). The
+ * full run is budgeted to finish in under 15 minutes on 2 cores (see BENCHMARKS.md for the
+ * measured split); the smoke run takes seconds and exists so the harness cannot rot.
+ */
+import { defaultTuning } from '../../shared/config/settings';
+import type { DesignName } from './app';
+import type { BrokerConfig } from './scenarios/broker';
+import type { IdleConfig } from './scenarios/idle';
+import type { LatencyConfig } from './scenarios/latency';
+import type { ScaleOutConfig } from './scenarios/scale-out';
+import type { TrickleConfig } from './scenarios/trickle';
+import type { WakeConfig } from './scenarios/wake';
+import { type BatchSpec, batchSpecs } from './support/data';
+
+export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'trickle', 'memory', 'limit', 'broker', 'scaleout'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface BenchConfig {
+  mode: 'full' | 'quick';
+  seed: number;
+  throughput: {
+    reps: number;
+    /** Batches per design; the no-claim-check baseline gets its own, smaller set. */
+    batches: BatchSpec[];
+    noClaimCheckBatches: BatchSpec[];
+    /** CPU-profile every design's first repetition (the report names pushdrain's top functions). */
+    profile: boolean;
+  };
+  idle: IdleConfig;
+  wake: WakeConfig & { pushdrainWarmup: boolean };
+  latency: LatencyConfig;
+  trickle: TrickleConfig;
+  memory: { sizes: number[]; reps: number };
+  /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
+  limit: { reps: number; batches: BatchSpec[] };
+  /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
+  broker: BrokerConfig;
+  scaleOut: ScaleOutConfig;
+}
+
+const tuning = defaultTuning();
+
+/** Longer than pushdrain's back-off cap: a quiet meter then means every dequeue task has exited. */
+const DRAIN_QUIET_MS = tuning.maxIdleMs + 1_000;
+
+/** pushdrain apps a run starts in all; each gets a topic copy of its own (see support/env.ts). */
+export function pushdrainAppCount(c: BenchConfig): number {
+  const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
+  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + c.trickle.reps;
+}
+
+export function fullConfig(): BenchConfig {
+  const batches = batchSpecs(10, 100_000, 1_000);
+  return {
+    mode: 'full',
+    seed: 20_261_120,
+    throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
+    idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
+    wake: { reps: 3, trialsPerRep: 5, baselineTrialsPerRep: 10, settleMs: 2_000, spreadMs: 3_000, classicWave: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
+    latency: {
+      reps: 3,
+      trialsPerRep: 3,
+      batchSize: { pushdrain: 10_000, 'classic-poller': 10_000, 'functions-queue': 10_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      gapMinMs: 500,
+      gapMaxMs: 1_500,
+    },
+    // The stream issue 14 measured: 1,000-transaction batches 8 s apart. One repetition of ten
+    // batches per design, all designs in the same window (~90 s).
+    trickle: {
+      reps: 1,
+      batches: 10,
+      batchSize: { pushdrain: 1_000, 'classic-poller': 1_000, 'functions-queue': 1_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      gapMs: 8_000,
+      quietMs: DRAIN_QUIET_MS,
+    },
+    memory: { sizes: [250_000, 1_000_000], reps: 2 },
+    limit: { reps: 3, batches: batches.slice(0, 2) },
+    broker: { reps: 3, messages: 3_000, senders: 16, receivers: 4 },
+    // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
+    // drain per 32 queued makes each of the 4 queues want 16 drains (64 events, 4 instances at 16).
+    // At most 4 instances: each is a Node process on the same 2 cores (and Azurite with them).
+    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, messagesPerTask: 8, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
+  };
+}
+
+export function quickConfig(): BenchConfig {
+  const batches = batchSpecs(2, 500, 9_000);
+  return {
+    mode: 'quick',
+    seed: 7,
+    throughput: { reps: 1, batches, noClaimCheckBatches: batchSpecs(1, 30, 9_500), profile: true },
+    idle: { reps: 1, functionsAppsPerRep: 1, windowMs: 1_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
+    // Seconds, not minutes: a short simulated idle, and pushdrain trials on fresh (idle) apps.
+    wake: { reps: 1, trialsPerRep: 1, baselineTrialsPerRep: 1, settleMs: 100, spreadMs: 100, classicWave: 1, pushdrainApps: 1, idleMinMs: 500, idleMaxMs: 1_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: false },
+    latency: {
+      reps: 1,
+      trialsPerRep: 1,
+      batchSize: { pushdrain: 200, 'classic-poller': 200, 'functions-queue': 200, 'no-claim-check': 10 },
+      gapMinMs: 50,
+      gapMaxMs: 100,
+    },
+    trickle: {
+      reps: 1,
+      batches: 2,
+      batchSize: { pushdrain: 100, 'classic-poller': 100, 'functions-queue': 100, 'no-claim-check': 10 },
+      gapMs: 1_500,
+      quietMs: DRAIN_QUIET_MS,
+    },
+    memory: { sizes: [300, 1_000], reps: 1 },
+    limit: { reps: 1, batches: batches.slice(0, 1) },
+    broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
+    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, visibilityTimeoutSeconds: 5, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
+  };
+}

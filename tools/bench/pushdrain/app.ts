@@ -1,0 +1,88 @@
+/**
+ * pushdrain as deployed: the PushdrainApp publishes WorkDetected to a real Service Bus (the
+ * development broker, over AMQP with the official SDK), and the local host's own Service Bus
+ * trigger runner delivers each event to the drain / aggregate handler with host.json's
+ * settings (its maxConcurrentCalls per function, auto-complete, lock renewal). Only the HTTP
+ * transport is skipped: batches go straight to the POST handler.
+ */
+import type { InvocationContext } from '@azure/functions';
+
+import { onWorkDetected } from '../../../functions/drain';
+import type { PushdrainApp } from '../../../shared/app';
+import { createApp } from '../../../shared/create-app';
+import { SUBSCRIPTIONS } from '../../../shared/names';
+import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../../shared/notify/events';
+import { createServiceBusClient, ServiceBusPublisher } from '../../../shared/notify/service-bus-publisher';
+import { StorageMeter } from '../../../shared/storage/meter';
+import { serviceBusOptions } from '../../devstack/host/host-json';
+import { findRepoRoot, type Registration } from '../../devstack/host/registry';
+import { type ServiceBusHost, startServiceBusTriggers } from '../../devstack/host/service-bus-triggers';
+import type { AppOptions, BenchApp } from '../app';
+import { appSettings } from '../support/env';
+import { benchLog, hostLog } from '../support/log';
+import { postNdjson } from '../support/submit';
+
+/** Counts what this app sends to Service Bus (the broker's own counters are shared by every app). */
+export class CountingPublisher implements WorkPublisher {
+  events = 0;
+  scheduled = 0;
+
+  constructor(private readonly inner: WorkPublisher) {}
+
+  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void> {
+    this.events += events.length;
+    return this.inner.publish(events, options);
+  }
+
+  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+    this.scheduled++;
+    return this.inner.scheduleWatchdog(check, delayMs);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function trigger(name: string, topic: string, subscription: string, rt: PushdrainApp): Registration {
+  return {
+    name,
+    bindings: {
+      message: { type: 'serviceBusTrigger', direction: 'in', name: 'message', connection: 'ServiceBusConnection', topicName: topic, subscriptionName: subscription },
+    },
+    // The body of the two registrations in functions/drain.ts, with this app's runtime.
+    handler: async (body: unknown, context: unknown) => {
+      await onWorkDetected(rt, body, context as InvocationContext);
+    },
+  };
+}
+
+export function startPushdrain(options: AppOptions): BenchApp {
+  const sb = options.serviceBus;
+  if (!sb) throw new Error('pushdrain needs a Service Bus connection');
+  const settings = appSettings({ storage: options.storage, serviceBus: sb.connectionString }, options.prefix);
+  const meter = options.meter ?? new StorageMeter();
+  if (!settings.serviceBus) throw new Error('unreachable: ServiceBusConnection was set');
+  const publisher = new CountingPublisher(new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic));
+  const runtime = createApp(settings, { publisher, meter, log: benchLog });
+  const host: ServiceBusHost = startServiceBusTriggers(
+    [trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime), trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime)],
+    { ServiceBusConnection: sb.connectionString },
+    serviceBusOptions(findRepoRoot(__dirname)),
+    hostLog,
+  );
+  return {
+    design: 'pushdrain',
+    settings,
+    runtime,
+    meter,
+    submit: (body) => postNdjson(runtime, body),
+    sent: () => publisher.events + publisher.scheduled,
+    stop: async () => {
+      // As the host's graceful stop: running drains hand their rest over, then links close.
+      runtime.beginShutdown();
+      await host.close();
+      await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,271 @@
+/**
+ * `npm run bench`: starts its own Azurite and Service Bus broker, runs every scenario for
+ * pushdrain and each baseline on the same generated data, prints the tables, and writes
+ * tools/bench/results/latest.json and BENCHMARKS.md. `--quick` is the seconds-long smoke version.
+ */
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { defaultTuning } from '../../shared/config/settings';
+import { findRepoRoot } from '../devstack/host/registry';
+import { rng } from '../testkit/generate';
+import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures, trickleFigures } from './analyze';
+import { type DesignName,DESIGNS } from './app';
+import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
+import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
+import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
+import { runIdle } from './scenarios/idle';
+import { runLatency } from './scenarios/latency';
+import type { LimitJob, LimitRun } from './scenarios/limit';
+import { runMemory } from './scenarios/memory';
+import { runScaleOut } from './scenarios/scale-out';
+import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
+import { runTrickle } from './scenarios/trickle';
+import { runWake } from './scenarios/wake';
+import { runChild } from './support/child';
+import { findAzuritePid } from './support/cpu';
+import { batchFile, batchSpecs } from './support/data';
+import { startEnv } from './support/env';
+import { problems } from './support/log';
+import { topFunctions } from './support/profiler';
+
+const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
+  --quick        smoke sizes: tiny batches, one repetition, seconds in all
+  --only         run only these scenarios: ${SCENARIOS.join(', ')} (storage comes with throughput)
+  --designs      throughput, latency and trickle: only these designs (${DESIGNS.join(', ')})
+  --batches, --batch-size, --reps   throughput: override the number and size of batches and the repetitions
+  --trickle-batches, --trickle-gap-ms, --trickle-reps   trickle: batches per design, ms between submissions, repetitions
+  --out          results JSON (default tools/bench/results/latest.json; --quick: tools/bench/results/quick.json)
+  --markdown     BENCHMARKS.md to update (default: BENCHMARKS.md for a full run of every scenario)
+  --no-markdown  do not touch any markdown file`;
+
+interface Cli {
+  config: BenchConfig;
+  only: Set<ScenarioName>;
+  designs: DesignName[];
+  out: string;
+  markdown: string | undefined;
+}
+
+function parseCli(argv: string[], root: string): Cli | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      out: { type: 'string' },
+      markdown: { type: 'string' },
+      'no-markdown': { type: 'boolean', default: false },
+      designs: { type: 'string' },
+      batches: { type: 'string' },
+      'batch-size': { type: 'string' },
+      reps: { type: 'string' },
+      'trickle-batches': { type: 'string' },
+      'trickle-gap-ms': { type: 'string' },
+      'trickle-reps': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) return undefined;
+  const wanted = (values.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim());
+  for (const w of wanted) if (!(SCENARIOS as readonly string[]).includes(w)) throw new Error(`--only: unknown scenario "${w}" (known: ${SCENARIOS.join(', ')})`);
+  const only = new Set(wanted as ScenarioName[]);
+  if (only.has('storage')) only.add('throughput');
+  const config = values.quick ? quickConfig() : fullConfig();
+  const designs = (values.designs ?? DESIGNS.join(',')).split(',').map((d) => d.trim());
+  for (const d of designs) if (!(DESIGNS as readonly string[]).includes(d)) throw new Error(`--designs: unknown design "${d}" (known: ${DESIGNS.join(', ')})`);
+  const count = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a positive whole number, got "${v}"`);
+    return n;
+  };
+  const batches = count('batches', values.batches);
+  const batchSize = count('batch-size', values['batch-size']);
+  const reps = count('reps', values.reps);
+  const trickle = { batches: count('trickle-batches', values['trickle-batches']), gapMs: count('trickle-gap-ms', values['trickle-gap-ms']), reps: count('trickle-reps', values['trickle-reps']) };
+  for (const [k, v] of Object.entries(trickle)) if (v !== undefined) config.trickle[k as keyof typeof trickle] = v;
+  const overridden = batches !== undefined || batchSize !== undefined || reps !== undefined || values.designs !== undefined || Object.values(trickle).some((v) => v !== undefined);
+  if (batches !== undefined || batchSize !== undefined) {
+    const first = config.throughput.batches[0]!;
+    config.throughput.batches = batchSpecs(batches ?? config.throughput.batches.length, batchSize ?? first.count, first.seed);
+  }
+  if (reps !== undefined) config.throughput.reps = reps;
+  // A partial or resized run must not overwrite the published figures.
+  const everything = SCENARIOS.every((s) => only.has(s)) && !overridden;
+  const markdown = values['no-markdown'] ? undefined : (values.markdown ?? (config.mode === 'full' && everything ? join(root, 'BENCHMARKS.md') : undefined));
+  return { config, only, designs: designs as DesignName[], out: values.out ?? join(root, 'tools', 'bench', 'results', config.mode === 'full' ? 'latest.json' : 'quick.json'), markdown };
+}
+
+function machine(): MachineInfo {
+  let azurite = 'unknown';
+  try {
+    azurite = (JSON.parse(readFileSync(require.resolve('azurite/package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    // reported as unknown
+  }
+  return {
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    cpus: cpus().length,
+    memoryGb: totalmem() / 1024 ** 3,
+    os: `${type()} ${release()}`,
+    node: process.versions.node,
+    azurite,
+    sharedMachine: `Load average when the run started: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')} (1/5/15 min); CPU figures are per process, so other work on the machine moves times, not CPU seconds.`,
+  };
+}
+
+const PUSHDRAIN_PATH =
+  'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler. Service Bus operations are counted by the broker.';
+
+async function timed<T>(timings: Record<string, number>, name: string, log: (l: string) => void, fn: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  log(`${name}…`);
+  try {
+    return await fn();
+  } finally {
+    timings[name] = (Date.now() - t0) / 1000;
+    log(`${name}: ${timings[name].toFixed(1)} s`);
+  }
+}
+
+async function main(): Promise<void> {
+  const root = findRepoRoot(__dirname);
+  const cli = parseCli(process.argv.slice(2), root);
+  if (!cli) {
+    console.log(HELP);
+    return;
+  }
+  const { config: cfg, only, designs } = cli;
+  const log = (line: string): void => console.log(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+  const t0 = Date.now();
+  const startedAt = new Date().toISOString();
+  const host = machine();
+  const random = rng(cfg.seed);
+  const timings: Record<string, number> = {};
+  const raw: Record<string, unknown> = {};
+  const results: Partial<BenchResults> = {};
+
+  const env = await timed(timings, 'setup', log, async () => {
+    // Generate (or find cached) every input before anything is timed.
+    for (const spec of [...cfg.throughput.batches, ...cfg.throughput.noClaimCheckBatches, ...(only.has('scaleout') ? cfg.scaleOut.batches : [])]) batchFile(spec);
+    return startEnv(pushdrainAppCount(cfg));
+  });
+  const azuritePid = findAzuritePid();
+  let throughputRuns: ThroughputRunRecord[] = [];
+  try {
+    const limitRuns: LimitRun[] = [];
+    const limitJob = async (): Promise<void> => {
+      const t = Date.now();
+      const run = await runChild<LimitRun>({ kind: 'limit', batches: cfg.limit.batches } satisfies LimitJob, { timeoutMs: 600_000 });
+      limitRuns.push(run);
+      timings.limit = (timings.limit ?? 0) + (Date.now() - t) / 1000;
+      log(`  machine limit: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, CPU ${run.cpuSeconds.toFixed(1)} s`);
+    };
+    if (only.has('throughput')) {
+      throughputRuns = await timed(timings, 'throughput', log, () =>
+        runThroughput(env, cfg.throughput, {
+          designs,
+          azuritePid,
+          profileDir: join(root, 'tools', 'bench', 'results'),
+          log,
+          // The limit is measured next to each repetition, so a busy spell on a shared machine
+          // weighs on both sides of the ratio alike.
+          ...(only.has('limit') ? { beforeRep: () => limitJob() } : {}),
+        }),
+      );
+      // Repo-relative, so the committed results name no path of the machine that ran them.
+      raw.throughput = throughputRuns.map((r) => (r.profileFile ? { ...r, profileFile: relative(root, r.profileFile) } : r));
+      results.throughput = throughputFigures(throughputRuns);
+      results.storage = storageFigures(throughputRuns);
+      const profiled = throughputRuns.find((r) => r.profileFile && r.design === 'pushdrain');
+      if (profiled?.profileFile) results.profile = { file: relative(root, profiled.profileFile), ...topFunctions(profiled.profileFile, 5, root) } satisfies ProfileFigures;
+    }
+    if (only.has('idle')) {
+      const idle = await timed(timings, 'idle', log, () => runIdle(env, cfg.idle, random));
+      raw.idle = idle;
+      results.idle = idleFigures(idle);
+    }
+    if (only.has('wake')) {
+      const wake = await timed(timings, 'wake', log, () => runWake(env, cfg.wake, random));
+      raw.wake = wake;
+      results.wake = latencyFigures(wake);
+    }
+    if (only.has('latency')) {
+      const latency = await timed(timings, 'latency', log, () => runLatency(env, cfg.latency, designs, random));
+      raw.latency = latency;
+      results.latency = latencyFigures(latency);
+    }
+    if (only.has('trickle')) {
+      const trickle = await timed(timings, 'trickle', log, () => runTrickle(env, cfg.trickle, designs, random));
+      raw.trickle = trickle;
+      results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
+      for (const t of trickle) log(`  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`);
+    }
+    if (only.has('memory')) {
+      const memory = await timed(timings, 'memory', log, () => runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }));
+      raw.memory = memory;
+      results.memory = memoryFigures(memory);
+    }
+    if (only.has('scaleout')) {
+      const instanceLog = join(root, 'tools', 'bench', 'results', `scaleout-instances${cfg.mode === 'quick' ? '-quick' : ''}.log`);
+      results.scaleOut = await timed(timings, 'scaleout', log, () => runScaleOut({ ...cfg.scaleOut, instanceLog }, log));
+    }
+    if (only.has('limit')) {
+      if (limitRuns.length === 0) await timed(timings, 'limit', log, async () => {
+        for (let i = 0; i < cfg.limit.reps; i++) await limitJob();
+      });
+      raw.limit = limitRuns;
+      const ours = throughputRuns.filter((r) => r.design === 'pushdrain').sort((a, b) => a.rep - b.rep);
+      results.limit = limitFigures(limitRuns, ours);
+    }
+    if (only.has('broker')) {
+      const runs = await timed(timings, 'broker', log, async () => {
+        const out: BrokerRun[] = [];
+        const { reps, ...sizes } = cfg.broker;
+        for (let rep = 0; rep < reps; rep++) {
+          // Alternate which goes first, so a drift on a shared machine weighs on both sides.
+          for (const durable of rep % 2 === 0 ? [false, true] : [true, false]) {
+            const run = await runChild<BrokerRun>({ kind: 'broker', durable, ...sizes } satisfies BrokerJob, { timeoutMs: 300_000 });
+            out.push(run);
+            log(`  broker ${durable ? 'durable  ' : 'in memory'}: send ${run.sendOnePerSec.toFixed(0)}/s (1 sender), ${run.sendManyPerSec.toFixed(0)}/s (${sizes.senders}), receive+complete ${run.receiveCompletePerSec.toFixed(0)}/s`);
+          }
+        }
+        return out;
+      });
+      raw.broker = runs;
+      results.broker = brokerFigures(runs, cfg.broker.messages);
+    }
+  } finally {
+    await env.stop();
+  }
+
+  const finished: BenchResults = {
+    version: 1,
+    mode: cfg.mode,
+    command: `node dist/tools/bench/run.js ${process.argv.slice(2).join(' ')}`.trim(),
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    wallSeconds: (Date.now() - t0) / 1000,
+    timings,
+    machine: host,
+    settings: { tuning: defaultTuning(), config: cfg, pushdrainPath: PUSHDRAIN_PATH },
+    ...results,
+    warnings: [...problems, ...throughputRuns.flatMap((r) => r.warnings)],
+    raw,
+  };
+  writeJson(cli.out, finished);
+  if (cli.markdown) writeMarkdown(cli.markdown, finished);
+  console.log(`\n${renderTables(finished)}\n`);
+  console.log(`wrote ${cli.out}${cli.markdown ? ` and ${cli.markdown}` : ''}; bench wall time ${finished.wallSeconds.toFixed(0)} s`);
+  for (const l of keyRatios(finished)) log(l);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,61 @@
+/**
+ * Scenario 7, the machine's limit: the same work pushdrain does per transaction, in one
+ * process with no storage and no queues: parse NDJSON → validate (to a canonical line) → gzip
+ * a chunk → gunzip it → read it back → bill it → fold it into the report. The same batches as
+ * the throughput run, the same chunk size, the same shared functions, so the ratio is
+ * pushdrain's overhead and nothing else.
+ */
+import { billChunk } from '../../../shared/billing/bill';
+import { ReportBuilder } from '../../../shared/billing/report';
+import { defaultTuning } from '../../../shared/config/settings';
+import { DEFAULT_TAX_RATES } from '../../../shared/config/tax-rates';
+import { bufferSource } from '../../../shared/ingest/body';
+import { checkRecord } from '../../../shared/ingest/check-record';
+import { readRecords } from '../../../shared/ingest/records';
+import { decodeChunk, encodeChunkLines } from '../../../shared/model/chunk-codec';
+import { processCpuSeconds } from '../support/cpu';
+import { batchBody, type BatchSpec } from '../support/data';
+
+export interface LimitJob {
+  kind: 'limit';
+  batches: BatchSpec[];
+}
+
+export interface LimitRun {
+  transactions: number;
+  elapsedMs: number;
+  cpuSeconds: number;
+  tps: number;
+}
+
+export async function limitJob(job: LimitJob): Promise<LimitRun> {
+  const bodies = job.batches.map(batchBody);
+  const tuning = defaultTuning();
+  const rates = { ...DEFAULT_TAX_RATES };
+  let transactions = 0;
+  const cpu0 = processCpuSeconds();
+  const t0 = performance.now();
+  for (const body of bodies) {
+    const builder = new ReportBuilder();
+    let chunk: string[] = [];
+    let index = 0;
+    const fold = async (lines: string[]): Promise<void> => {
+      const enc = await encodeChunkLines(index++, lines);
+      builder.add(billChunk(await decodeChunk(enc.body, enc.sha256), rates).partials);
+    };
+    for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson')) {
+      // The per-record check of ingest (parse, validate, canonical line), without the batch-wide rules.
+      const r = rec.error === undefined ? checkRecord(rec) : undefined;
+      if (!r || 'errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
+      chunk.push(r.canonical);
+      if (chunk.length === tuning.chunkSize) {
+        await fold(chunk);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) await fold(chunk);
+    transactions += builder.build('limit').transactions;
+  }
+  const elapsedMs = performance.now() - t0;
+  return { transactions, elapsedMs, cpuSeconds: processCpuSeconds() - cpu0, tps: (transactions * 1000) / elapsedMs };
+}

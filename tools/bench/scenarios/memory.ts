@@ -1,0 +1,121 @@
+/**
+ * Scenario 6, memory: the timer path (sweepIncoming) ingests one NDJSON file from `incoming/`
+ * in a fresh child process, which reports its peak RSS. Two file sizes show how the peak moves
+ * with the file. The file is uploaded by the parent, so the child never holds it: what it
+ * streams, validates, chunks and writes is all it has in memory.
+ */
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+import { createApp } from '../../../shared/create-app';
+import { layout } from '../../../shared/layout';
+import { runChild } from '../support/child';
+import { batchFile, type BatchSpec, DATA_DIR } from '../support/data';
+import { adminClients, appSettings, type BenchEnv, removeApp } from '../support/env';
+import { freshPrefix } from '../support/fleet';
+import { benchLog } from '../support/log';
+import { NullPublisher } from '../support/null-publisher';
+
+export interface MemoryJob {
+  kind: 'memory';
+  storage: string;
+  prefix: string;
+  transactions: number;
+}
+
+export interface MemoryRun {
+  transactions: number;
+  fileBytes: number;
+  /** RSS high-water mark of the whole child, and its RSS before the sweep started. */
+  peakRssMb: number;
+  startRssMb: number;
+  peakHeapUsedMb: number;
+  ingestMs: number;
+}
+
+export const INCOMING_NAME = 'bench-batch.ndjson';
+
+const mb = (bytes: number): number => bytes / (1024 * 1024);
+
+/** A file of the first `transactions` lines of the given batches, built once from the cached bodies. */
+export async function memoryFile(transactions: number, sources: readonly BatchSpec[]): Promise<string> {
+  const file = join(DATA_DIR, `sweep-${transactions}-${sources[0]?.seed ?? 0}.ndjson`);
+  if (existsSync(file)) return file;
+  mkdirSync(DATA_DIR, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  const out = createWriteStream(tmp);
+  let left = transactions;
+  for (const spec of sources) {
+    if (left === 0) break;
+    const lines = createInterface({ input: createReadStream(batchFile(spec)) });
+    for await (const line of lines) {
+      if (left === 0) break;
+      if (line === '') continue;
+      if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+      left--;
+    }
+    lines.close();
+  }
+  if (left > 0) throw new Error(`not enough source transactions for a ${transactions}-line file`);
+  await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
+  renameSync(tmp, file);
+  return file;
+}
+
+export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
+  const rt = createApp(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
+  try {
+    await rt.ready();
+    const info = await rt.parts.blobs.info(layout.file('incoming', INCOMING_NAME));
+    // Sample the heap while the sweep runs: maxRSS gives the peak RSS, this the peak live heap.
+    let peakHeap = process.memoryUsage().heapUsed;
+    const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 50);
+    const startRss = process.memoryUsage().rss;
+    const t0 = Date.now();
+    const outcomes = await rt.parts.sweeper.incoming().finally(() => clearInterval(sampler));
+    const ingestMs = Date.now() - t0;
+    const o = outcomes.find((x) => x.name === INCOMING_NAME);
+    if (o?.kind !== 'ingested' || o.result.transactions !== job.transactions) throw new Error(`sweep did not ingest the file: ${JSON.stringify(o)}`);
+    return {
+      transactions: o.result.transactions,
+      fileBytes: info?.size ?? 0,
+      // resourceUsage().maxRSS is in kilobytes.
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      startRssMb: mb(startRss),
+      peakHeapUsedMb: mb(peakHeap),
+      ingestMs,
+    };
+  } finally {
+    await rt.close();
+    await removeApp(adminClients(job.storage), job.prefix);
+  }
+}
+
+export interface MemoryConfig {
+  sizes: number[];
+  reps: number;
+  /** Where the lines come from (the throughput batches, so nothing new is generated). */
+  sources: BatchSpec[];
+}
+
+export interface MemoryResultRun extends MemoryRun {
+  size: number;
+  rep: number;
+}
+
+export async function runMemory(env: BenchEnv, cfg: MemoryConfig): Promise<MemoryResultRun[]> {
+  const out: MemoryResultRun[] = [];
+  for (let rep = 0; rep < cfg.reps; rep++) {
+    for (const size of cfg.sizes) {
+      const file = await memoryFile(size, cfg.sources);
+      const prefix = freshPrefix('pushdrain');
+      const incoming = env.admin.blobs.getContainerClient(`${prefix}incoming`);
+      await incoming.createIfNotExists();
+      await incoming.getBlockBlobClient(INCOMING_NAME).uploadFile(file);
+      const run = await runChild<MemoryRun>({ kind: 'memory', storage: env.azurite.connectionString, prefix, transactions: size } satisfies MemoryJob, { timeoutMs: 600_000 });
+      out.push({ ...run, size, rep });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,107 @@
+/**
+ * Scenario 1 (and the data of scenario 2): N transactions as B batches, posted one after the
+ * other as a client would, timed from the first POST to the last report `completed`. Each run
+ * is a child process, so its CPU time is the app's alone; Azurite's CPU time is read from
+ * /proc over the same window (the machine may be shared, so its total busy time is not used). The app's storage transactions come
+ * from its meter. The first batch's report is checked against the independent oracle.
+ */
+import { isDeepStrictEqual } from 'node:util';
+
+import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
+import { expectedReport } from '../../testkit/oracle';
+import type { DesignName } from '../app';
+import { startApp } from '../designs';
+import { CompletionWatcher } from '../support/completion';
+import { pidCpuSeconds, processCpuSeconds } from '../support/cpu';
+import { batchBody, type BatchSpec, batchTransactions } from '../support/data';
+import { adminClients, removeApp } from '../support/env';
+import { problems } from '../support/log';
+import { type Profiling, startProfiling } from '../support/profiler';
+
+export interface ThroughputJob {
+  kind: 'throughput';
+  design: DesignName;
+  storage: string;
+  serviceBus?: { connectionString: string; topic: string };
+  prefix: string;
+  batches: BatchSpec[];
+  azuritePid?: number;
+  /** Write a CPU profile of the measured window here. */
+  profileFile?: string;
+  timeoutMs: number;
+}
+
+export interface ThroughputRun {
+  design: DesignName;
+  transactions: number;
+  batches: number;
+  /** First POST to the last `completedAt`. */
+  elapsedMs: number;
+  /** First POST to the last 202: how long the client was busy submitting. */
+  submitMs: number;
+  tps: number;
+  /** This process (the app) only. */
+  appCpuSeconds: number;
+  /** The storage emulator, which stands in for Azure Storage's servers. */
+  azuriteCpuSeconds: number;
+  storage: MeterSnapshot;
+  /** RSS high-water mark of the app process (start-up and set-up included). */
+  peakRssMb: number;
+  verified: boolean;
+  warnings: string[];
+  profileFile?: string;
+}
+
+export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
+  const bodies = job.batches.map(batchBody);
+  const app = await startApp(job.design, { prefix: job.prefix, storage: job.storage, ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}) });
+  const watcher = new CompletionWatcher(app.settings);
+  try {
+    const before = app.meter.snapshot();
+    let profiling: Profiling | undefined;
+    if (job.profileFile) profiling = await startProfiling(job.profileFile);
+    const cpu0 = processCpuSeconds();
+    const azurite0 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
+    const t0 = Date.now();
+    const ids: string[] = [];
+    for (const body of bodies) ids.push(await app.submit(body));
+    const submitted = Date.now();
+    const done = await watcher.wait(ids, job.timeoutMs);
+    const cpu1 = processCpuSeconds();
+    const azurite1 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
+    const profileFile = profiling ? await profiling.stop() : undefined;
+    const storage = meterDelta(app.meter.snapshot(), before);
+    const end = Math.max(...done.map((d) => d.completedAt));
+    const transactions = done.reduce((a, d) => a + d.transactions, 0);
+    const elapsedMs = Math.max(1, end - t0);
+    const verified = await verifyFirst(watcher, ids[0] as string, job.batches[0] as BatchSpec);
+    return {
+      design: job.design,
+      transactions,
+      batches: ids.length,
+      elapsedMs,
+      submitMs: submitted - t0,
+      tps: (transactions * 1000) / elapsedMs,
+      appCpuSeconds: cpu1 - cpu0,
+      azuriteCpuSeconds: azurite1 - azurite0,
+      storage,
+      // resourceUsage().maxRSS is in kilobytes.
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      verified,
+      warnings: problems.slice(0, 20),
+      ...(profileFile ? { profileFile } : {}),
+    };
+  } finally {
+    await app.stop();
+    await watcher.close();
+    await removeApp(adminClients(job.storage), job.prefix);
+  }
+}
+
+/** The report of the first batch equals the oracle's (BigInt arithmetic, no shared code). */
+async function verifyFirst(watcher: CompletionWatcher, batchId: string, spec: BatchSpec): Promise<boolean> {
+  const got = await watcher.runtime.report(batchId);
+  if (got.kind !== 'ready') return false;
+  const expected = expectedReport(batchTransactions(spec));
+  return got.report.transactions === expected.transactions && isDeepStrictEqual(got.report.rows, expected.rows) && isDeepStrictEqual(got.report.totals, expected.totals);
+}

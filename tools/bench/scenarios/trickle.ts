@@ -1,0 +1,110 @@
+/**
+ * Scenario 8, work that trickles in: B small batches (1,000 transactions), submitted `gapMs`
+ * apart (start to start), each awaited until its report is completed, as a client sending a
+ * stream of small batches would. What it costs in storage transactions per 1,000 business
+ * transactions, by operation, and how long each batch takes from submission to report.
+ *
+ * Every design runs in the same window, side by side (timers, not CPU, set these costs), with
+ * their submissions offset by gapMs / designs so no two designs' batches land together. Storage
+ * is counted over B × gapMs from each design's first submission: every batch owns one period,
+ * so a design's wind-down after a batch counts as long as it falls within the period, and a
+ * poller's empty polls count for the whole window. pushdrain's meter is also read once it has
+ * gone quiet after the window, so a drain that outlived it is seen (`afterWindow`).
+ */
+import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
+import type { StatsSnapshot } from '../../devstack/servicebus/stats';
+import type { DesignName } from '../app';
+import { batchBody } from '../support/data';
+import type { BenchEnv } from '../support/env';
+import { type FleetApp, sleep, startFleetApp, stopFleetApp, untilQuiet } from '../support/fleet';
+import { serviceBusOperations } from '../support/service-bus';
+
+export interface TrickleConfig {
+  reps: number;
+  batches: number;
+  /** Transactions per batch, by design (the no-claim-check baseline is scaled down). */
+  batchSize: Record<DesignName, number>;
+  /** Submission to submission. */
+  gapMs: number;
+  /** pushdrain: how long its meter must stay still after the window to count as quiet. */
+  quietMs: number;
+}
+
+export interface TrickleRun {
+  design: DesignName;
+  rep: number;
+  batches: number;
+  transactions: number;
+  windowMs: number;
+  /** The app's storage transactions over the window, by operation. */
+  storage: MeterSnapshot;
+  /** pushdrain only: what it did after the window until its meter went quiet (0 when its drains fit the window). */
+  afterWindow: number;
+  /** Service Bus operations over the window (pushdrain is the broker's only user here). */
+  serviceBusOperations: number;
+  /** Submission (start of the POST) to the report's completedAt, per batch. */
+  latenciesMs: number[];
+}
+
+const BATCH_TIMEOUT_MS = 120_000;
+const SEED_BASE = 8_000;
+
+function statsDelta(after: StatsSnapshot, before: StatsSnapshot): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+}
+
+async function trickle(env: BenchEnv, f: FleetApp, design: DesignName, rep: number, cfg: TrickleConfig, offsetMs: number): Promise<TrickleRun> {
+  await sleep(offsetMs);
+  const size = cfg.batchSize[design];
+  const bodies = Array.from({ length: cfg.batches }, (_, i) => batchBody({ count: size, seed: SEED_BASE + i }));
+  const pd = design === 'pushdrain';
+  const before = f.app.meter.snapshot();
+  const broker0 = pd ? env.broker.stats() : undefined;
+  const t0 = Date.now();
+  const latenciesMs: number[] = [];
+  for (let i = 0; i < bodies.length; i++) {
+    await sleep(t0 + i * cfg.gapMs - Date.now());
+    const start = Date.now();
+    const [done] = await f.watcher.wait([await f.app.submit(bodies[i]!)], BATCH_TIMEOUT_MS);
+    latenciesMs.push(done!.completedAt - start);
+  }
+  await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
+  const windowMs = Date.now() - t0;
+  const storage = meterDelta(f.app.meter.snapshot(), before);
+  const serviceBus = broker0 ? serviceBusOperations(statsDelta(env.broker.stats(), broker0)) : 0;
+  let afterWindow = 0;
+  if (pd) {
+    const at = f.app.meter.total();
+    await untilQuiet(f.app, cfg.quietMs, 60_000);
+    afterWindow = f.app.meter.total() - at;
+  }
+  return { design, rep, batches: cfg.batches, transactions: size * cfg.batches, windowMs, storage, afterWindow, serviceBusOperations: serviceBus, latenciesMs };
+}
+
+export async function runTrickle(env: BenchEnv, cfg: TrickleConfig, designs: readonly DesignName[], random: () => number): Promise<TrickleRun[]> {
+  const out: TrickleRun[] = [];
+  for (let rep = 0; rep < cfg.reps; rep++) {
+    const fleet: { design: DesignName; f: FleetApp }[] = [];
+    try {
+      await Promise.all(designs.map(async (design) => fleet.push({ design, f: await startFleetApp(env, design, { random }) })));
+      // Warm-up: connections, JIT and first-use costs (each queue's first drain slot) stay out of
+      // the window; a batch of one chunk per partition touches every input queue.
+      await Promise.all(
+        fleet.map(async ({ design, f }) => {
+          const { partitions, chunkSize } = f.app.settings.tuning;
+          const body = batchBody({ count: design === 'no-claim-check' ? 10 : partitions * chunkSize, seed: SEED_BASE - 1 });
+          await f.watcher.wait([await f.app.submit(body)], BATCH_TIMEOUT_MS);
+        }),
+      );
+      await sleep(cfg.gapMs);
+      const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
+      const runs = await Promise.all(
+        fleet.map(({ design, f }) => trickle(env, f, design, rep, cfg, (order.indexOf(design) * cfg.gapMs) / designs.length)),
+      );
+      out.push(...runs);
+    } finally {
+      await Promise.all(fleet.map(({ f }) => stopFleetApp(env, f)));
+    }
+  }
+  return out;
+}

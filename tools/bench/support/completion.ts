@@ -1,0 +1,63 @@
+/**
+ * Waits for batches to complete by reading their manifests through an observer runtime: its own
+ * clients and meter, so watching costs the design under test nothing. The completion time is
+ * the manifest's own `completedAt`, written by the app, so the polling interval only delays
+ * noticing it, never the figure.
+ */
+import type { PushdrainApp } from '../../../shared/app';
+import type { Settings } from '../../../shared/config/settings';
+import { createApp } from '../../../shared/create-app';
+import { benchLog } from './log';
+import { NullPublisher } from './null-publisher';
+
+export interface Completed {
+  batchId: string;
+  submittedAt: number;
+  completedAt: number;
+  transactions: number;
+}
+
+const POLL_MS = 200;
+
+export class CompletionWatcher {
+  private readonly observer: PushdrainApp;
+
+  constructor(settings: Settings) {
+    this.observer = createApp(settings, { publisher: new NullPublisher(), log: benchLog });
+  }
+
+  get runtime(): PushdrainApp {
+    return this.observer;
+  }
+
+  /**
+   * Resolves when every batch is completed; throws if one failed or time runs out. Batches
+   * usually finish in order, so it watches the oldest open one and only then looks further:
+   * a few reads a second, whatever the number of batches.
+   */
+  async wait(batchIds: readonly string[], timeoutMs: number): Promise<Completed[]> {
+    const deadline = Date.now() + timeoutMs;
+    const open = [...batchIds];
+    const done: Completed[] = [];
+    while (open.length > 0) {
+      const id = open[0] as string;
+      const got = await this.observer.parts.manifests.read(id);
+      const m = got?.manifest;
+      if (m?.state === 'failed') throw new Error(`batch ${id} failed: ${m.error ?? 'no reason recorded'}`);
+      if (m?.state === 'completed' && m.completedAt) {
+        done.push({ batchId: id, submittedAt: Date.parse(m.submittedAt), completedAt: Date.parse(m.completedAt), transactions: m.transactions });
+        open.shift();
+        continue;
+      }
+      if (Date.now() >= deadline) {
+        throw new Error(`timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches not completed (${id}: ${m ? `${m.state}, ${m.done.length}/${m.chunks} chunks` : 'no manifest'})`);
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    return done;
+  }
+
+  close(): Promise<void> {
+    return this.observer.close();
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The publisher the polling baselines get: they have no push path, so what ingest and the
+ * map step would publish goes nowhere. Counted, so a report can show it stayed unused.
+ */
+import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../../shared/notify/events';
+
+export class NullPublisher implements WorkPublisher {
+  events = 0;
+
+  publish(events: readonly WorkDetected[], _options?: PublishOptions): Promise<void> {
+    this.events += events.length;
+    return Promise.resolve();
+  }
+
+  scheduleWatchdog(_check: WatchdogCheck, _delayMs: number): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
