@@ -53,7 +53,7 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
   out(`queued: ${num(queued)} message(s) over ${s.queues.length} queues; poison: ${num(s.poison.total)}; dead letters: ${dead === undefined ? `unknown (${s.serviceBus.available ? '' : s.serviceBus.reason})` : num(dead)}`);
   out(`drains here: ${num(s.drains.running)} running, ${num(s.drains.tasks)} tasks`);
   out(`batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`);
-  out(`storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, idle ${w.idlePerHour ?? '–'} per hour`);
+  out(`storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${w.idlePerHour === null ? 'no idle period yet' : `idle ${w.idlePerHour} per hour`}`);
   return EXIT.ok;
 }
 

@@ -37,6 +37,7 @@ import { ARM_ENDPOINT, ScaleRequests } from './scale/requests';
 import { ScaleStateStore } from './scale/state';
 import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
+import { recordingDepths } from './status/depth-recording';
 import { DeadLetterTally } from './status/dead-letter-tally';
 import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
@@ -80,7 +81,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const deadLetters = bus.deadLetters;
   const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
-  const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
+  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) => activity.depths({ [queue]: depth }));
   const manifests = new ManifestStore(blobs);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
