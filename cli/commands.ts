@@ -57,11 +57,21 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
   return EXIT.ok;
 }
 
+/** A failed batch has finished and will have no report (until a redrive reopens it): say why, from its manifest. */
+async function failedBatch(ctx: Ctx, batchId: string): Promise<CliError> {
+  const b = await ctx.client.json<BatchStatusBody>(`batch ${batchId}`, `/api/batches/${encodeURIComponent(batchId)}`);
+  // The error names the failed chunks and their reasons (a watchdog's timeout says what it found).
+  const why = b.error ?? `${num(b.chunksFailed)} of ${num(b.chunks)} chunks failed, no reason recorded`;
+  const message = `batch ${batchId} failed: ${why}; it has no report. After fixing the cause: pushdrain redrive --batch ${batchId}`;
+  return new CliError(message, EXIT.failed, { error: 'batch_failed', message, status: 'failed' }, 409);
+}
+
 export async function report(ctx: Ctx, batchId: string, csv: boolean, file: string | undefined): Promise<number> {
   const path = `/api/batches/${encodeURIComponent(batchId)}/report${csv ? '?format=csv' : ''}`;
   const res = await ctx.client.send('GET', path);
   if (res.status === 409) {
     const s = (JSON.parse(res.text) as { status?: string }).status ?? 'unfinished';
+    if (s === 'failed') throw await failedBatch(ctx, batchId);
     throw new CliError(`batch ${batchId} is ${s}: no report yet`, EXIT.notReady, { error: 'not_ready', status: s }, 409);
   }
   if (res.status !== 200) throw httpFailure(`report of ${batchId}`, res);
