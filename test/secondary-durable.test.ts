@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, test } from 'node:test';
 
-import { ServiceBusClient } from '@azure/service-bus';
+import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 
 import { backlogQueues } from '../shared/names';
 import { type BrokerProcess, startBrokerProcess } from './support/broker-process';
@@ -47,9 +47,15 @@ async function sendKillRestart(dataDir: string): Promise<{ bodies: unknown[]; ou
   await b.kill();
   await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
   await b.restart();
-  const receiver = client(b).createReceiver(BACKLOG, { receiveMode: 'receiveAndDelete' });
-  const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 2_000 });
-  return { bodies: got.map((m) => ({ messageId: m.messageId, body: m.body as unknown, destination: m.applicationProperties?.destination })), output: b.output() };
+  // A marker sent after the restart: what comes before it (FIFO) is what survived, however slow the machine.
+  const c = client(b);
+  await c.createSender(BACKLOG).sendMessages({ body: 'marker', messageId: 'marker' });
+  const receiver = c.createReceiver(BACKLOG, { receiveMode: 'receiveAndDelete' });
+  const got: ServiceBusReceivedMessage[] = [];
+  for (let i = 0; i < 30 && !got.some((m) => m.messageId === 'marker'); i++) got.push(...(await receiver.receiveMessages(10, { maxWaitTimeInMs: 1_000 })));
+  assert.equal(got.at(-1)?.messageId, 'marker', `the marker arrived last: ${b.output().slice(-2000)}`);
+  const survived = got.slice(0, -1);
+  return { bodies: survived.map((m) => ({ messageId: m.messageId, body: m.body as unknown, destination: m.applicationProperties?.destination })), output: b.output() };
 }
 
 describe('secondary broker: its backlog queues survive SIGKILL', () => {
