@@ -25,7 +25,7 @@ export default tseslint.config(
   {
     // Where process.env is legitimate: the settings module itself; the local launchers, which run
     // outside the Functions host and hand the environment on as the host would (npm start, the
-    // redrive CLI, the broker, Azurite, the local host); the bench's BENCH_VERBOSE switch; the
+    // redrive CLI, the brokers, Azurite, the local host, spoil-chunks); the bench's BENCH_VERBOSE switch; the
     // test helpers that start the host, npm or git as a child; the chaos and crash suites' CHAOS_* /
     // CRASH_* knobs for local soaks; the packager, which runs npm with the caller's environment; the
     // operator CLI (tools/cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), and the test
@@ -33,7 +33,7 @@ export default tseslint.config(
     files: [
       'tools/cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
       'shared/config/**/*.ts',
-      'tools/devstack/start.ts', 'tools/devstack/scale/instance.ts', 'tools/devstack/scale/serve.ts', 'tools/devstack/azurite.ts', 'tools/devstack/servicebus/main.ts', 'tools/devstack/host/local-host.ts', 'tools/devstack/package.ts',
+      'tools/devstack/start.ts', 'tools/devstack/scale/instance.ts', 'tools/devstack/scale/serve.ts', 'tools/devstack/azurite.ts', 'tools/devstack/servicebus/main.ts', 'tools/devstack/secondary-broker.ts', 'tools/devstack/spoil-chunks.ts', 'tools/devstack/host/local-host.ts', 'tools/devstack/package.ts',
       'tools/bench/support/log.ts',
       'test/support/host-process.ts', 'tools/devstack/test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'tools/devstack/test/support/funcignore.ts', 'tools/devstack/test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],

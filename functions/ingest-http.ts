@@ -72,7 +72,8 @@ export async function postBatch(rt: PushdrainApp, req: HttpRequest, context: Inv
     context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
     return json(
       202,
-      { batchId: result.batchId, status: 'accepted', transactions: result.transactions, chunks: result.chunks },
+      // A replay answers for the batch as it is now (it may have completed), not as it was accepted.
+      { batchId: result.batchId, status: result.status, transactions: result.transactions, chunks: result.chunks },
       { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
     );
   } catch (e) {

@@ -115,7 +115,7 @@ export class PushdrainApp {
    * provisioned them and this costs one request each at cold start.
    */
   ready(): Promise<void> {
-    this.provisioned ??= this.parts.provision().catch((e: unknown) => {
+    this.provisioned ??= this.working(() => this.parts.provision()).catch((e: unknown) => {
       this.provisioned = undefined; // let the next call try again
       throw e;
     });
@@ -127,13 +127,13 @@ export class PushdrainApp {
     this.ingests.inProgress++;
     try {
       await this.ready();
-      const result = await this.parts.ingestor.ingest({
+      const result = await this.working(() => this.parts.ingestor.ingest({
         open: bufferSource(s.body, s.gzip, this.parts.settings.tuning.maxInflatedBytes, s.signal),
         format: s.format,
         ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
         ...(s.signal ? { signal: s.signal } : {}),
         source: 'http',
-      });
+      }));
       if (!result.replayed) this.parts.activity.accepted(result.transactions);
       return result;
     } catch (e) {
@@ -158,6 +158,8 @@ export class PushdrainApp {
   async sweep(): Promise<SweepResult> {
     await this.ready();
     const result = await this.parts.sweeper.run();
+    // A run that found nothing is what idling costs (its two listings); one that found work is work.
+    if (result.files.length > 0 || result.recovered.length > 0) this.parts.activity.worked();
     for (const f of result.files) if (f.kind === 'ingested' && !f.result.replayed) this.parts.activity.accepted(f.result.transactions);
     return result;
   }
@@ -186,7 +188,7 @@ export class PushdrainApp {
     if (!stage || ROLE_OF[stage] !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
     await this.ready();
     const before = meter.snapshot();
-    const outcome = await drains.drain(event.queueName, stage, event.fanOut === true);
+    const outcome = await this.working(() => drains.drain(event.queueName, stage, event.fanOut === true));
     if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
     const used = Object.entries(meterDelta(meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
@@ -202,19 +204,21 @@ export class PushdrainApp {
   async recover(options: { leftBefore?: number } = {}): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
     await this.ready();
     const { names, queues, recovery, settings } = this.parts;
-    const actions = await recovery.run({ stallMs: settings.tuning.stallSeconds * 1000, ...options });
-    const queued: Record<string, number> = {};
-    for (const q of names.allQueues()) {
-      const depth = await queues.depth(q);
-      if (depth > 0) queued[q] = depth;
-    }
-    return { actions, queued };
+    return this.working(async () => {
+      const actions = await recovery.run({ stallMs: settings.tuning.stallSeconds * 1000, ...options });
+      const queued: Record<string, number> = {};
+      for (const q of names.allQueues()) {
+        const depth = await queues.depth(q);
+        if (depth > 0) queued[q] = depth;
+      }
+      return { actions, queued };
+    });
   }
 
   /** Moves poison messages back after a fix (CLI `redrive`, and the admin route). */
   async redrive(request: RedriveRequest): Promise<RedriveResult> {
     await this.ready();
-    return this.parts.redriver.redrive(request);
+    return this.working(() => this.parts.redriver.redrive(request));
   }
 
   /**
@@ -230,14 +234,14 @@ export class PushdrainApp {
   /** A scheduled per-batch check fired (queue `batch-watchdog`). */
   async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ready();
-    return this.parts.watchdog.check(check);
+    return this.working(() => this.parts.watchdog.check(check));
   }
 
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
   async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
     if (this.parts.settings.scale.mode === 'off') return { kind: 'off' };
     await this.ready();
-    return this.parts.scaleAgent.handle(signal);
+    return this.working(() => this.parts.scaleAgent.handle(signal));
   }
 
   /**
@@ -249,7 +253,12 @@ export class PushdrainApp {
     const { syphon } = this.parts;
     if (!syphon) throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
     await this.ready();
-    return syphon.restore(delivery);
+    return this.working(() => syphon.restore(delivery));
+  }
+
+  /** Work in flight: the status history counts idle time (and what it costs) only without any. */
+  private working<T>(work: () => Promise<T>): Promise<T> {
+    return this.parts.activity.during(work);
   }
 
   /**

@@ -38,6 +38,7 @@ import { ScaleStateStore } from './scale/state';
 import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
 import { DeadLetterTally } from './status/dead-letter-tally';
+import { recordingDepths } from './status/depth-recording';
 import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
 import { createStorageClients, credentialFor } from './storage/clients';
@@ -80,7 +81,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const deadLetters = bus.deadLetters;
   const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
-  const queues = new AzureQueueStore(clients.queues, names.poisonQueue, now);
+  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) => activity.depths({ [queue]: depth }));
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);

@@ -90,6 +90,8 @@ describe('status page in headless Chromium', () => {
       assert.ok(!r.url.includes(KEY), 'never in a URL');
     }
     assert.equal(await page.textContent('#bus-note'), 'Counted by peeking (Listen right only), up to 100 per entity.');
+    // The host has just started: under a minute without work in flight is no idle figure yet.
+    assert.match((await page.textContent('#cost')) ?? '', /no idle period yet/);
   });
 
   test("a batch: in flight at 0/4 while its queues' depth rises, half done, then completed and the depth back to 0", { skip }, async () => {
@@ -116,6 +118,7 @@ describe('status page in headless Chromium', () => {
     const top = Number(await page.textContent('#chart-depth text'));
     assert.ok(top >= 2, `depth chart scale ${top}`);
     assert.ok((await page.$$('#chart-depth polyline')).length >= 2);
+    assert.match((await page.textContent('#legend-depth')) ?? '', /chunks billed$/, 'what was billed, on the scale of the depths');
     assert.match((await page.textContent(`#recent-batches tr[data-batch="${batchId}"]`)) ?? '', /completed2,000\d[\d,]* (ms|s)/);
   });
 

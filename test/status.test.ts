@@ -46,8 +46,8 @@ describe('activity history', () => {
     t = T0 + 80_000;
     const h = a.history();
     assert.equal(h.length, 9, 'every bucket from the first to now, the empty ones too');
-    assert.deepEqual(h[0], { at: T0, storage: 10, billed: 2000, accepted: 2000, drains: 2 });
-    assert.deepEqual(h[3], { at: T0 + 30_000, storage: 0, billed: 0, accepted: 0, drains: 0 });
+    assert.deepEqual(h[0], { at: T0, storage: 10, billed: 2000, chunks: 0, accepted: 2000, drains: 2, busy: false });
+    assert.deepEqual(h[3], { at: T0 + 30_000, storage: 0, billed: 0, chunks: 0, accepted: 0, drains: 0, busy: false });
     const w = a.window(3600);
     assert.equal(w.seconds, 80);
     assert.equal(w.storageTransactions, 16);
@@ -69,6 +69,54 @@ describe('activity history', () => {
     assert.equal(w.perThousand, null);
     assert.equal(w.idlePerHour, null);
     assert.equal(w.idleSeconds, 30);
+  });
+
+  test('only time with no work in flight is idle: start-up and the tail of a batch are not, and until a minute of it there is no figure', async () => {
+    let t = T0;
+    const a = new Activity(() => t);
+    let finish = (): void => {};
+    // Start-up: provisioning and recovery, 25 s of it, with a bucket in between that saw no request.
+    const startUp = a.during(() => new Promise<void>((r) => (finish = r)));
+    a.storage(40);
+    t = T0 + 25_000;
+    a.storage(5);
+    finish();
+    await startUp;
+    a.storage(2); // a request right after the work ended, in the same bucket
+    t = T0 + 40_000;
+    assert.equal(a.window(900).idleStorageTransactions, 0, 'nothing so far was idle');
+    assert.equal(a.window(900).idlePerHour, null, 'no idle period yet: 10 s of it');
+    // Then idle, but for one sweep that found nothing (one listing) ...
+    t = T0 + 70_000;
+    a.storage(1);
+    // ... and a batch from 90 s to 105 s whose requests are all work.
+    t = T0 + 90_000;
+    await a.during(() => {
+      a.storage(30);
+      t = T0 + 105_000;
+      a.storage(3);
+      return Promise.resolve();
+    });
+    t = T0 + 120_000;
+    const h = a.history();
+    assert.deepEqual(
+      h.map((p) => p.busy),
+      [true, true, true, false, false, false, false, false, false, true, true, false, false],
+      'a bucket is busy when work was in flight in it, requests or not',
+    );
+    const w = a.window(900);
+    assert.equal(w.idleSeconds, 70, 'buckets 30-80 s and 110 s (the current one has just begun)');
+    assert.equal(w.idleStorageTransactions, 1, 'only the listing made while nothing was in flight');
+    assert.equal(w.idlePerHour, 51.4, '1 request in 70 idle seconds');
+    assert.equal(w.storageTransactions, 81);
+    // Work in flight right now keeps the current bucket busy.
+    let done = (): void => {};
+    const running = a.during(() => new Promise<void>((r) => (done = r)));
+    t = T0 + 135_000;
+    assert.equal(a.history().at(-1)?.busy, true);
+    assert.equal(a.history().at(-2)?.busy, true, 'the bucket it began in');
+    done();
+    await running;
   });
 
   test('keeps a bounded history, and a drain running across buckets counts in each', () => {
@@ -155,6 +203,39 @@ describe('status report on Azurite', () => {
     );
     assert.equal(s2.drains.running, 0);
     assert.ok((s2.storage.byOperation.total ?? 0) > appBefore);
+  });
+
+  test('a batch processed while nobody watched: the history has the depths the drains read and the chunks billed, and none of it passes for idle', async () => {
+    // One message per receive: a full probe takes a slot, and the slot holder reads the depth for its fan-out.
+    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const { batchId } = (await post(rt, toNdjson(generate(500, 402, 20)))).jsonBody as { batchId: string };
+    await pump(rt, events, () => completed(observer, batchId));
+    // No status call before this: the history is what the app recorded on its own.
+    const points = rt.parts.activity.history();
+    assert.equal(
+      points.reduce((n, p) => n + p.chunks, 0),
+      5,
+      'every chunk billed',
+    );
+    const inputs = rt.parts.names.inputQueues();
+    const deepest = inputs.map((q) => Math.max(-1, ...points.map((p) => p.depths?.[q] ?? -1)));
+    assert.ok(
+      deepest.every((d) => d >= 0),
+      `every input queue's depth was read by its drain: ${JSON.stringify(deepest)}`,
+    );
+    assert.ok(
+      deepest.some((d) => d > 0),
+      `a drain saw its backlog: ${JSON.stringify(deepest)}`,
+    );
+    assert.ok(points.some((p) => p.depths?.[rt.parts.names.resultsQueue] !== undefined), 'the results queue too');
+    for (const p of points) assert.ok(p.storage === 0 || p.busy, `a bucket with requests was working: ${JSON.stringify(p)}`);
+    const s = await rt.statusReport();
+    assert.equal(s.storage.window.idleStorageTransactions, 0);
+    assert.deepEqual(
+      s.history.points.map((p) => p.chunks),
+      points.map((p) => p.chunks).concat(Array<number>(s.history.points.length - points.length).fill(0)),
+      'the status report shows the same history',
+    );
   });
 
   test('a poisoned chunk is listed with its queue, batch, chunk and reason', async () => {

@@ -1,8 +1,9 @@
 /**
  * What this instance did, in time buckets, kept in memory for the status page: Storage
- * requests (from the meter, as they happen), business transactions billed and accepted,
- * drains running, and queue depths as the status report last saw them. Recording costs no
- * request; an hour of 10 s buckets is a few kilobytes.
+ * requests (from the meter, as they happen), business transactions and chunks billed,
+ * transactions accepted, drains running, whether any work was in flight, and queue depths as
+ * the app read them anyway (a drain's own depth reads, a status report). Recording costs no
+ * request, and happens whether or not anyone watches; an hour of 10 s buckets is a few kilobytes.
  */
 import type { MessageProcessor, QueueMessage } from '../ports';
 
@@ -13,11 +14,15 @@ export interface HistoryPoint {
   storage: number;
   /** Business transactions billed (map step) in this bucket. */
   billed: number;
+  /** Chunks (input queue messages) billed in this bucket. */
+  chunks: number;
   /** Business transactions accepted (ingest) in this bucket. */
   accepted: number;
   /** Most drains running at once in this bucket. */
   drains: number;
-  /** The deepest each queue was seen by a status report in this bucket (absent when nobody looked). */
+  /** Whether any work (a façade call: ingest, drain, sweep that found work, start-up, …) was in flight, began or ended in this bucket. */
+  busy: boolean;
+  /** The deepest each queue was seen in this bucket, by the app's own depth reads (a drain's) or a status report (absent when nothing read it). */
   depths?: Record<string, number>;
 }
 
@@ -27,10 +32,10 @@ export interface ActivityWindow {
   businessTransactions: number;
   /** Storage transactions per 1,000 business transactions billed; null with nothing billed. */
   perThousand: number | null;
-  /** Seconds with no drain running and nothing billed or accepted. */
+  /** Seconds of buckets with no work in flight (see HistoryPoint.busy), no drain running and nothing billed or accepted. */
   idleSeconds: number;
   idleStorageTransactions: number;
-  /** Idle Storage transactions extrapolated to an hour; null with under a minute of idle time. */
+  /** Idle Storage transactions extrapolated to an hour; null (no idle period yet) with under a minute of idle time. */
   idlePerHour: number | null;
 }
 
@@ -46,6 +51,11 @@ export class Activity {
   private readonly keep: number;
   private readonly points: HistoryPoint[] = [];
   private running = 0;
+  /** Units of work in flight now (see during()), and since when there has been any. */
+  private inFlight = 0;
+  private busySince = 0;
+  /** When work was in flight, oldest first; spans less than a bucket apart are merged, so at most one per bucket. */
+  private readonly spans: { from: number; to: number }[] = [];
   readonly startedAt: number;
 
   constructor(
@@ -76,6 +86,25 @@ export class Activity {
     b.drains = Math.max(b.drains, running);
   }
 
+  /**
+   * Runs one unit of work, counting it as in flight: the buckets it touches are not idle, so
+   * start-up and the tail of a batch never pass for what an idle app costs.
+   */
+  async during<T>(work: () => Promise<T>): Promise<T> {
+    if (this.inFlight++ === 0) this.busySince = this.now();
+    try {
+      return await work();
+    } finally {
+      if (--this.inFlight === 0) this.span(this.busySince, this.now());
+    }
+  }
+
+  /** Marks now as working (work found after the fact, e.g. by a sweep). */
+  worked(): void {
+    const t = this.now();
+    this.span(t, t);
+  }
+
   /** Peaks per bucket: a backlog that came and went between two looks still shows. */
   depths(byQueue: Record<string, number>): void {
     const b = this.current();
@@ -94,7 +123,7 @@ export class Activity {
     const byAt = new Map(this.points.map((p) => [p.at, p]));
     for (let at = Math.max(first.at, last - (this.keep - 1) * this.bucketMs); at <= last; at += this.bucketMs) {
       const p = byAt.get(at);
-      out.push(p ? { ...p } : { at, storage: 0, billed: 0, accepted: 0, drains: 0 });
+      out.push(p ? { ...p, busy: this.busyIn(at) } : { at, storage: 0, billed: 0, chunks: 0, accepted: 0, drains: 0, busy: this.busyIn(at) });
     }
     return out;
   }
@@ -113,7 +142,7 @@ export class Activity {
       billed += p.billed;
       // A bucket's covered span: the start of the window or of the bucket, to now or its end.
       const span = Math.max(0, Math.min(p.at + this.bucketMs, now) - Math.max(p.at, from));
-      if (p.drains === 0 && p.billed === 0 && p.accepted === 0) {
+      if (!p.busy && p.drains === 0 && p.billed === 0 && p.accepted === 0) {
         idleMs += span;
         idleStorage += p.storage;
       }
@@ -130,16 +159,32 @@ export class Activity {
     };
   }
 
-  /** Wraps the map processor: each processed pointer's transaction count is counted as billed. */
+  /** Wraps the map processor: each processed pointer is a chunk billed, with its transaction count. */
   countingBilled(inner: MessageProcessor, countOf: (m: QueueMessage) => number): MessageProcessor {
     return {
       process: async (m) => {
         await inner.process(m);
         this.billed(countOf(m));
+        this.current().chunks++;
       },
       ...(inner.afterBatch ? { afterBatch: inner.afterBatch.bind(inner) } : {}),
       ...(inner.onPoison ? { onPoison: inner.onPoison.bind(inner) } : {}),
     };
+  }
+
+  private span(from: number, to: number): void {
+    const last = this.spans[this.spans.length - 1];
+    if (last && from - last.to < this.bucketMs) last.to = Math.max(last.to, to);
+    else this.spans.push({ from, to });
+    const oldest = to - this.keep * this.bucketMs;
+    while ((this.spans[0]?.to ?? Infinity) < oldest) this.spans.shift();
+  }
+
+  /** Whether work was in flight at any moment of the bucket starting at `at` (work running now included). */
+  private busyIn(at: number): boolean {
+    const end = at + this.bucketMs;
+    if (this.inFlight > 0 && this.busySince < end) return true;
+    return this.spans.some((s) => s.from < end && s.to >= at);
   }
 
   private bucketStart(t: number): number {
@@ -150,8 +195,8 @@ export class Activity {
     const at = this.bucketStart(this.now());
     const last = this.points[this.points.length - 1];
     if (last?.at === at) return last;
-    // A drain running across the boundary counts in the new bucket too.
-    const b: HistoryPoint = { at, storage: 0, billed: 0, accepted: 0, drains: this.running };
+    // A drain or other work running across the boundary counts in the new bucket too.
+    const b: HistoryPoint = { at, storage: 0, billed: 0, chunks: 0, accepted: 0, drains: this.running, busy: false };
     this.points.push(b);
     if (this.points.length > this.keep) this.points.splice(0, this.points.length - this.keep);
     return b;

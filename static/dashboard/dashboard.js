@@ -217,7 +217,8 @@
     const status = s.storage.statusRequests.total || 0;
     $('cost').replaceChildren(
       tile(`Storage tx per 1,000 business tx (last ${age(w.seconds)})`, w.perThousand === null ? '–' : w.perThousand.toFixed(1)),
-      tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, w.idlePerHour === null ? '–' : fmt(Math.round(w.idlePerHour))),
+      // Only time with no work in flight counts as idle; under a minute of it is no figure at all.
+      w.idlePerHour === null ? tile('idle Storage tx per hour', 'no idle period yet') : tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, fmt(Math.round(w.idlePerHour))),
       tile(`Storage tx in window, ${fmt(w.businessTransactions)} billed`, fmt(w.storageTransactions)),
       tile('Storage tx since start', fmt(s.storage.byOperation.total)),
       tile('Storage tx of status reads', fmt(status)),
@@ -277,6 +278,8 @@
     const minutes = Math.max(1, Math.round((points.length * s.history.bucketSeconds) / 60));
     const queues = s.queues.map((q) => q.name);
     const depthSeries = queues.map((q) => ({ name: q, values: points.map((p) => (p.depths && q in p.depths ? p.depths[q] : null)) }));
+    // Chunks are queue messages, so what was billed per bucket reads on the same scale as the depths.
+    depthSeries.push({ name: 'chunks billed', values: points.map((p) => p.chunks ?? 0) });
     chart('chart-depth', 'legend-depth', depthSeries, minutes);
     const per = s.history.bucketSeconds;
     chart(

@@ -53,8 +53,17 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
   out(`queued: ${num(queued)} message(s) over ${s.queues.length} queues; poison: ${num(s.poison.total)}; dead letters: ${dead === undefined ? `unknown (${s.serviceBus.available ? '' : s.serviceBus.reason})` : num(dead)}`);
   out(`drains here: ${num(s.drains.running)} running, ${num(s.drains.tasks)} tasks`);
   out(`batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`);
-  out(`storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, idle ${w.idlePerHour ?? '–'} per hour`);
+  out(`storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${w.idlePerHour === null ? 'no idle period yet' : `idle ${w.idlePerHour} per hour`}`);
   return EXIT.ok;
+}
+
+/** A failed batch has finished and will have no report (until a redrive reopens it): say why, from its manifest. */
+async function failedBatch(ctx: Ctx, batchId: string): Promise<CliError> {
+  const b = await ctx.client.json<BatchStatusBody>(`batch ${batchId}`, `/api/batches/${encodeURIComponent(batchId)}`);
+  // The error names the failed chunks and their reasons (a watchdog's timeout says what it found).
+  const why = b.error ?? `${num(b.chunksFailed)} of ${num(b.chunks)} chunks failed, no reason recorded`;
+  const message = `batch ${batchId} failed: ${why}; it has no report. After fixing the cause: pushdrain redrive --batch ${batchId}`;
+  return new CliError(message, EXIT.failed, { error: 'batch_failed', message, status: 'failed' }, 409);
 }
 
 export async function report(ctx: Ctx, batchId: string, csv: boolean, file: string | undefined): Promise<number> {
@@ -62,6 +71,7 @@ export async function report(ctx: Ctx, batchId: string, csv: boolean, file: stri
   const res = await ctx.client.send('GET', path);
   if (res.status === 409) {
     const s = (JSON.parse(res.text) as { status?: string }).status ?? 'unfinished';
+    if (s === 'failed') throw await failedBatch(ctx, batchId);
     throw new CliError(`batch ${batchId} is ${s}: no report yet`, EXIT.notReady, { error: 'not_ready', status: s }, 409);
   }
   if (res.status !== 200) throw httpFailure(`report of ${batchId}`, res);

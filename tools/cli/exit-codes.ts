@@ -7,7 +7,7 @@ export const EXIT = {
   usage: 2,
   /** The app refused the input: validation (400), conflict (409), too large (413), media type (415). */
   rejected: 3,
-  /** The batch ended `failed` (submit, while waiting). */
+  /** The batch ended `failed`: submit, while waiting; report of a failed batch (it has no report). */
   failed: 4,
   /** No such batch (404). */
   notFound: 5,

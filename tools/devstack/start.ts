@@ -3,7 +3,8 @@
  * .azurite/) and the development Service Bus broker (journal under .servicebus/) for
  * whichever connection is not set, then the local host. An already-set StorageConnection /
  * ServiceBusConnection is used as it is, so the same host runs against real Azure.
- * Both folders sit in PUSHDRAIN_DATA_DIR (default: the repo root).
+ * Both folders (and the secondary broker's .servicebus-secondary/) sit in PUSHDRAIN_DATA_DIR
+ * (default: the repo root).
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -14,7 +15,7 @@ import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
 import { JOINS_FLEET } from './scale/instance';
 import { instancesOption, serveFleet } from './scale/serve';
-import { startSecondaryIfAsked } from './secondary-broker';
+import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from './secondary-broker';
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 import { isSet as isSetIn } from './setting';
@@ -28,6 +29,10 @@ const isSet = (name: string): boolean => isSetIn(env, name);
 function describe(value: string | undefined, embedded: boolean): string {
   if (!value) return '(identity-based)';
   return embedded ? value : value.replace(/(AccountKey|SharedAccessKey|SharedAccessSignature)=[^;]*/gi, '$1=***');
+}
+
+function describeData(dir: string | undefined): string {
+  return dir ? `journal in ${dir}` : 'in memory';
 }
 
 function port(name: string, fallback: number): number {
@@ -76,7 +81,7 @@ async function main(): Promise<void> {
     );
     env.ServiceBusConnection = broker.connectionString;
   }
-  const secondary = await startSecondaryIfAsked(env, process.argv.slice(2), port('SERVICEBUS_SECONDARY_PORT', 5673));
+  const secondary = await startSecondaryIfAsked(process.argv.slice(2), { env, port: port('SERVICEBUS_SECONDARY_PORT', DEFAULT_SECONDARY_PORT), dataRoot });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
@@ -89,9 +94,9 @@ async function main(): Promise<void> {
     ...host.routes.map((r) => `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`),
     `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
-    `  ServiceBus ${embeddedBus ? `embedded development broker, ${busData ? `journal in ${busData}` : 'in memory'}` : 'from ServiceBusConnection'}`,
+    `  ServiceBus ${embeddedBus ? `embedded development broker, ${describeData(busData)}` : 'from ServiceBusConnection'}`,
     `             ${describe(env.ServiceBusConnection, embeddedBus)}`,
-    ...(secondary ? [`  Secondary  embedded development broker (backlog queues; npm start -- --secondary)`, `             ${secondary.connectionString}`] : []),
+    ...(secondary ? [`  Secondary  embedded development broker (backlog queues; npm start -- --secondary), ${describeData(secondaryDataDir(env, dataRoot))}`, `             ${secondary.connectionString}`] : []),
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map((s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`),
     'Press Ctrl-C to stop.',

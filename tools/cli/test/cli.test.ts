@@ -14,11 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { BlobServiceClient } from '@azure/storage-blob';
+
 import type { BatchListing } from '../../../shared/batch/batch-list';
 import type { BatchStatusBody } from '../../../shared/batch/manifest';
 import type { Report } from '../../../shared/billing/report';
+import { entityNames } from '../../../shared/names';
 import type { StatusReport } from '../../../shared/status/status-report';
-import { CLI, type CliRun, type LocalStack, REPO_ROOT, runCli, startLocalStack } from '../../../test/support/local-stack';
+import { CLI, type CliRun, type LocalStack, REPO_ROOT, runCli, startLocalStack, submitHeld, wake } from '../../../test/support/local-stack';
+import { spoilChunks } from '../../devstack/spoil-chunks';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
 import { changedLinesOnly, colorEnabled, money, painter, table } from '../output';
@@ -85,11 +89,11 @@ describe('pushdrain CLI against the local stack', () => {
     assert.deepEqual(report.totals, expectedReport(txns).totals, 'the totals the app computed are the exact ones');
   });
 
-  test('a re-run of the same content is the same batch (Idempotency-Key from the content); --no-wait --json', async () => {
+  test('a re-run of the same content is the same batch (Idempotency-Key from the content), with its status now; --no-wait --json', async () => {
     assert.ok(batchId, 'runs after the submit test');
     const r = await cli(['submit', bigFile, '--no-wait', '--json']);
     const body = json<{ batchId: string; replayed: boolean; transactions: number; chunks: number }>(r);
-    assert.deepEqual(body, { batchId, status: 'accepted', transactions: LINES, chunks: 100, replayed: true });
+    assert.deepEqual(body, { batchId, status: 'completed', transactions: LINES, chunks: 100, replayed: true }, 'the batch completed in the first test');
     assert.equal(r.stderr, '', 'no progress with --json');
     // The same data gzip-compressed by the user is the same content, hence the same batch.
     const gz = join(dir, 'batch.ndjson.gz');
@@ -202,6 +206,30 @@ describe('pushdrain CLI against the local stack', () => {
     } finally {
       stack.bus.broker.faults.reset();
     }
+  });
+
+  test('report of a failed batch says why (its error, its failed chunks) and exits 4, readable and as JSON', async () => {
+    const { batchId: failed } = await submitHeld(stack, toNdjson(txns.slice(0, 10)));
+    // What README tells a newcomer to run to see the poison path: a spoiled chunk fails its checksum.
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
+    assert.deepEqual(await spoilChunks({ blobs, batchId: failed, prefix: stack.prefix }), [0]);
+    await wake(stack, entityNames(stack.prefix, 4).inputQueues());
+    let status = '';
+    for (let i = 0, deadline = Date.now() + 60_000; i < 600 && Date.now() < deadline && status !== 'failed'; i++) {
+      status = json<BatchStatusBody>(await cli(['status', failed, '--json'])).status;
+      if (status !== 'failed') await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(status, 'failed', stack.host.output().slice(-3000));
+    const r = await cli(['report', failed]);
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, new RegExp(`batch ${failed} failed: 1 of 1 chunks failed: chunk 0: chunk blob checksum mismatch; it has no report\\. After fixing the cause: pushdrain redrive --batch ${failed}`));
+    assert.doesNotMatch(r.stderr, /not finished|no report yet/);
+    const asJson = await cli(['report', failed, '--json']);
+    assert.equal(asJson.code, 4);
+    const body = JSON.parse(asJson.stdout) as { error: string; message: string; exitCode: number };
+    assert.equal(body.error, 'batch_failed');
+    assert.equal(body.exitCode, 4);
+    assert.match(body.message, /chunk blob checksum mismatch/);
   });
 
   test('npx pushdrain runs the bin from the repo, and from an install of the package', () => {

@@ -91,6 +91,8 @@ class LocalFleet implements Fleet {
         continue;
       }
       this.live.push(result.value);
+      // Instances come and go: each one's own health URL is how to see its share of the work.
+      this.options.log?.(`instance ${result.value.name} started: ${result.value.baseUrl}/api/health`);
       this.shares.set(result.value.name, { name: result.value.name, startedAtMs: result.value.startedAt - this.t0, activity: undefined });
     }
   }

@@ -42,7 +42,7 @@ export async function serveFleet(request: InstancesRequest, parts: { broker: Bro
     [
       '',
       `pushdrain is running as ${request.min === request.max ? `${request.min} instance(s)` : `${request.min}–${request.max} instances (scale controller: ceil(active ÷ ${rule.targetPerInstance}), +≤4 per decision, idle ones stopped after 30 s)`}`,
-      `  HTTP       ${fleet.entryUrl ?? '(instance i1 did not start)'}/api  (instance i1; GET /api/health on each instance shows its drains)`,
+      `  HTTP       ${fleet.entryUrl ?? '(instance i1 did not start)'}/api  (instance i1; GET /api/health on each instance shows its drains: each URL is printed as the instance starts)`,
       `  Storage    ${azurite ? 'embedded Azurite, data in .azurite/' : 'from StorageConnection'}`,
       '  ServiceBus embedded development broker',
       'Press Ctrl-C to stop.',

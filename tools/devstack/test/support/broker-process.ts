@@ -1,5 +1,6 @@
 /**
- * The development broker as its own process (`dist/tools/devstack/servicebus/main.js`, its CLI), so a
+ * The development broker as its own process (`dist/tools/devstack/servicebus/main.js`, its CLI, or the
+ * secondary's, `dist/tools/devstack/secondary-broker.js`), so a
  * test can SIGKILL it: no shutdown hook, no final flush, exactly what a crash leaves behind.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -20,17 +21,26 @@ export interface BrokerProcess {
   restart(): Promise<void>;
 }
 
-export async function startBrokerProcess(dataDir: string, startTimeoutMs = 20_000): Promise<BrokerProcess> {
+/** Which broker CLI: the primary's, or the secondary namespace's (`local/secondary-broker.ts`, backlog queues only). */
+export type BrokerRole = 'primary' | 'secondary';
+
+const CLI: Record<BrokerRole, { script: string[]; port: string; data: string }> = {
+  primary: { script: ['tools', 'devstack', 'servicebus', 'main.js'], port: 'SERVICEBUS_PORT', data: 'SERVICEBUS_DATA_DIR' },
+  secondary: { script: ['tools', 'devstack', 'secondary-broker.js'], port: 'SERVICEBUS_SECONDARY_PORT', data: 'SERVICEBUS_SECONDARY_DATA_DIR' },
+};
+
+export async function startBrokerProcess(dataDir: string, role: BrokerRole = 'primary', startTimeoutMs = 20_000): Promise<BrokerProcess> {
+  const cli = CLI[role];
   const root = findRepoRoot(__dirname);
   let out = '';
   let child: ChildProcess | undefined;
   let port = 0;
   const launch = async (): Promise<void> => {
     const mark = out.length;
-    const c = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'servicebus', 'main.js')], {
+    const c = spawn(process.execPath, [join(root, 'dist', ...cli.script)], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SERVICEBUS_PORT: '0', SERVICEBUS_DATA_DIR: dataDir },
+      env: { ...process.env, [cli.port]: '0', [cli.data]: dataDir },
     });
     child = c;
     c.stdout?.on('data', (d: Buffer) => (out += d.toString()));
