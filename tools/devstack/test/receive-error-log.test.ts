@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { serviceBusOptions } from '../host/host-json';
-import { ReceiveErrorLog } from '../host/receive-error-log';
-import type { Registration } from '../host/registry';
-import { startServiceBusTriggers } from '../host/service-bus-triggers';
 import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
 import { type BrokerHarness, startTestBroker } from '../../../test/support/broker';
 import { waitFor } from '../../../test/support/poll';
 import { repoRoot } from '../../../test/support/repo';
+import { serviceBusOptions } from '../host/host-json';
+import { ReceiveErrorLog } from '../host/receive-error-log';
+import type { Registration } from '../host/registry';
+import { startServiceBusTriggers } from '../host/service-bus-triggers';
 
 interface Line {
   level: string;
