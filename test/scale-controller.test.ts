@@ -12,10 +12,10 @@ import type { InstanceActivity } from '../local/scale/instance';
 import { instancesOption } from '../local/scale/serve';
 import type { Report } from '../shared/billing/report';
 import { loadSettings } from '../shared/config/settings';
-import { createApp } from '../shared/create-app';
 import { generate, toNdjson } from '../testkit/generate';
 import { expectedReport } from '../testkit/oracle';
 import { startTestBroker } from './support/broker';
+import { composedApp } from './support/composed-app';
 import { post, report } from './support/invoke';
 import { quietLog, storageDown, storageUp } from './support/storage';
 
@@ -127,7 +127,7 @@ describe('a fleet of local instances', () => {
       PUSHDRAIN_SCALE_MODE: 'off',
       PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
     };
-    const http = createApp(loadSettings(env), { log: quietLog });
+    const { app: http, parts } = composedApp(loadSettings(env), { log: quietLog });
     let fleet: ReturnType<typeof runFleet> | undefined;
     try {
       const txns = generate(5_000, 71, 40);
@@ -139,8 +139,7 @@ describe('a fleet of local instances', () => {
       let peak = 0;
       for (let i = 0; i < 2_000 && Date.now() < deadline; i++) {
         peak = Math.max(peak, fleet.size());
-        const m = (await http.parts.manifests.read(batchId))?.manifest;
-        if (m?.state === 'completed') break;
+        if ((await http.status(batchId))?.status === 'completed') break;
         await new Promise((r) => setTimeout(r, 100));
       }
       const got = (await report(http, batchId)).jsonBody as Report;
@@ -166,7 +165,7 @@ describe('a fleet of local instances', () => {
       assert.match(decisions[0] ?? '', /^\+[12]$/, `from zero on the first events (drain and scale subscriptions): ${decisions.join(' ')}`);
       assert.ok(decisions.some((d) => d.startsWith('-')), decisions.join(' '));
       for (const d of fleet.decisions) assert.ok(d.added <= 4);
-      for (const q of http.parts.names.allQueues()) assert.equal(await http.parts.queues.depth(q), 0, `${q} empty`);
+      for (const q of parts.names.allQueues()) assert.equal(await parts.queues.depth(q), 0, `${q} empty`);
     } finally {
       await fleet?.stop();
       await http.close();
