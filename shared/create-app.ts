@@ -73,7 +73,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const statusMeter = new StorageMeter();
   const statusClients = createStorageClients(settings.storage, statusMeter);
   const blobs = new AzureBlobStore(clients.blobs, names.container);
-  const bus = serviceBus(settings, options, clock, log, blobs);
+  const bus = serviceBus({ settings, options, clock, log, blobs });
   const deadLetters = bus.deadLetters;
   const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
@@ -177,13 +177,22 @@ interface BusParts {
   syphon: Syphon | undefined;
 }
 
+interface BusDeps {
+  settings: Settings;
+  options: AppOptions;
+  clock: Clock;
+  log: Logger;
+  /** Where the syphon sets malformed backlog messages aside. */
+  blobs: BlobStore;
+}
+
 /**
  * The Service Bus side: the publisher (with ServiceBusSecondaryConnection, a paired publisher that
  * fails over to the secondary's backlog queues, and the syphon that restores them), the
  * inspector for the status report and the dead-letter queues (redrive, health counts), all on
  * the primary. Its one client serves them all; the publisher closes it.
  */
-function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): BusParts {
+function serviceBus({ settings, options, clock, log, blobs }: BusDeps): BusParts {
   const { serviceBus: connection, serviceBusSecondary, tuning } = settings;
   if (!connection) {
     const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));

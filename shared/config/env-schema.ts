@@ -19,11 +19,14 @@ export interface NamedLimit<K extends string = string> {
 
 const declared = z.registry<Omit<NamedLimit, 'key'>>();
 
+/** A whole-number setting's default and inclusive range. */
+export type Limit = Pick<NamedLimit, 'def' | 'min' | 'max'>;
+
 /**
  * A whole number read from `setting`: unset or blank is `def`; anything but digits, or a value
  * outside min–max, is an error that says what it got.
  */
-export function wholeNumber(setting: string, def: number, min: number, max: number) {
+export function wholeNumber(setting: string, { def, min, max }: Limit) {
   const range = { error: (issue: { input: unknown }) => `must be between ${min} and ${max}, got ${String(issue.input)}` };
   const schema = z.preprocess(
     (raw) => (typeof raw === 'string' && raw.trim() === '' ? undefined : raw),

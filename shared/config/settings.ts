@@ -18,57 +18,57 @@ import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
  */
 const tuningShape = z.object({
   /** Input queues `work-0…work-{P-1}`. */
-  partitions: wholeNumber('PUSHDRAIN_PARTITIONS', 4, 1, 64),
+  partitions: wholeNumber('PUSHDRAIN_PARTITIONS', { def: 4, min: 1, max: 64 }),
   /** Transactions per chunk blob (one queue message each). */
-  chunkSize: wholeNumber('PUSHDRAIN_CHUNK_SIZE', 2000, 1, 100_000),
+  chunkSize: wholeNumber('PUSHDRAIN_CHUNK_SIZE', { def: 2000, min: 1, max: 100_000 }),
   /** Messages per `receiveMessages` call; Azure caps it at 32. */
-  dequeueBatchSize: wholeNumber('PUSHDRAIN_DEQUEUE_BATCH_SIZE', 32, 1, 32),
+  dequeueBatchSize: wholeNumber('PUSHDRAIN_DEQUEUE_BATCH_SIZE', { def: 32, min: 1, max: 32 }),
   /** How long a received message stays invisible while it is processed. */
-  visibilityTimeoutSeconds: wholeNumber('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', 60, 1, 7 * 24 * 3600),
+  visibilityTimeoutSeconds: wholeNumber('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', { def: 60, min: 1, max: 7 * 24 * 3600 }),
   /** First back-off delay after a failed receive; a drained queue ends a dequeue task at once, with no wait. */
-  minIdleMs: wholeNumber('PUSHDRAIN_MIN_IDLE_MS', 100, 0, 60_000),
+  minIdleMs: wholeNumber('PUSHDRAIN_MIN_IDLE_MS', { def: 100, min: 0, max: 60_000 }),
   /** Back-off cap: a dequeue task whose failed receives push the delay up to it exits. */
-  maxIdleMs: wholeNumber('PUSHDRAIN_MAX_IDLE_MS', 5000, 1, 600_000),
+  maxIdleMs: wholeNumber('PUSHDRAIN_MAX_IDLE_MS', { def: 5000, min: 1, max: 600_000 }),
   /** Dequeue tasks one drain may run at once. */
-  maxDequeueTasks: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_TASKS', 8, 1, 64),
+  maxDequeueTasks: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_TASKS', { def: 8, min: 1, max: 64 }),
   /** Task-count rule: one task per this many queued messages (bounded by maxDequeueTasks). */
-  messagesPerTask: wholeNumber('PUSHDRAIN_MESSAGES_PER_TASK', 64, 1, 1_000_000),
+  messagesPerTask: wholeNumber('PUSHDRAIN_MESSAGES_PER_TASK', { def: 64, min: 1, max: 1_000_000 }),
   /** Concurrent drains per queue (blob-lease slots), across all instances. */
-  drainSlots: wholeNumber('PUSHDRAIN_DRAIN_SLOTS', 16, 1, 64),
+  drainSlots: wholeNumber('PUSHDRAIN_DRAIN_SLOTS', { def: 16, min: 1, max: 64 }),
   /**
    * Fan-out rule: a deep queue wants one drain per this many queued messages (at most
    * drainSlots); the drain holding slot 0 publishes the extra ones as fan-out events.
    */
-  messagesPerDrain: wholeNumber('PUSHDRAIN_MESSAGES_PER_DRAIN', 512, 1, 1_000_000),
+  messagesPerDrain: wholeNumber('PUSHDRAIN_MESSAGES_PER_DRAIN', { def: 512, min: 1, max: 1_000_000 }),
   /**
    * Concurrent drains of the results queue, across all instances: each folds into the batch's
    * one manifest with If-Match, so more would only add conflicts.
    */
-  resultsDrainSlots: wholeNumber('PUSHDRAIN_RESULTS_DRAIN_SLOTS', 2, 1, 16),
+  resultsDrainSlots: wholeNumber('PUSHDRAIN_RESULTS_DRAIN_SLOTS', { def: 2, min: 1, max: 16 }),
   /** Deliveries after which a message is moved to `{queue}-poison`. */
-  maxDequeueCount: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_COUNT', 5, 1, 100),
+  maxDequeueCount: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_COUNT', { def: 5, min: 1, max: 100 }),
   /** A drain stops taking work after this long and hands over with a continuation event. */
-  drainBudgetSeconds: wholeNumber('PUSHDRAIN_DRAIN_BUDGET_SECONDS', 240, 1, 3600),
+  drainBudgetSeconds: wholeNumber('PUSHDRAIN_DRAIN_BUDGET_SECONDS', { def: 240, min: 1, max: 3600 }),
   /** Largest accepted request body as sent (compressed or not): 100 MiB. */
-  maxBodyBytes: wholeNumber('PUSHDRAIN_MAX_BODY_BYTES', 100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  maxBodyBytes: wholeNumber('PUSHDRAIN_MAX_BODY_BYTES', { def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 }),
   /** Largest body after gzip inflation (the gzip-bomb guard): 256 MiB. */
-  maxInflatedBytes: wholeNumber('PUSHDRAIN_MAX_INFLATED_BYTES', 256 * 1024 * 1024, 1024, 2 * 1024 * 1024 * 1024),
+  maxInflatedBytes: wholeNumber('PUSHDRAIN_MAX_INFLATED_BYTES', { def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 }),
   /** Batch files the incoming/ sweep ingests per run. */
-  sweepMaxFiles: wholeNumber('PUSHDRAIN_SWEEP_MAX_FILES', 10, 1, 1000),
+  sweepMaxFiles: wholeNumber('PUSHDRAIN_SWEEP_MAX_FILES', { def: 10, min: 1, max: 1000 }),
   /** Open batches the sweep's recovery looks at per run. */
-  sweepMaxBatches: wholeNumber('PUSHDRAIN_SWEEP_MAX_BATCHES', 100, 1, 5000),
+  sweepMaxBatches: wholeNumber('PUSHDRAIN_SWEEP_MAX_BATCHES', { def: 100, min: 1, max: 5000 }),
   /** First watchdog check of an accepted batch, this long after acceptance. */
-  watchdogSlaSeconds: wholeNumber('PUSHDRAIN_WATCHDOG_SLA_SECONDS', 600, 1, 7 * 24 * 3600),
+  watchdogSlaSeconds: wholeNumber('PUSHDRAIN_WATCHDOG_SLA_SECONDS', { def: 600, min: 1, max: 7 * 24 * 3600 }),
   /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. */
-  watchdogMaxChecks: wholeNumber('PUSHDRAIN_WATCHDOG_MAX_CHECKS', 5, 1, 20),
+  watchdogMaxChecks: wholeNumber('PUSHDRAIN_WATCHDOG_MAX_CHECKS', { def: 5, min: 1, max: 20 }),
   /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). */
-  stallSeconds: wholeNumber('PUSHDRAIN_STALL_SECONDS', 180, 1, 7 * 24 * 3600),
+  stallSeconds: wholeNumber('PUSHDRAIN_STALL_SECONDS', { def: 180, min: 1, max: 7 * 24 * 3600 }),
   /** Backlog queues `backlog-0…` in the secondary namespace (each one is a syphon trigger). */
-  backlogQueueCount: wholeNumber('PUSHDRAIN_BACKLOG_QUEUE_COUNT', 2, 1, 10),
+  backlogQueueCount: wholeNumber('PUSHDRAIN_BACKLOG_QUEUE_COUNT', { def: 2, min: 1, max: 10 }),
   /** Per entity: how long send failures are tolerated before sends go to the secondary; 0 = at once. */
-  failoverIntervalMs: wholeNumber('PUSHDRAIN_FAILOVER_INTERVAL_MS', 60_000, 0, 3_600_000),
+  failoverIntervalMs: wholeNumber('PUSHDRAIN_FAILOVER_INTERVAL_MS', { def: 60_000, min: 0, max: 3_600_000 }),
   /** While failed over: how often the primary is pinged (a link opened, nothing sent). */
-  pingIntervalMs: wholeNumber('PUSHDRAIN_PING_INTERVAL_MS', 10_000, 100, 600_000),
+  pingIntervalMs: wholeNumber('PUSHDRAIN_PING_INTERVAL_MS', { def: 10_000, min: 100, max: 600_000 }),
 });
 
 /** With the cross-field rules that a single range cannot express. */
@@ -99,11 +99,11 @@ export const TUNING_SPECS: readonly NamedLimit<keyof Tuning>[] = namedLimits(tun
 /** The scaling agent's limits (instance bounds fit both plans: Flex allows up to 1,000). */
 const scaleLimitsSchema = z
   .object({
-    minInstances: wholeNumber('PUSHDRAIN_SCALE_MIN_INSTANCES', 0, 0, 1000),
-    maxInstances: wholeNumber('PUSHDRAIN_SCALE_MAX_INSTANCES', 100, 1, 1000),
-    intervalSeconds: wholeNumber('PUSHDRAIN_SCALE_INTERVAL_SECONDS', 30, 5, 3600),
-    upCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', 60, 0, 86_400),
-    downCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', 900, 60, 86_400),
+    minInstances: wholeNumber('PUSHDRAIN_SCALE_MIN_INSTANCES', { def: 0, min: 0, max: 1000 }),
+    maxInstances: wholeNumber('PUSHDRAIN_SCALE_MAX_INSTANCES', { def: 100, min: 1, max: 1000 }),
+    intervalSeconds: wholeNumber('PUSHDRAIN_SCALE_INTERVAL_SECONDS', { def: 30, min: 5, max: 3600 }),
+    upCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', { def: 60, min: 0, max: 86_400 }),
+    downCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', { def: 900, min: 60, max: 86_400 }),
   })
   .superRefine((l, ctx) => {
     if (l.minInstances > l.maxInstances) ctx.addIssue({ code: 'custom', path: ['minInstances'], message: `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${l.maxInstances})` });
