@@ -9,7 +9,7 @@ import { ValidationError } from '../shared/errors';
 import type { DeadLetterRedriveRequest } from '../shared/poison/dead-letter-redrive';
 import type { RedriveRequest } from '../shared/poison/redrive';
 import { errorResponse, json, redactSecrets } from './http-errors';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 export type ParsedRedrive = { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
 
@@ -53,16 +53,16 @@ export function parseRedrive(text: string): ParsedRedrive {
   return { kind: 'poison', request: out };
 }
 
-export async function postRedrive(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postRedrive(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const parsed = parseRedrive(await req.text());
     if (parsed.kind === 'deadLetters') {
-      const result = await rt.redriveDeadLetters(parsed.request);
+      const result = await app.redriveDeadLetters(parsed.request);
       context.log(`redrive: ${result.moved} dead letter(s) resubmitted, ${result.kept.length} kept, ${Object.keys(result.failed).length} entity failure(s)`);
       // The errors are the SDK's words: not ours to vouch for.
       return json(200, { ...result, failed: Object.fromEntries(Object.entries(result.failed).map(([entity, error]) => [entity, redactSecrets(error)])) });
     }
-    const result = await rt.redrive(parsed.request);
+    const result = await app.redrive(parsed.request);
     context.log(`redrive: moved ${result.moved}, skipped ${result.skipped}`);
     return json(200, result);
   } catch (e) {
@@ -74,5 +74,5 @@ app.http('adminRedrive', {
   route: 'admin/redrive',
   methods: ['POST'],
   authLevel: 'admin',
-  handler: (req, context) => postRedrive(instance(), req, context),
+  handler: (req, context) => postRedrive(pushdrainApp(), req, context),
 });

@@ -5,13 +5,13 @@ import type { PushdrainApp } from '../shared/app';
 import { reportCsv } from '../shared/billing/report';
 import { ValidationError } from '../shared/errors';
 import { errorResponse, json } from './http-errors';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
 
-export async function getBatch(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatch(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    const status = await rt.status(req.params.batchId ?? '');
+    const status = await app.status(req.params.batchId ?? '');
     return status ? json(200, status) : json(404, NOT_FOUND);
   } catch (e) {
     return errorResponse(e, context);
@@ -25,10 +25,10 @@ function reportFormat(req: HttpRequest): 'json' | 'csv' {
   return format;
 }
 
-export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatchReport(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const format = reportFormat(req);
-    const found = await rt.report(req.params.batchId ?? '');
+    const found = await app.report(req.params.batchId ?? '');
     if (found.kind === 'not_found') return json(404, NOT_FOUND);
     if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
     if (format === 'csv') {
@@ -53,33 +53,33 @@ export async function getBatchReport(rt: PushdrainApp, req: HttpRequest, context
  * The route is anonymous: states and counts only, no error text (it can name hosts or
  * identities) and no message; the errors are in the log, the dead letters in the status report.
  */
-export function health(rt: PushdrainApp): HttpResponseInit {
-  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = rt.healthProbe();
+export function health(app: PushdrainApp): HttpResponseInit {
+  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = app.healthProbe();
   const failover = serviceBus && {
     status: serviceBus.status,
     entities: Object.fromEntries(Object.entries(serviceBus.entities).map(([name, { lastError: _e, ...state }]) => [name, state])),
     backlogOutOfRotation: serviceBus.backlogOutOfRotation.map(({ lastError: _e, ...queue }) => queue),
   };
-  return json(200, { ...rest, scaleAgent, storageTransactions: rt.storageTransactions(), ...(failover ? { serviceBus: failover } : {}) });
+  return json(200, { ...rest, scaleAgent, storageTransactions: app.storageTransactions(), ...(failover ? { serviceBus: failover } : {}) });
 }
 
 app.http('getBatch', {
   route: 'batches/{batchId}',
   methods: ['GET'],
   authLevel: 'function',
-  handler: (req, context) => getBatch(instance(), req, context),
+  handler: (req, context) => getBatch(pushdrainApp(), req, context),
 });
 
 app.http('getBatchReport', {
   route: 'batches/{batchId}/report',
   methods: ['GET'],
   authLevel: 'function',
-  handler: (req, context) => getBatchReport(instance(), req, context),
+  handler: (req, context) => getBatchReport(pushdrainApp(), req, context),
 });
 
 app.http('health', {
   route: 'health',
   methods: ['GET'],
   authLevel: 'anonymous',
-  handler: () => health(instance()),
+  handler: () => health(pushdrainApp()),
 });

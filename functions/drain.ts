@@ -10,20 +10,20 @@ import type { DrainResult } from '../shared/drain/drain';
 import { ensureError, PermanentError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 /**
  * Returns normally to complete the message; throws to abandon it (redelivery retries the
  * drain). A malformed or foreign event can never succeed, so it is logged and completed.
  */
-export async function onWorkDetected(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<DrainResult | undefined> {
+export async function onWorkDetected(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<DrainResult | undefined> {
   const event = parseWorkDetected(body);
   if (typeof event === 'string') {
     context.error(`WorkDetected ignored: ${event}`);
     return undefined;
   }
   try {
-    return await rt.drain(event);
+    return await app.drain(event);
   } catch (e) {
     if (e instanceof PermanentError) {
       context.error(`WorkDetected ignored: ${e.message}`);
@@ -39,7 +39,7 @@ app.serviceBusTopic(FUNCTION_NAMES.drain, {
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.drain.name,
   handler: async (message, context) => {
-    await onWorkDetected(instance(), message, context);
+    await onWorkDetected(pushdrainApp(), message, context);
   },
 });
 
@@ -48,6 +48,6 @@ app.serviceBusTopic('aggregate', {
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.aggregate.name,
   handler: async (message, context) => {
-    await onWorkDetected(instance(), message, context);
+    await onWorkDetected(pushdrainApp(), message, context);
   },
 });

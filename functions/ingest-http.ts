@@ -6,7 +6,7 @@ import { AbortedError, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { errorResponse, json } from './http-errors';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 const MEDIA_TYPES: Record<string, BodyFormat> = {
   'application/json': 'json',
@@ -61,14 +61,14 @@ export function requestSignal(context: InvocationContext): AbortSignal | undefin
   return s instanceof AbortSignal ? s : undefined;
 }
 
-export async function postBatch(rt: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postBatch(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const started = Date.now();
   try {
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
-    const body = await readBody(req, rt.maxBodyBytes);
+    const body = await readBody(req, app.maxBodyBytes);
     const signal = requestSignal(context);
-    const result = await rt.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(signal ? { signal } : {}) });
+    const result = await app.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(signal ? { signal } : {}) });
     context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
     return json(
       202,
@@ -86,5 +86,5 @@ app.http('postBatch', {
   route: 'batches',
   methods: ['POST'],
   authLevel: 'function',
-  handler: (req, context) => postBatch(instance(), req, context),
+  handler: (req, context) => postBatch(pushdrainApp(), req, context),
 });

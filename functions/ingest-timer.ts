@@ -6,10 +6,10 @@ import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
 import type { SweepOutcome } from '../shared/sweep/incoming-sweep';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
-export async function ingestSweep(rt: PushdrainApp, context: InvocationContext): Promise<SweepOutcome[]> {
-  const { recovered, files } = await rt.sweep();
+export async function ingestSweep(app: PushdrainApp, context: InvocationContext): Promise<SweepOutcome[]> {
+  const { recovered, files } = await app.sweep();
   const acted = recovered.filter((a) => a.kind !== 'progressing' && a.kind !== 'claimed');
   if (acted.length > 0) context.log(`recovery: ${acted.map((a) => `${a.batchId}=${a.kind}`).join(', ')}`);
   if (files.length > 0) context.log(`incoming sweep: ${files.map((o) => `${o.name}=${o.kind}`).join(', ')}`);
@@ -19,6 +19,6 @@ export async function ingestSweep(rt: PushdrainApp, context: InvocationContext):
 app.timer('ingestSweep', {
   schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%',
   handler: async (_timer, context) => {
-    await ingestSweep(instance(), context);
+    await ingestSweep(pushdrainApp(), context);
   },
 });

@@ -7,20 +7,20 @@ import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseScaleSignal } from '../shared/notify/events';
 import type { ScaleOutcome } from '../shared/scale/agent';
 import { redactSecrets } from './http-errors';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 /**
  * Always completes: a signal is advisory, the next one re-evaluates, and a redelivery loop (or
  * dead letters) during a Storage outage would help nobody. Failures are logged.
  */
-export async function onScaleSignal(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<ScaleOutcome | undefined> {
+export async function onScaleSignal(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<ScaleOutcome | undefined> {
   const signal = parseScaleSignal(body);
   if (typeof signal === 'string') {
     context.error(`scale signal ignored: ${signal}`);
     return undefined;
   }
   try {
-    return await rt.scale(signal);
+    return await app.scale(signal);
   } catch (e) {
     context.warn(`scale agent: evaluation failed, the next signal retries: ${redactSecrets(ensureError(e).message)}`);
     return undefined;
@@ -32,6 +32,6 @@ app.serviceBusTopic(FUNCTION_NAMES.scaleAgent, {
   topicName: TOPIC,
   subscriptionName: SUBSCRIPTIONS.scale.name,
   handler: async (message, context) => {
-    await onScaleSignal(instance(), message, context);
+    await onScaleSignal(pushdrainApp(), message, context);
   },
 });

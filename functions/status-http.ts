@@ -6,18 +6,18 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 
 import type { PushdrainApp } from '../shared/app';
 import { errorResponse, json } from './http-errors';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
-export async function getStatus(rt: PushdrainApp, _req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getStatus(app: PushdrainApp, _req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    return json(200, await rt.statusReport(), { 'Cache-Control': 'no-store' });
+    return json(200, await app.statusReport(), { 'Cache-Control': 'no-store' });
   } catch (e) {
     return errorResponse(e, context);
   }
 }
 
-export function getDashboard(rt: PushdrainApp, req: HttpRequest): HttpResponseInit {
-  const page = rt.dashboardPage();
+export function getDashboard(app: PushdrainApp, req: HttpRequest): HttpResponseInit {
+  const page = app.dashboardPage();
   if (req.headers.get('if-none-match') === page.headers.ETag) return { status: 304, headers: page.headers };
   return { status: 200, body: page.body, headers: page.headers };
 }
@@ -26,12 +26,12 @@ app.http('adminStatus', {
   route: 'admin/status',
   methods: ['GET'],
   authLevel: 'function',
-  handler: (req, context) => getStatus(instance(), req, context),
+  handler: (req, context) => getStatus(pushdrainApp(), req, context),
 });
 
 app.http('dashboard', {
   route: 'dashboard',
   methods: ['GET'],
   authLevel: 'anonymous',
-  handler: (req) => getDashboard(instance(), req),
+  handler: (req) => getDashboard(pushdrainApp(), req),
 });

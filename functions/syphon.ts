@@ -9,17 +9,17 @@ import { app, type InvocationContext } from '@azure/functions';
 import type { PushdrainApp } from '../shared/app';
 import { SECONDARY_CONNECTION, syphonQueues } from '../shared/config/settings';
 import type { SyphonOutcome } from '../shared/notify/syphon';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 function record(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
 /** Returns to complete the backlog message, throws to abandon it (delivery retries it). */
-export async function onBacklogMessage(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<SyphonOutcome> {
+export async function onBacklogMessage(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<SyphonOutcome> {
   const meta = context.triggerMetadata ?? {};
   const messageId = typeof meta.messageId === 'string' ? meta.messageId : undefined;
-  const outcome = await rt.syphon({
+  const outcome = await app.syphon({
     body,
     // Extension v5 names them applicationProperties; older bundles said userProperties.
     applicationProperties: record(meta.applicationProperties) ?? record(meta.userProperties),
@@ -36,7 +36,7 @@ for (const queueName of syphonQueues()) {
     connection: SECONDARY_CONNECTION,
     queueName,
     handler: async (message, context) => {
-      await onBacklogMessage(instance(), message, context);
+      await onBacklogMessage(pushdrainApp(), message, context);
     },
   });
 }

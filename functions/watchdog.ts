@@ -5,16 +5,16 @@ import type { PushdrainApp } from '../shared/app';
 import { WATCHDOG_QUEUE } from '../shared/names';
 import { parseWatchdogCheck } from '../shared/notify/events';
 import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
-import { instance } from './instance';
+import { pushdrainApp } from './pushdrain-app';
 
 /** Throws to abandon (redelivery retries the check); a malformed check is logged and completed. */
-export async function onWatchdog(rt: PushdrainApp, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
+export async function onWatchdog(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
   const check = parseWatchdogCheck(body);
   if (typeof check === 'string') {
     context.error(`watchdog check ignored: ${check}`);
     return undefined;
   }
-  const outcome = await rt.watchdog(check);
+  const outcome = await app.watchdog(check);
   context.log(`watchdog ${check.batchId} #${check.attempt}: ${outcome.kind}`);
   return outcome;
 }
@@ -23,6 +23,6 @@ app.serviceBusQueue('watchdog', {
   connection: 'ServiceBusConnection',
   queueName: WATCHDOG_QUEUE,
   handler: async (message, context) => {
-    await onWatchdog(instance(), message, context);
+    await onWatchdog(pushdrainApp(), message, context);
   },
 });

@@ -36,7 +36,10 @@ import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
 import type { Watchdog, WatchdogOutcome } from './watchdog/check-batch';
 import type { Recovery, RecoveryAction } from './watchdog/recovery';
 
-/** Everything the composition root built; the façade uses the steps, the bench some parts. */
+/**
+ * Everything the composition root built. The façade keeps them private; a test or the bench that
+ * drives one step itself composes its own (composeApp) and keeps the parts it built.
+ */
 export interface AppParts {
   settings: Settings;
   names: EntityNames;
@@ -102,12 +105,16 @@ export class PushdrainApp {
   private provisioned: Promise<void> | undefined;
   private page: DashboardPage | undefined;
   private readonly ingests = { inProgress: 0, aborted: 0 };
+  // Private so that adapters and tests go through the use cases, never around them.
+  readonly #parts: AppParts;
 
-  constructor(readonly parts: AppParts) {}
+  constructor(parts: AppParts) {
+    this.#parts = parts;
+  }
 
   /** Largest request body as sent (the HTTP adapter stops reading past it). */
   get maxBodyBytes(): number {
-    return this.parts.settings.tuning.maxBodyBytes;
+    return this.#parts.settings.tuning.maxBodyBytes;
   }
 
   /**
@@ -115,7 +122,7 @@ export class PushdrainApp {
    * provisioned them and this costs one request each at cold start.
    */
   ready(): Promise<void> {
-    this.provisioned ??= this.working(() => this.parts.provision()).catch((e: unknown) => {
+    this.provisioned ??= this.working(() => this.#parts.provision()).catch((e: unknown) => {
       this.provisioned = undefined; // let the next call try again
       throw e;
     });
@@ -127,14 +134,14 @@ export class PushdrainApp {
     this.ingests.inProgress++;
     try {
       await this.ready();
-      const result = await this.working(() => this.parts.ingestor.ingest({
-        open: bufferSource(s.body, s.gzip, this.parts.settings.tuning.maxInflatedBytes, s.signal),
+      const result = await this.working(() => this.#parts.ingestor.ingest({
+        open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
         format: s.format,
         ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
         ...(s.signal ? { signal: s.signal } : {}),
         source: 'http',
       }));
-      if (!result.replayed) this.parts.activity.accepted(result.transactions);
+      if (!result.replayed) this.#parts.activity.accepted(result.transactions);
       return result;
     } catch (e) {
       if (e instanceof AbortedError) this.ingests.aborted++;
@@ -146,28 +153,28 @@ export class PushdrainApp {
 
   /** GET /api/batches/{id}: undefined for a batch that was never accepted. */
   status(batchId: string): Promise<BatchStatusBody | undefined> {
-    return this.parts.reader.status(batchId);
+    return this.#parts.reader.status(batchId);
   }
 
   /** GET /api/batches/{id}/report. */
   report(batchId: string): Promise<ReportLookup> {
-    return this.parts.reader.report(batchId);
+    return this.#parts.reader.report(batchId);
   }
 
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */
   async sweep(): Promise<SweepResult> {
     await this.ready();
-    const result = await this.parts.sweeper.run();
+    const result = await this.#parts.sweeper.run();
     // A run that found nothing is what idling costs (its two listings); one that found work is work.
-    if (result.files.length > 0 || result.recovered.length > 0) this.parts.activity.worked();
-    for (const f of result.files) if (f.kind === 'ingested' && !f.result.replayed) this.parts.activity.accepted(f.result.transactions);
+    if (result.files.length > 0 || result.recovered.length > 0) this.#parts.activity.worked();
+    for (const f of result.files) if (f.kind === 'ingested' && !f.result.replayed) this.#parts.activity.accepted(f.result.transactions);
     return result;
   }
 
   /** GET /api/admin/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
   async statusReport(): Promise<StatusReport> {
     await this.ready();
-    return this.parts.status.report();
+    return this.#parts.status.report();
   }
 
   /** GET /api/dashboard: the page shell, built once per process; makes no request. */
@@ -182,7 +189,7 @@ export class PushdrainApp {
    * ROLE_OF gives the queue's stage.
    */
   async drain(event: WorkDetected): Promise<DrainResult> {
-    const { names, drains, meter, log } = this.parts;
+    const { names, drains, meter, log } = this.#parts;
     // Only our own queues: an event is input from the network, not an instruction to read anything.
     const stage = names.stageOf(event.queueName);
     if (!stage || ROLE_OF[stage] !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
@@ -203,7 +210,7 @@ export class PushdrainApp {
    */
   async recover(options: { leftBefore?: number } = {}): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
     await this.ready();
-    const { names, queues, recovery, settings } = this.parts;
+    const { names, queues, recovery, settings } = this.#parts;
     return this.working(async () => {
       const actions = await recovery.run({ stallMs: settings.tuning.stallSeconds * 1000, ...options });
       const queued: Record<string, number> = {};
@@ -218,7 +225,7 @@ export class PushdrainApp {
   /** Moves poison messages back after a fix (CLI `redrive`, and the admin route). */
   async redrive(request: RedriveRequest): Promise<RedriveResult> {
     await this.ready();
-    return this.working(() => this.parts.redriver.redrive(request));
+    return this.working(() => this.#parts.redriver.redrive(request));
   }
 
   /**
@@ -226,22 +233,22 @@ export class PushdrainApp {
    * route with `deadLetters: true`), then recounts them, so health reflects the redrive at once.
    */
   async redriveDeadLetters(request: DeadLetterRedriveRequest): Promise<DeadLetterRedriveResult> {
-    const result = await this.parts.redriver.deadLetters(request);
-    await this.parts.deadLetterTally?.refresh();
+    const result = await this.#parts.redriver.deadLetters(request);
+    await this.#parts.deadLetterTally?.refresh();
     return result;
   }
 
   /** A scheduled per-batch check fired (queue `batch-watchdog`). */
   async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ready();
-    return this.working(() => this.parts.watchdog.check(check));
+    return this.working(() => this.#parts.watchdog.check(check));
   }
 
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
   async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
-    if (this.parts.settings.scale.mode === 'off') return { kind: 'off' };
+    if (this.#parts.settings.scale.mode === 'off') return { kind: 'off' };
     await this.ready();
-    return this.working(() => this.parts.scaleAgent.handle(signal));
+    return this.working(() => this.#parts.scaleAgent.handle(signal));
   }
 
   /**
@@ -250,7 +257,7 @@ export class PushdrainApp {
    * `rejected/backlog/`); throws, after a back-off, while the primary does not take it.
    */
   async syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
-    const { syphon } = this.parts;
+    const { syphon } = this.#parts;
     if (!syphon) throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
     await this.ready();
     return this.working(() => syphon.restore(delivery));
@@ -258,7 +265,7 @@ export class PushdrainApp {
 
   /** Work in flight: the status history counts idle time (and what it costs) only without any. */
   private working<T>(work: () => Promise<T>): Promise<T> {
-    return this.parts.activity.during(work);
+    return this.#parts.activity.during(work);
   }
 
   /**
@@ -268,13 +275,13 @@ export class PushdrainApp {
    * processes work in both.
    */
   health(): HealthState {
-    const scaleAgent = this.parts.scaleAgent.health();
-    const serviceBus = this.parts.notifier.health();
-    const deadLetters = this.parts.deadLetterTally?.snapshot();
+    const scaleAgent = this.#parts.scaleAgent.health();
+    const serviceBus = this.#parts.notifier.health();
+    const deadLetters = this.#parts.deadLetterTally?.snapshot();
     const rank = { ok: 0, degraded: 1, red: 2 } as const;
     const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok', (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok'];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
-    return { status, drains: this.parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}), ingests: { ...this.ingests } };
+    return { status, drains: this.#parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}), ingests: { ...this.ingests } };
   }
 
   /**
@@ -282,30 +289,30 @@ export class PushdrainApp {
    * counts are older than a few minutes (the next answer shows it). Never waits for Service Bus.
    */
   healthProbe(): HealthState {
-    this.parts.deadLetterTally?.refreshIfStale();
+    this.#parts.deadLetterTally?.refreshIfStale();
     return this.health();
   }
 
   /** This process's Storage requests by operation; makes no request itself. */
   storageTransactions(): MeterSnapshot {
-    return this.parts.meter.snapshot();
+    return this.#parts.meter.snapshot();
   }
 
   /** Drain invocations in progress in this process (tests assert none is left behind). */
   get drainsInProgress(): number {
-    return this.parts.drains.inProgress;
+    return this.#parts.drains.inProgress;
   }
 
   /** Graceful stop: drains finish their current batch, then publish a continuation for the rest. */
   beginShutdown(): void {
-    this.parts.drains.beginShutdown();
+    this.#parts.drains.beginShutdown();
   }
 
   async close(): Promise<void> {
-    await this.parts.deadLetterTally?.close();
-    await this.parts.inspector?.close();
-    await this.parts.deadLetters?.close();
-    await this.parts.notifier.close();
-    await this.parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
+    await this.#parts.deadLetterTally?.close();
+    await this.#parts.inspector?.close();
+    await this.#parts.deadLetters?.close();
+    await this.#parts.notifier.close();
+    await this.#parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
   }
 }

@@ -2,8 +2,6 @@
  * The composition root: every client, adapter and pipeline step is built here, once, from
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
-import { createHash } from 'node:crypto';
-
 import { type AppParts, PushdrainApp } from './app';
 import { ManifestListing } from './batch/batch-list';
 import { ManifestStore, OpenBatches } from './batch/manifest';
@@ -13,9 +11,9 @@ import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { Ingestor } from './ingest/ingest';
-import { layout } from './layout';
 import { parseWorkPointer } from './model/chunk-codec';
 import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
+import { writeBacklogRejection } from './notify/backlog-rejection';
 import type { DeadLetterQueues } from './notify/dead-letters';
 import { Notifier, type WorkPublisher } from './notify/events';
 import type { BusInspector } from './notify/inspection';
@@ -24,7 +22,7 @@ import { ServiceBusChannel } from './notify/service-bus-channel';
 import { ServiceBusDeadLetters } from './notify/service-bus-dead-letters';
 import { ServiceBusInspector } from './notify/service-bus-inspector';
 import { createServiceBusClient, ServiceBusPublisher } from './notify/service-bus-publisher';
-import { type RejectedBacklogMessage, Syphon } from './notify/syphon';
+import { Syphon } from './notify/syphon';
 import { BatchReader, Finalizer } from './pipeline/finalize';
 import { MapProcessor } from './pipeline/map-processor';
 import { ReduceProcessor } from './pipeline/reduce-processor';
@@ -32,8 +30,7 @@ import { Redriver } from './poison/redrive';
 import { type BlobStore, type Clock, consoleLogger, type Logger, systemClock } from './ports';
 import { AzureQueueStore } from './queue/storage-queue';
 import { ScaleAgent } from './scale/agent';
-import type * as ArmTarget from './scale/arm-target';
-import { ARM_ENDPOINT, ScaleRequests } from './scale/requests';
+import { lazyArmScaleTarget } from './scale/arm-target';
 import { ScaleStateStore } from './scale/state';
 import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
@@ -77,7 +74,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const statusMeter = new StorageMeter();
   const statusClients = createStorageClients(settings.storage, statusMeter);
   const blobs = new AzureBlobStore(clients.blobs, names.container);
-  const bus = serviceBus(settings, options, clock, log, blobs);
+  const bus = serviceBus({ settings, options, clock, log, blobs });
   const deadLetters = bus.deadLetters;
   const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
@@ -141,7 +138,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       settings: settings.scale,
       store: new ScaleStateStore(blobs),
       depth: async () => (await Promise.all(names.inputQueues().map((q) => queues.depth(q)))).reduce((a, b) => a + b, 0),
-      target: options.scaleTarget ?? managementTarget(settings),
+      target: options.scaleTarget ?? lazyArmScaleTarget(settings.scale, FUNCTION_NAMES.drain, () => credentialFor(settings.scale.identity)),
       scheduleCheck: (delayMs) => notifier.scheduleScaleCheck(delayMs),
       clock,
       log,
@@ -181,13 +178,22 @@ interface BusParts {
   syphon: Syphon | undefined;
 }
 
+interface BusDeps {
+  settings: Settings;
+  options: AppOptions;
+  clock: Clock;
+  log: Logger;
+  /** Where the syphon sets malformed backlog messages aside. */
+  blobs: BlobStore;
+}
+
 /**
  * The Service Bus side: the publisher (with ServiceBusSecondaryConnection, a paired publisher that
  * fails over to the secondary's backlog queues, and the syphon that restores them), the
  * inspector for the status report and the dead-letter queues (redrive, health counts), all on
  * the primary. Its one client serves them all; the publisher closes it.
  */
-function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: Logger, blobs: BlobStore): BusParts {
+function serviceBus({ settings, options, clock, log, blobs }: BusDeps): BusParts {
   const { serviceBus: connection, serviceBusSecondary, tuning } = settings;
   if (!connection) {
     const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
@@ -199,12 +205,7 @@ function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: 
   const inspector = options.inspector ?? new ServiceBusInspector(client, false);
   if (!serviceBusSecondary) return { publisher: options.publisher ?? new ServiceBusPublisher(client), inspector, deadLetters, syphon: undefined };
   const primary = new ServiceBusChannel(client);
-  const setAside = async (r: RejectedBacklogMessage): Promise<void> => {
-    const body = Buffer.from(JSON.stringify(r, null, 2));
-    const id = r.messageId ?? createHash('sha256').update(body).digest('hex').slice(0, 32);
-    await blobs.write(layout.backlogRejection(id), body, { contentType: 'application/json' });
-  };
-  const syphon = new Syphon({ primary, clock, log, pingIntervalMs: tuning.pingIntervalMs, setAside });
+  const syphon = new Syphon({ primary, clock, log, pingIntervalMs: tuning.pingIntervalMs, setAside: (r) => writeBacklogRejection(blobs, r) });
   const publisher =
     options.publisher ??
     new PairedPublisher({
@@ -219,24 +220,3 @@ function serviceBus(settings: Settings, options: AppOptions, clock: Clock, log: 
   return { publisher, inspector, deadLetters, syphon };
 }
 
-/**
- * The management API for the configured site. The SDK (~0.4 s to load) is required on the
- * first apply only: drain instances never pay for it, and the dry-run describes requests
- * without it.
- */
-function managementTarget(settings: Settings): ScaleTarget | undefined {
-  const { scale } = settings;
-  const site = scale.site;
-  if (!site) return undefined;
-  const requests = new ScaleRequests(scale.plan, site, ARM_ENDPOINT, FUNCTION_NAMES.drain);
-  let target: ScaleTarget | undefined;
-  return {
-    describe: (d) => requests.describe(d),
-    apply: (d) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const arm = require('./scale/arm-target') as typeof ArmTarget;
-      target ??= arm.createArmScaleTarget(scale, site, FUNCTION_NAMES.drain, { credential: credentialFor(scale.identity) });
-      return target.apply(d);
-    },
-  };
-}

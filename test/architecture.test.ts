@@ -84,7 +84,7 @@ const SDK = /^@azure\/(storage-blob|storage-queue|service-bus|identity|core-[a-z
  * The adapters behind the ports, and the composition root that picks them. The scaling agent's
  * management adapter is one file, not its folder: the agent's rules, state and decisions in
  * shared/scale/ stay SDK-free, and only this file may load @azure/arm-appservice (45 MB, ~0.4 s),
- * which the composition root requires lazily on the first apply.
+ * which that file requires itself, lazily, on the first apply.
  */
 const SDK_ALLOWED = ['shared/storage/', 'shared/queue/', 'shared/notify/', 'shared/create-app.ts', 'shared/scale/arm-target.ts'];
 

@@ -10,13 +10,13 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import type { HealthState, PushdrainApp } from '../shared/app';
-import { loadSettings } from '../shared/config/settings';
-import { createApp } from '../shared/create-app';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
+import type { AppParts, HealthState, PushdrainApp } from '../shared/app';
+import { loadSettings } from '../shared/config/settings';
 import { gzipBomb, validBatch } from './support/bombs';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';
+import { composedApp } from './support/composed-app';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { blobNames, totalQueued } from './support/inspect';
 import { quietLog, uniquePrefix } from './support/storage';
@@ -32,6 +32,7 @@ let host: HostProcess | undefined;
 let port = 0;
 /** The host's Storage, seen from the test (what was written). */
 let observer: PushdrainApp;
+let observerParts: AppParts;
 
 before(async () => {
   [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
@@ -43,7 +44,7 @@ before(async () => {
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   });
   port = host.port;
-  observer = createApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog });
+  ({ app: observer, parts: observerParts } = composedApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog }));
 });
 
 after(async () => {
@@ -142,7 +143,7 @@ describe('gzip bombs and clients that go away, over real HTTP', () => {
 
   /** What the app has written and published so far: blobs, queued messages, messages the broker took in. */
   async function written(): Promise<{ blobs: string[]; queued: number; published: number }> {
-    return { blobs: await blobNames(observer), queued: await totalQueued(observer), published: bus.broker.stats().messagesIn };
+    return { blobs: await blobNames(observerParts), queued: await totalQueued(observerParts), published: bus.broker.stats().messagesIn };
   }
 
   /** The host's CPU time in ms from /proc (Linux); undefined where there is none. */

@@ -13,7 +13,7 @@ import { HttpRequest, type HttpResponseInit, InvocationContext } from '@azure/fu
 
 import { getBatch, getBatchReport } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
-import type { PushdrainApp } from '../shared/app';
+import type { AppParts, PushdrainApp } from '../shared/app';
 import { gzipBomb, validBatch } from './support/bombs';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';
@@ -51,19 +51,19 @@ const NDJSON = { 'content-type': 'application/x-ndjson' };
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 /** A POST as the host builds it: bytes, so no Content-Type is added behind our back. */
-function postRaw(rt: PushdrainApp, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
+function postRaw(app: PushdrainApp, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
     headers,
     ...(body === undefined ? {} : { body: { bytes: typeof body === 'string' ? Buffer.from(body) : body } }),
   });
-  return postBatch(rt, req, context('postBatch'));
+  return postBatch(app, req, context('postBatch'));
 }
 
 /** Checks a refusal: status, error code, a message, well-formed details, and no Storage request. */
-async function refused(rt: PushdrainApp, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
-  const before = rt.parts.meter.total();
+async function refused(app: PushdrainApp, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
+  const before = app.storageTransactions().total;
   const res = await call();
   const body = res.jsonBody as ErrorBody;
   assert.equal(res.status, status, `${name}: ${JSON.stringify(body)}`);
@@ -76,22 +76,22 @@ async function refused(rt: PushdrainApp, name: string, call: () => Promise<HttpR
     assert.ok(d.message.length > 0, name);
   }
   if (error === 'invalid_batch') assert.ok((body.details ?? []).length > 0, `${name}: details`);
-  assert.equal(rt.parts.meter.total(), before, `${name}: no Storage request was made`);
+  assert.equal(app.storageTransactions().total, before, `${name}: no Storage request was made`);
   return body;
 }
 
 /** Details as `line:field` plus the message, for compact assertions. */
 const where = (b: ErrorBody): string[] => (b.details ?? []).map((d) => `${d.line}:${d.field}`);
 
-async function nothingWritten(rt: PushdrainApp, events: CapturingPublisher): Promise<void> {
-  assert.deepEqual(await blobNames(rt), []);
-  assert.equal(await totalQueued(rt), 0);
+async function nothingWritten(parts: AppParts, events: CapturingPublisher): Promise<void> {
+  assert.deepEqual(await blobNames(parts), []);
+  assert.equal(await totalQueued(parts), 0);
   assert.equal(events.all.length, 0);
 }
 
 describe('malformed bodies', () => {
   test('NDJSON: truncated, trailing garbage, bare values, invalid UTF-8, oversize and deep records', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const bad = (s: string): Buffer => Buffer.concat([Buffer.from(s.slice(0, 8)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(s.slice(8))]);
     const cases: [string, Buffer | string, string[], RegExp][] = [
       ['truncated object', '{"id":"t1","account":"a1","timest', ['1:'], /malformed JSON/],
@@ -110,15 +110,15 @@ describe('malformed bodies', () => {
       ['a repeated key', line(good).replace('"amount":', '"amount":5,"amount":'), ['1:amount'], /duplicate key/],
     ];
     for (const [name, body, expected, message] of cases) {
-      const b = await refused(rt, name, () => postRaw(rt, body, NDJSON), 400, 'invalid_batch');
+      const b = await refused(app, name, () => postRaw(app, body, NDJSON), 400, 'invalid_batch');
       assert.deepEqual(where(b), expected, name);
       assert.match(b.details![0]!.message, message, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('JSON array: unclosed, truncated, trailing garbage, bare number, bad separators, bad items', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const g = line(good);
     const cases: [string, Buffer | string, string[], RegExp][] = [
       ['unclosed array', `[${g}`, ['1:'], /not closed with "\]"/],
@@ -136,11 +136,11 @@ describe('malformed bodies', () => {
       ['an item over 64 KiB', `[${g},${line(tx(2, { id: 'x'.repeat(70_000) }))}]`, ['2:'], /longer than 65536 bytes/],
     ];
     for (const [name, body, expected, message] of cases) {
-      const b = await refused(rt, name, () => postRaw(rt, body, JSON_TYPE), 400, 'invalid_batch');
+      const b = await refused(app, name, () => postRaw(app, body, JSON_TYPE), 400, 'invalid_batch');
       assert.deepEqual(where(b), expected, name);
       assert.match(b.details![0]!.message, message, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 });
 
@@ -193,31 +193,31 @@ describe('schema rules, one transaction per rule', () => {
   ];
 
   test('NDJSON: each rule on its own line, reported on that line only', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const lines = rules.map(([, patch], i) => line(tx(i + 1, patch)));
     // JSON.parse keeps "__proto__" as an own key: it must be reported, not slip through.
     lines.push(line(tx(rules.length + 1)).replace('{', '{"__proto__":{"amount":1},'));
-    const b = await refused(rt, 'schema', () => postRaw(rt, lines.join('\n'), NDJSON), 400, 'invalid_batch');
+    const b = await refused(app, 'schema', () => postRaw(app, lines.join('\n'), NDJSON), 400, 'invalid_batch');
     const expected = [...rules.flatMap(([, , fields], i) => fields.map((f) => `${i + 1}:${f}`)), `${rules.length + 1}:__proto__`];
     assert.deepEqual(where(b), expected);
     assert.match(b.message, new RegExp(`^the batch has ${expected.length} problems$`));
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('JSON array: the same rules, reported by item position; duplicate ids name the first', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const items = [tx(1), tx(2, { amount: true }), tx(3, { currency: 'eur' }), tx(1, { account: 'other' }), tx(5, { meta: {} }), tx(1)];
-    const b = await refused(rt, 'array', () => postRaw(rt, JSON.stringify(items), JSON_TYPE), 400, 'invalid_batch');
+    const b = await refused(app, 'array', () => postRaw(app, JSON.stringify(items), JSON_TYPE), 400, 'invalid_batch');
     assert.deepEqual(where(b), ['2:amount', '3:currency', '4:id', '5:meta', '6:id']);
     assert.deepEqual(
       b.details!.filter((d) => d.field === 'id').map((d) => d.message),
       ['duplicate id (first seen at line 1)', 'duplicate id (first seen at line 1)'],
     );
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('extreme but valid timestamps and a null region are accepted (no over-rejection)', async () => {
-    const { rt } = await testRuntime();
+    const { app } = await testRuntime();
     const ok = [
       tx(1, { timestamp: '0000-01-01T00:00:00Z' }),
       tx(2, { timestamp: '0000-02-29T00:00:00Z' }), // year 0 is a leap year in RFC 3339's calendar
@@ -227,7 +227,7 @@ describe('schema rules, one transaction per rule', () => {
       tx(6, { region: null }),
       tx(7, { id: 'I'.repeat(64), account: 'a'.repeat(64), amount: 1_000_000_000 }),
     ];
-    const res = await postRaw(rt, ok.map(line).join('\n'), NDJSON);
+    const res = await postRaw(app, ok.map(line).join('\n'), NDJSON);
     assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
     assert.equal((res.jsonBody as { transactions: number }).transactions, ok.length);
   });
@@ -235,7 +235,7 @@ describe('schema rules, one transaction per rule', () => {
 
 describe('empty, oversize, compressed, typed and keyed wrong', () => {
   test('an empty batch, in every shape', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const cases: [string, Buffer | string | undefined, Record<string, string>, string[], RegExp][] = [
       ['no body at all', undefined, NDJSON, ['0:'], /the batch is empty/],
       ['only blank lines', '\n\n  \r\n\t\n', NDJSON, ['0:'], /the batch is empty/],
@@ -245,15 +245,15 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
     ];
     for (const [name, body, headers, expected, message] of cases) {
-      const b = await refused(rt, name, () => postRaw(rt, body, headers), 400, 'invalid_batch');
+      const b = await refused(app, name, () => postRaw(app, body, headers), 400, 'invalid_batch');
       assert.deepEqual(where(b), expected, name);
       assert.match(b.details![0]!.message, message, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('413: by Content-Length before reading, by actual size, lying lengths, gzip bombs', async () => {
-    const { rt, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
+    const { app, parts, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
     const big = Buffer.from(Array.from({ length: 60 }, (_, i) => line(tx(i))).join('\n'));
     assert.ok(big.length > 4096);
     const cases: [string, Buffer, Record<string, string>][] = [
@@ -268,14 +268,14 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
     ];
     for (const [name, body, headers] of cases) {
       if (headers['content-encoding'] && !name.startsWith('compressed')) assert.ok(body.length <= 4096, `${name} is ${body.length} bytes compressed`);
-      const b = await refused(rt, name, () => postRaw(rt, body, headers), 413, 'too_large');
+      const b = await refused(app, name, () => postRaw(app, body, headers), 413, 'too_large');
       assert.match(b.message, /exceeds 4096 bytes|inflates past 65536 bytes/, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('gzip declared but not gzip: plain text, truncated gzip, zlib deflate data', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const gz = gzipSync(Buffer.from([line(good), line(tx(2))].join('\n')));
     const cases: [string, Buffer][] = [
       ['plain NDJSON', Buffer.from(line(good))],
@@ -284,15 +284,15 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['a gzip header alone', gz.subarray(0, 10)],
     ];
     for (const [name, body] of cases) {
-      const b = await refused(rt, name, () => postRaw(rt, body, { ...NDJSON, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+      const b = await refused(app, name, () => postRaw(app, body, { ...NDJSON, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
       assert.deepEqual(where(b), ['0:'], name);
       assert.match(b.details![0]!.message, /does not inflate/, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('415: a missing or wrong Content-Type, an unsupported Content-Encoding', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const body = line(good);
     const cases: [string, Record<string, string>, RegExp][] = [
       ['no Content-Type at all', {}, /Content-Type/],
@@ -307,14 +307,14 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['415 wins over 413', { 'content-type': 'text/plain', 'content-length': '999999999999' }, /Content-Type/],
     ];
     for (const [name, headers, message] of cases) {
-      const b = await refused(rt, name, () => postRaw(rt, body, headers), 415, 'unsupported_media_type');
+      const b = await refused(app, name, () => postRaw(app, body, headers), 415, 'unsupported_media_type');
       assert.match(b.message, message, name);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('invalid Idempotency-Key values are refused before the body is read', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, events } = await testRuntime();
     const keys: [string, string][] = [
       ['empty', ''],
       ['129 characters', 'k'.repeat(129)],
@@ -327,59 +327,59 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
     ];
     for (const [name, key] of keys) {
       // The body is valid; only the key is wrong.
-      const b = await refused(rt, name, () => postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': key }), 400, 'invalid_idempotency_key');
+      const b = await refused(app, name, () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': key }), 400, 'invalid_idempotency_key');
       assert.deepEqual(where(b), ['0:Idempotency-Key'], name);
     }
     // Refused before reading: an oversize body with a bad key is a 400, not a 413.
-    await refused(rt, 'bad key, huge body', () => postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }), 400, 'invalid_idempotency_key');
+    await refused(app, 'bad key, huge body', () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }), 400, 'invalid_idempotency_key');
     // The limits themselves are fine: 128 characters of every allowed kind.
     const longest = 'Az09._:-'.repeat(16);
-    assert.equal((await postRaw(rt, line(good), { ...NDJSON, 'idempotency-key': longest })).status, 202);
+    assert.equal((await postRaw(app, line(good), { ...NDJSON, 'idempotency-key': longest })).status, 202);
     assert.equal(events.all.length, 1);
   });
 
   test('over 1,000,000 records: refused with the limit named even when other problems fill the details', async (t) => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     // Every record counts against the limit, valid or not, so the cheapest record to parse
     // keeps this fast (a million valid transactions take ~10 s to validate on a small machine).
     const n = 1_000_001;
     const body = Buffer.from('0\n'.repeat(n));
     const started = Date.now();
-    const b = await refused(rt, 'a million and one', () => postRaw(rt, body, NDJSON), 400, 'invalid_batch');
+    const b = await refused(app, 'a million and one', () => postRaw(app, body, NDJSON), 400, 'invalid_batch');
     assert.equal(b.message, `the batch has ${n} problems (first 100 shown)`);
     assert.equal(b.details!.length, 100);
     assert.deepEqual(b.details![0], { line: 1, field: '', message: 'transaction must be a JSON object' });
     assert.deepEqual(b.details![99], { line: n, field: '', message: 'a batch holds at most 1000000 transactions' });
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
     t.diagnostic(`1,000,001 records refused in ${Date.now() - started} ms`);
   });
 });
 
 describe('batch ids in the status and report routes', () => {
   test('path characters, case, length and emptiness are refused before any Storage request', async () => {
-    const { rt } = await testRuntime();
+    const { app, parts } = await testRuntime();
     const ids = ['../x', '%2e%2e%2fx', '..%2Fx', '..', '.', 'b-1/../../x', 'b-1/manifest.json', 'B-ABC', 'b-ABC', 'a'.repeat(65), `b-${'0'.repeat(63)}`, '', ' b-1', 'b-1 ', 'b_1', 'b-1.json', '-b', 'b-1\u0000', 'b-1%00', 'b\\1'];
     const routes: [string, (id: string) => Promise<HttpResponseInit>][] = [
-      ['status', (id) => getBatch(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }), context('getBatch'))],
-      ['report', (id) => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }), context('getBatchReport'))],
-      ['report csv', (id) => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report?format=csv', params: { batchId: id }, query: { format: 'csv' } }), context('getBatchReport'))],
+      ['status', (id) => getBatch(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }), context('getBatch'))],
+      ['report', (id) => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }), context('getBatchReport'))],
+      ['report csv', (id) => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report?format=csv', params: { batchId: id }, query: { format: 'csv' } }), context('getBatchReport'))],
     ];
     for (const [route, call] of routes) {
       for (const id of ids) {
-        const b = await refused(rt, `${route} ${JSON.stringify(id)}`, () => call(id), 400, 'invalid_batch_id');
+        const b = await refused(app, `${route} ${JSON.stringify(id)}`, () => call(id), 400, 'invalid_batch_id');
         assert.match(b.message, /batchId/);
       }
     }
     // A report format other than json or csv is refused, whatever the id, before any lookup.
     for (const format of ['xml', 'CSV', '', 'json,csv']) {
-      const b = await refused(rt, `format ${JSON.stringify(format)}`, () => getBatchReport(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: 'b-1' }, query: { format } }), context('getBatchReport')), 400, 'invalid_request');
+      const b = await refused(app, `format ${JSON.stringify(format)}`, () => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: 'b-1' }, query: { format } }), context('getBatchReport')), 400, 'invalid_request');
       assert.deepEqual(where(b), ['0:format']);
     }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
-    const before = rt.parts.meter.total();
+    const before = parts.meter.total();
     const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
     assert.equal(res.status, 404);
-    assert.equal(rt.parts.meter.total() - before, 1);
+    assert.equal(parts.meter.total() - before, 1);
   });
 });
 
@@ -388,14 +388,14 @@ describe('bombs and abandoned requests', () => {
   const GZIP_NDJSON = { ...NDJSON, 'content-encoding': 'gzip' };
 
   /** A POST whose InvocationContext carries an abort signal, as the local host gives one. */
-  function postAbortable(rt: PushdrainApp, body: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponseInit> {
+  function postAbortable(app: PushdrainApp, body: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponseInit> {
     const req = new HttpRequest({ method: 'POST', url: 'http://localhost:7071/api/batches', headers, body: { bytes: body } });
-    return postBatch(rt, req, new InvocationContext({ functionName: 'postBatch', triggerMetadata: { abortSignal: signal }, logHandler: () => {} }));
+    return postBatch(app, req, new InvocationContext({ functionName: 'postBatch', triggerMetadata: { abortSignal: signal }, logHandler: () => {} }));
   }
 
   // Before the fix the zeros never got an answer (zlib was left waiting): the timeout fails the test.
   test('gzip bombs at the default caps: 1 GiB of zeros, 250 MiB of blank or whitespace lines, 1 GiB of spaces in an array: 413, nothing written', { timeout: 240_000 }, async (t) => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const cases: [string, Buffer, Record<string, string>, RegExp][] = [
       ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), GZIP_NDJSON, /inflates past 268435456 bytes/],
       ['250 MiB of blank lines', await gzipBomb('\n', 250 * MiB), GZIP_NDJSON, /more than 1000000 blank lines \(at line 1000001\)/],
@@ -406,50 +406,50 @@ describe('bombs and abandoned requests', () => {
     const took: string[] = [];
     for (const [name, body, headers, message] of cases) {
       const started = Date.now();
-      const b = await refused(rt, name, () => postRaw(rt, body, headers), 413, 'too_large');
+      const b = await refused(app, name, () => postRaw(app, body, headers), 413, 'too_large');
       assert.match(b.message, message, name);
       took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
     }
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
     t.diagnostic(`413 answered in: ${took.join('; ')}`);
   });
 
   test('blank lines: 1,000,000 of them with a record are accepted, one more is 413', async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const record = line(good);
-    const ok = await postRaw(rt, `${'\n'.repeat(1_000_000)}${record}`, NDJSON);
+    const ok = await postRaw(app, `${'\n'.repeat(1_000_000)}${record}`, NDJSON);
     assert.equal(ok.status, 202, JSON.stringify(ok.jsonBody));
     assert.equal((ok.jsonBody as { transactions: number }).transactions, 1);
-    const blobs = await blobNames(rt);
+    const blobs = await blobNames(parts);
     const sent = events.all.length;
-    const b = await refused(rt, 'one blank line too many', () => postRaw(rt, `${'\n'.repeat(1_000_001)}${record}`, NDJSON), 413, 'too_large');
+    const b = await refused(app, 'one blank line too many', () => postRaw(app, `${'\n'.repeat(1_000_001)}${record}`, NDJSON), 413, 'too_large');
     assert.match(b.message, /more than 1000000 blank lines \(at line 1000001\)/);
-    assert.deepEqual(await blobNames(rt), blobs, 'the refused body wrote nothing');
+    assert.deepEqual(await blobNames(parts), blobs, 'the refused body wrote nothing');
     assert.equal(events.all.length, sent);
   });
 
   // Stopping early (a fatal error, the record limit) destroyed zlib while the feed waited for it
   // to take more input: the request never answered once the compressed body passed ~16 KiB.
   test('an early stop inside a large gzip body answers at once', { timeout: 120_000 }, async () => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const letters = Buffer.from(randomBytes(MiB).map((b) => 0x61 + (b % 26)));
     const notArray = gzipSync(Buffer.concat([Buffer.from('x'), letters]));
     const tooMany = gzipSync(Buffer.from(Array.from({ length: 1_000_001 }, (_, i) => `${i}`).join('\n')));
     assert.ok(notArray.length > 256 * 1024 && tooMany.length > 256 * 1024, 'compressed bodies well past zlib buffers');
-    const a = await refused(rt, 'a JSON body that is not an array', () => postRaw(rt, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+    const a = await refused(app, 'a JSON body that is not an array', () => postRaw(app, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
     assert.match(a.details![0]!.message, /must be an array/);
-    const b = await refused(rt, '1,000,001 records', () => postRaw(rt, tooMany, GZIP_NDJSON), 400, 'invalid_batch');
+    const b = await refused(app, '1,000,001 records', () => postRaw(app, tooMany, GZIP_NDJSON), 400, 'invalid_batch');
     assert.deepEqual(b.details![99], { line: 1_000_001, field: '', message: 'a batch holds at most 1000000 transactions' });
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('a record with more than 32 fields is one problem, not one per field', async (t) => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     const fields = (n: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 0]));
     const at32 = { ...good, ...fields(25) }; // 32 fields: each unknown one is named
     const at33 = { ...good, ...fields(26) };
     const wide = `{${Array.from({ length: 3300 }, (_, i) => `"k${i}":0,"k${i}":0`).join(',')}}`; // ~64 KiB, every key twice
-    const b = await refused(rt, 'wide records', () => postRaw(rt, [line(at32), line(at33), wide].join('\n'), NDJSON), 400, 'invalid_batch');
+    const b = await refused(app, 'wide records', () => postRaw(app, [line(at32), line(at33), wide].join('\n'), NDJSON), 400, 'invalid_batch');
     assert.equal(b.message, 'the batch has 27 problems');
     assert.deepEqual(where(b).slice(24), ['1:k24', '2:', '3:']);
     assert.equal(b.details![25]!.message, 'too many fields: 33 (a transaction has at most 7)');
@@ -457,53 +457,53 @@ describe('bombs and abandoned requests', () => {
     // Such records in bulk cost work linear in their size (a problem per repeated key cost 47 s for 256 MiB).
     const bulk = Buffer.from(`${wide}\n`.repeat(Math.floor((32 * MiB) / (wide.length + 1))));
     const started = Date.now();
-    const many = await refused(rt, '32 MiB of wide records', () => postRaw(rt, gzipSync(bulk, { level: 1 }), GZIP_NDJSON), 400, 'invalid_batch');
+    const many = await refused(app, '32 MiB of wide records', () => postRaw(app, gzipSync(bulk, { level: 1 }), GZIP_NDJSON), 400, 'invalid_batch');
     assert.match(many.message, /^the batch has \d+ problems \(first 100 shown\)$/);
     t.diagnostic(`32 MiB of 64 KiB records with 3,300 repeated keys each refused in ${Date.now() - started} ms`);
-    await nothingWritten(rt, events);
+    await nothingWritten(parts, events);
   });
 
   test('a client that disconnects mid-validation: 499, nothing written, counted in health', { timeout: 120_000 }, async (t) => {
-    const { rt, events } = await testRuntime();
+    const { app, parts, events } = await testRuntime();
     // The last line is invalid: a validation that ran to the end would answer 400, not 499.
     const body = Buffer.concat([validBatch(300_000), Buffer.from('\n{"broken"')]);
     const aborter = new AbortController();
-    const before = rt.parts.meter.total();
+    const before = parts.meter.total();
     const started = Date.now();
-    const answer = postAbortable(rt, body, NDJSON, aborter.signal);
-    assert.ok(await waitFor(() => rt.health().ingests.inProgress === 1, 10_000), 'the ingest started');
+    const answer = postAbortable(app, body, NDJSON, aborter.signal);
+    assert.ok(await waitFor(() => app.health().ingests.inProgress === 1, 10_000), 'the ingest started');
     await new Promise((r) => setTimeout(r, 20)); // a timer fires mid-validation: reading yields to the event loop
     aborter.abort();
     const abortedAt = Date.now();
     const res = await answer;
     assert.equal(res.status, 499, `validation must stop when the client is gone: ${JSON.stringify(res.jsonBody)}`);
     assert.equal((res.jsonBody as ErrorBody).error, 'client_closed_request');
-    assert.deepEqual(rt.health().ingests, { inProgress: 0, aborted: 1 });
-    assert.equal(rt.parts.meter.total(), before, 'stopped before the claim: no Storage request at all');
-    await nothingWritten(rt, events);
+    assert.deepEqual(app.health().ingests, { inProgress: 0, aborted: 1 });
+    assert.equal(parts.meter.total(), before, 'stopped before the claim: no Storage request at all');
+    await nothingWritten(parts, events);
     t.diagnostic(`300,000 transactions (${(body.length / MiB).toFixed(0)} MiB): aborted ${abortedAt - started} ms in, answered ${Date.now() - abortedAt} ms after the abort`);
   });
 
   test('a client that disconnects while chunks are written: the rest is not written, nothing is queued or published', { timeout: 120_000 }, async (t) => {
-    const { rt, events, observer } = await testRuntime();
+    const { app, parts, events, observerParts } = await testRuntime();
     const aborter = new AbortController();
-    const puts = (): number => rt.parts.meter.snapshot()['blob.put'] ?? 0;
+    const puts = (): number => app.storageTransactions()['blob.put'] ?? 0;
     const before = puts();
-    const answer = postAbortable(rt, validBatch(300_000), NDJSON, aborter.signal); // 150 chunks of 2,000
+    const answer = postAbortable(app, validBatch(300_000), NDJSON, aborter.signal); // 150 chunks of 2,000
     // The claim is the first blob written; abort right after it.
     assert.ok(await waitFor(() => puts() > before, 60_000), 'the claim was written');
     aborter.abort();
     const res = await answer;
     assert.equal(res.status, 499, JSON.stringify(res.jsonBody));
-    const chunks = (await blobNames(observer)).filter((n) => n.startsWith('work/') && n.endsWith('.ndjson.gz'));
+    const chunks = (await blobNames(observerParts)).filter((n) => n.startsWith('work/') && n.endsWith('.ndjson.gz'));
     assert.ok(chunks.length < 150, `stopped part-way: ${chunks.length} of 150 chunk blobs`);
-    assert.equal(await totalQueued(rt), 0, 'no pointer was enqueued');
+    assert.equal(await totalQueued(parts), 0, 'no pointer was enqueued');
     assert.equal(events.all.length, 0, 'no WorkDetected was published');
-    const batchId = (await blobNames(observer)).map((n) => /^batches\/(.+)\/manifest\.json$/.exec(n)?.[1]).find((id) => id !== undefined);
+    const batchId = (await blobNames(observerParts)).map((n) => /^batches\/(.+)\/manifest\.json$/.exec(n)?.[1]).find((id) => id !== undefined);
     assert.ok(batchId, 'the claim names the batch');
-    const m = await rt.parts.manifests.read(batchId);
+    const m = await parts.manifests.read(batchId);
     assert.equal(m?.manifest.state, 'abandoned', 'the claim was rolled back');
-    assert.equal((await status(rt, batchId)).status, 404, 'never accepted');
+    assert.equal((await status(app, batchId)).status, 404, 'never accepted');
     t.diagnostic(`aborted after the claim: ${chunks.length} of 150 chunk blobs had been written`);
   });
 });

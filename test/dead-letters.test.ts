@@ -14,9 +14,8 @@ import { parseRedrive, postRedrive } from '../functions/admin-http';
 import { health } from '../functions/batches-http';
 import { onWorkDetected } from '../functions/drain';
 import { onWatchdog } from '../functions/watchdog';
-import type { HealthState, PushdrainApp } from '../shared/app';
+import type { AppParts, HealthState, PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
-import { createApp } from '../shared/create-app';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import type { WatchdogCheck } from '../shared/notify/events';
 import { toMessage, watchdogMessage } from '../shared/notify/messages';
@@ -25,6 +24,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 import { movableClock } from './support/clock';
+import { composedApp } from './support/composed-app';
 import { completed, context, post, report } from './support/invoke';
 import { until } from './support/poll';
 import { quietLog, testRuntime, testSettings, useStorage } from './support/storage';
@@ -39,7 +39,8 @@ const REASON = { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDe
 interface Rig {
   bus: BrokerHarness;
   client: ServiceBusClient;
-  rt: PushdrainApp;
+  app: PushdrainApp;
+  parts: AppParts;
   advance: (ms: number) => void;
 }
 
@@ -47,13 +48,13 @@ interface Rig {
 async function rig(t: TestContext, env: Record<string, string> = {}): Promise<Rig> {
   const bus = await startTestBroker();
   const time = movableClock();
-  const rt = createApp(testSettings({ ServiceBusConnection: bus.broker.connectionString, ...env }), { log: quietLog, clock: time.clock });
+  const { app, parts } = composedApp(testSettings({ ServiceBusConnection: bus.broker.connectionString, ...env }), { log: quietLog, clock: time.clock });
   t.after(async () => {
-    await rt.close();
+    await app.close();
     await bus.close();
   });
-  await rt.ready();
-  return { bus, client: bus.client(), rt, advance: (ms) => time.advance(ms) };
+  await app.ready();
+  return { bus, client: bus.client(), app, parts, advance: (ms) => time.advance(ms) };
 }
 
 /** Receives everything available on a subscription or queue, up to `count`. */
@@ -92,30 +93,30 @@ async function send(client: ServiceBusClient, entity: string, messages: { body: 
   }
 }
 
-async function redriveDeadLetters(rt: PushdrainApp, body: unknown): Promise<DeadLetterRedriveResult> {
-  const res = await postRedrive(rt, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+async function redriveDeadLetters(app: PushdrainApp, body: unknown): Promise<DeadLetterRedriveResult> {
+  const res = await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
   assert.equal(res.status, 200, JSON.stringify(res.jsonBody));
   return res.jsonBody as DeadLetterRedriveResult;
 }
 
 /** The anonymous route's answer, once the recount it started (if any) shows `total`. */
-async function healthShowing(rt: PushdrainApp, total: number): Promise<HttpResponseInit & { state: HealthState }> {
+async function healthShowing(app: PushdrainApp, total: number): Promise<HttpResponseInit & { state: HealthState }> {
   return until(`health showing ${total} dead letter(s)`, 15_000, () => {
-    const res = health(rt);
+    const res = health(app);
     const state = res.jsonBody as HealthState;
     return state.deadLetters?.total === total ? { ...res, state } : undefined;
   });
 }
 
-async function deadLetterCounts(rt: PushdrainApp): Promise<Record<string, number>> {
-  const counts = await rt.parts.deadLetters?.count();
+async function deadLetterCounts(parts: AppParts): Promise<Record<string, number>> {
+  const counts = await parts.deadLetters?.count();
   assert.ok(counts);
   for (const c of counts) assert.equal(c.error, undefined, c.entity);
   return Object.fromEntries(counts.map((c) => [c.entity, c.deadLetters]));
 }
 
 /** Plays the drain and aggregate triggers until the batch is finished; returns the drain deliveries. */
-async function serve(client: ServiceBusClient, rt: PushdrainApp, batchId: string): Promise<ServiceBusReceivedMessage[]> {
+async function serve(client: ServiceBusClient, app: PushdrainApp, batchId: string): Promise<ServiceBusReceivedMessage[]> {
   const receivers = { drain: client.createReceiver(TOPIC, 'drain'), aggregate: client.createReceiver(TOPIC, 'aggregate') };
   const seen: ServiceBusReceivedMessage[] = [];
   try {
@@ -123,11 +124,11 @@ async function serve(client: ServiceBusClient, rt: PushdrainApp, batchId: string
       for (const [name, receiver] of Object.entries(receivers)) {
         for (const m of await receiver.receiveMessages(20, { maxWaitTimeInMs: 200 })) {
           if (name === 'drain') seen.push(m);
-          await onWorkDetected(rt, m.body, context(name));
+          await onWorkDetected(app, m.body, context(name));
           await receiver.completeMessage(m);
         }
       }
-      return (await completed(rt, batchId)) ? true : undefined;
+      return (await completed(app, batchId)) ? true : undefined;
     });
     return seen;
   } finally {
@@ -137,11 +138,11 @@ async function serve(client: ServiceBusClient, rt: PushdrainApp, batchId: string
 
 describe('Service Bus dead letters: redrive and health', () => {
   test('dead-lettered events and a watchdog check: health counts them (degraded, counts only); the admin route resubmits them; they are processed, the batch completes, health is ok', async (t) => {
-    const { client, rt, advance } = await rig(t, { PUSHDRAIN_CHUNK_SIZE: '250' });
+    const { client, app, parts, advance } = await rig(t, { PUSHDRAIN_CHUNK_SIZE: '250' });
     const txns = generate(1000, 901, 30);
-    const { batchId } = (await post(rt, toNdjson(txns))).jsonBody as { batchId: string };
+    const { batchId } = (await post(app, toNdjson(txns))).jsonBody as { batchId: string };
     // The events ingest published: every drain delivery fails until Service Bus dead-letters it.
-    const inspection = await rt.parts.inspector?.inspect();
+    const inspection = await parts.inspector?.inspect();
     const events = (inspection?.available && inspection.entities.find((e) => e.entity === DRAIN)?.active) || 0;
     assert.ok(events > 0, 'ingest published its WorkDetected events');
     const originals = await deadLetter(client, DRAIN, events);
@@ -151,22 +152,22 @@ describe('Service Bus dead letters: redrive and health', () => {
     const [checkOriginal] = await deadLetter(client, WATCHDOG_QUEUE, 1);
 
     // The inspection above counted 0 dead letters; health recounts once that count is 5 minutes old.
-    assert.equal((health(rt).jsonBody as HealthState).deadLetters?.total, 0, "the last count (the inspection's) is fresh: no recount yet");
+    assert.equal((health(app).jsonBody as HealthState).deadLetters?.total, 0, "the last count (the inspection's) is fresh: no recount yet");
     advance(5 * 60_000);
-    const sick = await healthShowing(rt, events + 1);
+    const sick = await healthShowing(app, events + 1);
     assert.equal(sick.state.status, 'degraded');
     assert.deepEqual(sick.state.deadLetters?.byEntity, { [DRAIN]: events, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 });
     const text = JSON.stringify(sick.jsonBody);
     for (const secret of ['MaxDeliveryCount', batchId, 'queueName', 'delivery attempts']) assert.ok(!text.includes(secret), `the anonymous answer holds no ${secret}`);
 
-    const result = await redriveDeadLetters(rt, { deadLetters: true });
+    const result = await redriveDeadLetters(app, { deadLetters: true });
     assert.deepEqual(result, { deadLetters: true, moved: events + 1, byEntity: { [DRAIN]: events, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 }, kept: [], failed: {} });
-    const well = health(rt).jsonBody as HealthState;
+    const well = health(app).jsonBody as HealthState;
     assert.equal(well.deadLetters?.total, 0, 'the redrive recounted: health is right at once');
     assert.equal(well.status, 'ok');
-    assert.deepEqual(await deadLetterCounts(rt), { [DRAIN]: 0, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 0 });
+    assert.deepEqual(await deadLetterCounts(parts), { [DRAIN]: 0, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 0 });
 
-    const delivered = await serve(client, rt, batchId);
+    const delivered = await serve(client, app, batchId);
     // The copies: same bodies and routing properties, without what dead-lettering added.
     const shape = (m: ServiceBusReceivedMessage): unknown => ({ body: m.body, properties: m.applicationProperties, contentType: m.contentType, subject: m.subject });
     assert.deepEqual(delivered.slice(0, events).map(shape).sort(byJson), originals.map(shape).sort(byJson));
@@ -175,13 +176,13 @@ describe('Service Bus dead letters: redrive and health', () => {
     assert.deepEqual(again?.body, check);
     assert.equal(again?.messageId, checkOriginal?.messageId);
     assert.deepEqual(again?.applicationProperties ?? {}, {});
-    assert.deepEqual(await onWatchdog(rt, again?.body, context('watchdog')), { kind: 'finished' });
-    assert.deepEqual(((await report(rt, batchId)).jsonBody as Report).rows, expectedReport(txns).rows);
+    assert.deepEqual(await onWatchdog(app, again?.body, context('watchdog')), { kind: 'finished' });
+    assert.deepEqual(((await report(app, batchId)).jsonBody as Report).rows, expectedReport(txns).rows);
   });
 
   test('max bounds a run over all entities; an unreadable dead letter is reported and kept, run after run; entity picks one', async (t) => {
-    const { client, rt } = await rig(t);
-    const queueName = rt.parts.names.inputQueue(0);
+    const { client, app, parts } = await rig(t);
+    const queueName = parts.names.inputQueue(0);
     const event = { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role: 'input' as const };
     await send(client, TOPIC, [
       ...[1, 2, 3].map((i) => ({ ...toMessage({ ...event, payloadSize: i }), messageId: `good-${i}` })),
@@ -192,27 +193,27 @@ describe('Service Bus dead letters: redrive and health', () => {
     await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-dead', attempt: 2, settledBefore: 0 }), { body: { v: 2, batchId: 'b-bad' }, messageId: 'bad-check' }]);
     await deadLetter(client, WATCHDOG_QUEUE, 2);
 
-    const first = await redriveDeadLetters(rt, { deadLetters: true, max: 2 });
+    const first = await redriveDeadLetters(app, { deadLetters: true, max: 2 });
     assert.equal(first.moved, 2);
     assert.deepEqual(first.byEntity, { [DRAIN]: 2 }, 'stopped at max: the other entities were not touched');
-    assert.deepEqual(await deadLetterCounts(rt), { [DRAIN]: 2, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 2 });
+    assert.deepEqual(await deadLetterCounts(parts), { [DRAIN]: 2, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 2 });
 
-    const onlyWatchdog = await redriveDeadLetters(rt, { deadLetters: true, entity: WATCHDOG_QUEUE });
+    const onlyWatchdog = await redriveDeadLetters(app, { deadLetters: true, entity: WATCHDOG_QUEUE });
     assert.deepEqual(onlyWatchdog.byEntity, { [WATCHDOG_QUEUE]: 1 });
     assert.deepEqual(onlyWatchdog.kept.map((k) => [k.entity, k.messageId, k.deadLetterReason]), [[WATCHDOG_QUEUE, 'bad-check', 'MaxDeliveryCountExceeded']]);
     assert.match(onlyWatchdog.kept[0]?.problem ?? '', /v1 check/);
 
-    const rest = await redriveDeadLetters(rt, { deadLetters: true });
+    const rest = await redriveDeadLetters(app, { deadLetters: true });
     assert.equal(rest.moved, 1);
     assert.deepEqual(rest.kept.map((k) => [k.entity, k.messageId]).sort(byJson), [[WATCHDOG_QUEUE, 'bad-check'], [DRAIN, 'garbage']]);
     assert.match(rest.kept.find((k) => k.entity === DRAIN)?.problem ?? '', /not a JSON object/);
     assert.ok(rest.kept.every((k) => /^\d+$/.test(k.sequenceNumber)));
     // Kept, not lost: still dead-lettered, and the next run reports them again.
-    assert.deepEqual(await deadLetterCounts(rt), { [DRAIN]: 1, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 });
-    const third = await redriveDeadLetters(rt, { deadLetters: true });
+    assert.deepEqual(await deadLetterCounts(parts), { [DRAIN]: 1, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 });
+    const third = await redriveDeadLetters(app, { deadLetters: true });
     assert.equal(third.moved, 0);
     assert.equal(third.kept.length, 2);
-    assert.equal((health(rt).jsonBody as HealthState).status, 'degraded', 'what is still dead-lettered keeps health degraded');
+    assert.equal((health(app).jsonBody as HealthState).status, 'degraded', 'what is still dead-lettered keeps health degraded');
 
     const resent = await take(client, DRAIN, 3);
     assert.deepEqual(resent.map((m) => m.messageId).sort(), ['good-1', 'good-2', 'good-3']);
@@ -220,22 +221,22 @@ describe('Service Bus dead letters: redrive and health', () => {
   });
 
   test('a send that fails leaves the dead letters where they were; the next run moves them', async (t) => {
-    const { bus, client, rt } = await rig(t);
-    await send(client, TOPIC, [toMessage({ storageAccount: 'devstoreaccount1', queueName: rt.parts.names.inputQueue(1), payloadSize: 1, role: 'input' })]);
+    const { bus, client, app, parts } = await rig(t);
+    await send(client, TOPIC, [toMessage({ storageAccount: 'devstoreaccount1', queueName: parts.names.inputQueue(1), payloadSize: 1, role: 'input' })]);
     await deadLetter(client, DRAIN, 1);
     bus.broker.faults.serverBusy(1000);
-    const failed = await redriveDeadLetters(rt, { deadLetters: true, entity: DRAIN });
+    const failed = await redriveDeadLetters(app, { deadLetters: true, entity: DRAIN });
     bus.broker.faults.reset();
     assert.equal(failed.moved, 0);
     assert.match(failed.failed[DRAIN] ?? '', /busy/i);
-    assert.equal((await deadLetterCounts(rt))[DRAIN], 1, 'still dead-lettered');
-    const ok = await redriveDeadLetters(rt, { deadLetters: true, entity: DRAIN });
+    assert.equal((await deadLetterCounts(parts))[DRAIN], 1, 'still dead-lettered');
+    const ok = await redriveDeadLetters(app, { deadLetters: true, entity: DRAIN });
     assert.deepEqual([ok.moved, ok.failed], [1, {}]);
     assert.equal((await take(client, DRAIN, 1)).length, 1);
   });
 
   test('health: counts from memory, one recount per 5 minutes however often it is probed, none while nothing asks; the status report feeds it', async (t) => {
-    const { bus, client, rt, advance } = await rig(t);
+    const { bus, client, app, advance } = await rig(t);
     await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-x', attempt: 1, settledBefore: 0 })]);
     await deadLetter(client, WATCHDOG_QUEUE, 1);
     const management = (): number => bus.broker.stats().management ?? 0;
@@ -243,32 +244,32 @@ describe('Service Bus dead letters: redrive and health', () => {
     const idle = management();
     await new Promise((r) => setTimeout(r, 1500));
     assert.equal(management(), idle, 'no Service Bus operation while nothing calls health or status');
-    assert.equal(rt.health().deadLetters?.total, null, 'not counted yet; health() alone never counts');
+    assert.equal(app.health().deadLetters?.total, null, 'not counted yet; health() alone never counts');
 
-    await healthShowing(rt, 1);
+    await healthShowing(app, 1);
     const counted = management();
     assert.ok(counted > idle);
-    for (let i = 0; i < 50; i++) health(rt);
+    for (let i = 0; i < 50; i++) health(app);
     advance(4 * 60_000);
-    for (let i = 0; i < 50; i++) health(rt);
+    for (let i = 0; i < 50; i++) health(app);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(management(), counted, '100 probes within 5 minutes: no further Service Bus operation');
-    assert.ok(((health(rt).jsonBody as HealthState).deadLetters?.ageSeconds ?? 0) >= 240, 'the age of the counts is shown');
+    assert.ok(((health(app).jsonBody as HealthState).deadLetters?.ageSeconds ?? 0) >= 240, 'the age of the counts is shown');
 
-    await redriveDeadLetters(rt, { deadLetters: true });
+    await redriveDeadLetters(app, { deadLetters: true });
     await take(client, WATCHDOG_QUEUE, 1);
     advance(2 * 60_000);
-    assert.equal((health(rt).jsonBody as HealthState).deadLetters?.total, 0, 'the redrive recounted');
+    assert.equal((health(app).jsonBody as HealthState).deadLetters?.total, 0, 'the redrive recounted');
     const afterRedrive = management();
     advance(6 * 60_000);
-    health(rt);
+    health(app);
     await until('a recount after 5 minutes', 10_000, () => (management() > afterRedrive ? true : undefined));
 
     // The status report peeks the dead-letter queues anyway: its counts are health's too.
     await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-y', attempt: 1, settledBefore: 0 })]);
     await deadLetter(client, WATCHDOG_QUEUE, 1);
-    await rt.statusReport();
-    const fromStatus = rt.health();
+    await app.statusReport();
+    const fromStatus = app.health();
     assert.equal(fromStatus.deadLetters?.total, 1);
     assert.equal(fromStatus.status, 'degraded');
     assert.ok((fromStatus.deadLetters?.ageSeconds ?? 99) < 5);
@@ -288,19 +289,19 @@ describe('Service Bus dead letters: redrive and health', () => {
     ] as const) {
       assert.throws(() => parseRedrive(body), message, body);
     }
-    const { rt } = await testRuntime();
-    const call = (body: unknown): Promise<HttpResponseInit> => postRedrive(rt, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+    const { app } = await testRuntime();
+    const call = (body: unknown): Promise<HttpResponseInit> => postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
     const none = await call({ deadLetters: true });
     assert.equal(none.status, 400);
     assert.match((none.jsonBody as { message: string }).message, /ServiceBusConnection is not configured/);
-    assert.equal((health(rt).jsonBody as HealthState).deadLetters, undefined, 'without Service Bus, health has no dead-letter counts');
+    assert.equal((health(app).jsonBody as HealthState).deadLetters, undefined, 'without Service Bus, health has no dead-letter counts');
   });
 
   test('the admin route refuses an unknown entity and a bad max before touching Service Bus', async (t) => {
-    const { bus, rt } = await rig(t);
+    const { bus, app } = await rig(t);
     const before = bus.broker.stats().management ?? 0;
     for (const body of [{ deadLetters: true, entity: 'work-detected/Subscriptions/nope' }, { deadLetters: true, max: 0 }, { deadLetters: true, max: 100_001 }]) {
-      const res = await postRedrive(rt, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+      const res = await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.match((res.jsonBody as { message: string }).message, /entity must be one of work-detected\/Subscriptions\/drain, .*batch-watchdog|max must be a whole number/);
     }

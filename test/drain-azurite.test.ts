@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { Drain } from '../shared/drain/drain';
 import { drainOptions } from '../shared/drain/drain-options';
@@ -25,34 +25,34 @@ async function duplicateAll(raw: RawStorage, queue: string): Promise<number> {
   return peeked.peekedMessageItems.length;
 }
 
-function queueOf(rt: PushdrainApp, name: string): DrainQueue {
-  return rt.parts.queues.queue(name);
+function queueOf(parts: AppParts, name: string): DrainQueue {
+  return parts.queues.queue(name);
 }
 
-function options(rt: PushdrainApp, budgetMs = 30_000) {
-  return { ...drainOptions(rt.parts.settings.tuning), budgetMs };
+function options(parts: AppParts, budgetMs = 30_000) {
+  return { ...drainOptions(parts.settings.tuning), budgetMs };
 }
 
 describe('at-least-once delivery', () => {
   test('duplicate input and result messages do not change the report', async () => {
-    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer, raw, observerParts } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
     const txns = generate(1000, 21, 40);
-    const res = await post(rt, toNdjson(txns));
+    const res = await post(app, toNdjson(txns));
     assert.equal(res.status, 202);
     const { batchId } = res.jsonBody as { batchId: string };
     // Every input pointer delivered twice.
     let dup = 0;
-    for (const q of rt.parts.names.inputQueues()) dup += await duplicateAll(raw, q);
+    for (const q of parts.names.inputQueues()) dup += await duplicateAll(raw, q);
     assert.equal(dup, 20);
     // Drain inputs only (hold back the aggregate events), then duplicate every result pointer.
     const held = events.take();
-    for (const c of held.filter((c) => c.event.role === 'input')) await rt.drain(c.event);
-    const resultsQueued = (await raw.queue(rt.parts.names.resultsQueue).getProperties()).approximateMessagesCount;
+    for (const c of held.filter((c) => c.event.role === 'input')) await app.drain(c.event);
+    const resultsQueued = (await raw.queue(parts.names.resultsQueue).getProperties()).approximateMessagesCount;
     assert.equal(resultsQueued, 40, 'each duplicated input produced a result pointer');
-    await duplicateAll(raw, rt.parts.names.resultsQueue);
-    await duplicateAll(raw, rt.parts.names.resultsQueue); // the peek caps at 32: add the rest too
-    await pump(rt, events, () => completed(observer, batchId), 60_000);
-    const m = (await observer.parts.manifests.read(batchId))!.manifest;
+    await duplicateAll(raw, parts.names.resultsQueue);
+    await duplicateAll(raw, parts.names.resultsQueue); // the peek caps at 32: add the rest too
+    await pump(app, events, () => completed(observer, batchId), 60_000);
+    const m = (await observerParts.manifests.read(batchId))!.manifest;
     assert.equal(m.state, 'completed');
     assert.deepEqual(m.done, Array.from({ length: 20 }, (_, i) => i));
     const got = (await report(observer, batchId)).jsonBody as Report;
@@ -62,17 +62,17 @@ describe('at-least-once delivery', () => {
   });
 
   test('a failed processor leaves the message to reappear after its visibility timeout', async () => {
-    const { rt, raw } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
-    const name = rt.parts.names.inputQueue(0);
+    const { parts, raw } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
+    const name = parts.names.inputQueue(0);
     await raw.queue(name).sendMessage('{"hello":1}');
-    const q = queueOf(rt, name);
+    const q = queueOf(parts, name);
     let calls = 0;
     const flaky: MessageProcessor = {
       process: () => (++calls === 1 ? Promise.reject(new Error('transient boom')) : Promise.resolve()),
     };
     const continuations: number[] = [];
-    const slots = leaseSlots(rt, 1);
-    const first = await new Drain({ queue: q, processor: flaky, slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt) }).run();
+    const slots = leaseSlots(parts.settings, 1);
+    const first = await new Drain({ queue: q, processor: flaky, slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts) }).run();
     assert.equal(first.kind, 'drained');
     assert.equal(calls, 1);
     assert.equal(await q.hasVisible(), false, 'invisible while its visibility timeout runs');
@@ -82,7 +82,7 @@ describe('at-least-once delivery', () => {
     await new Promise((r) => setTimeout(r, 1300));
     const peeked = await raw.queue(name).peekMessages();
     assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
-    const second = await new Drain({ queue: q, processor: flaky, slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(rt) }).run();
+    const second = await new Drain({ queue: q, processor: flaky, slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(parts) }).run();
     assert.equal(second.kind, 'drained');
     assert.equal(calls, 2);
     assert.equal(await q.depth(), 0, 'processed and deleted on redelivery');
@@ -93,13 +93,13 @@ describe('drain slots and the lost wake-up', () => {
   test('work enqueued while the last task exits is drained by the re-check after release', async () => {
     // Batches of one: a single message is a full receive, so the probe goes on to a slot drain,
     // and the late wake-up's own probe (one message) cannot take all of its work.
-    const { rt, raw } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
-    const name = rt.parts.names.inputQueue(0);
+    const { parts, raw } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const name = parts.names.inputQueue(0);
     const client = raw.queue(name);
-    const q = queueOf(rt, name);
+    const q = queueOf(parts, name);
     const processed: string[] = [];
     const proc: MessageProcessor = { process: (m) => (processed.push(m.text), Promise.resolve()) };
-    const real = leaseSlots(rt, 1);
+    const real = leaseSlots(parts.settings, 1);
     let secondWakeUp: string | undefined;
     const busyContinuations: number[] = [];
     let forced = false;
@@ -119,7 +119,7 @@ describe('drain slots and the lost wake-up', () => {
               forced = true;
               await client.sendMessage('late-work-1');
               await client.sendMessage('late-work-2');
-              const other = await new Drain({ queue: q, processor: proc, slots: real, continuation: (d) => (busyContinuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt) }).run();
+              const other = await new Drain({ queue: q, processor: proc, slots: real, continuation: (d) => (busyContinuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts) }).run();
               secondWakeUp = other.kind;
             }
             await held.release();
@@ -128,7 +128,7 @@ describe('drain slots and the lost wake-up', () => {
       },
     };
     await client.sendMessage('early-work');
-    const outcome = await new Drain({ queue: q, processor: proc, slots: interleaving, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(rt) }).run();
+    const outcome = await new Drain({ queue: q, processor: proc, slots: interleaving, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(parts) }).run();
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
     assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
     assert.equal(outcome.kind, 'drained');
@@ -138,8 +138,8 @@ describe('drain slots and the lost wake-up', () => {
   });
 
   test('slots bound concurrent drains per queue', async () => {
-    const { rt } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '2' });
-    const slots = leaseSlots(rt, 2);
+    const { parts } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '2' });
+    const slots = leaseSlots(parts.settings, 2);
     const a = await slots.acquire('work-x');
     const b = await slots.acquire('work-x');
     const c = await slots.acquire('work-x');
@@ -155,13 +155,13 @@ describe('drain slots and the lost wake-up', () => {
   });
 
   test('the time budget stops the drain and hands the rest over with a continuation', async () => {
-    const { rt, raw } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
-    const name = rt.parts.names.inputQueue(1);
+    const { parts, raw } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
+    const name = parts.names.inputQueue(1);
     const client = raw.queue(name);
     for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
     const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
     const continuations: number[] = [];
-    const outcome = await new Drain({ queue: queueOf(rt, name), processor: slow, slots: leaseSlots(rt, 1), continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(rt, 250) }).run();
+    const outcome = await new Drain({ queue: queueOf(parts, name), processor: slow, slots: leaseSlots(parts.settings, 1), continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts, 250) }).run();
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
     assert.deepEqual(continuations, [0]);

@@ -19,10 +19,10 @@ import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage
 useStorage();
 
 /** Storage operations the app made while `fn` ran, without the `total` line. */
-async function metered(rt: PushdrainApp, fn: () => Promise<unknown>): Promise<MeterSnapshot> {
-  const before = rt.parts.meter.snapshot();
+async function metered(app: PushdrainApp, fn: () => Promise<unknown>): Promise<MeterSnapshot> {
+  const before = app.storageTransactions();
   await fn();
-  const { total: _total, ...ops } = meterDelta(rt.parts.meter.snapshot(), before);
+  const { total: _total, ...ops } = meterDelta(app.storageTransactions(), before);
   return Object.fromEntries(Object.entries(ops).filter(([, n]) => n !== 0));
 }
 
@@ -32,15 +32,15 @@ function collecting(into: string[]): MessageProcessor {
 
 describe('the probe', () => {
   test('work that fits in one receive is drained without a slot: receive, deletes, one look', async () => {
-    const { rt, raw } = await testRuntime();
-    const name = rt.parts.names.inputQueue(0);
+    const { app, parts, raw } = await testRuntime();
+    const name = parts.names.inputQueue(0);
     for (const t of ['a', 'b', 'c']) await raw.queue(name).sendMessage(t);
     const seen: string[] = [];
     const continuations: number[] = [];
     let outcome;
-    const slots = leaseSlots(rt, 2);
-    const ops = await metered(rt, async () => {
-      outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: collecting(seen), slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning) }).run();
+    const slots = leaseSlots(parts.settings, 2);
+    const ops = await metered(app, async () => {
+      outcome = await new Drain({ queue: parts.queues.queue(name), processor: collecting(seen), slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning) }).run();
     });
     assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3, 'queue.metadata': 1 }, 'no peek, no empty receives');
@@ -52,16 +52,16 @@ describe('the probe', () => {
   });
 
   test('a full receive goes on with a slot, and the slot drain ends with the re-check', async () => {
-    const { rt, raw } = await testRuntime({ PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
-    const name = rt.parts.names.inputQueue(1);
+    const { app, parts, raw } = await testRuntime({ PUSHDRAIN_DEQUEUE_BATCH_SIZE: '2' });
+    const name = parts.names.inputQueue(1);
     for (let i = 0; i < 5; i++) await raw.queue(name).sendMessage(`m${i}`);
     const seen: string[] = [];
     let outcome;
     // The slots get a meter of their own (see leaseSlots), read here alongside the app's.
-    const slots = leaseSlots(rt, 2);
+    const slots = leaseSlots(parts.settings, 2);
     const slotsBefore = slots.meter.snapshot();
-    const ops = await metered(rt, async () => {
-      outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: collecting(seen), slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning) }).run();
+    const ops = await metered(app, async () => {
+      outcome = await new Drain({ queue: parts.queues.queue(name), processor: collecting(seen), slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning) }).run();
     });
     const slotOps = meterDelta(slots.meter.snapshot(), slotsBefore);
     assert.equal(seen.length, 5);
@@ -78,8 +78,8 @@ describe('the probe', () => {
   });
 
   test('a wake-up that joins during the probe makes it go on with a slot', async () => {
-    const { rt, raw } = await testRuntime();
-    const name = rt.parts.names.inputQueue(2);
+    const { parts, raw } = await testRuntime();
+    const name = parts.names.inputQueue(2);
     const client = raw.queue(name);
     await client.sendMessage('first');
     const join = new JoinPoint();
@@ -94,7 +94,7 @@ describe('the probe', () => {
         joined = join.join();
       },
     };
-    const outcome = await new Drain({ queue: rt.parts.queues.queue(name), processor: proc, slots: leaseSlots(rt, 2), continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(rt.parts.settings.tuning), join }).run();
+    const outcome = await new Drain({ queue: parts.queues.queue(name), processor: proc, slots: leaseSlots(parts.settings, 2), continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning), join }).run();
     assert.equal(joined, true, 'the probe accepted the join');
     assert.deepEqual(seen, ['first', 'joined-work'], 'and saw the joined work');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'with a slot');
@@ -104,13 +104,13 @@ describe('the probe', () => {
 
 describe('what a small batch costs', () => {
   test('a 1,000-transaction batch: 18 storage transactions from POST to report', async () => {
-    const { rt, events, observer } = await testRuntime();
+    const { app, events, observer } = await testRuntime();
     const run = async (seed: number): Promise<MeterSnapshot> =>
-      metered(rt, async () => {
-        const res = await post(rt, toNdjson(generate(1000, seed, 50)));
+      metered(app, async () => {
+        const res = await post(app, toNdjson(generate(1000, seed, 50)));
         assert.equal(res.status, 202);
         const { batchId } = res.jsonBody as { batchId: string };
-        await pump(rt, events, () => completed(observer, batchId), 30_000);
+        await pump(app, events, () => completed(observer, batchId), 30_000);
       });
     await run(71); // first use of the app's clients
     const ops = await run(72);

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { createApp } from '../shared/create-app';
 import { TOPIC } from '../shared/names';
 import { PUBLISH_RETRY } from '../shared/notify/service-bus-publisher';
 import { SERVER_BUSY_WAIT_MS } from '../shared/retry/transient';
+import { composedApp } from './support/composed-app';
 import { type PairedBrokers, startPairedBrokers } from './support/paired-brokers';
 import { quietLog, testSettings, useStorage } from './support/storage';
 
@@ -23,26 +23,26 @@ after(async () => {
 });
 
 test('ServerBusy: a wait of at least 10 s before the retry, and no failover (interval 0)', async (t) => {
-  const rt = createApp(testSettings(pair.env({ failoverIntervalMs: 0, pingIntervalMs: 200 })), { log: quietLog });
+  const { app, parts } = composedApp(testSettings(pair.env({ failoverIntervalMs: 0, pingIntervalMs: 200 })), { log: quietLog });
   try {
-    await rt.ready();
-    const queue = rt.parts.names.inputQueue(0);
-    await rt.parts.notifier.wake([{ queue }]); // connect first, so the timing below is the wait alone
+    await app.ready();
+    const queue = parts.names.inputQueue(0);
+    await parts.notifier.wake([{ queue }]); // connect first, so the timing below is the wait alone
     const before = pair.primary.broker.stats();
     // Every attempt the SDK makes (its own retries included) is refused once.
     const refusals = PUBLISH_RETRY.maxRetries + 1;
     pair.primary.broker.faults.serverBusy(refusals);
     const started = Date.now();
-    await rt.parts.notifier.wake([{ queue }]);
+    await parts.notifier.wake([{ queue }]);
     const elapsed = Date.now() - started;
     const after = pair.primary.broker.stats();
     assert.equal(after.serverBusy - before.serverBusy, refusals, 'the SDK tried and was refused');
     assert.equal(after.messagesIn - before.messagesIn, 1, 'the retry after the wait was accepted by the primary');
     assert.ok(elapsed >= SERVER_BUSY_WAIT_MS, `the retry waited ${elapsed} ms, at least ${SERVER_BUSY_WAIT_MS} ms`);
     assert.equal(pair.secondary.broker.stats().messagesIn, 0, 'nothing went to the secondary');
-    assert.equal(rt.health().serviceBus?.entities[TOPIC]?.state, 'healthy', 'ServerBusy never moves the state');
+    assert.equal(app.health().serviceBus?.entities[TOPIC]?.state, 'healthy', 'ServerBusy never moves the state');
     t.diagnostic(`ServerBusy: ${refusals} refusals, then accepted ${elapsed} ms after the first attempt`);
   } finally {
-    await rt.close();
+    await app.close();
   }
 });

@@ -9,13 +9,16 @@ import { describe, test } from 'node:test';
 
 import { loadSettings, syphonQueues } from '../shared/config/settings';
 import { PermanentError, TransientError } from '../shared/errors';
+import type { BlobRef } from '../shared/layout';
 import { EVENT_TTL_MS, TOPIC, WATCHDOG_QUEUE, WATCHDOG_TTL_MS } from '../shared/names';
 import { BACKLOG_PROPERTY, fromBacklog, toBacklogMessage } from '../shared/notify/backlog-message';
+import { writeBacklogRejection } from '../shared/notify/backlog-rejection';
 import type { WorkDetected } from '../shared/notify/events';
 import { EntityFailover } from '../shared/notify/failover-state';
 import { toMessage, watchdogMessage } from '../shared/notify/messages';
 import { PairedPublisher } from '../shared/notify/paired-publisher';
 import { type RejectedBacklogMessage, Syphon, SYPHON_MAX_BACKOFF_MS } from '../shared/notify/syphon';
+import type { BlobStore, WriteOptions } from '../shared/ports';
 import { failoverClass, retryDecision, SERVER_BUSY_WAIT_MS } from '../shared/retry/transient';
 import { FakeChannel, flush, ManualClock, sbError, spent } from './support/failover-fakes';
 import { quietLog } from './support/storage';
@@ -310,6 +313,21 @@ describe('backlog messages and the syphon', () => {
     for (const [extra, why] of cases) assert.match(reason(fromBacklog(delivery(good, extra))), why);
     assert.match(reason(fromBacklog({ ...delivery(good), body: 'not json' })), /not a WorkDetected/);
     assert.match(reason(fromBacklog({ body: {}, applicationProperties: undefined, deliveryCount: 0 })), /absent/);
+  });
+
+  test('a malformed backlog message is kept as JSON under rejected/backlog/, named by its message id, or by its hash without one', async () => {
+    const written: { path: string; record: unknown; contentType: string | undefined }[] = [];
+    const blobs = {
+      write: (ref: BlobRef, body: Buffer, options: WriteOptions) => Promise.resolve(void written.push({ path: `${ref.container}/${ref.name}`, record: JSON.parse(body.toString()), contentType: options.contentType })),
+    } as unknown as BlobStore;
+    const rejected: RejectedBacklogMessage = { reason: 'not a WorkDetected event', messageId: 'm/1', applicationProperties: { role: 'input' }, body: 'x', at: '2026-01-01T00:00:00.000Z' };
+    await writeBacklogRejection(blobs, rejected);
+    const { messageId: _id, ...anonymous } = rejected;
+    await writeBacklogRejection(blobs, anonymous);
+    await writeBacklogRejection(blobs, anonymous);
+    assert.deepEqual(written[0], { path: 'rejected/backlog/m_1.json', record: rejected, contentType: 'application/json' });
+    assert.match(written[1]?.path ?? '', /^rejected\/backlog\/[0-9a-f]{32}\.json$/);
+    assert.equal(written[2]?.path, written[1]?.path, 'the same record, the same name: a redelivery overwrites it');
   });
 
   function syphon(randoms = [0.5]) {

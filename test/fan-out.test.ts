@@ -53,20 +53,20 @@ describe('the fan-out rule', () => {
 describe('fan-out across instances', () => {
   test('the slot-0 drain asks for more drains; a second instance drains with its own slot; the same instance holds its share', async () => {
     // One message per receive and one task per drain, so the leader is still busy when the others arrive.
-    const { rt, events, observer } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
-    const second = createApp(rt.parts.settings, { publisher: new CapturingPublisher(), log: quietLog });
+    const { app, parts, events, observer } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const second = createApp(parts.settings, { publisher: new CapturingPublisher(), log: quietLog });
     try {
       const txns = generate(200, 31, 30);
-      const res = await post(rt, toNdjson(txns));
+      const res = await post(app, toNdjson(txns));
       assert.equal(res.status, 202);
       const { batchId } = res.jsonBody as { batchId: string };
       const [wake] = events.take().filter((c) => c.event.role === 'input');
       assert.ok(wake && !wake.event.fanOut);
-      const queue = rt.parts.names.inputQueue(0);
-      assert.equal(await rt.parts.queues.depth(queue), 20);
+      const queue = parts.names.inputQueue(0);
+      assert.equal(await parts.queues.depth(queue), 20);
 
       // The leader (slot 0) sees 20 queued: min(4, ceil(20 / 2)) = 4 drains, so 3 fan-out events.
-      const leader = rt.drain(wake.event);
+      const leader = app.drain(wake.event);
       const fanOuts = await waitFor('fan-out events', () => {
         const got = events.all.filter((c) => c.event.fanOut);
         return got.length > 0 ? got : undefined;
@@ -78,32 +78,32 @@ describe('fan-out across instances', () => {
       const other = second.drain(fanOuts[1]!.event);
       // One reaches the same instance: it joins and stays held until the leader's drain ends.
       let heldDone = false;
-      const held = rt.drain(fanOuts[0]!.event).then((r) => ((heldDone = true), r));
-      await waitFor('the held count', () => (rt.health().drains.held === 1 ? true : undefined));
+      const held = app.drain(fanOuts[0]!.event).then((r) => ((heldDone = true), r));
+      await waitFor('the held count', () => (app.health().drains.held === 1 ? true : undefined));
       assert.equal((await other).kind, 'drained');
       assert.equal(second.health().drains.fanOutPublished, 0, 'only the slot-0 holder fans out');
       const lead = await leader;
       assert.equal(lead.kind, 'drained');
       assert.deepEqual(await held, { kind: 'held' });
       assert.ok(heldDone);
-      assert.equal(rt.health().drains.held, 0);
+      assert.equal(app.health().drains.held, 0);
 
       // Every input message processed once between the two instances.
-      const a = rt.health().drains.processed.map;
+      const a = app.health().drains.processed.map;
       const b = second.health().drains.processed.map;
       assert.equal(a + b, 20, `instance shares ${a} + ${b}`);
       assert.ok(b > 0, 'the second instance took a share');
-      assert.equal(rt.health().drains.fanOutPublished, 3);
+      assert.equal(app.health().drains.fanOutPublished, 3);
 
       // The third arrives when nothing is left: one peek, no slot, no drain.
-      const before = rt.storageTransactions();
-      assert.deepEqual(await rt.drain(fanOuts[2]!.event), { kind: 'fan-out-idle' });
-      const after = rt.storageTransactions();
+      const before = app.storageTransactions();
+      assert.deepEqual(await app.drain(fanOuts[2]!.event), { kind: 'fan-out-idle' });
+      const after = app.storageTransactions();
       const spent = Object.entries(after).filter(([k, v]) => v !== (before[k] ?? 0));
       assert.deepEqual(spent.map(([k, v]) => [k, v - (before[k] ?? 0)]), [['queue.peek', 1], ['total', 1]]);
 
       // The results events of both instances' map steps: the first instance's reach the shared results queue.
-      await pump(rt, events, () => completed(observer, batchId));
+      await pump(app, events, () => completed(observer, batchId));
       const got = (await report(observer, batchId)).jsonBody as Report;
       const expected = expectedReport(txns);
       assert.deepEqual(got.rows, expected.rows);
@@ -115,18 +115,18 @@ describe('fan-out across instances', () => {
 
   test('a fan-out event that finds every slot held returns without a continuation; a plain one leaves one look-again per process', async () => {
     // Batches of one: a plain wake-up's probe comes back full, so it goes on to want a slot.
-    const { rt, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
-    const queue = rt.parts.names.inputQueue(0);
+    const { app, parts, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const queue = parts.names.inputQueue(0);
     for (let i = 0; i < 4; i++) await raw.queue(queue).sendMessage('{}');
-    const held = await leaseSlots(rt, 1).acquire(queue);
+    const held = await leaseSlots(parts.settings, 1).acquire(queue);
     assert.ok(held);
     try {
-      const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
-      assert.equal((await rt.drain({ ...event, fanOut: true })).kind, 'slots-busy');
+      const event = { storageAccount: parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+      assert.equal((await app.drain({ ...event, fanOut: true })).kind, 'slots-busy');
       assert.deepEqual(events.take(), [], 'no continuation: the slot holders cover the queue');
-      assert.equal((await rt.drain(event)).kind, 'slots-busy');
+      assert.equal((await app.drain(event)).kind, 'slots-busy');
       assert.deepEqual(events.take().map((c) => c.delayMs), [16_000], 'a plain wake-up still looks again after a crashed holder');
-      assert.equal((await rt.drain(event)).kind, 'slots-busy');
+      assert.equal((await app.drain(event)).kind, 'slots-busy');
       assert.deepEqual(events.take(), [], 'one pending look-again per queue and process is enough');
     } finally {
       await held.release();
@@ -167,27 +167,27 @@ describe('fan-out across instances', () => {
   });
 
   test('events that arrive while this instance\'s drain of the queue is still starting: fan-out held, plain joined, never a second drain', async () => {
-    const { rt, raw } = await testRuntime(FAN_OUT);
-    const queue = rt.parts.names.inputQueue(0);
+    const { app, parts, raw } = await testRuntime(FAN_OUT);
+    const queue = parts.names.inputQueue(0);
     await raw.queue(queue).sendMessage('not-a-pointer');
-    const event = { storageAccount: rt.parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
-    const first = rt.drain(event); // synchronously registers the drain; its slot and tasks come later
-    const fanOuts = [rt.drain({ ...event, fanOut: true }), rt.drain({ ...event, fanOut: true })];
-    assert.deepEqual(await rt.drain(event), { kind: 'joined' });
-    assert.equal(rt.health().drains.inProgress, 1, 'one drain of the queue in this instance');
-    assert.equal(rt.health().drains.held, 2);
+    const event = { storageAccount: parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const first = app.drain(event); // synchronously registers the drain; its slot and tasks come later
+    const fanOuts = [app.drain({ ...event, fanOut: true }), app.drain({ ...event, fanOut: true })];
+    assert.deepEqual(await app.drain(event), { kind: 'joined' });
+    assert.equal(app.health().drains.inProgress, 1, 'one drain of the queue in this instance');
+    assert.equal(app.health().drains.held, 2);
     assert.equal((await first).kind, 'drained');
     assert.deepEqual(await Promise.all(fanOuts), [{ kind: 'held' }, { kind: 'held' }]);
   });
 
   test('a shallow queue asks for no fan-out (W = 1 keeps the warm path unchanged)', async () => {
-    const { rt, events } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10' });
-    const res = await post(rt, toNdjson(generate(50, 32, 10)));
+    const { app, events } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10' });
+    const res = await post(app, toNdjson(generate(50, 32, 10)));
     assert.equal(res.status, 202);
     const [wake] = events.take().filter((c) => c.event.role === 'input');
-    const outcome = await rt.drain(wake!.event);
+    const outcome = await app.drain(wake!.event);
     assert.equal(outcome.kind, 'drained');
     assert.equal(events.all.filter((c) => c.event.fanOut).length, 0);
-    assert.equal(rt.health().drains.fanOutPublished, 0);
+    assert.equal(app.health().drains.fanOutPublished, 0);
   });
 });

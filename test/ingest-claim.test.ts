@@ -34,71 +34,71 @@ function strandNextClaim(): void {
 
 describe('ingest claim', () => {
   test('a manifest create applied but answered by a dropped connection: the request still succeeds', async () => {
-    const { rt, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { app, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' });
     const drop = storage.proxy.inject('dropAfterApply', { times: 1, match: manifestWrite });
     const txns = generate(400, 71, 20);
-    const res = await post(rt, toNdjson(txns), { 'idempotency-key': 'lost-create-1' });
+    const res = await post(app, toNdjson(txns), { 'idempotency-key': 'lost-create-1' });
     assert.equal(drop.hits, 1, 'the create was applied and its response dropped');
     assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
     const { batchId, chunks } = res.jsonBody as { batchId: string; chunks: number };
     assert.equal(chunks, 4);
-    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    await pump(app, events, () => completed(observer, batchId), 60_000);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
   });
 
   test('a stranded claim answers 409 with Retry-After while fresh, and is taken over once stale', async () => {
     const time = movableClock();
-    const { rt, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const { app, events, observer, observerParts } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
     const txns = generate(300, 72, 20);
     const body = toNdjson(txns);
     strandNextClaim();
-    const first = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    const first = await post(app, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(first.status, 503);
     storage.proxy.clear();
-    const manifests = (await blobNames(observer, ['batches'])).filter((n) => n.endsWith('manifest.json'));
+    const manifests = (await blobNames(observerParts, ['batches'])).filter((n) => n.endsWith('manifest.json'));
     assert.equal(manifests.length, 1);
     const batchId = manifests[0]!.split('/')[1]!;
-    assert.equal((await observer.parts.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
+    assert.equal((await observerParts.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
 
-    const busy = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    const busy = await post(app, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(busy.status, 409);
     assert.equal((busy.jsonBody as { error: string }).error, 'ingest_in_progress');
     const retryAfter = Number((busy.headers as Record<string, string>)['Retry-After']);
     assert.ok(retryAfter >= 1 && retryAfter <= 5, `Retry-After: ${retryAfter}`);
 
     time.advance(STALE_INGEST_MS + 1_000);
-    const retry = await post(rt, body, { 'idempotency-key': 'stranded-1' });
+    const retry = await post(app, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(retry.status, 202, JSON.stringify(retry.jsonBody));
     assert.equal((retry.jsonBody as { batchId: string }).batchId, batchId);
-    await pump(rt, events, () => completed(observer, batchId), 60_000);
+    await pump(app, events, () => completed(observer, batchId), 60_000);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
   });
 
   test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
     const time = movableClock();
-    const { rt, observer, raw } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const { app, raw, observerParts } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
     await raw.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
     strandNextClaim();
-    const [failed] = await ingestSweep(rt, context('ingestSweep'));
+    const [failed] = await ingestSweep(app, context('ingestSweep'));
     assert.equal(failed?.kind, 'retry-later');
     storage.proxy.clear();
-    const [busy] = await ingestSweep(rt, context('ingestSweep'));
+    const [busy] = await ingestSweep(app, context('ingestSweep'));
     assert.equal(busy?.kind, 'retry-later', `a claim in progress is not the file's fault: ${JSON.stringify(busy)}`);
-    assert.deepEqual(await blobNames(observer, ['rejected']), []);
+    assert.deepEqual(await blobNames(observerParts, ['rejected']), []);
     time.advance(STALE_INGEST_MS + 1_000);
-    const [done] = await ingestSweep(rt, context('ingestSweep'));
+    const [done] = await ingestSweep(app, context('ingestSweep'));
     assert.equal(done?.kind, 'ingested', JSON.stringify(done));
-    assert.deepEqual(await blobNames(observer, ['archive']), ['archive/day-1.ndjson']);
+    assert.deepEqual(await blobNames(observerParts, ['archive']), ['archive/day-1.ndjson']);
   });
 
   test('the heartbeat refreshes only its own claim, and writes nothing once stopped', async () => {
-    const { rt, observer } = await testRuntime();
-    const store = rt.parts.manifests;
+    const { parts, observerParts } = await testRuntime();
+    const store = parts.manifests;
     const claim = (await testClaim(store, 'b-heartbeat-own', 'mine'))!;
     const other = (await testClaim(store, 'b-heartbeat-other', 'theirs'))!;
     const beat = startHeartbeat({ store, claim, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
     const foreign = startHeartbeat({ store, claim: { ...other, attempt: 'mine' }, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
-    const read = async (id: string) => (await observer.parts.manifests.read(id))!;
+    const read = async (id: string) => (await observerParts.manifests.read(id))!;
     for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     await beat.stop();
     await foreign.stop();

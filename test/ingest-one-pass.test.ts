@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/app';
 import { OpenBatches } from '../shared/batch/manifest';
 import type { Report } from '../shared/billing/report';
 import { bufferSource } from '../shared/ingest/body';
@@ -20,35 +20,35 @@ import { testRuntime, useStorage } from './support/storage';
 useStorage();
 
 /** The app's own ingest step, with another memory bound for kept chunks. */
-function ingestorWith(rt: PushdrainApp, keepBytes: number): Ingestor {
-  const { blobs, queues, manifests, notifier, finalizer, names, settings, log } = rt.parts;
+function ingestorWith(parts: AppParts, keepBytes: number): Ingestor {
+  const { blobs, queues, manifests, notifier, finalizer, names, settings, log } = parts;
   return new Ingestor({ blobs, queues, manifests, notifier, open: new OpenBatches(blobs), finalizer, names, chunkSize: settings.tuning.chunkSize, now: () => Date.now(), log, keepBytes });
 }
 
-async function chunkHashes(rt: PushdrainApp, batchId: string, chunks: number): Promise<string[]> {
+async function chunkHashes(parts: AppParts, batchId: string, chunks: number): Promise<string[]> {
   const out: string[] = [];
-  for (let i = 0; i < chunks; i++) out.push((await rt.parts.blobs.info(layout.chunk(batchId, i)))?.metadata.sha256 ?? 'missing');
+  for (let i = 0; i < chunks; i++) out.push((await parts.blobs.info(layout.chunk(batchId, i)))?.metadata.sha256 ?? 'missing');
   return out;
 }
 
 describe('one pass over the body', () => {
   test('kept chunks and second-pass chunks are the same blobs, and both batches report right', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '300' });
+    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '300' });
     const txns = generate(2_500, 17, 80);
     const body = toNdjson(txns);
     let opened = 0;
     const source = bufferSource(body, false, 1e9);
-    const ingest = (keepBytes: number) => ingestorWith(rt, keepBytes).ingest({ open: () => (opened++, source()), format: 'ndjson', source: 'http' });
+    const ingest = (keepBytes: number) => ingestorWith(parts, keepBytes).ingest({ open: () => (opened++, source()), format: 'ndjson', source: 'http' });
     const kept = await ingest(64 * 1024 * 1024);
     assert.equal(opened, 1, 'kept: the body was read once');
     const cut = await ingest(1_000); // a few chunks' worth: the bound is passed early
     assert.equal(opened, 3, 'past the bound: read again to cut the chunks');
     assert.equal(kept.chunks, 9);
     assert.equal(cut.chunks, 9);
-    assert.deepEqual(await chunkHashes(rt, cut.batchId, 9), await chunkHashes(rt, kept.batchId, 9));
+    assert.deepEqual(await chunkHashes(parts, cut.batchId, 9), await chunkHashes(parts, kept.batchId, 9));
     const expected = expectedReport(txns);
     for (const { batchId } of [kept, cut]) {
-      await pump(rt, events, () => completed(observer, batchId), 60_000);
+      await pump(app, events, () => completed(observer, batchId), 60_000);
       const got = (await report(observer, batchId)).jsonBody as Report;
       assert.deepEqual([got.rows, got.totals], [expected.rows, expected.totals]);
     }

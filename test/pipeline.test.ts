@@ -17,13 +17,13 @@ useStorage();
 describe('pipeline on Azurite', () => {
   test('100,000 transactions: report equals the independent computation; storage transactions metered', async (t) => {
     // Default tuning (chunk size, back-off, task rule): the metered figure is the real one.
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_MIN_IDLE_MS: '100', PUSHDRAIN_MAX_IDLE_MS: '5000' });
+    const { app, parts, events, observer, observerParts } = await testRuntime({ PUSHDRAIN_MIN_IDLE_MS: '100', PUSHDRAIN_MAX_IDLE_MS: '5000' });
     const txns = generate(100_000, 42, 2_000);
     const body = toNdjson(txns);
-    const before = rt.parts.meter.snapshot();
+    const before = app.storageTransactions();
     const started = Date.now();
 
-    const res = await post(rt, body);
+    const res = await post(app, body);
     const ingestMs = Date.now() - started;
     assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
     const accepted = res.jsonBody as { batchId: string; status: string; transactions: number; chunks: number };
@@ -34,13 +34,13 @@ describe('pipeline on Azurite', () => {
 
     // One WorkDetected per input queue touched, each after its work was enqueued.
     const first = events.all.map((c) => c.event);
-    assert.deepEqual(first.map((e) => e.queueName).sort(), rt.parts.names.inputQueues().sort(), 'every partition used');
+    assert.deepEqual(first.map((e) => e.queueName).sort(), parts.names.inputQueues().sort(), 'every partition used');
     assert.ok(first.every((e) => e.role === 'input' && e.payloadSize > 0 && e.batchId === accepted.batchId));
 
-    const pumped = await pump(rt, events, () => completed(observer, accepted.batchId), 120_000);
+    const pumped = await pump(app, events, () => completed(observer, accepted.batchId), 120_000);
     const elapsed = Date.now() - started;
-    const used = meterDelta(rt.parts.meter.snapshot(), before);
-    const latency = (await observer.parts.manifests.read(accepted.batchId))?.manifest.latencyMs;
+    const used = meterDelta(app.storageTransactions(), before);
+    const latency = (await observerParts.manifests.read(accepted.batchId))?.manifest.latencyMs;
 
     const st = await status(observer, accepted.batchId);
     assert.equal(st.status, 200);

@@ -79,23 +79,23 @@ async function rig(env: Record<string, string> = {}): Promise<AgentRig> {
   const clock = new FakeClock();
   const log = new RecordingLog();
   const scaleTarget = createArmScaleTarget(scale, scale.site!, 'drain', { credential: fakeCredential, endpoint: arm.url, tlsOptions: { ca: arm.ca } });
-  const rt = await testRuntime(all, { scaleTarget, clock, log });
-  const queue = rt.raw.queue(rt.rt.parts.names.inputQueue(0));
+  const runtime = await testRuntime(all, { scaleTarget, clock, log });
+  const queue = runtime.raw.queue(runtime.parts.names.inputQueue(0));
   arm.site = flexSite(Number(all.PUSHDRAIN_SCALE_MAX_INSTANCES ?? 100));
   arm.webConfig = { minimumElasticInstanceCount: 1, functionAppScaleLimit: Number(all.PUSHDRAIN_SCALE_MAX_INSTANCES ?? 100), numberOfWorkers: 1 };
   arm.faults = [];
   arm.take();
   return {
-    ...rt,
+    ...runtime,
     clock,
     log,
     target: scaleTarget,
-    checks: rt.events.scaleChecks,
+    checks: runtime.events.scaleChecks,
     depth: async (n) => {
       await queue.clearMessages();
       for (let i = 0; i < n; i++) await queue.sendMessage(`m${i}`);
     },
-    signal: () => rt.rt.scale({ kind: 'work', queue: rt.rt.parts.names.inputQueue(0), payloadSize: 1234 }),
+    signal: () => runtime.app.scale({ kind: 'work', queue: runtime.parts.names.inputQueue(0), payloadSize: 1234 }),
   };
 }
 
@@ -155,7 +155,7 @@ describe('the scaling agent against the management API', () => {
     // Back to idle: Premium never goes below its one instance.
     r.clock.advance(901 + 30);
     await r.depth(0);
-    assert.equal(calls(await r.rt.scale({ kind: 'check' })), 'written:0/20');
+    assert.equal(calls(await r.app.scale({ kind: 'check' })), 'written:0/20');
     assert.deepEqual(arm.take()[1]!.body, { properties: { minimumElasticInstanceCount: 1, functionAppScaleLimit: 20 } });
   });
 
@@ -178,7 +178,7 @@ describe('the scaling agent against the management API', () => {
     assert.equal(calls(await r.signal()), 'none:1/100');
     assert.deepEqual(arm.take(), [], 'the same decision: no call at all');
     // A fresh record (another deployment's agent set it already): one read, no PATCH.
-    await r.rt.parts.blobs.remove(layout.scaleState());
+    await r.parts.blobs.remove(layout.scaleState());
     r.clock.advance(31);
     const again = await r.signal();
     assert.equal(calls(again), 'unchanged:1/100');
@@ -189,10 +189,10 @@ describe('the scaling agent against the management API', () => {
     const r = await rig();
     await r.depth(6);
     assert.equal(calls(await r.signal()), 'written:1/100');
-    const reads = r.rt.parts.meter.snapshot().total;
+    const reads = r.app.storageTransactions().total;
     r.clock.advance(10);
     assert.equal(calls(await r.signal()), 'not-due', 'inside the interval');
-    assert.equal(r.rt.parts.meter.snapshot().total, reads, 'and without a Storage request');
+    assert.equal(r.app.storageTransactions().total, reads, 'and without a Storage request');
     await r.depth(25);
     r.clock.advance(25); // 35 s after the raise: past the interval, inside the up cooldown
     assert.equal(calls(await r.signal()), 'none:1/100');
@@ -220,7 +220,7 @@ describe('the scaling agent against the management API', () => {
     assert.equal(calls(await r.signal()), 'not-due');
     assert.deepEqual(arm.take(), [], 'nothing sent before Retry-After');
     r.clock.advance(61);
-    assert.equal(calls(await r.rt.scale({ kind: 'check' })), 'written:1/100');
+    assert.equal(calls(await r.app.scale({ kind: 'check' })), 'written:1/100');
     assert.deepEqual(arm.take().map((q) => q.method), ['GET', 'PATCH']);
   });
 
@@ -231,7 +231,7 @@ describe('the scaling agent against the management API', () => {
     assert.equal(calls(await r.signal()), 'forbidden:1/100');
     assert.equal(r.log.lines.error.length, 1);
     assert.match(r.log.lines.error[0]!, /403 Forbidden.*scaling agent's role/);
-    const health = r.rt.health();
+    const health = r.app.health();
     assert.equal(health.status, 'degraded');
     assert.equal(health.scaleAgent.status, 'red');
     assert.match(health.scaleAgent.message ?? '', /disabled/);
@@ -239,7 +239,7 @@ describe('the scaling agent against the management API', () => {
     r.clock.advance(3600);
     assert.equal(calls(await r.signal()), 'disabled');
     // Another instance's agent reads the record and stops too.
-    const other = createApp(r.rt.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
+    const other = createApp(r.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
     try {
       assert.equal(calls(await other.scale({ kind: 'work', queue: 'x', payloadSize: 0 })), 'disabled');
       assert.equal(other.health().scaleAgent.status, 'red');
@@ -253,7 +253,7 @@ describe('the scaling agent against the management API', () => {
   test('two racing agents: one samples, one decides, one write (ETag on the record in Azurite)', async () => {
     const r = await rig();
     await r.depth(6);
-    const other = createApp(r.rt.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
+    const other = createApp(r.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
     try {
       const outcomes = await Promise.all([r.signal(), other.scale({ kind: 'work', queue: 'x', payloadSize: 0 })]);
       // The loser either loses the If-Match race or, arriving a moment later, finds the winner's
@@ -262,8 +262,8 @@ describe('the scaling agent against the management API', () => {
       assert.equal(winner, 'written:1/100');
       assert.ok(loser === 'lost-race' || loser === 'not-due', `the other agent stood down (${loser})`);
       assert.deepEqual(arm.take().map((q) => q.method), ['GET', 'PATCH']);
-      const depthReads = (rt: typeof other): number => rt.parts.meter.snapshot()['queue.metadata'] ?? 0;
-      assert.equal(depthReads(r.rt) + depthReads(other), 2, 'one depth sample: one request per input queue, by one agent');
+      const depthReads = (app: typeof other): number => app.storageTransactions()['queue.metadata'] ?? 0;
+      assert.equal(depthReads(r.app) + depthReads(other), 2, 'one depth sample: one request per input queue, by one agent');
     } finally {
       await other.close();
     }
@@ -276,15 +276,15 @@ describe('the scaling agent against the management API', () => {
     assert.deepEqual(r.checks, [930_000], 'one check, after the down cooldown and an interval');
     await r.depth(0);
     r.clock.advance(930);
-    assert.equal(calls(await onScaleSignal(r.rt, JSON.stringify({ v: 1, kind: 'ScaleCheck' }), context('scaleAgent'))), 'written:0/100');
+    assert.equal(calls(await onScaleSignal(r.app, JSON.stringify({ v: 1, kind: 'ScaleCheck' }), context('scaleAgent'))), 'written:0/100');
     assert.deepEqual(r.checks, [930_000], 'back at the minimum: no further check');
     arm.take();
-    const storage = r.rt.parts.meter.snapshot().total ?? 0;
+    const storage = r.app.storageTransactions().total ?? 0;
     // An idle hour: no event arrives, so no invocation runs; an agent woken anyway (a stray event) does one sample and no call.
     r.clock.advance(3600);
     assert.equal(calls(await r.signal()), 'none:0/100');
     assert.deepEqual(arm.take(), []);
-    assert.ok((r.rt.parts.meter.snapshot().total ?? 0) - storage <= 5, 'one record read, one claim, one sample of 2 queues, one record write');
+    assert.ok((r.app.storageTransactions().total ?? 0) - storage <= 5, 'one record read, one claim, one sample of 2 queues, one record write');
     assert.deepEqual(r.checks, [930_000]);
   });
 });

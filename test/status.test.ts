@@ -156,17 +156,17 @@ describe('activity history', () => {
 
 describe('status report on Azurite', () => {
   test('depths and oldest ages, open then recent batches, billed transactions, and its own requests metered apart', async () => {
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
-    const { batchId } = (await post(rt, toNdjson(generate(500, 401, 20)))).jsonBody as { batchId: string };
-    const appBefore = rt.storageTransactions().total ?? 0;
-    const s1 = await rt.statusReport();
-    assert.equal(rt.storageTransactions().total, appBefore, "the report's requests are not the app's");
+    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { batchId } = (await post(app, toNdjson(generate(500, 401, 20)))).jsonBody as { batchId: string };
+    const appBefore = app.storageTransactions().total ?? 0;
+    const s1 = await app.statusReport();
+    assert.equal(app.storageTransactions().total, appBefore, "the report's requests are not the app's");
     assert.ok((s1.storage.statusRequests.total ?? 0) >= 5, JSON.stringify(s1.storage.statusRequests));
     assert.match(s1.instance.id, /^i-[0-9a-f]{8}$/);
     const inputs = s1.queues.filter((q) => q.role === 'input');
     assert.deepEqual(
       s1.queues.map((q) => q.name),
-      [...rt.parts.names.inputQueues(), rt.parts.names.resultsQueue],
+      [...parts.names.inputQueues(), parts.names.resultsQueue],
     );
     assert.equal(
       inputs.reduce((n, q) => n + q.depth, 0),
@@ -181,8 +181,8 @@ describe('status report on Azurite', () => {
     assert.deepEqual(s1.serviceBus, { available: false, reason: 'ServiceBusConnection is not configured for this app' });
     assert.deepEqual(s1.poison, { total: 0, shown: [] });
 
-    await pump(rt, events, () => completed(observer, batchId));
-    const s2 = await rt.statusReport();
+    await pump(app, events, () => completed(observer, batchId));
+    const s2 = await app.statusReport();
     assert.ok(s2.queues.every((q) => q.depth === 0 && q.oldestAgeSeconds === null));
     assert.equal(s2.batches.open.length, 0);
     const done = s2.batches.recent[0];
@@ -207,17 +207,17 @@ describe('status report on Azurite', () => {
 
   test('a batch processed while nobody watched: the history has the depths the drains read and the chunks billed, and none of it passes for idle', async () => {
     // One message per receive: a full probe takes a slot, and the slot holder reads the depth for its fan-out.
-    const { rt, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
-    const { batchId } = (await post(rt, toNdjson(generate(500, 402, 20)))).jsonBody as { batchId: string };
-    await pump(rt, events, () => completed(observer, batchId));
+    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const { batchId } = (await post(app, toNdjson(generate(500, 402, 20)))).jsonBody as { batchId: string };
+    await pump(app, events, () => completed(observer, batchId));
     // No status call before this: the history is what the app recorded on its own.
-    const points = rt.parts.activity.history();
+    const points = parts.activity.history();
     assert.equal(
       points.reduce((n, p) => n + p.chunks, 0),
       5,
       'every chunk billed',
     );
-    const inputs = rt.parts.names.inputQueues();
+    const inputs = parts.names.inputQueues();
     const deepest = inputs.map((q) => Math.max(-1, ...points.map((p) => p.depths?.[q] ?? -1)));
     assert.ok(
       deepest.every((d) => d >= 0),
@@ -227,9 +227,9 @@ describe('status report on Azurite', () => {
       deepest.some((d) => d > 0),
       `a drain saw its backlog: ${JSON.stringify(deepest)}`,
     );
-    assert.ok(points.some((p) => p.depths?.[rt.parts.names.resultsQueue] !== undefined), 'the results queue too');
+    assert.ok(points.some((p) => p.depths?.[parts.names.resultsQueue] !== undefined), 'the results queue too');
     for (const p of points) assert.ok(p.storage === 0 || p.busy, `a bucket with requests was working: ${JSON.stringify(p)}`);
-    const s = await rt.statusReport();
+    const s = await app.statusReport();
     assert.equal(s.storage.window.idleStorageTransactions, 0);
     assert.deepEqual(
       s.history.points.map((p) => p.chunks),
@@ -239,12 +239,12 @@ describe('status report on Azurite', () => {
   });
 
   test('a poisoned chunk is listed with its queue, batch, chunk and reason', async () => {
-    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
-    const { batchId } = (await post(rt, toNdjson(generate(300, 402, 10)))).jsonBody as { batchId: string };
+    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { batchId } = (await post(app, toNdjson(generate(300, 402, 10)))).jsonBody as { batchId: string };
     await raw.container('work').getBlockBlobClient(layout.chunk(batchId, 1).name).uploadData(Buffer.from('not gzip at all'));
-    await pump(rt, events, () => completed(observer, batchId));
-    const s = await rt.statusReport();
-    const from = rt.parts.names.inputQueueOf(batchId, 1);
+    await pump(app, events, () => completed(observer, batchId));
+    const s = await app.statusReport();
+    const from = parts.names.inputQueueOf(batchId, 1);
     assert.equal(s.poison.total, 1);
     assert.deepEqual(
       s.poison.shown.map(({ queue, batchId: b, chunk, reason, dequeueCount }) => ({ queue, b, chunk, reason, dequeueCount })),
@@ -259,8 +259,8 @@ describe('status report on Azurite', () => {
   });
 
   test('the manifest listing: summaries from metadata, older manifests read whole, internal states hidden, the scan bounded', async () => {
-    const { rt, raw } = await testRuntime();
-    const { blobs, manifests } = rt.parts;
+    const { parts, raw } = await testRuntime();
+    const { blobs, manifests } = parts;
     const base: Manifest = { v: 1, batchId: 'x', state: 'accepted', source: 'http', bodySha256: '0'.repeat(64), submittedAt: '2026-01-01T00:00:00.000Z', transactions: 10, chunkSize: 10, chunks: 1, queues: [], notification: 'sent', done: [], failed: [] };
     await manifests.create({ ...base, batchId: 'b-open', submittedAt: '2026-01-01T00:00:02.000Z' });
     await manifests.create({ ...base, batchId: 'b-internal', state: 'ingesting' });
@@ -289,11 +289,11 @@ describe('status report on Azurite', () => {
   });
 
   test('the HTTP adapters: the status as JSON; the page shell with its assets inline under a hash CSP, and no key', async () => {
-    const { rt } = await testRuntime();
-    const res = await getStatus(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }), context('adminStatus'));
+    const { app } = await testRuntime();
+    const res = await getStatus(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }), context('adminStatus'));
     assert.equal(res.status, 200);
     assert.ok(Array.isArray((res.jsonBody as StatusReport).queues));
-    const page = getDashboard(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard' }));
+    const page = getDashboard(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard' }));
     assert.equal(page.status, 200);
     const html = typeof page.body === 'string' ? page.body : '';
     const headers = page.headers as Record<string, string>;
@@ -306,7 +306,7 @@ describe('status report on Azurite', () => {
     assert.ok(headers['Content-Security-Policy']?.includes(`style-src ${sha(style)}`));
     assert.ok(!/\/\*(SCRIPT|STYLE)\*\//.test(html));
     assert.ok(!/code=|key=[A-Za-z0-9]/.test(html.replace(/#key=…/g, '')), 'no key in the page');
-    const again = getDashboard(rt, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard', headers: { 'if-none-match': headers.ETag ?? '' } }));
+    const again = getDashboard(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard', headers: { 'if-none-match': headers.ETag ?? '' } }));
     assert.equal(again.status, 304);
   });
 });

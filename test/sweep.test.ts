@@ -15,7 +15,7 @@ useStorage();
 
 describe('incoming/ sweep', () => {
   test('NDJSON.gz and JSON files are ingested, processed, and archived; a bad file is rejected with a report', async () => {
-    const { rt, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100' });
     const a = generate(700, 31);
     const b = generate(300, 32);
     const incoming = raw.container('incoming');
@@ -24,10 +24,10 @@ describe('incoming/ sweep', () => {
     await incoming.getBlockBlobClient('broken.ndjson').uploadData(Buffer.from('{"id":"x"}\n'));
     await incoming.getBlockBlobClient('notes.txt').uploadData(Buffer.from('hello'));
 
-    const outcomes = await ingestSweep(rt, context('ingestSweep'));
+    const outcomes = await ingestSweep(app, context('ingestSweep'));
     const kinds = Object.fromEntries(outcomes.map((o) => [o.name, o.kind]));
     assert.deepEqual(kinds, { 'broken.ndjson': 'rejected', 'day-1.ndjson.gz': 'ingested', 'day-2.json': 'ingested', 'notes.txt': 'rejected' });
-    const all = await blobNames(rt, ['incoming', 'archive', 'rejected']);
+    const all = await blobNames(parts, ['incoming', 'archive', 'rejected']);
     assert.deepEqual(all, [
       'archive/day-1.ndjson.gz',
       'archive/day-2.json',
@@ -42,22 +42,22 @@ describe('incoming/ sweep', () => {
     for (const [o, txns] of [[outcomes.find((x) => x.name === 'day-1.ndjson.gz'), a], [outcomes.find((x) => x.name === 'day-2.json'), b]] as const) {
       assert.ok(o?.kind === 'ingested');
       const id = o.result.batchId;
-      await pump(rt, events, () => completed(observer, id), 60_000);
+      await pump(app, events, () => completed(observer, id), 60_000);
       const got = (await report(observer, id)).jsonBody as Report;
       assert.deepEqual(got.rows, expectedReport(txns).rows);
     }
     // Nothing left to sweep, nothing left queued.
-    assert.deepEqual(await ingestSweep(rt, context('ingestSweep')), []);
-    assert.equal(await totalQueued(rt), 0);
+    assert.deepEqual(await ingestSweep(app, context('ingestSweep')), []);
+    assert.equal(await totalQueued(parts), 0);
   });
 
   test('a rejected file enqueues nothing', async () => {
-    const { rt, events, raw } = await testRuntime();
+    const { app, parts, events, raw } = await testRuntime();
     await raw.container('incoming').getBlockBlobClient('bad.json').uploadData(Buffer.from('[{"id":1}]'));
-    const [o] = await ingestSweep(rt, context('ingestSweep'));
+    const [o] = await ingestSweep(app, context('ingestSweep'));
     assert.equal(o?.kind, 'rejected');
-    assert.equal(await totalQueued(rt), 0);
+    assert.equal(await totalQueued(parts), 0);
     assert.equal(events.all.length, 0);
-    assert.deepEqual(await blobNames(rt, ['work', 'batches']), []);
+    assert.deepEqual(await blobNames(parts, ['work', 'batches']), []);
   });
 });

@@ -2,67 +2,82 @@
  * One typed, validated view of the app settings. Built once at start-up; a bad value
  * fails there with a message that names the setting (never later, mid-drain).
  */
+import { z } from 'zod';
+
 import { ConfigError } from '../errors';
 import { backlogQueues } from '../names';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
+import { type NamedLimit, namedLimits, parseEnv, wholeNumber } from './env-schema';
 import { scaleChoices, type ScaleSettings } from './scale-rules';
 import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
 
-export interface Tuning {
-  /** Input queues `work-0…work-{P-1}`. @defaultValue 4 */
-  partitions: number;
-  /** Transactions per chunk blob (one queue message each). @defaultValue 2000 */
-  chunkSize: number;
-  /** Messages per `receiveMessages` call; Azure caps it at 32. @defaultValue 32 */
-  dequeueBatchSize: number;
-  /** How long a received message stays invisible while it is processed. @defaultValue 60 */
-  visibilityTimeoutSeconds: number;
-  /** First back-off delay when a queue is empty. @defaultValue 100 */
-  minIdleMs: number;
-  /** Back-off cap; a dequeue task that reaches it exits. @defaultValue 5000 */
-  maxIdleMs: number;
-  /** Dequeue tasks one drain may run at once. @defaultValue 8 */
-  maxDequeueTasks: number;
-  /** Task-count rule: one task per this many queued messages (bounded by maxDequeueTasks). @defaultValue 64 */
-  messagesPerTask: number;
-  /** Concurrent drains per queue (blob-lease slots), across all instances. @defaultValue 16 */
-  drainSlots: number;
-  /**
-   * Concurrent drains of the results queue, across all instances: each folds into the batch's
-   * one manifest with If-Match, so more would only add conflicts. @defaultValue 2
-   */
-  resultsDrainSlots: number;
+/**
+ * The tuning settings, each declared once: its environment name, default and range (see
+ * env-schema.ts). The schema is the type (Tuning), the defaults and the checks.
+ */
+const tuningShape = z.object({
+  /** Input queues `work-0…work-{P-1}`. */
+  partitions: wholeNumber('PUSHDRAIN_PARTITIONS', { def: 4, min: 1, max: 64 }),
+  /** Transactions per chunk blob (one queue message each). */
+  chunkSize: wholeNumber('PUSHDRAIN_CHUNK_SIZE', { def: 2000, min: 1, max: 100_000 }),
+  /** Messages per `receiveMessages` call; Azure caps it at 32. */
+  dequeueBatchSize: wholeNumber('PUSHDRAIN_DEQUEUE_BATCH_SIZE', { def: 32, min: 1, max: 32 }),
+  /** How long a received message stays invisible while it is processed. */
+  visibilityTimeoutSeconds: wholeNumber('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', { def: 60, min: 1, max: 7 * 24 * 3600 }),
+  /** First back-off delay after a failed receive; a drained queue ends a dequeue task at once, with no wait. */
+  minIdleMs: wholeNumber('PUSHDRAIN_MIN_IDLE_MS', { def: 100, min: 0, max: 60_000 }),
+  /** Back-off cap: a dequeue task whose failed receives push the delay up to it exits. */
+  maxIdleMs: wholeNumber('PUSHDRAIN_MAX_IDLE_MS', { def: 5000, min: 1, max: 600_000 }),
+  /** Dequeue tasks one drain may run at once. */
+  maxDequeueTasks: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_TASKS', { def: 8, min: 1, max: 64 }),
+  /** Task-count rule: one task per this many queued messages (bounded by maxDequeueTasks). */
+  messagesPerTask: wholeNumber('PUSHDRAIN_MESSAGES_PER_TASK', { def: 64, min: 1, max: 1_000_000 }),
+  /** Concurrent drains per queue (blob-lease slots), across all instances. */
+  drainSlots: wholeNumber('PUSHDRAIN_DRAIN_SLOTS', { def: 16, min: 1, max: 64 }),
   /**
    * Fan-out rule: a deep queue wants one drain per this many queued messages (at most
-   * drainSlots); the drain holding slot 0 publishes the extra ones as fan-out events. @defaultValue 512
+   * drainSlots); the drain holding slot 0 publishes the extra ones as fan-out events.
    */
-  messagesPerDrain: number;
-  /** Deliveries after which a message is moved to `{queue}-poison`. @defaultValue 5 */
-  maxDequeueCount: number;
-  /** A drain stops taking work after this long and hands over with a continuation event. @defaultValue 240 */
-  drainBudgetSeconds: number;
-  /** Largest accepted request body as sent (compressed or not). @defaultValue 104857600 (100 MiB) */
-  maxBodyBytes: number;
-  /** Largest body after gzip inflation (the gzip-bomb guard). @defaultValue 268435456 (256 MiB) */
-  maxInflatedBytes: number;
-  /** Batch files the incoming/ sweep ingests per run. @defaultValue 10 */
-  sweepMaxFiles: number;
-  /** Open batches the sweep's recovery looks at per run. @defaultValue 100 */
-  sweepMaxBatches: number;
-  /** First watchdog check of an accepted batch, this long after acceptance. @defaultValue 600 */
-  watchdogSlaSeconds: number;
-  /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. @defaultValue 5 */
-  watchdogMaxChecks: number;
-  /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). @defaultValue 180 */
-  stallSeconds: number;
-  /** Backlog queues `backlog-0…` in the secondary namespace (each one is a syphon trigger). @defaultValue 2 */
-  backlogQueueCount: number;
-  /** Per entity: how long send failures are tolerated before sends go to the secondary; 0 = at once. @defaultValue 60000 */
-  failoverIntervalMs: number;
-  /** While failed over: how often the primary is pinged (a link opened, nothing sent). @defaultValue 10000 */
-  pingIntervalMs: number;
-}
+  messagesPerDrain: wholeNumber('PUSHDRAIN_MESSAGES_PER_DRAIN', { def: 512, min: 1, max: 1_000_000 }),
+  /**
+   * Concurrent drains of the results queue, across all instances: each folds into the batch's
+   * one manifest with If-Match, so more would only add conflicts.
+   */
+  resultsDrainSlots: wholeNumber('PUSHDRAIN_RESULTS_DRAIN_SLOTS', { def: 2, min: 1, max: 16 }),
+  /** Deliveries after which a message is moved to `{queue}-poison`. */
+  maxDequeueCount: wholeNumber('PUSHDRAIN_MAX_DEQUEUE_COUNT', { def: 5, min: 1, max: 100 }),
+  /** A drain stops taking work after this long and hands over with a continuation event. */
+  drainBudgetSeconds: wholeNumber('PUSHDRAIN_DRAIN_BUDGET_SECONDS', { def: 240, min: 1, max: 3600 }),
+  /** Largest accepted request body as sent (compressed or not): 100 MiB. */
+  maxBodyBytes: wholeNumber('PUSHDRAIN_MAX_BODY_BYTES', { def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 }),
+  /** Largest body after gzip inflation (the gzip-bomb guard): 256 MiB. */
+  maxInflatedBytes: wholeNumber('PUSHDRAIN_MAX_INFLATED_BYTES', { def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 }),
+  /** Batch files the incoming/ sweep ingests per run. */
+  sweepMaxFiles: wholeNumber('PUSHDRAIN_SWEEP_MAX_FILES', { def: 10, min: 1, max: 1000 }),
+  /** Open batches the sweep's recovery looks at per run. */
+  sweepMaxBatches: wholeNumber('PUSHDRAIN_SWEEP_MAX_BATCHES', { def: 100, min: 1, max: 5000 }),
+  /** First watchdog check of an accepted batch, this long after acceptance. */
+  watchdogSlaSeconds: wholeNumber('PUSHDRAIN_WATCHDOG_SLA_SECONDS', { def: 600, min: 1, max: 7 * 24 * 3600 }),
+  /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. */
+  watchdogMaxChecks: wholeNumber('PUSHDRAIN_WATCHDOG_MAX_CHECKS', { def: 5, min: 1, max: 20 }),
+  /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). */
+  stallSeconds: wholeNumber('PUSHDRAIN_STALL_SECONDS', { def: 180, min: 1, max: 7 * 24 * 3600 }),
+  /** Backlog queues `backlog-0…` in the secondary namespace (each one is a syphon trigger). */
+  backlogQueueCount: wholeNumber('PUSHDRAIN_BACKLOG_QUEUE_COUNT', { def: 2, min: 1, max: 10 }),
+  /** Per entity: how long send failures are tolerated before sends go to the secondary; 0 = at once. */
+  failoverIntervalMs: wholeNumber('PUSHDRAIN_FAILOVER_INTERVAL_MS', { def: 60_000, min: 0, max: 3_600_000 }),
+  /** While failed over: how often the primary is pinged (a link opened, nothing sent). */
+  pingIntervalMs: wholeNumber('PUSHDRAIN_PING_INTERVAL_MS', { def: 10_000, min: 100, max: 600_000 }),
+});
+
+/** With the cross-field rules that a single range cannot express. */
+const tuningSchema = tuningShape.superRefine((t, ctx) => {
+  if (t.maxIdleMs < t.minIdleMs) ctx.addIssue({ code: 'custom', path: ['maxIdleMs'], message: `must be at least PUSHDRAIN_MIN_IDLE_MS (${t.minIdleMs})` });
+  if (t.maxInflatedBytes < t.maxBodyBytes) ctx.addIssue({ code: 'custom', path: ['maxInflatedBytes'], message: `must be at least PUSHDRAIN_MAX_BODY_BYTES (${t.maxBodyBytes})` });
+});
+
+export type Tuning = z.output<typeof tuningShape>;
 
 export interface Settings {
   storage: StorageConnection;
@@ -78,96 +93,41 @@ export interface Settings {
   scale: ScaleSettings;
 }
 
-interface IntSpec<K extends string = keyof Tuning> {
-  key: K;
-  setting: string;
-  def: number;
-  min: number;
-  max: number;
-}
+/** The declared tuning settings, for the docs and infra/ checks. */
+export const TUNING_SPECS: readonly NamedLimit<keyof Tuning>[] = namedLimits(tuningShape);
 
-/** Named limits, so the validation and the docs read from the same table. */
-export const TUNING_SPECS: readonly IntSpec[] = [
-  { key: 'partitions', setting: 'PUSHDRAIN_PARTITIONS', def: 4, min: 1, max: 64 },
-  { key: 'chunkSize', setting: 'PUSHDRAIN_CHUNK_SIZE', def: 2000, min: 1, max: 100_000 },
-  { key: 'dequeueBatchSize', setting: 'PUSHDRAIN_DEQUEUE_BATCH_SIZE', def: 32, min: 1, max: 32 },
-  { key: 'visibilityTimeoutSeconds', setting: 'PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', def: 60, min: 1, max: 7 * 24 * 3600 },
-  { key: 'minIdleMs', setting: 'PUSHDRAIN_MIN_IDLE_MS', def: 100, min: 0, max: 60_000 },
-  { key: 'maxIdleMs', setting: 'PUSHDRAIN_MAX_IDLE_MS', def: 5000, min: 1, max: 600_000 },
-  { key: 'maxDequeueTasks', setting: 'PUSHDRAIN_MAX_DEQUEUE_TASKS', def: 8, min: 1, max: 64 },
-  { key: 'messagesPerTask', setting: 'PUSHDRAIN_MESSAGES_PER_TASK', def: 64, min: 1, max: 1_000_000 },
-  { key: 'drainSlots', setting: 'PUSHDRAIN_DRAIN_SLOTS', def: 16, min: 1, max: 64 },
-  { key: 'messagesPerDrain', setting: 'PUSHDRAIN_MESSAGES_PER_DRAIN', def: 512, min: 1, max: 1_000_000 },
-  { key: 'resultsDrainSlots', setting: 'PUSHDRAIN_RESULTS_DRAIN_SLOTS', def: 2, min: 1, max: 16 },
-  { key: 'maxDequeueCount', setting: 'PUSHDRAIN_MAX_DEQUEUE_COUNT', def: 5, min: 1, max: 100 },
-  { key: 'drainBudgetSeconds', setting: 'PUSHDRAIN_DRAIN_BUDGET_SECONDS', def: 240, min: 1, max: 3600 },
-  { key: 'maxBodyBytes', setting: 'PUSHDRAIN_MAX_BODY_BYTES', def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
-  { key: 'maxInflatedBytes', setting: 'PUSHDRAIN_MAX_INFLATED_BYTES', def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 },
-  { key: 'sweepMaxFiles', setting: 'PUSHDRAIN_SWEEP_MAX_FILES', def: 10, min: 1, max: 1000 },
-  { key: 'sweepMaxBatches', setting: 'PUSHDRAIN_SWEEP_MAX_BATCHES', def: 100, min: 1, max: 5000 },
-  { key: 'watchdogSlaSeconds', setting: 'PUSHDRAIN_WATCHDOG_SLA_SECONDS', def: 600, min: 1, max: 7 * 24 * 3600 },
-  { key: 'watchdogMaxChecks', setting: 'PUSHDRAIN_WATCHDOG_MAX_CHECKS', def: 5, min: 1, max: 20 },
-  { key: 'stallSeconds', setting: 'PUSHDRAIN_STALL_SECONDS', def: 180, min: 1, max: 7 * 24 * 3600 },
-  { key: 'backlogQueueCount', setting: 'PUSHDRAIN_BACKLOG_QUEUE_COUNT', def: 2, min: 1, max: 10 },
-  { key: 'failoverIntervalMs', setting: 'PUSHDRAIN_FAILOVER_INTERVAL_MS', def: 60_000, min: 0, max: 3_600_000 },
-  { key: 'pingIntervalMs', setting: 'PUSHDRAIN_PING_INTERVAL_MS', def: 10_000, min: 100, max: 600_000 },
-];
+/** The scaling agent's limits (instance bounds fit both plans: Flex allows up to 1,000). */
+const scaleLimitsSchema = z
+  .object({
+    minInstances: wholeNumber('PUSHDRAIN_SCALE_MIN_INSTANCES', { def: 0, min: 0, max: 1000 }),
+    maxInstances: wholeNumber('PUSHDRAIN_SCALE_MAX_INSTANCES', { def: 100, min: 1, max: 1000 }),
+    intervalSeconds: wholeNumber('PUSHDRAIN_SCALE_INTERVAL_SECONDS', { def: 30, min: 5, max: 3600 }),
+    upCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', { def: 60, min: 0, max: 86_400 }),
+    downCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', { def: 900, min: 60, max: 86_400 }),
+  })
+  .superRefine((l, ctx) => {
+    if (l.minInstances > l.maxInstances) ctx.addIssue({ code: 'custom', path: ['minInstances'], message: `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${l.maxInstances})` });
+  });
 
-type ScaleLimit = 'minInstances' | 'maxInstances' | 'intervalSeconds' | 'upCooldownSeconds' | 'downCooldownSeconds';
-type ScaleSpec = IntSpec<ScaleLimit>;
-/** Any named limit: readInt reads both tables. */
-type NamedLimit = IntSpec<string>;
-
-/** The scaling agent's named limits (instance bounds fit both plans: Flex allows up to 1,000). */
-export const SCALE_SPECS: readonly ScaleSpec[] = [
-  { key: 'minInstances', setting: 'PUSHDRAIN_SCALE_MIN_INSTANCES', def: 0, min: 0, max: 1000 },
-  { key: 'maxInstances', setting: 'PUSHDRAIN_SCALE_MAX_INSTANCES', def: 100, min: 1, max: 1000 },
-  { key: 'intervalSeconds', setting: 'PUSHDRAIN_SCALE_INTERVAL_SECONDS', def: 30, min: 5, max: 3600 },
-  { key: 'upCooldownSeconds', setting: 'PUSHDRAIN_SCALE_UP_COOLDOWN_SECONDS', def: 60, min: 0, max: 86_400 },
-  { key: 'downCooldownSeconds', setting: 'PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', def: 900, min: 60, max: 86_400 },
-];
+/** The declared scaling-agent limits, for the infra/ checks. */
+export const SCALE_SPECS = namedLimits(scaleLimitsSchema);
 
 /** The connection of the secondary namespace (send availability); unset turns the feature off. */
 export const SECONDARY_CONNECTION = 'ServiceBusSecondaryConnection';
 
-function readInt(env: Env, spec: NamedLimit): number {
-  const raw = env[spec.setting];
-  if (raw === undefined || raw.trim() === '') return spec.def;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(spec.setting, `must be a whole number, got "${raw}"`);
-  const value = Number(raw.trim());
-  if (value < spec.min || value > spec.max) {
-    throw new ConfigError(spec.setting, `must be between ${spec.min} and ${spec.max}, got ${value}`);
-  }
-  return value;
-}
-
 export function defaultTuning(): Tuning {
-  return Object.fromEntries(TUNING_SPECS.map((s) => [s.key, s.def])) as unknown as Tuning;
-}
-
-/** Cross-field rules that a single range cannot express. */
-function checkTuning(t: Tuning): void {
-  if (t.maxIdleMs < t.minIdleMs) {
-    throw new ConfigError('PUSHDRAIN_MAX_IDLE_MS', `must be at least PUSHDRAIN_MIN_IDLE_MS (${t.minIdleMs})`);
-  }
-  if (t.maxInflatedBytes < t.maxBodyBytes) {
-    throw new ConfigError('PUSHDRAIN_MAX_INFLATED_BYTES', `must be at least PUSHDRAIN_MAX_BODY_BYTES (${t.maxBodyBytes})`);
-  }
+  return parseEnv(tuningSchema, {});
 }
 
 export function loadSettings(env: Env = process.env): Settings {
-  const tuning = Object.fromEntries(TUNING_SPECS.map((s) => [s.key, readInt(env, s)])) as unknown as Tuning;
-  checkTuning(tuning);
+  const tuning = parseEnv(tuningSchema, env);
   const namePrefix = env.PUSHDRAIN_NAME_PREFIX?.trim() ?? '';
   // Queue names: 3–63 chars of [a-z0-9-]; leave room for "work-63-poison".
   if (!/^([a-z0-9][a-z0-9-]{0,38})?$/.test(namePrefix) || namePrefix.includes('--')) {
     throw new ConfigError('PUSHDRAIN_NAME_PREFIX', 'must be up to 39 chars of a-z, 0-9 and single dashes, starting with a letter or digit');
   }
   const taxRaw = env.PUSHDRAIN_TAX_RATES;
-  const limits = Object.fromEntries(SCALE_SPECS.map((s) => [s.key, readInt(env, s)])) as Record<ScaleLimit, number>;
-  if (limits.minInstances > limits.maxInstances) {
-    throw new ConfigError('PUSHDRAIN_SCALE_MIN_INSTANCES', `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${limits.maxInstances})`);
-  }
+  const limits = parseEnv(scaleLimitsSchema, env);
   return {
     storage: storageConnection(env),
     serviceBus: serviceBusConnection(env),
@@ -189,7 +149,5 @@ export function syphonQueues(env: Env = process.env): string[] {
 
 /** PUSHDRAIN_BACKLOG_QUEUE_COUNT alone, validated like every tuning setting. */
 export function backlogQueueCount(env: Env): number {
-  const spec = TUNING_SPECS.find((s) => s.key === 'backlogQueueCount');
-  if (!spec) throw new Error('TUNING_SPECS has no backlogQueueCount');
-  return readInt(env, spec);
+  return parseEnv(tuningShape.pick({ backlogQueueCount: true }), env).backlogQueueCount;
 }

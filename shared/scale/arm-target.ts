@@ -10,8 +10,12 @@
  *   entry, the deployment and the runtime stay as read).
  * - Elastic Premium: `config/web` `minimumElasticInstanceCount` and `functionAppScaleLimit`,
  *   through the typed getConfiguration/updateConfiguration.
+ *
+ * The SDK (45 MB, ~0.4 s to load) is required when a client is built, not imported: the app
+ * builds one on the first apply only (lazyArmScaleTarget), so drain instances never pay for it
+ * and the dry-run describes requests without it.
  */
-import { WebSiteManagementClient } from '@azure/arm-appservice';
+import type * as AppService from '@azure/arm-appservice';
 import type { TokenCredential } from '@azure/core-auth';
 import { createHttpHeaders, createPipelineRequest, isRestError, type PipelineResponse, type TlsSettings } from '@azure/core-rest-pipeline';
 
@@ -52,9 +56,29 @@ export interface ArmClientOptions {
   tlsOptions?: TlsSettings;
 }
 
+/**
+ * The target for the configured site, or undefined without one: it describes requests at once
+ * and builds the client (loading the SDK) on the first apply.
+ */
+export function lazyArmScaleTarget(settings: ScaleSettings, drainFunction: string, credential: () => TokenCredential): ScaleTarget | undefined {
+  const site = settings.site;
+  if (!site) return undefined;
+  const requests = new ScaleRequests(settings.plan, site, ARM_ENDPOINT, drainFunction);
+  let target: ArmScaleTarget | undefined;
+  return {
+    describe: (d) => requests.describe(d),
+    apply: (d) => {
+      target ??= createArmScaleTarget(settings, site, drainFunction, { credential: credential() });
+      return target.apply(d);
+    },
+  };
+}
+
 /** The target for the configured site and plan, over a client with no retries of its own. */
 export function createArmScaleTarget(settings: ScaleSettings, site: ScaleSite, drainFunction: string, options: ArmClientOptions): ArmScaleTarget {
   const endpoint = options.endpoint ?? ARM_ENDPOINT;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { WebSiteManagementClient } = require('@azure/arm-appservice') as typeof AppService;
   const client = new WebSiteManagementClient(options.credential, site.subscriptionId, {
     endpoint,
     retryOptions: { maxRetries: 0 },
@@ -67,7 +91,7 @@ export class ArmScaleTarget implements ScaleTarget {
   private readonly requests: ScaleRequests;
 
   constructor(
-    private readonly client: WebSiteManagementClient,
+    private readonly client: AppService.WebSiteManagementClient,
     plan: ScalePlan,
     private readonly site: ScaleSite,
     /** The management endpoint the client was built with, e.g. https://management.azure.com */

@@ -20,22 +20,22 @@ export function context(functionName = 'test'): InvocationContext {
   });
 }
 
-export async function post(rt: PushdrainApp, body: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponseInit> {
+export async function post(app: PushdrainApp, body: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
     body: typeof body === 'string' ? { string: body } : { bytes: body },
     headers: { 'content-type': 'application/x-ndjson', ...headers },
   });
-  return postBatch(rt, req, context('postBatch'));
+  return postBatch(app, req, context('postBatch'));
 }
 
-export async function status(rt: PushdrainApp, batchId: string): Promise<HttpResponseInit> {
-  return getBatch(rt, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }), context('getBatch'));
+export async function status(app: PushdrainApp, batchId: string): Promise<HttpResponseInit> {
+  return getBatch(app, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }), context('getBatch'));
 }
 
-export async function report(rt: PushdrainApp, batchId: string, query: Record<string, string> = {}): Promise<HttpResponseInit> {
-  return getBatchReport(rt, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}/report`, params: { batchId }, query }), context('getBatchReport'));
+export async function report(app: PushdrainApp, batchId: string, query: Record<string, string> = {}): Promise<HttpResponseInit> {
+  return getBatchReport(app, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}/report`, params: { batchId }, query }), context('getBatchReport'));
 }
 
 export interface PumpResult {
@@ -47,7 +47,7 @@ export interface PumpResult {
  * Feeds events to the handlers until `done()` holds or the time runs out. Events with a
  * delay (scheduled continuations) fire after it, like a scheduled Service Bus message.
  */
-export async function pump(rt: PushdrainApp, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
+export async function pump(app: PushdrainApp, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
   const inflight = new Set<Promise<unknown>>();
   // Scheduled events not yet fired: handed back to the publisher when this pump returns, so a
   // later pump still delivers them (as Service Bus would: a scheduled message is not lost).
@@ -59,7 +59,7 @@ export async function pump(rt: PushdrainApp, events: CapturingPublisher, done: (
     result.invocations++;
     result.byRole[role]++;
     // A failed invocation is abandoned and redelivered, as Service Bus does (up to 10 deliveries).
-    const p = onWorkDetected(rt, body, context(role === 'input' ? 'drain' : 'aggregate')).catch(() => {
+    const p = onWorkDetected(app, body, context(role === 'input' ? 'drain' : 'aggregate')).catch(() => {
       const n = (deliveries.get(body) ?? 1) + 1;
       if (n > 10) return;
       deliveries.set(body, n);
@@ -99,7 +99,7 @@ export async function pump(rt: PushdrainApp, events: CapturingPublisher, done: (
   }
 }
 
-export async function completed(rt: PushdrainApp, batchId: string): Promise<boolean> {
-  const got = await rt.parts.manifests.read(batchId);
-  return got?.manifest.state === 'completed' || got?.manifest.state === 'failed';
+export async function completed(app: PushdrainApp, batchId: string): Promise<boolean> {
+  const got = await app.status(batchId);
+  return got?.status === 'completed' || got?.status === 'failed';
 }

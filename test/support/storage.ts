@@ -8,9 +8,9 @@ import { after, afterEach, before } from 'node:test';
 import type { ContainerClient } from '@azure/storage-blob';
 import type { QueueClient } from '@azure/storage-queue';
 
-import type { PushdrainApp } from '../../shared/app';
+import type { AppParts, PushdrainApp } from '../../shared/app';
 import { loadSettings, type Settings } from '../../shared/config/settings';
-import { type AppOptions, createApp } from '../../shared/create-app';
+import type { AppOptions } from '../../shared/create-app';
 import { type ContainerKey, entityNames } from '../../shared/names';
 import type { WorkDetected } from '../../shared/notify/events';
 import { AzureBlobStore } from '../../shared/storage/azure-blob-store';
@@ -20,6 +20,7 @@ import { StorageMeter } from '../../shared/storage/meter';
 import { type Azurite, startAzurite } from '../../tools/devstack/azurite';
 import { startStorageProxy, type StorageProxy } from '../../tools/testkit/storage-proxy';
 import { CapturingPublisher } from './capturing-publisher';
+import { composedApp } from './composed-app';
 
 let azurite: Azurite | undefined;
 // The promise, not the result: two callers racing (e.g. two before hooks) share one emulator.
@@ -66,18 +67,22 @@ export function rawStorage(settings: Settings): RawStorage {
   return { queue: (name) => clients.queues.getQueueClient(name), container: (key) => clients.blobs.getContainerClient(names.container(key)) };
 }
 
-/** Lease-based drain slots over the app's `leases` container, as the composition root builds them, with a meter of their own. */
-export function leaseSlots(app: PushdrainApp, perQueue: number): BlobLeaseSlots & { meter: StorageMeter } {
-  const { settings, names } = app.parts;
+/** Lease-based drain slots over the `leases` container of these settings, as the composition root builds them, with a meter of their own. */
+export function leaseSlots(settings: Settings, perQueue: number): BlobLeaseSlots & { meter: StorageMeter } {
+  const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const meter = new StorageMeter();
   return Object.assign(new BlobLeaseSlots(new AzureBlobStore(createStorageClients(settings.storage, meter).blobs, names.container), perQueue, quietLog), { meter });
 }
 
 export interface TestRuntime {
-  rt: PushdrainApp;
+  app: PushdrainApp;
+  /** What the app was composed from, for a test that drives or inspects one step itself. */
+  parts: AppParts;
   events: CapturingPublisher;
   /** Same storage, own meter: what the test itself reads does not count against the app. */
   observer: PushdrainApp;
+  /** What the observer was composed from: its manifests, blobs and queues. */
+  observerParts: AppParts;
   raw: RawStorage;
 }
 
@@ -86,18 +91,18 @@ const open = new Set<PushdrainApp>();
 export async function testRuntime(env: Record<string, string> = {}, options: AppOptions = {}): Promise<TestRuntime> {
   const events = new CapturingPublisher();
   const settings = testSettings(env);
-  const rt = createApp(settings, { publisher: events, log: quietLog, ...options });
-  const observer = createApp(settings, { publisher: new CapturingPublisher(), log: quietLog });
-  open.add(rt);
+  const { app, parts } = composedApp(settings, { publisher: events, log: quietLog, ...options });
+  const { app: observer, parts: observerParts } = composedApp(settings, { publisher: new CapturingPublisher(), log: quietLog });
+  open.add(app);
   open.add(observer);
-  await rt.ready();
-  return { rt, events, observer, raw: rawStorage(settings) };
+  await app.ready();
+  return { app, parts, events, observer, observerParts, raw: rawStorage(settings) };
 }
 
 /** Closes every app a test made; throws if one still had a drain running (a leaked drain). */
 export async function closeRuntimes(): Promise<void> {
-  const busy = [...open].filter((rt) => rt.drainsInProgress > 0).length;
-  for (const rt of open) await rt.close();
+  const busy = [...open].filter((app) => app.drainsInProgress > 0).length;
+  for (const app of open) await app.close();
   open.clear();
   if (busy > 0) throw new Error(`${busy} app(s) still had a drain in progress when the test ended`);
 }

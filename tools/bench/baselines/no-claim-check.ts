@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 
-import type { PushdrainApp } from '../../../shared/app';
+import type { AppParts } from '../../../shared/app';
 import { isSettled, type Manifest } from '../../../shared/batch/manifest';
 import { billChunk } from '../../../shared/billing/bill';
 import { encodeResult } from '../../../shared/billing/result-blob';
@@ -38,8 +38,7 @@ interface InlineMessage {
 }
 
 /** Validate everything first (writes nothing on a bad batch), then one message per transaction. */
-async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
-  const ctx = rt.parts;
+async function submitInline(ctx: AppParts, body: Buffer): Promise<string> {
   const open = bufferSource(body, false, ctx.settings.tuning.maxInflatedBytes);
   const summary = await validateBody(open, 'ndjson');
   const batchId = batchIdFor(undefined);
@@ -88,8 +87,7 @@ async function submitInline(rt: PushdrainApp, body: Buffer): Promise<string> {
 }
 
 /** Bills the one transaction in the message and records its result for the reduce step. */
-function inlineMapProcessor(rt: PushdrainApp): MessageProcessor {
-  const ctx = rt.parts;
+function inlineMapProcessor(ctx: AppParts): MessageProcessor {
   return {
     process: async (m: QueueMessage) => {
       let msg: InlineMessage;

@@ -4,8 +4,8 @@
  * Service Bus and no drainer. Instead one listener per queue (each input partition and the
  * results queue) polls for as long as the app runs.
  */
-import type { PushdrainApp } from '../../../shared/app';
-import { createApp } from '../../../shared/create-app';
+import { type AppParts, PushdrainApp } from '../../../shared/app';
+import { composeApp } from '../../../shared/create-app';
 import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
 import { createStorageClients } from '../../../shared/storage/clients';
 import { StorageMeter } from '../../../shared/storage/meter';
@@ -22,9 +22,9 @@ export interface PollingDesign {
   design: DesignName;
   listener: ListenerFactory;
   /** The map step; defaults to pushdrain's MapProcessor (chunk pointers). */
-  map?: (rt: PushdrainApp) => MessageProcessor;
+  map?: (parts: AppParts) => MessageProcessor;
   /** How a batch enters; defaults to the POST /api/batches handler. */
-  submit?: (rt: PushdrainApp, body: Buffer) => Promise<string>;
+  submit?: (parts: AppParts, body: Buffer) => Promise<string>;
 }
 
 /** Wraps the map step so each message it finishes notifies the results listener. */
@@ -41,9 +41,10 @@ function notifying(processor: MessageProcessor, after: () => void): MessageProce
 export async function startPollingApp(spec: PollingDesign, options: AppOptions): Promise<BenchApp> {
   const settings = appSettings({ storage: options.storage }, options.prefix);
   const meter = options.meter ?? new StorageMeter();
-  const runtime = createApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
+  const parts = composeApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
+  const runtime = new PushdrainApp(parts);
   await runtime.ready();
-  const { names, settings: { tuning }, queues } = runtime.parts;
+  const { names, settings: { tuning }, queues, reduce } = parts;
   // Releasing a message early (visibility 0) is a baseline's own move; no port offers it. Same meter.
   const sdk = createStorageClients(settings.storage, meter).queues;
   const random = options.random ?? Math.random;
@@ -61,8 +62,7 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
       ...(idleMs !== undefined ? { idleMs } : {}),
     });
   };
-  const { reduce } = runtime.parts;
-  const mapStep = spec.map ? spec.map(runtime) : runtime.parts.map;
+  const mapStep = spec.map ? spec.map(parts) : parts.map;
   let listeners: Listener[] = [];
   const startListeners = (idleMs: number | undefined): void => {
     const results = listen(names.resultsQueue, reduce, idleMs);
@@ -74,13 +74,12 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
     listeners = [];
   };
   startListeners(options.idleMs);
-  const submit = spec.submit ?? postNdjson;
   return {
     design: spec.design,
     settings,
     runtime,
     meter,
-    submit: (body) => submit(runtime, body),
+    submit: (body) => (spec.submit ? spec.submit(parts, body) : postNdjson(runtime, body)),
     sent: () => 0,
     restartIdle: async (idleMs) => {
       await stopListeners();

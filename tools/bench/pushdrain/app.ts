@@ -44,7 +44,7 @@ export class CountingPublisher implements WorkPublisher {
   }
 }
 
-function trigger(name: string, topic: string, subscription: string, rt: PushdrainApp): Registration {
+function trigger(name: string, topic: string, subscription: string, app: PushdrainApp): Registration {
   return {
     name,
     bindings: {
@@ -52,7 +52,7 @@ function trigger(name: string, topic: string, subscription: string, rt: Pushdrai
     },
     // The body of the two registrations in functions/drain.ts, with this app's runtime.
     handler: async (body: unknown, context: unknown) => {
-      await onWorkDetected(rt, body, context as InvocationContext);
+      await onWorkDetected(app, body, context as InvocationContext);
     },
   };
 }

@@ -11,6 +11,7 @@
  * pushdrain's only periodic cost, the incoming/ sweep timer (every 5 minutes by default), is
  * measured by running it once on an idle app and added to the hourly figure.
  */
+import { entityNames } from '../../../shared/names';
 import { meterDelta,type MeterSnapshot } from '../../../shared/storage/meter';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
 import { type DesignName,DESIGNS } from '../app';
@@ -145,7 +146,7 @@ export async function runIdle(env: BenchEnv, cfg: IdleConfig, random: () => numb
     const span = (from: StatsSnapshot[], to: StatsSnapshot[]): Record<string, number> => (from.length > 0 && to.length > 0 ? statsDelta(to[to.length - 1]!, from[0]!) : {});
     return {
       windowMs: cfg.windowMs,
-      queuesPerApp: first ? first.f.app.runtime.parts.names.inputQueues().length + 1 : 0,
+      queuesPerApp: first ? entityNames(first.f.app.settings.namePrefix, first.f.app.settings.tuning.partitions).inputQueues().length + 1 : 0,
       functionsAppsPerRep: cfg.functionsAppsPerRep,
       runs: perRepRuns(fleet, lines),
       broker: { afterWork: span(brokerAt.a0, brokerAt.a1), steady: span(brokerAt.b0, brokerAt.b1), pushdrainApps: fleet.filter(({ design }) => design === 'pushdrain').length },

@@ -8,7 +8,8 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync 
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { createApp } from '../../../shared/create-app';
+import { PushdrainApp } from '../../../shared/app';
+import { composeApp } from '../../../shared/create-app';
 import { layout } from '../../../shared/layout';
 import { runChild } from '../support/child';
 import { batchFile, type BatchSpec, DATA_DIR } from '../support/data';
@@ -64,16 +65,17 @@ export async function memoryFile(transactions: number, sources: readonly BatchSp
 }
 
 export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
-  const rt = createApp(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
+  const parts = composeApp(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
+  const app = new PushdrainApp(parts);
   try {
-    await rt.ready();
-    const info = await rt.parts.blobs.info(layout.file('incoming', INCOMING_NAME));
+    await app.ready();
+    const info = await parts.blobs.info(layout.file('incoming', INCOMING_NAME));
     // Sample the heap while the sweep runs: maxRSS gives the peak RSS, this the peak live heap.
     let peakHeap = process.memoryUsage().heapUsed;
     const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 50);
     const startRss = process.memoryUsage().rss;
     const t0 = Date.now();
-    const outcomes = await rt.parts.sweeper.incoming().finally(() => clearInterval(sampler));
+    const outcomes = await parts.sweeper.incoming().finally(() => clearInterval(sampler));
     const ingestMs = Date.now() - t0;
     const o = outcomes.find((x) => x.name === INCOMING_NAME);
     if (o?.kind !== 'ingested' || o.result.transactions !== job.transactions) throw new Error(`sweep did not ingest the file: ${JSON.stringify(o)}`);
@@ -87,7 +89,7 @@ export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
       ingestMs,
     };
   } finally {
-    await rt.close();
+    await app.close();
     await removeApp(adminClients(job.storage), job.prefix);
   }
 }

@@ -13,11 +13,12 @@
 import { createWriteStream } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 
-import { loadSettings } from '../../../shared/config/settings';
-import { createApp } from '../../../shared/create-app';
-import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
 import type { Decision } from '../../devstack/scale/controller';
 import { runFleet, type RunningFleet, targetPerInstance } from '../../devstack/scale/fleet';
+import { PushdrainApp } from '../../../shared/app';
+import { loadSettings } from '../../../shared/config/settings';
+import { composeApp } from '../../../shared/create-app';
+import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
 import { expectedReport } from '../../testkit/oracle';
 import { CompletionWatcher } from '../support/completion';
 import { batchBody, type BatchSpec, batchTransactions } from '../support/data';
@@ -100,7 +101,8 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   };
   const settings = loadSettings(settingsEnv);
-  const http = createApp(settings, { log: benchLog });
+  const parts = composeApp(settings, { log: benchLog });
+  const http = new PushdrainApp(parts);
   const watcher = new CompletionWatcher(settings);
   const target = targetPerInstance();
   let fleet: RunningFleet | undefined;
@@ -119,7 +121,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     for (const spec of cfg.batches) ids.push(await postNdjson(http, batchBody(spec)));
     const submitMs = Date.now() - s0;
     let inputMessages = 0;
-    for (const q of http.parts.names.inputQueues()) inputMessages += await http.parts.queues.depth(q);
+    for (const q of parts.names.inputQueues()) inputMessages += await parts.queues.depth(q);
     const backlog = { transactions: cfg.batches.reduce((a, b) => a + b.count, 0), inputMessages, activeEvents: active(SUBSCRIPTIONS.drain.name) };
     log(`  scale-out: ${ids.length} batches submitted in ${(submitMs / 1000).toFixed(1)} s; backlog ${backlog.transactions} transactions in ${inputMessages} messages, ${backlog.activeEvents} events; starting the controller`);
     const t0 = Date.now();
@@ -162,7 +164,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       if (got.kind === 'ready' && got.report.transactions === expected.transactions && isDeepStrictEqual(got.report.rows, expected.rows) && isDeepStrictEqual(got.report.totals, expected.totals)) exact++;
     }
     let queued = 0;
-    for (const q of http.parts.names.allQueues()) queued += await http.parts.queues.depth(q);
+    for (const q of parts.names.allQueues()) queued += await parts.queues.depth(q);
     const subscriptions = Object.fromEntries(Object.values(SUBSCRIPTIONS).map((s) => [s.name, active(s.name)]));
     sampling = false;
     await sampler;

@@ -11,6 +11,7 @@
  * a 10–20 minute idle leaves them in: the Functions rule replayed to that moment, or for the
  * classic poller a uniformly random phase of its 1 s period. See runWake for what runs when.
  */
+import { entityNames } from '../../../shared/names';
 import type { DesignName } from '../app';
 import { DESIGNS } from '../app';
 import { batchBody } from '../support/data';
@@ -66,7 +67,7 @@ const TIMEOUT_MS = 90_000;
 async function trial(f: FleetApp, probe: ProbeMeter): Promise<number> {
   probe.arm();
   await f.app.submit(batchBody(TRIAL_BATCH));
-  const inputs = new Set(f.app.runtime.parts.names.inputQueues());
+  const inputs = new Set(entityNames(f.app.settings.namePrefix, f.app.settings.tuning.partitions).inputQueues());
   const deadline = Date.now() + TIMEOUT_MS;
   // Bounded by the deadline; the probe is filled in by the app's own receives.
   while (Date.now() < deadline) {

@@ -4,9 +4,10 @@
  * the manifest's own `completedAt`, written by the app, so the polling interval only delays
  * noticing it, never the figure.
  */
-import type { PushdrainApp } from '../../../shared/app';
+import { PushdrainApp } from '../../../shared/app';
+import type { ManifestStore } from '../../../shared/batch/manifest';
 import type { Settings } from '../../../shared/config/settings';
-import { createApp } from '../../../shared/create-app';
+import { composeApp } from '../../../shared/create-app';
 import { benchLog } from './log';
 import { NullPublisher } from './null-publisher';
 
@@ -21,9 +22,12 @@ const POLL_MS = 200;
 
 export class CompletionWatcher {
   private readonly observer: PushdrainApp;
+  private readonly manifests: ManifestStore;
 
   constructor(settings: Settings) {
-    this.observer = createApp(settings, { publisher: new NullPublisher(), log: benchLog });
+    const parts = composeApp(settings, { publisher: new NullPublisher(), log: benchLog });
+    this.observer = new PushdrainApp(parts);
+    this.manifests = parts.manifests;
   }
 
   get runtime(): PushdrainApp {
@@ -41,7 +45,7 @@ export class CompletionWatcher {
     const done: Completed[] = [];
     while (open.length > 0) {
       const id = open[0] as string;
-      const got = await this.observer.parts.manifests.read(id);
+      const got = await this.manifests.read(id);
       const m = got?.manifest;
       if (m?.state === 'failed') throw new Error(`batch ${id} failed: ${m.error ?? 'no reason recorded'}`);
       if (m?.state === 'completed' && m.completedAt) {

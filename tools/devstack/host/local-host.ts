@@ -32,14 +32,14 @@ export interface LocalHost {
   stop(): Promise<void>;
 }
 
-interface FunctionsInstanceModule {
-  instance(): PushdrainApp;
+interface PushdrainAppModule {
+  pushdrainApp(): PushdrainApp;
 }
 
 /** The app the entry files built (loaded by loadApp already; required lazily so the stand-in core was in place first). */
-function app(): PushdrainApp {
+function pushdrainApp(): PushdrainApp {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('../../../functions/instance') as FunctionsInstanceModule).instance();
+  return (require('../../../functions/pushdrain-app') as PushdrainAppModule).pushdrainApp();
 }
 
 /** Reads app settings from process.env, as the worker does. Call once per process. */
@@ -61,14 +61,14 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
     http,
     timers,
     serviceBus,
-    recover: (options) => app().recover(options),
+    recover: (options) => pushdrainApp().recover(options),
     stop: () =>
       (stopping ??= (async () => {
-        const rt = app();
-        rt.beginShutdown();
+        const app = pushdrainApp();
+        app.beginShutdown();
         await Promise.all([http.close(), serviceBus.close(), timers.close()]);
         for (const hook of registry.hooks.appTerminate ?? []) await hook({ hookData: {}, appHookData: {} });
-        await rt.close();
+        await app.close();
       })()),
   };
 }

@@ -8,9 +8,9 @@ import { describe, test } from 'node:test';
 
 import type { Report } from '../../../shared/billing/report';
 import { loadSettings } from '../../../shared/config/settings';
-import { createApp } from '../../../shared/create-app';
 import { startTestBroker } from '../../../test/support/broker';
 import { post, report } from '../../../test/support/invoke';
+import { composedApp } from '../../../test/support/composed-app';
 import { quietLog, storageDown, storageUp } from '../../../test/support/storage';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
@@ -127,7 +127,7 @@ describe('a fleet of local instances', () => {
       PUSHDRAIN_SCALE_MODE: 'off',
       PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
     };
-    const http = createApp(loadSettings(env), { log: quietLog });
+    const { app: http, parts } = composedApp(loadSettings(env), { log: quietLog });
     let fleet: ReturnType<typeof runFleet> | undefined;
     try {
       const txns = generate(5_000, 71, 40);
@@ -140,8 +140,7 @@ describe('a fleet of local instances', () => {
       let peak = 0;
       for (let i = 0; i < 2_000 && Date.now() < deadline; i++) {
         peak = Math.max(peak, fleet.size());
-        const m = (await http.parts.manifests.read(batchId))?.manifest;
-        if (m?.state === 'completed') break;
+        if ((await http.status(batchId))?.status === 'completed') break;
         await new Promise((r) => setTimeout(r, 100));
       }
       const got = (await report(http, batchId)).jsonBody as Report;
@@ -167,7 +166,7 @@ describe('a fleet of local instances', () => {
       assert.match(decisions[0] ?? '', /^\+[12]$/, `from zero on the first events (drain and scale subscriptions): ${decisions.join(' ')}`);
       assert.ok(decisions.some((d) => d.startsWith('-')), decisions.join(' '));
       for (const d of fleet.decisions) assert.ok(d.added <= 4);
-      for (const q of http.parts.names.allQueues()) assert.equal(await http.parts.queues.depth(q), 0, `${q} empty`);
+      for (const q of parts.names.allQueues()) assert.equal(await parts.queues.depth(q), 0, `${q} empty`);
       // The batch was in flight as instances came and went: only the first may run start-up
       // recovery (the batch predates it), and nothing re-enqueues work that is still queued.
       const recoveries = output.filter((l) => /Recovery:|recovery woke/.test(l));

@@ -11,7 +11,7 @@ import { ConfigError } from '../shared/errors';
 
 let current: PushdrainApp | undefined;
 
-export function instance(): PushdrainApp {
+export function pushdrainApp(): PushdrainApp {
   if (!current) {
     const settings = loadSettings();
     if (!settings.serviceBus) {
@@ -23,5 +23,5 @@ export function instance(): PushdrainApp {
 }
 
 app.hook.appStart(() => {
-  instance();
+  pushdrainApp();
 });
