@@ -10,9 +10,9 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import type { AppParts, HealthState, PushdrainApp } from '../shared/app';
 import { loadSettings } from '../shared/config/settings';
+import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { gzipBomb, validBatch } from './support/bombs';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';

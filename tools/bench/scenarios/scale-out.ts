@@ -13,12 +13,12 @@
 import { createWriteStream } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 
-import type { Decision } from '../../devstack/scale/controller';
-import { runFleet, type RunningFleet, targetPerInstance } from '../../devstack/scale/fleet';
 import { PushdrainApp } from '../../../shared/app';
 import { loadSettings } from '../../../shared/config/settings';
 import { composeApp } from '../../../shared/create-app';
 import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
+import type { Decision } from '../../devstack/scale/controller';
+import { runFleet, type RunningFleet, targetPerInstance } from '../../devstack/scale/fleet';
 import { expectedReport } from '../../testkit/oracle';
 import { CompletionWatcher } from '../support/completion';
 import { batchBody, type BatchSpec, batchTransactions } from '../support/data';
