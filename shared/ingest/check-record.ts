@@ -11,7 +11,7 @@ import type { RecordText } from './record-item';
 /**
  * More fields than this and a record is not a transaction (it has 7): it gets one problem, not
  * one per unknown or repeated field. Keeps a record's work linear in its size: 256 MB of
- * 64 KiB records of repeated keys took 47 s of CPU with a problem per field.
+ * 64 KiB records of repeated keys would cost ~47 s of CPU with a problem per field.
  */
 export const MAX_RECORD_FIELDS = 32;
 

@@ -15,7 +15,7 @@ const NL = 0x0a;
 /**
  * Blank (or whitespace-only) NDJSON lines a body may hold: as many as records, so a blank line
  * after every record still fits. A blank line costs ~25 times what a byte of a record costs to
- * read, and is not a record, so nothing else bounds it: 250 MB of newlines took 7 s of CPU.
+ * read, and is not a record, so nothing else bounds it: unbounded, 250 MB of newlines costs ~7 s of CPU.
  */
 export const MAX_BLANK_LINES = MAX_TRANSACTIONS;
 

@@ -65,7 +65,7 @@ export function fullConfig(): BenchConfig {
       gapMinMs: 500,
       gapMaxMs: 1_500,
     },
-    // The stream issue 14 measured: 1,000-transaction batches 8 s apart. One repetition of ten
+    // A steady trickle: 1,000-transaction batches 8 s apart. One repetition of ten
     // batches per design, all designs in the same window (~90 s).
     trickle: {
       reps: 1,
