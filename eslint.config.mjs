@@ -28,13 +28,14 @@ export default tseslint.config(
     // redrive CLI, the broker, Azurite, the local host); the bench's BENCH_VERBOSE switch; the
     // test helpers that start the host, npm or git as a child; the chaos and crash suites' CHAOS_* /
     // CRASH_* knobs for local soaks; the packager, which runs npm with the caller's environment; the
-    // operator CLI (cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), and the test
-    // helpers that run it or pick the browser.
+    // operator CLI (cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), the test
+    // helpers that run it or pick the browser, and the ones that run dotnet (PUSHDRAIN_DOTNET_TESTS,
+    // the environment handed to the .NET programs).
     files: [
       'cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
       'shared/config/**/*.ts',
       'local/start.ts', 'local/scale/instance.ts', 'local/scale/serve.ts', 'local/azurite.ts', 'local/servicebus/main.ts', 'local/host/local-host.ts', 'local/package.ts',
-      'bench/support/log.ts',
+      'bench/support/log.ts', 'bench/support/webjobs-peer.ts', 'test/support/dotnet.ts',
       'test/support/host-process.ts', 'test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'test/support/funcignore.ts', 'test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },

@@ -9,9 +9,9 @@ import type { BrokerConfig } from './scenarios/broker';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
 import type { ScaleOutConfig } from './scenarios/scale-out';
-import type { PeerConfig } from './scenarios/webjobs-peer';
 import type { TrickleConfig } from './scenarios/trickle';
 import type { WakeConfig } from './scenarios/wake';
+import type { PeerConfig } from './scenarios/webjobs-peer';
 import { type BatchSpec, batchSpecs } from './support/data';
 
 export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'trickle', 'memory', 'limit', 'broker', 'scaleout'] as const;

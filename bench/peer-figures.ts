@@ -56,9 +56,9 @@ export function renderPeerSection(p: PeerFigures, port: { idle?: IdleFigures; wa
   const portIdle = idle && port.idle ? idle.perHour.median / port.idle.queuesPerApp : undefined;
   const portWake = port.wake?.perDesign['functions-queue']?.p50.median;
   const tr = port.trickle?.perDesign['functions-queue'];
-  // One pointer per 1,000-transaction batch (chunkSize 2,000): the port's queue operations per
-  // 1,000 transactions are per message, as the peer's are.
-  const portQueueOps = tr ? (['queue.get', 'queue.delete', 'queue.update'] as const).reduce((a, op) => a + (tr.byOperation[op]?.median ?? 0), 0) : undefined;
+  // A 1,000-transaction batch is two queue messages for the port (its pointer, chunkSize 2,000,
+  // and its result), one for the peer, whose function writes nothing: so the port's per message.
+  const portQueueOps = tr ? (['queue.get', 'queue.delete', 'queue.update'] as const).reduce((a, op) => a + (tr.byOperation[op]?.median ?? 0), 0) / 2 : undefined;
   const realQueueOps = (['queue.get', 'queue.delete', 'queue.update'] as const).reduce((a, op) => a + (p.trickle.perMessage[op] ?? 0), 0);
   const byOp = (m: Record<string, number>): string =>
     Object.entries(m)
@@ -75,9 +75,9 @@ export function renderPeerSection(p: PeerFigures, port: { idle?: IdleFigures; wa
     '|---|---|---|---|',
     `| idle storage tx per queue-hour | ${num(p.idlePerQueueHour.total, 1)} | ${num(portIdle, 1)} | ${error(portIdle, p.idlePerQueueHour.total ?? 0)} |`,
     `| wake after idle, p50 (ms) | ${num(p.wake.p50Ms)} (${p.wake.trials} trials, p90 ${num(p.wake.p90Ms)}) | ${num(portWake)} | ${error(portWake, p.wake.p50Ms)} |`,
-    `| trickle queue tx per 1,000 transactions (one message) | ${num(realQueueOps, 1)} | ${num(portQueueOps, 1)} | ${error(portQueueOps, realQueueOps)} |`,
+    `| trickle queue tx (get, delete, update) per message | ${num(realQueueOps, 1)} | ${num(portQueueOps, 1)} | ${error(portQueueOps, realQueueOps)} |`,
     `| trickle put → run, p50 (ms) | ${num(p.trickle.p50Ms)} (p95 ${num(p.trickle.p95Ms)}) | — | — |`,
     '',
-    `Idle by operation (per queue-hour): ${byOp(p.idlePerQueueHour) || 'none'}. Trickle by operation (per message): ${byOp(p.trickle.perMessage)}. The port's trickle latency is submit-to-report of a whole batch (above), so it is not set beside the peer's, whose functions do no work.`,
+    `Idle by operation (per queue-hour): ${byOp(p.idlePerQueueHour) || 'none'}. Trickle by operation (per message): ${byOp(p.trickle.perMessage)}. The port's trickle figure is its queue operations per 1,000 transactions halved (a pointer and a result per batch); its latency is submit-to-report of a whole batch (above), so it is not set beside the peer's, whose functions do no work.`,
   ];
 }

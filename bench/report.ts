@@ -3,7 +3,6 @@
  * and BENCHMARKS.md, whose generated part sits between two markers so the hand-written
  * reading around it survives a re-run.
  */
-import { type PeerFigures, renderPeerSection } from './peer-figures';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -11,6 +10,7 @@ import type { Tuning } from '../shared/config/settings';
 import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures, TrickleFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
+import { type PeerFigures, renderPeerSection } from './peer-figures';
 import { scaleOutSection } from './scale-out-report';
 import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';

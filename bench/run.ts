@@ -13,8 +13,8 @@ import { defaultTuning } from '../shared/config/settings';
 import { rng } from '../testkit/generate';
 import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures, trickleFigures } from './analyze';
 import { type DesignName,DESIGNS } from './app';
-import { peerFigures } from './peer-figures';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
+import { peerFigures } from './peer-figures';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
 import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
 import { runIdle } from './scenarios/idle';
@@ -31,8 +31,8 @@ import { findAzuritePid } from './support/cpu';
 import { batchFile, batchSpecs } from './support/data';
 import { startEnv } from './support/env';
 import { problems } from './support/log';
-import { peerUnavailable } from './support/webjobs-peer';
 import { topFunctions } from './support/profiler';
+import { peerUnavailable } from './support/webjobs-peer';
 
 const HELP = `usage: node dist/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
   --quick        smoke sizes: tiny batches, one repetition, seconds in all

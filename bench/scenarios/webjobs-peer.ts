@@ -15,10 +15,10 @@
  * The functions do no work, so only queue operations compare with the port's.
  */
 import { meterDelta, type MeterSnapshot } from '../../shared/storage/meter';
-import type { BenchEnv } from '../support/env';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy';
+import type { BenchEnv } from '../support/env';
 import { sleep } from '../support/fleet';
-import { buildPeer, PEER_QUEUES, type WebJobsPeer, startPeer } from '../support/webjobs-peer';
+import { buildPeer, PEER_QUEUES, startPeer,type WebJobsPeer } from '../support/webjobs-peer';
 
 export interface PeerConfig {
   /** Peer processes side by side (each with its own five queues). */
