@@ -28,13 +28,14 @@ export default tseslint.config(
     // redrive CLI, the brokers, Azurite, the local host, spoil-chunks); the bench's BENCH_VERBOSE switch; the
     // test helpers that start the host, npm or git as a child; the chaos and crash suites' CHAOS_* /
     // CRASH_* knobs for local soaks; the packager, which runs npm with the caller's environment; the
-    // operator CLI (tools/cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), and the test
-    // helpers that run it or pick the browser.
+    // operator CLI (tools/cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), the test
+    // helpers that run it or pick the browser, and the ones that run dotnet (PUSHDRAIN_DOTNET_TESTS,
+    // the environment handed to the .NET programs).
     files: [
       'tools/cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
       'shared/config/**/*.ts',
       'tools/devstack/start.ts', 'tools/devstack/scale/instance.ts', 'tools/devstack/scale/serve.ts', 'tools/devstack/azurite.ts', 'tools/devstack/servicebus/main.ts', 'tools/devstack/secondary-broker.ts', 'tools/devstack/spoil-chunks.ts', 'tools/devstack/host/local-host.ts', 'tools/devstack/package.ts',
-      'tools/bench/support/log.ts',
+      'tools/bench/support/log.ts', 'tools/bench/support/webjobs-peer.ts', 'test/support/dotnet.ts',
       'test/support/host-process.ts', 'tools/devstack/test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'tools/devstack/test/support/funcignore.ts', 'tools/devstack/test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },

@@ -15,7 +15,7 @@ export const BASELINES = DESIGNS.filter((d) => d !== 'pushdrain');
 export const DESIGN_TITLES: Record<DesignName, string> = {
   pushdrain: 'pushdrain',
   'classic-poller': 'classic poller (1 s, batch 32)',
-  'functions-queue': 'Functions queue trigger (batch 16, 100 ms–60 s)',
+  'functions-queue': 'Functions queue trigger, port (batch 16, 100 ms–60 s)',
   'no-claim-check': 'no claim-check (1 message per transaction)',
 };
 

@@ -11,6 +11,7 @@ import type { LatencyConfig } from './scenarios/latency';
 import type { ScaleOutConfig } from './scenarios/scale-out';
 import type { TrickleConfig } from './scenarios/trickle';
 import type { WakeConfig } from './scenarios/wake';
+import type { PeerConfig } from './scenarios/webjobs-peer';
 import { type BatchSpec, batchSpecs } from './support/data';
 
 export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'trickle', 'memory', 'limit', 'broker', 'scaleout'] as const;
@@ -37,6 +38,8 @@ export interface BenchConfig {
   /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
   broker: BrokerConfig;
   scaleOut: ScaleOutConfig;
+  /** The real queue trigger beside the port, with idle, wake or trickle; `peers: 0` skips it. */
+  webjobsPeer: PeerConfig;
 }
 
 const tuning = defaultTuning();
@@ -54,6 +57,8 @@ export function fullConfig(): BenchConfig {
   const batches = batchSpecs(10, 100_000, 1_000);
   return {
     mode: 'full',
+    // Two hosts of five queues; the idle window holds about three capped polls per queue.
+    webjobsPeer: { peers: 2, settleMaxMs: 300_000, idleWindowMs: 180_000, wakeSpreadMs: 60_000, trickleMessages: 10, trickleGapMs: 8_000 },
     seed: 20_261_120,
     throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
     idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
@@ -88,6 +93,8 @@ export function quickConfig(): BenchConfig {
   const batches = batchSpecs(2, 500, 9_000);
   return {
     mode: 'quick',
+    // Its back-off alone takes minutes to reach the cap: not in the seconds-long smoke run.
+    webjobsPeer: { peers: 0, settleMaxMs: 0, idleWindowMs: 0, wakeSpreadMs: 0, trickleMessages: 0, trickleGapMs: 0 },
     seed: 7,
     throughput: { reps: 1, batches, noClaimCheckBatches: batchSpecs(1, 30, 9_500), profile: true },
     idle: { reps: 1, functionsAppsPerRep: 1, windowMs: 1_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },

@@ -10,6 +10,7 @@ import type { Tuning } from '../../shared/config/settings';
 import type { IdleFigures, LatencyFigures, LimitFigures, MemoryFigures, ProfileFigures, StorageFigures, ThroughputFigures, TrickleFigures } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName,DESIGNS } from './app';
 import type { BenchConfig } from './config';
+import { type PeerFigures, renderPeerSection } from './peer-figures';
 import { scaleOutSection } from './scale-out-report';
 import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
@@ -47,6 +48,8 @@ export interface BenchResults {
   broker?: BrokerFigures;
   profile?: ProfileFigures;
   scaleOut?: ScaleOutRun;
+  /** The real Functions queue trigger (WebJobs SDK), measured beside the functions-queue port. */
+  webjobsPeer?: PeerFigures;
   warnings: string[];
   raw: Record<string, unknown>;
 }
@@ -233,6 +236,15 @@ export function keyRatios(r: BenchResults): string[] {
     if (r.trickle?.ratio[b]) parts.push(`trickle storage per 1,000 ${ratio(r.trickle.ratio[b])}`);
     if (parts.length > 0) out.push(`pushdrain ÷ ${DESIGN_TITLES[b]}: ${parts.join(', ')}`);
   }
+  const peer = r.webjobsPeer;
+  const ours = { idle: r.idle?.perDesign.pushdrain, wake: r.wake?.perDesign.pushdrain };
+  if (peer && (ours.idle || ours.wake)) {
+    const two = (n: number): string => num(n, 2);
+    const parts: string[] = [];
+    if (ours.idle && r.idle && peer.idlePerQueueHour.total) parts.push(`idle storage per queue-hour ${two(ours.idle.perHour.median / r.idle.queuesPerApp / peer.idlePerQueueHour.total)}`);
+    if (ours.wake && peer.wake.p50Ms > 0) parts.push(`wake p50 ${two(ours.wake.p50.median / peer.wake.p50Ms)}`);
+    out.push(`pushdrain ÷ the real Functions queue trigger (WebJobs SDK, measured once, not paired): ${parts.join(', ')}`);
+  }
   if (r.broker) {
     const two = (n: number): string => num(n, 2);
     out.push(`development broker, durable ÷ in memory: send ${fmt(r.broker.ratio.sendMany, two)}, receive + complete ${fmt(r.broker.ratio.receiveComplete, two)}`);
@@ -289,6 +301,7 @@ export function renderMarkdownSection(r: BenchResults): string {
     '',
     renderTables(r),
     '',
+    ...(r.webjobsPeer ? [...renderPeerSection(r.webjobsPeer, r), ''] : []),
     MARK_END,
   ].join('\n');
 }

@@ -14,6 +14,7 @@ import { rng } from '../testkit/generate';
 import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures, trickleFigures } from './analyze';
 import { type DesignName,DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
+import { peerFigures } from './peer-figures';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
 import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
 import { runIdle } from './scenarios/idle';
@@ -24,12 +25,14 @@ import { runScaleOut } from './scenarios/scale-out';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
 import { runTrickle } from './scenarios/trickle';
 import { runWake } from './scenarios/wake';
+import { type PeerResult, runWebJobsPeer } from './scenarios/webjobs-peer';
 import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
 import { batchFile, batchSpecs } from './support/data';
 import { startEnv } from './support/env';
 import { problems } from './support/log';
 import { topFunctions } from './support/profiler';
+import { peerUnavailable } from './support/webjobs-peer';
 
 const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
   --quick        smoke sizes: tiny batches, one repetition, seconds in all
@@ -185,6 +188,16 @@ async function main(): Promise<void> {
       const profiled = throughputRuns.find((r) => r.profileFile && r.design === 'pushdrain');
       if (profiled?.profileFile) results.profile = { file: relative(root, profiled.profileFile), ...topFunctions(profiled.profileFile, 5, root) } satisfies ProfileFigures;
     }
+    // The real trigger's costs are set by its timers, like the port's, so it runs beside them.
+    let peerJob: Promise<PeerResult> | undefined;
+    if ((only.has('idle') || only.has('wake') || only.has('trickle')) && cfg.webjobsPeer.peers > 0) {
+      const missing = peerUnavailable();
+      if (missing) log(`webjobs-peer: skipped, ${missing}`);
+      else {
+        peerJob = timed(timings, 'webjobs-peer', log, () => runWebJobsPeer(env, cfg.webjobsPeer, random));
+        peerJob.catch(() => undefined);
+      }
+    }
     if (only.has('idle')) {
       const idle = await timed(timings, 'idle', log, () => runIdle(env, cfg.idle, random));
       raw.idle = idle;
@@ -205,6 +218,12 @@ async function main(): Promise<void> {
       raw.trickle = trickle;
       results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
       for (const t of trickle) log(`  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`);
+    }
+    if (peerJob) {
+      const peer = await peerJob;
+      raw.webjobsPeer = peer;
+      results.webjobsPeer = peerFigures(peer);
+      log(`  webjobs peer: settle ${results.webjobsPeer.settleSeconds.toFixed(0)} s, idle ${(results.webjobsPeer.idlePerQueueHour.total ?? 0).toFixed(1)} tx per queue-hour, wake p50 ${results.webjobsPeer.wake.p50Ms} ms`);
     }
     if (only.has('memory')) {
       const memory = await timed(timings, 'memory', log, () => runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }));

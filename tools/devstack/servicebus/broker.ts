@@ -91,9 +91,12 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
   const router = new LinkRouter({ registry, faults, stats, now, log, later });
 
   const container = create_container({ id: 'pushdrain-dev-broker' });
-  const mechanisms = container.sasl_server_mechanisms as { enable_anonymous(): void; enable_plain(cb: () => boolean): void };
+  const mechanisms = container.sasl_server_mechanisms as SaslServerMechanisms;
   mechanisms.enable_anonymous();
   mechanisms.enable_plain(() => true);
+  // The .NET client (Microsoft.Azure.Amqp) offers only Service Bus's own mechanism, MSSBCBS: it
+  // carries no credentials, because the token follows on $cbs, so it is accepted as it comes.
+  mechanisms.MSSBCBS = () => ({ outcome: true, username: 'MSSBCBS', start: () => undefined });
   router.install(container);
   container.on('connection_close', (ctx: EventContext) => router.forgetConnection(ctx.connection));
   container.on('disconnected', (ctx: EventContext) => router.forgetConnection(ctx.connection));
@@ -170,6 +173,13 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       return stopping;
     },
   };
+}
+
+/** rhea's server-side SASL table: mechanism name → a factory of `{start, outcome, username}`. */
+interface SaslServerMechanisms {
+  enable_anonymous(): void;
+  enable_plain(cb: () => boolean): void;
+  [mechanism: string]: unknown;
 }
 
 interface LoopbackServers {

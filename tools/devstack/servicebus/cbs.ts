@@ -2,7 +2,7 @@
  * Claims-based security (`$cbs`): the SDK puts a SAS token before attaching to an entity.
  * Local development accepts any token.
  */
-import type { Message } from 'rhea';
+import { type Message, types } from 'rhea';
 
 export const CBS_ADDRESS = '$cbs';
 
@@ -14,7 +14,8 @@ export function cbsReply(request: Message): Message {
     correlation_id: request.message_id,
     to: request.reply_to,
     application_properties: {
-      'status-code': ok ? 202 : 400,
+      // An AMQP int, as Service Bus sends it: the .NET client casts it to Int32, and rhea would encode a bare number as uint.
+      'status-code': types.wrap_int(ok ? 202 : 400),
       'status-description': ok ? 'Accepted' : `Unsupported $cbs operation ${String(operation)}`,
     },
     body: null,

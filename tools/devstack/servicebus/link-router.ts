@@ -12,6 +12,7 @@ import { type EntityRegistry, isWithin, managedEntity } from './entities';
 import type { FaultState } from './faults';
 import { type ManagementDeps, managementReply } from './management';
 import { attachProducer } from './producer';
+import { refuseLink } from './rhea-internals';
 import type { Stats } from './stats';
 
 export interface RouterDeps extends ConsumerDeps, ManagementDeps {
@@ -88,7 +89,7 @@ export class LinkRouter {
     const entity = this.deps.registry.receiveEntity(address);
     if (!entity) return refuse(sender, address);
     const injected = this.deps.faults.attach.errorFor(address);
-    if (injected) return sender.close(injected);
+    if (injected) return refuseLink(sender, injected);
     const consumer = new Consumer(sender, entity, this.deps);
     this.track(connection, sender, address, () => consumer.close());
   }
@@ -112,7 +113,7 @@ export class LinkRouter {
     const target = this.deps.registry.sendTarget(address);
     if (!target) return refuse(receiver, address);
     const injected = this.deps.faults.attach.errorFor(address);
-    if (injected) return receiver.close(injected);
+    if (injected) return refuseLink(receiver, injected);
     attachProducer(receiver, target, this.deps);
     this.track(connection, receiver, address, () => undefined);
   }
@@ -159,5 +160,5 @@ function echoTermini(l: link): void {
 }
 
 function refuse(l: link, address: string): void {
-  l.close({ condition: 'amqp:not-found', description: `The messaging entity '${address}' could not be found.` });
+  refuseLink(l, { condition: 'amqp:not-found', description: `The messaging entity '${address}' could not be found.` });
 }

@@ -4,7 +4,7 @@
  */
 import type { Socket } from 'node:net';
 
-import type { Connection, ConnectionOptions, Container, Delivery, link, Sender } from 'rhea';
+import type { AmqpError, Connection, ConnectionOptions, Container, Delivery, link, Sender } from 'rhea';
 
 interface SenderInternals {
   credit: number;
@@ -18,6 +18,9 @@ interface AttachFields {
   snd_settle_mode?: number;
   rcv_settle_mode?: number;
   max_message_size?: number;
+  /** `null` refuses the link: see {@link refuseLink}. */
+  source?: null;
+  target?: null;
 }
 
 interface LinkInternals {
@@ -61,6 +64,17 @@ export function alwaysEchoDrain(sender: Sender): void {
  */
 export function setLocalAttach(l: link, fields: AttachFields): void {
   Object.assign((l as unknown as LinkInternals).local.attach, fields);
+}
+
+/**
+ * Refuses a client's attach as Service Bus does: the answering attach carries a null terminus on
+ * the client's side, then the detach carries the error. The .NET client otherwise takes the
+ * echoed terminus for a successful attach and fails its send on a missing max-message-size,
+ * instead of reporting the detach's error.
+ */
+export function refuseLink(l: link, error: AmqpError): void {
+  setLocalAttach(l, l.is_sender() ? { source: null } : { target: null });
+  l.close(error);
 }
 
 /**

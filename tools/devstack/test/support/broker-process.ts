@@ -21,7 +21,7 @@ export interface BrokerProcess {
   restart(): Promise<void>;
 }
 
-/** Which broker CLI: the primary's, or the secondary namespace's (`local/secondary-broker.ts`, backlog queues only). */
+/** Which broker CLI: the primary's, or the secondary namespace's (`tools/devstack/secondary-broker.ts`, backlog queues only). */
 export type BrokerRole = 'primary' | 'secondary';
 
 const CLI: Record<BrokerRole, { script: string[]; port: string; data: string }> = {
