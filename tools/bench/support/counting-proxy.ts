@@ -7,8 +7,8 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { azuriteConnectionString } from '../../devstack/azurite';
 import { classify, type MeterSnapshot, type StorageService } from '../../../shared/storage/meter';
+import { azuriteConnectionString } from '../../devstack/azurite';
 
 export interface CountingProxy {
   /** Azurite's connection string with both endpoints through the proxy. */

@@ -8,13 +8,13 @@ import { after, before, describe, test } from 'node:test';
 
 import { QueueServiceClient } from '@azure/storage-queue';
 
+import { dotnetSkip } from '../../../test/support/dotnet';
+import { waitFor } from '../../../test/support/poll';
+import { type Azurite, startAzurite } from '../../devstack/azurite';
 import { peerFigures } from '../peer-figures';
 import { settleOf } from '../scenarios/webjobs-peer';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy';
 import { buildPeer, PEER_QUEUES, startPeer } from '../support/webjobs-peer';
-import { type Azurite, startAzurite } from '../../devstack/azurite';
-import { dotnetSkip } from '../../../test/support/dotnet';
-import { waitFor } from '../../../test/support/poll';
 
 describe('bench: the real Functions queue trigger peer', () => {
   let azurite: Azurite;

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { buildDotnetProject, dotnetSkip, run } from '../../../test/support/dotnet';
 import { findRepoRoot } from '../host/registry';
 import { type BrokerProcess, startBrokerProcess } from './support/broker-process';
-import { buildDotnetProject, dotnetSkip, run } from '../../../test/support/dotnet';
 
 const PROJECT = join(findRepoRoot(__dirname), 'tools', 'devstack', 'servicebus', 'contract');
 const PROGRAM = join(PROJECT, 'bin', 'Release', 'net10.0', 'ServiceBusContract.dll');
