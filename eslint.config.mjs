@@ -3,7 +3,17 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', '.azurite/**', 'tools/bench/results/**', '**/*.mjs', '**/*.js'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-*/**',
+      'node_modules/**',
+      '.azurite/**',
+      'tools/bench/results/**',
+      '**/*.mjs',
+      '**/*.js',
+    ],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -18,8 +28,24 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': ['error', { allow: ['warn', 'error', 'log'] }],
       // Settings are read in one place, shared/config, validated once (allowed list below).
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through shared/config (loadSettings), not process.env.' }],
-      'no-restricted-imports': ['error', { paths: ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: 'Read settings through shared/config.' })) }],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read settings through shared/config (loadSettings), not process.env.',
+        },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['process', 'node:process'].map((name) => ({
+            name,
+            importNames: ['env'],
+            message: 'Read settings through shared/config.',
+          })),
+        },
+      ],
     },
   },
   {
@@ -32,11 +58,29 @@ export default tseslint.config(
     // helpers that run it or pick the browser, and the ones that run dotnet (PUSHDRAIN_DOTNET_TESTS,
     // the environment handed to the .NET programs).
     files: [
-      'tools/cli/**/*.ts', 'test/support/local-stack.ts', 'test/support/browser.ts',
+      'tools/cli/**/*.ts',
+      'test/support/local-stack.ts',
+      'test/support/browser.ts',
       'shared/config/**/*.ts',
-      'tools/devstack/start.ts', 'tools/devstack/scale/instance.ts', 'tools/devstack/scale/serve.ts', 'tools/devstack/azurite.ts', 'tools/devstack/servicebus/main.ts', 'tools/devstack/secondary-broker.ts', 'tools/devstack/spoil-chunks.ts', 'tools/devstack/host/local-host.ts', 'tools/devstack/package.ts',
-      'tools/bench/support/log.ts', 'tools/bench/support/webjobs-peer.ts', 'test/support/dotnet.ts',
-      'test/support/host-process.ts', 'tools/devstack/test/support/broker-process.ts', 'test/deploy-readiness.test.ts', 'tools/devstack/test/support/funcignore.ts', 'tools/devstack/test/packaging.test.ts', 'test/chaos.test.ts', 'test/crash-soak.test.ts',
+      'tools/devstack/start.ts',
+      'tools/devstack/scale/instance.ts',
+      'tools/devstack/scale/serve.ts',
+      'tools/devstack/azurite.ts',
+      'tools/devstack/servicebus/main.ts',
+      'tools/devstack/secondary-broker.ts',
+      'tools/devstack/spoil-chunks.ts',
+      'tools/devstack/host/local-host.ts',
+      'tools/devstack/package.ts',
+      'tools/bench/support/log.ts',
+      'tools/bench/support/webjobs-peer.ts',
+      'test/support/dotnet.ts',
+      'test/support/host-process.ts',
+      'tools/devstack/test/support/broker-process.ts',
+      'test/deploy-readiness.test.ts',
+      'tools/devstack/test/support/funcignore.ts',
+      'tools/devstack/test/packaging.test.ts',
+      'test/chaos.test.ts',
+      'test/crash-soak.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },
@@ -49,7 +93,11 @@ export default tseslint.config(
       // node:test's describe/test return promises the runner itself awaits.
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'suite'] },
+          ],
+        },
       ],
     },
   },

@@ -11,7 +11,8 @@ import type { RedriveRequest } from '../shared/poison/redrive';
 import { errorResponse, json, redactSecrets } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 
-export type ParsedRedrive = { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
+export type ParsedRedrive =
+  { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
 
 const invalid = (message: string): ValidationError => new ValidationError(message, 400, 'invalid_request');
 
@@ -31,12 +32,14 @@ export function parseRedrive(text: string): ParsedRedrive {
   const o = v as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => !['queue', 'batchId', 'max', 'deadLetters', 'entity'].includes(k));
   if (unknown.length > 0) throw invalid(`unknown field(s): ${unknown.join(', ')}`);
-  if (o.deadLetters !== undefined && typeof o.deadLetters !== 'boolean') throw invalid('deadLetters must be true or false');
+  if (o.deadLetters !== undefined && typeof o.deadLetters !== 'boolean')
+    throw invalid('deadLetters must be true or false');
   if (o.max !== undefined && typeof o.max !== 'number') throw invalid('max must be a number');
   const max = o.max === undefined ? {} : { max: o.max };
   if (o.deadLetters === true) {
     const poisonOnly = ['queue', 'batchId'].filter((k) => o[k] !== undefined);
-    if (poisonOnly.length > 0) throw invalid(`${poisonOnly.join(' and ')} select Storage poison, not dead letters (use entity)`);
+    if (poisonOnly.length > 0)
+      throw invalid(`${poisonOnly.join(' and ')} select Storage poison, not dead letters (use entity)`);
     if (o.entity !== undefined && typeof o.entity !== 'string') throw invalid('entity must be a string');
     return { kind: 'deadLetters', request: { ...(o.entity !== undefined ? { entity: o.entity } : {}), ...max } };
   }
@@ -47,20 +50,32 @@ export function parseRedrive(text: string): ParsedRedrive {
     out.queue = o.queue;
   }
   if (o.batchId !== undefined) {
-    if (typeof o.batchId !== 'string' || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(o.batchId)) throw invalid('batchId is not a valid batch id');
+    if (typeof o.batchId !== 'string' || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(o.batchId))
+      throw invalid('batchId is not a valid batch id');
     out.batchId = o.batchId;
   }
   return { kind: 'poison', request: out };
 }
 
-export async function postRedrive(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postRedrive(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
   try {
     const parsed = parseRedrive(await req.text());
     if (parsed.kind === 'deadLetters') {
       const result = await app.redriveDeadLetters(parsed.request);
-      context.log(`redrive: ${result.moved} dead letter(s) resubmitted, ${result.kept.length} kept, ${Object.keys(result.failed).length} entity failure(s)`);
+      context.log(
+        `redrive: ${result.moved} dead letter(s) resubmitted, ${result.kept.length} kept, ${Object.keys(result.failed).length} entity failure(s)`,
+      );
       // The errors are the SDK's words: not ours to vouch for.
-      return json(200, { ...result, failed: Object.fromEntries(Object.entries(result.failed).map(([entity, error]) => [entity, redactSecrets(error)])) });
+      return json(200, {
+        ...result,
+        failed: Object.fromEntries(
+          Object.entries(result.failed).map(([entity, error]) => [entity, redactSecrets(error)]),
+        ),
+      });
     }
     const result = await app.redrive(parsed.request);
     context.log(`redrive: moved ${result.moved}, skipped ${result.skipped}`);

@@ -9,7 +9,11 @@ import { pushdrainApp } from './pushdrain-app';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
 
-export async function getBatch(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatch(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
   try {
     const status = await app.status(req.params.batchId ?? '');
     return status ? json(200, status) : json(404, NOT_FOUND);
@@ -21,11 +25,18 @@ export async function getBatch(app: PushdrainApp, req: HttpRequest, context: Inv
 /** `?format=` is `json` (the default) or `csv`; anything else is refused before any Storage request. */
 function reportFormat(req: HttpRequest): 'json' | 'csv' {
   const format = req.query.get('format') ?? 'json';
-  if (format !== 'json' && format !== 'csv') throw new ValidationError('format must be json or csv', 400, 'invalid_request', [{ line: 0, field: 'format', message: 'must be json or csv' }]);
+  if (format !== 'json' && format !== 'csv')
+    throw new ValidationError('format must be json or csv', 400, 'invalid_request', [
+      { line: 0, field: 'format', message: 'must be json or csv' },
+    ]);
   return format;
 }
 
-export async function getBatchReport(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getBatchReport(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
   try {
     const format = reportFormat(req);
     const found = await app.report(req.params.batchId ?? '');
@@ -35,7 +46,10 @@ export async function getBatchReport(app: PushdrainApp, req: HttpRequest, contex
       return {
         status: 200,
         body: reportCsv(found.report),
-        headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"` },
+        headers: {
+          'Content-Type': 'text/csv; charset=utf-8',
+          'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"`,
+        },
       };
     }
     return json(200, found.report);
@@ -54,13 +68,24 @@ export async function getBatchReport(app: PushdrainApp, req: HttpRequest, contex
  * identities) and no message; the errors are in the log, the dead letters in the status report.
  */
 export function health(app: PushdrainApp): HttpResponseInit {
-  const { serviceBus, scaleAgent: { message: _, ...scaleAgent }, ...rest } = app.healthProbe();
+  const {
+    serviceBus,
+    scaleAgent: { message: _, ...scaleAgent },
+    ...rest
+  } = app.healthProbe();
   const failover = serviceBus && {
     status: serviceBus.status,
-    entities: Object.fromEntries(Object.entries(serviceBus.entities).map(([name, { lastError: _e, ...state }]) => [name, state])),
+    entities: Object.fromEntries(
+      Object.entries(serviceBus.entities).map(([name, { lastError: _e, ...state }]) => [name, state]),
+    ),
     backlogOutOfRotation: serviceBus.backlogOutOfRotation.map(({ lastError: _e, ...queue }) => queue),
   };
-  return json(200, { ...rest, scaleAgent, storageTransactions: app.storageTransactions(), ...(failover ? { serviceBus: failover } : {}) });
+  return json(200, {
+    ...rest,
+    scaleAgent,
+    storageTransactions: app.storageTransactions(),
+    ...(failover ? { serviceBus: failover } : {}),
+  });
 }
 
 app.http('getBatch', {

@@ -16,7 +16,11 @@ import { pushdrainApp } from './pushdrain-app';
  * Returns normally to complete the message; throws to abandon it (redelivery retries the
  * drain). A malformed or foreign event can never succeed, so it is logged and completed.
  */
-export async function onWorkDetected(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<DrainResult | undefined> {
+export async function onWorkDetected(
+  app: PushdrainApp,
+  body: unknown,
+  context: InvocationContext,
+): Promise<DrainResult | undefined> {
   const event = parseWorkDetected(body);
   if (typeof event === 'string') {
     context.error(`WorkDetected ignored: ${event}`);

@@ -22,8 +22,13 @@ export function redactSecrets(text: string): string {
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
   const e = ensureError(error);
   if (e instanceof ValidationError) {
-    const retryAfter: Record<string, string> = e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
-    return json(e.status, { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) }, retryAfter);
+    const retryAfter: Record<string, string> =
+      e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
+    return json(
+      e.status,
+      { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) },
+      retryAfter,
+    );
   }
   // Nobody reads this answer; 499 is the customary "client closed request" in logs.
   if (e instanceof AbortedError) return json(499, { error: 'client_closed_request', message: e.message });
@@ -31,7 +36,15 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
   // refused connection that outlived the SDK's own retries): the client should retry, so 503.
   if (isTransient(error)) {
     context.warn(`transient failure: ${redactSecrets(e.message)}`);
-    return json(503, { error: 'unavailable', message: 'a dependency is temporarily unavailable; retry', invocationId: context.invocationId }, { 'Retry-After': '5' });
+    return json(
+      503,
+      {
+        error: 'unavailable',
+        message: 'a dependency is temporarily unavailable; retry',
+        invocationId: context.invocationId,
+      },
+      { 'Retry-After': '5' },
+    );
   }
   context.error(`unhandled failure: ${redactSecrets(e.stack ?? e.message)}`);
   return json(500, { error: 'internal', message: 'internal error', invocationId: context.invocationId });

@@ -24,7 +24,8 @@ export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean 
   const format = MEDIA_TYPES[type];
   if (!format) throw unsupported('Content-Type must be application/json or application/x-ndjson');
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip') throw unsupported('Content-Encoding must be gzip or absent');
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip')
+    throw unsupported('Content-Encoding must be gzip or absent');
   return { format, gzip: encoding !== 'identity' };
 }
 
@@ -61,15 +62,27 @@ export function requestSignal(context: InvocationContext): AbortSignal | undefin
   return s instanceof AbortSignal ? s : undefined;
 }
 
-export async function postBatch(app: PushdrainApp, req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function postBatch(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
   const started = Date.now();
   try {
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
     const body = await readBody(req, app.maxBodyBytes);
     const signal = requestSignal(context);
-    const result = await app.submit({ body, format, gzip, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(signal ? { signal } : {}) });
-    context.log(`batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`);
+    const result = await app.submit({
+      body,
+      format,
+      gzip,
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    context.log(
+      `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`,
+    );
     return json(
       202,
       // A replay answers for the batch as it is now (it may have completed), not as it was accepted.
@@ -77,7 +90,8 @@ export async function postBatch(app: PushdrainApp, req: HttpRequest, context: In
       { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
     );
   } catch (e) {
-    if (e instanceof AbortedError) context.log(`the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`);
+    if (e instanceof AbortedError)
+      context.log(`the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`);
     return errorResponse(e, context);
   }
 }

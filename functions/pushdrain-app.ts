@@ -15,7 +15,10 @@ export function pushdrainApp(): PushdrainApp {
   if (!current) {
     const settings = loadSettings();
     if (!settings.serviceBus) {
-      throw new ConfigError('ServiceBusConnection', 'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published');
+      throw new ConfigError(
+        'ServiceBusConnection',
+        'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published',
+      );
     }
     current = createApp(settings);
   }

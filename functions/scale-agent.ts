@@ -13,7 +13,11 @@ import { pushdrainApp } from './pushdrain-app';
  * Always completes: a signal is advisory, the next one re-evaluates, and a redelivery loop (or
  * dead letters) during a Storage outage would help nobody. Failures are logged.
  */
-export async function onScaleSignal(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<ScaleOutcome | undefined> {
+export async function onScaleSignal(
+  app: PushdrainApp,
+  body: unknown,
+  context: InvocationContext,
+): Promise<ScaleOutcome | undefined> {
   const signal = parseScaleSignal(body);
   if (typeof signal === 'string') {
     context.error(`scale signal ignored: ${signal}`);

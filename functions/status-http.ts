@@ -8,7 +8,11 @@ import type { PushdrainApp } from '../shared/app';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 
-export async function getStatus(app: PushdrainApp, _req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function getStatus(
+  app: PushdrainApp,
+  _req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
   try {
     return json(200, await app.statusReport(), { 'Cache-Control': 'no-store' });
   } catch (e) {

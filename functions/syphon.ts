@@ -12,11 +12,17 @@ import type { SyphonOutcome } from '../shared/notify/syphon';
 import { pushdrainApp } from './pushdrain-app';
 
 function record(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** Returns to complete the backlog message, throws to abandon it (delivery retries it). */
-export async function onBacklogMessage(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<SyphonOutcome> {
+export async function onBacklogMessage(
+  app: PushdrainApp,
+  body: unknown,
+  context: InvocationContext,
+): Promise<SyphonOutcome> {
   const meta = context.triggerMetadata ?? {};
   const messageId = typeof meta.messageId === 'string' ? meta.messageId : undefined;
   const outcome = await app.syphon({
@@ -26,8 +32,14 @@ export async function onBacklogMessage(app: PushdrainApp, body: unknown, context
     ...(messageId !== undefined ? { messageId } : {}),
     deliveryCount: typeof meta.deliveryCount === 'number' ? meta.deliveryCount : 0,
   });
-  if (outcome.kind === 'rejected') context.error(`backlog message ${messageId ?? '(no id)'} cannot be restored and was set aside under rejected/backlog/: ${outcome.reason}`);
-  else context.log(`backlog message ${messageId ?? '(no id)'} restored to ${outcome.destination}${outcome.scheduledFor ? `, scheduled for ${outcome.scheduledFor}` : ''}`);
+  if (outcome.kind === 'rejected')
+    context.error(
+      `backlog message ${messageId ?? '(no id)'} cannot be restored and was set aside under rejected/backlog/: ${outcome.reason}`,
+    );
+  else
+    context.log(
+      `backlog message ${messageId ?? '(no id)'} restored to ${outcome.destination}${outcome.scheduledFor ? `, scheduled for ${outcome.scheduledFor}` : ''}`,
+    );
   return outcome;
 }
 

@@ -8,7 +8,11 @@ import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
 import { pushdrainApp } from './pushdrain-app';
 
 /** Throws to abandon (redelivery retries the check); a malformed check is logged and completed. */
-export async function onWatchdog(app: PushdrainApp, body: unknown, context: InvocationContext): Promise<WatchdogOutcome | undefined> {
+export async function onWatchdog(
+  app: PushdrainApp,
+  body: unknown,
+  context: InvocationContext,
+): Promise<WatchdogOutcome | undefined> {
   const check = parseWatchdogCheck(body);
   if (typeof check === 'string') {
     context.error(`watchdog check ignored: ${check}`);

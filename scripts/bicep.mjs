@@ -59,7 +59,9 @@ function onPath(name) {
 }
 
 function pinnedVersion() {
-  const m = new RegExp(`PackageDownload Include="${PACKAGE.replaceAll('.', '\\.')}" Version="\\[([^\\]]+)\\]"`).exec(readFileSync(PROJECT, 'utf8'));
+  const m = new RegExp(`PackageDownload Include="${PACKAGE.replaceAll('.', '\\.')}" Version="\\[([^\\]]+)\\]"`).exec(
+    readFileSync(PROJECT, 'utf8'),
+  );
   if (!m) throw new Error(`${relative(root, PROJECT)} does not pin ${PACKAGE} with Version="[x.y.z]"`);
   return m[1];
 }
@@ -83,11 +85,25 @@ function restore() {
   if (!onPath('dotnet')) return undefined;
   const started = Date.now();
   // A first run of the SDK would print its welcome banner and make a development certificate.
-  const env = { ...process.env, DOTNET_NOLOGO: '1', DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1', DOTNET_GENERATE_ASPNET_CERTIFICATE: 'false' };
-  const run = spawnSync('dotnet', ['restore', PROJECT, '--nologo', '--verbosity', 'quiet'], { stdio: ['ignore', 'inherit', 'inherit'], env, timeout: 600_000 });
-  if (run.status !== 0) throw new Error(`dotnet restore ${relative(root, PROJECT)} failed (exit ${run.status ?? run.signal})`);
+  const env = {
+    ...process.env,
+    DOTNET_NOLOGO: '1',
+    DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1',
+    DOTNET_GENERATE_ASPNET_CERTIFICATE: 'false',
+  };
+  const run = spawnSync('dotnet', ['restore', PROJECT, '--nologo', '--verbosity', 'quiet'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env,
+    timeout: 600_000,
+  });
+  if (run.status !== 0)
+    throw new Error(`dotnet restore ${relative(root, PROJECT)} failed (exit ${run.status ?? run.signal})`);
   // The cache may be elsewhere (NuGet.Config globalPackagesFolder): ask NuGet where it put it.
-  const list = spawnSync('dotnet', ['nuget', 'locals', 'global-packages', '--list'], { encoding: 'utf8', env, timeout: 120_000 });
+  const list = spawnSync('dotnet', ['nuget', 'locals', 'global-packages', '--list'], {
+    encoding: 'utf8',
+    env,
+    timeout: 120_000,
+  });
   const dir = /global-packages:\s*(.+)/.exec(list.stdout ?? '')?.[1]?.trim();
   const found = (dir && usable(packagedBicep(dir))) || restored();
   if (!found) throw new Error(`dotnet restore succeeded but ${PACKAGE} ${pinnedVersion()} has no tools/bicep`);
@@ -99,7 +115,8 @@ function restore() {
 function findBicep(pinned) {
   if (pinned) return restored() ?? restore();
   if (process.env.BICEP_PATH) {
-    if (!executable(process.env.BICEP_PATH)) throw new Error(`BICEP_PATH=${process.env.BICEP_PATH} is not an executable file`);
+    if (!executable(process.env.BICEP_PATH))
+      throw new Error(`BICEP_PATH=${process.env.BICEP_PATH} is not an executable file`);
     return process.env.BICEP_PATH;
   }
   const azCli = join(homedir(), '.azure', 'bin', 'bicep');
@@ -118,7 +135,12 @@ function diagnostics(text) {
     .split('\n')
     .map((line) => /^(.*\(\d+,\d+\)) : (Error|Warning|Info) ([\w-]+): (.*)$/.exec(line.trim()))
     .filter(Boolean)
-    .map(([, where, level, code, message]) => ({ where: relative(root, where.replace(/\(\d+,\d+\)$/, '')) + where.slice(where.lastIndexOf('(')), level, code, message }));
+    .map(([, where, level, code, message]) => ({
+      where: relative(root, where.replace(/\(\d+,\d+\)$/, '')) + where.slice(where.lastIndexOf('(')),
+      level,
+      code,
+      message,
+    }));
 }
 
 /** Every .bicepparam under infra/snapshots/: one per variant of the deployment. */
@@ -136,12 +158,28 @@ function snapshotParams() {
 function snapshotEnv() {
   const keep = ['PATH', 'HOME', 'TMPDIR', 'DOTNET_ROOT', 'DOTNET_BUNDLE_EXTRACT_BASE_DIR'];
   const env = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  return { ...env, NO_COLOR: '1', AZURE_ENV_NAME: SNAPSHOT_CONTEXT.environmentName, AZURE_LOCATION: SNAPSHOT_CONTEXT.location };
+  return {
+    ...env,
+    NO_COLOR: '1',
+    AZURE_ENV_NAME: SNAPSHOT_CONTEXT.environmentName,
+    AZURE_LOCATION: SNAPSHOT_CONTEXT.location,
+  };
 }
 
 function snapshot(exe, params, mode) {
   const c = SNAPSHOT_CONTEXT;
-  const args = ['snapshot', params, '--mode', mode, '--tenant-id', c.tenantId, '--subscription-id', c.subscriptionId, '--location', c.location];
+  const args = [
+    'snapshot',
+    params,
+    '--mode',
+    mode,
+    '--tenant-id',
+    c.tenantId,
+    '--subscription-id',
+    c.subscriptionId,
+    '--location',
+    c.location,
+  ];
   return bicep(exe, args, snapshotEnv());
 }
 
@@ -159,7 +197,11 @@ function unexplainedDisables(files) {
   return files.flatMap((file) =>
     readFileSync(file, 'utf8')
       .split('\n')
-      .flatMap((line, i) => (/#disable-next-line\b/.test(line) && !/#disable-next-line\s+[\w\s-]+\/\/\s*\S/.test(line) ? [`${relative(root, file)}(${i + 1}): #disable-next-line without "// reason" on the same line`] : [])),
+      .flatMap((line, i) =>
+        /#disable-next-line\b/.test(line) && !/#disable-next-line\s+[\w\s-]+\/\/\s*\S/.test(line)
+          ? [`${relative(root, file)}(${i + 1}): #disable-next-line without "// reason" on the same line`]
+          : [],
+      ),
   );
 }
 
@@ -174,13 +216,18 @@ function check(exe, target) {
   ]) {
     const run = bicep(exe, args);
     const found = diagnostics(run.out);
-    for (const d of found) (REPORTED_ONLY.has(d.code) ? reported : failures).push(`${what}: ${d.where} ${d.level} ${d.code}: ${d.message}`);
-    if (run.status !== 0 && found.length === 0) failures.push(`${what} exited ${run.status}: ${run.out.trim().split('\n').slice(-5).join(' / ')}`);
+    for (const d of found)
+      (REPORTED_ONLY.has(d.code) ? reported : failures).push(`${what}: ${d.where} ${d.level} ${d.code}: ${d.message}`);
+    if (run.status !== 0 && found.length === 0)
+      failures.push(`${what} exited ${run.status}: ${run.out.trim().split('\n').slice(-5).join(' / ')}`);
   }
   failures.push(...unexplainedDisables(target ? [target] : bicepSources(INFRA)));
   for (const params of target ? [] : snapshotParams()) {
     const run = snapshot(exe, params, 'validate');
-    if (run.status !== 0) failures.push(`snapshot ${relative(root, params)}: ${run.out.trim()}\n  (if the change is intended: npm run infra:snapshot, and commit the diff)`);
+    if (run.status !== 0)
+      failures.push(
+        `snapshot ${relative(root, params)}: ${run.out.trim()}\n  (if the change is intended: npm run infra:snapshot, and commit the diff)`,
+      );
   }
   return { failures, reported };
 }
@@ -204,7 +251,9 @@ function main() {
   if (command === 'restore') return 0;
   const version = bicep(exe, ['--version']).out.trim();
   if (!version.includes(`version ${pinnedVersion()} `)) {
-    console.log(`bicep: ${exe} is ${version}; the snapshots were written with ${pinnedVersion()} (--pinned uses that one)`);
+    console.log(
+      `bicep: ${exe} is ${version}; the snapshots were written with ${pinnedVersion()} (--pinned uses that one)`,
+    );
   }
   if (command === 'snapshot') {
     for (const params of snapshotParams()) {
@@ -226,7 +275,9 @@ function main() {
   for (const r of reported) console.log(process.env.GITHUB_ACTIONS ? `::warning::${r}` : `reported: ${r}`);
   for (const f of failures) console.error(process.env.GITHUB_ACTIONS ? `::error::${f}` : `FAILED ${f}`);
   const took = ((Date.now() - started) / 1000).toFixed(1);
-  console.log(`infra check (${version}): ${failures.length === 0 ? 'passed' : `${failures.length} failure(s)`}, ${reported.length} reported, ${took} s`);
+  console.log(
+    `infra check (${version}): ${failures.length === 0 ? 'passed' : `${failures.length} failure(s)`}, ${reported.length} reported, ${took} s`,
+  );
   return failures.length === 0 ? 0 : 1;
 }
 

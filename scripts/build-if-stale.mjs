@@ -23,12 +23,19 @@ function newest(dir) {
 
 const started = Date.now();
 const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
-const latest = Math.max(...SOURCES.filter((d) => existsSync(d)).map(newest), ...CONFIG.filter((f) => existsSync(f)).map((f) => statSync(f).mtimeMs));
+const latest = Math.max(
+  ...SOURCES.filter((d) => existsSync(d)).map(newest),
+  ...CONFIG.filter((f) => existsSync(f)).map((f) => statSync(f).mtimeMs),
+);
 if (built > 0 && latest < built) {
-  console.log(`build: dist/ is up to date (no source changed since the last build), tsc skipped (${Date.now() - started} ms)`);
+  console.log(
+    `build: dist/ is up to date (no source changed since the last build), tsc skipped (${Date.now() - started} ms)`,
+  );
   process.exit(0);
 }
-const r = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { stdio: 'inherit' });
+const r = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+  stdio: 'inherit',
+});
 if (r.status !== 0) process.exit(r.status ?? 1);
 // Stamped with the time the build began: a file saved while tsc ran is newer, so the next start compiles it.
 writeFileSync(STAMP, '');

@@ -134,13 +134,15 @@ export class PushdrainApp {
     this.ingests.inProgress++;
     try {
       await this.ready();
-      const result = await this.working(() => this.#parts.ingestor.ingest({
-        open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
-        format: s.format,
-        ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
-        ...(s.signal ? { signal: s.signal } : {}),
-        source: 'http',
-      }));
+      const result = await this.working(() =>
+        this.#parts.ingestor.ingest({
+          open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
+          format: s.format,
+          ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
+          ...(s.signal ? { signal: s.signal } : {}),
+          source: 'http',
+        }),
+      );
       if (!result.replayed) this.#parts.activity.accepted(result.transactions);
       return result;
     } catch (e) {
@@ -167,7 +169,8 @@ export class PushdrainApp {
     const result = await this.#parts.sweeper.run();
     // A run that found nothing is what idling costs (its two listings); one that found work is work.
     if (result.files.length > 0 || result.recovered.length > 0) this.#parts.activity.worked();
-    for (const f of result.files) if (f.kind === 'ingested' && !f.result.replayed) this.#parts.activity.accepted(f.result.transactions);
+    for (const f of result.files)
+      if (f.kind === 'ingested' && !f.result.replayed) this.#parts.activity.accepted(f.result.transactions);
     return result;
   }
 
@@ -192,14 +195,19 @@ export class PushdrainApp {
     const { names, drains, meter, log } = this.#parts;
     // Only our own queues: an event is input from the network, not an instruction to read anything.
     const stage = names.stageOf(event.queueName);
-    if (!stage || ROLE_OF[stage] !== event.role) throw new PermanentError(`WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`);
+    if (!stage || ROLE_OF[stage] !== event.role)
+      throw new PermanentError(
+        `WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`,
+      );
     await this.ready();
     const before = meter.snapshot();
     const outcome = await this.working(() => drains.drain(event.queueName, stage, event.fanOut === true));
     if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
     const used = Object.entries(meterDelta(meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
-    log.info(`${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
+    log.info(
+      `${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
+    );
     return outcome;
   }
 
@@ -208,7 +216,9 @@ export class PushdrainApp {
    * last moved before `leftBefore` (the caller's word that its process is gone), and any past
    * the stall threshold; healthy batches are left alone. Reports what was queued.
    */
-  async recover(options: { leftBefore?: number } = {}): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
+  async recover(
+    options: { leftBefore?: number } = {},
+  ): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
     await this.ready();
     const { names, queues, recovery, settings } = this.#parts;
     return this.working(async () => {
@@ -258,7 +268,8 @@ export class PushdrainApp {
    */
   async syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
     const { syphon } = this.#parts;
-    if (!syphon) throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
+    if (!syphon)
+      throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
     await this.ready();
     return this.working(() => syphon.restore(delivery));
   }
@@ -279,9 +290,20 @@ export class PushdrainApp {
     const serviceBus = this.#parts.notifier.health();
     const deadLetters = this.#parts.deadLetterTally?.snapshot();
     const rank = { ok: 0, degraded: 1, red: 2 } as const;
-    const parts: HealthState['status'][] = [serviceBus?.status ?? 'ok', scaleAgent.status === 'red' ? 'degraded' : 'ok', (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok'];
+    const parts: HealthState['status'][] = [
+      serviceBus?.status ?? 'ok',
+      scaleAgent.status === 'red' ? 'degraded' : 'ok',
+      (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
+    ];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
-    return { status, drains: this.#parts.drains.activity(), scaleAgent, ...(serviceBus ? { serviceBus } : {}), ...(deadLetters ? { deadLetters } : {}), ingests: { ...this.ingests } };
+    return {
+      status,
+      drains: this.#parts.drains.activity(),
+      scaleAgent,
+      ...(serviceBus ? { serviceBus } : {}),
+      ...(deadLetters ? { deadLetters } : {}),
+      ingests: { ...this.ingests },
+    };
   }
 
   /**

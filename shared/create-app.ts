@@ -76,9 +76,14 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const bus = serviceBus({ settings, options, clock, log, blobs });
   const deadLetters = bus.deadLetters;
-  const tally = deadLetters || bus.inspector ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log }) : undefined;
+  const tally =
+    deadLetters || bus.inspector
+      ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log })
+      : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
-  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) => activity.depths({ [queue]: depth }));
+  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) =>
+    activity.depths({ [queue]: depth }),
+  );
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
@@ -86,13 +91,47 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const recent = new RecentResults();
   const finalizer = new Finalizer(blobs, manifests, open, now, log, recent);
   const progress = new ProgressRecorder(manifests, now, finalizer);
-  const ingestor = new Ingestor({ blobs, queues, manifests, notifier, open, finalizer, names, chunkSize: tuning.chunkSize, now, log });
-  const watchdog = new Watchdog({ manifests, progress, finalizer, blobs, queues, notifier, names, maxChecks: tuning.watchdogMaxChecks, log });
-  const map = new MapProcessor({ blobs, queues, notifier, progress, finalizer, recent, resultsQueue: names.resultsQueue, taxRates: settings.taxRates });
+  const ingestor = new Ingestor({
+    blobs,
+    queues,
+    manifests,
+    notifier,
+    open,
+    finalizer,
+    names,
+    chunkSize: tuning.chunkSize,
+    now,
+    log,
+  });
+  const watchdog = new Watchdog({
+    manifests,
+    progress,
+    finalizer,
+    blobs,
+    queues,
+    notifier,
+    names,
+    maxChecks: tuning.watchdogMaxChecks,
+    log,
+  });
+  const map = new MapProcessor({
+    blobs,
+    queues,
+    notifier,
+    progress,
+    finalizer,
+    recent,
+    resultsQueue: names.resultsQueue,
+    taxRates: settings.taxRates,
+  });
   const reduce = new ReduceProcessor(progress, finalizer, log);
   const drains = new DrainCoordinator({
     queues,
-    slots: new BlobLeaseSlots(blobs, (queue) => (queue === names.resultsQueue ? tuning.resultsDrainSlots : tuning.drainSlots), log),
+    slots: new BlobLeaseSlots(
+      blobs,
+      (queue) => (queue === names.resultsQueue ? tuning.resultsDrainSlots : tuning.drainSlots),
+      log,
+    ),
     processors: { map: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), reduce },
     continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
     fanOut: (queue, count) => notifier.fanOut(queue, count),
@@ -128,7 +167,16 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     ingestor,
     reader: new BatchReader(manifests, blobs),
     recovery,
-    sweeper: new Sweeper({ blobs, ingestor, recovery, stallMs: tuning.stallSeconds * 1000, maxFiles: tuning.sweepMaxFiles, maxInflatedBytes: tuning.maxInflatedBytes, now, log }),
+    sweeper: new Sweeper({
+      blobs,
+      ingestor,
+      recovery,
+      stallMs: tuning.stallSeconds * 1000,
+      maxFiles: tuning.sweepMaxFiles,
+      maxInflatedBytes: tuning.maxInflatedBytes,
+      now,
+      log,
+    }),
     map,
     reduce,
     drains,
@@ -137,8 +185,11 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     scaleAgent: new ScaleAgent({
       settings: settings.scale,
       store: new ScaleStateStore(blobs),
-      depth: async () => (await Promise.all(names.inputQueues().map((q) => queues.depth(q)))).reduce((a, b) => a + b, 0),
-      target: options.scaleTarget ?? lazyArmScaleTarget(settings.scale, FUNCTION_NAMES.drain, () => credentialFor(settings.scale.identity)),
+      depth: async () =>
+        (await Promise.all(names.inputQueues().map((q) => queues.depth(q)))).reduce((a, b) => a + b, 0),
+      target:
+        options.scaleTarget ??
+        lazyArmScaleTarget(settings.scale, FUNCTION_NAMES.drain, () => credentialFor(settings.scale.identity)),
       scheduleCheck: (delayMs) => notifier.scheduleScaleCheck(delayMs),
       clock,
       log,
@@ -150,14 +201,19 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     status: new StatusReporter({
       queues: new AzureQueueStore(statusClients.queues, names.poisonQueue, now),
       names,
-      batches: new ManifestListing(new AzureBlobStore(statusClients.blobs, names.container), new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container))),
+      batches: new ManifestListing(
+        new AzureBlobStore(statusClients.blobs, names.container),
+        new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container)),
+      ),
       inspector,
       drains,
       activity,
       meter,
       statusMeter,
       now,
-      instanceId: `i-${Math.floor(clock.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}`,
+      instanceId: `i-${Math.floor(clock.random() * 0x1_0000_0000)
+        .toString(16)
+        .padStart(8, '0')}`,
     }),
     syphon: bus.syphon,
     provision: async () => {
@@ -196,16 +252,34 @@ interface BusDeps {
 function serviceBus({ settings, options, clock, log, blobs }: BusDeps): BusParts {
   const { serviceBus: connection, serviceBusSecondary, tuning } = settings;
   if (!connection) {
-    const missing = (): Promise<void> => Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
-    return { publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() }, inspector: options.inspector, deadLetters: undefined, syphon: undefined };
+    const missing = (): Promise<void> =>
+      Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
+    return {
+      publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() },
+      inspector: options.inspector,
+      deadLetters: undefined,
+      syphon: undefined,
+    };
   }
   const client = createServiceBusClient(connection);
   // The publisher closes the client it shares; a publisher passed in (tests) leaves that to the dead-letter queues.
   const deadLetters = new ServiceBusDeadLetters(client, options.publisher !== undefined);
   const inspector = options.inspector ?? new ServiceBusInspector(client, false);
-  if (!serviceBusSecondary) return { publisher: options.publisher ?? new ServiceBusPublisher(client), inspector, deadLetters, syphon: undefined };
+  if (!serviceBusSecondary)
+    return {
+      publisher: options.publisher ?? new ServiceBusPublisher(client),
+      inspector,
+      deadLetters,
+      syphon: undefined,
+    };
   const primary = new ServiceBusChannel(client);
-  const syphon = new Syphon({ primary, clock, log, pingIntervalMs: tuning.pingIntervalMs, setAside: (r) => writeBacklogRejection(blobs, r) });
+  const syphon = new Syphon({
+    primary,
+    clock,
+    log,
+    pingIntervalMs: tuning.pingIntervalMs,
+    setAside: (r) => writeBacklogRejection(blobs, r),
+  });
   const publisher =
     options.publisher ??
     new PairedPublisher({
@@ -219,4 +293,3 @@ function serviceBus({ settings, options, clock, log, blobs }: BusDeps): BusParts
     });
   return { publisher, inspector, deadLetters, syphon };
 }
-

@@ -25,7 +25,10 @@ export const OPEN_PREFIX = 'open/';
 
 export const layout = {
   /** A chunk of transactions, gzip NDJSON (claim check): `work/{batchId}/{chunk}.ndjson.gz`. */
-  chunk: (batchId: string, chunk: number): BlobRef => ({ container: 'work', name: `${batch(batchId)}/${chunk}.ndjson.gz` }),
+  chunk: (batchId: string, chunk: number): BlobRef => ({
+    container: 'work',
+    name: `${batch(batchId)}/${chunk}.ndjson.gz`,
+  }),
   /** A billed chunk: `results/{batchId}/{chunk}`. */
   result: (batchId: string, chunk: number): BlobRef => ({ container: 'results', name: `${batch(batchId)}/${chunk}` }),
   /** The batch's record of truth: `batches/{batchId}/manifest.json`. */
@@ -46,7 +49,10 @@ export const layout = {
   /** Why a file was rejected: `rejected/{name}.error.json`. */
   rejection: (name: string): BlobRef => ({ container: 'rejected', name: `${name}.error.json` }),
   /** A malformed backlog message the syphon set aside, with its reason: `rejected/backlog/{id}.json`. */
-  backlogRejection: (id: string): BlobRef => ({ container: 'rejected', name: `backlog/${id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128) || 'unnamed'}.json` }),
+  backlogRejection: (id: string): BlobRef => ({
+    container: 'rejected',
+    name: `backlog/${id.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 128) || 'unnamed'}.json`,
+  }),
 } as const;
 
 /** Batch ids become blob paths, so only these characters ever reach Storage. */

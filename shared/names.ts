@@ -44,7 +44,16 @@ export const FUNCTION_NAMES = { drain: 'drain', scaleAgent: 'scaleAgent' } as co
 /** Application property `role` of the scaling agent's own scheduled checks: only `scale` receives them. */
 export const SCALE_CHECK_ROLE = 'scale';
 
-export const CONTAINERS = ['work', 'results', 'batches', 'reports', 'incoming', 'archive', 'rejected', 'leases'] as const;
+export const CONTAINERS = [
+  'work',
+  'results',
+  'batches',
+  'reports',
+  'incoming',
+  'archive',
+  'rejected',
+  'leases',
+] as const;
 export type ContainerKey = (typeof CONTAINERS)[number];
 
 /** Resolved names for one deployment (or one test). */

@@ -29,7 +29,8 @@ function sources(dir: string): string[] {
 /** Module specifiers of static imports, re-exports and dynamic imports. */
 export function importsOf(text: string): string[] {
   const out: string[] = [];
-  const re = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g;
+  const re =
+    /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g;
   for (let m = re.exec(text); m; m = re.exec(text)) out.push((m[1] ?? m[2] ?? m[3]) as string);
   return out;
 }
@@ -86,13 +87,23 @@ const SDK = /^@azure\/(storage-blob|storage-queue|service-bus|identity|core-[a-z
  * shared/scale/ stay SDK-free, and only this file may load @azure/arm-appservice (45 MB, ~0.4 s),
  * which that file requires itself, lazily, on the first apply.
  */
-const SDK_ALLOWED = ['shared/storage/', 'shared/queue/', 'shared/notify/', 'shared/create-app.ts', 'shared/scale/arm-target.ts'];
+const SDK_ALLOWED = [
+  'shared/storage/',
+  'shared/queue/',
+  'shared/notify/',
+  'shared/create-app.ts',
+  'shared/scale/arm-target.ts',
+];
 
 /** Files of shared/ that import an Azure SDK package without being an adapter or the composition root. */
 export function sdkOffenders(files: readonly { path: string; text: string }[]): string[] {
   return files
     .filter((f) => !SDK_ALLOWED.some((a) => f.path.startsWith(a)))
-    .flatMap((f) => importsOf(f.text).filter((spec) => SDK.test(spec)).map((spec) => `${f.path} → ${spec}`));
+    .flatMap((f) =>
+      importsOf(f.text)
+        .filter((spec) => SDK.test(spec))
+        .map((spec) => `${f.path} → ${spec}`),
+    );
 }
 
 /** Packages only the operator CLI (or the tests) use: the Function App must never load them. */
@@ -108,9 +119,11 @@ export function cliOffenders(files: readonly { path: string; text: string }[]): 
   for (const f of files) {
     if (f.path.startsWith('tools/cli/')) {
       const valueImports = f.text.match(/^import\s+(?!type\s)[^;]*?from\s+'((?:\.\.\/)+[^']+)'/gm) ?? [];
-      for (const line of valueImports) if (/'(?:\.\.\/)+(shared|functions|tools\/devstack)\//.test(line)) out.push(`${f.path} → ${line}`);
+      for (const line of valueImports)
+        if (/'(?:\.\.\/)+(shared|functions|tools\/devstack)\//.test(line)) out.push(`${f.path} → ${line}`);
     } else {
-      for (const spec of importsOf(f.text)) if (CLI_ONLY.test(spec) || /(^|\/)tools\/cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
+      for (const spec of importsOf(f.text))
+        if (CLI_ONLY.test(spec) || /(^|\/)tools\/cli\//.test(spec)) out.push(`${f.path} → ${spec}`);
     }
   }
   return out;
@@ -139,16 +152,34 @@ export function toolingOffenders(files: readonly { path: string; text: string }[
 
 describe('architecture', () => {
   test('the app (functions/, shared/) never imports tooling (tools/, test/)', () => {
-    const files = APP_DIRS.flatMap((d) => sources(join(ROOT, d))).map((f) => ({ path: relative(ROOT, f).split(sep).join('/'), text: readFileSync(f, 'utf8') }));
-    assert.ok(files.some((f) => f.path.startsWith('functions/')) && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+    const files = APP_DIRS.flatMap((d) => sources(join(ROOT, d))).map((f) => ({
+      path: relative(ROOT, f).split(sep).join('/'),
+      text: readFileSync(f, 'utf8'),
+    }));
+    assert.ok(
+      files.some((f) => f.path.startsWith('functions/')) && files.some((f) => f.path.startsWith('shared/')),
+      'read the sources',
+    );
     assert.deepEqual(toolingOffenders(files), []);
     // The check can fail: one step up from functions/ into tools/, two from shared/ into test/.
     const up = '..';
-    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: `import { startAzurite } from '${up}/tools/devstack/azurite';` }]), [`functions/x.ts → ${up}/tools/devstack/azurite`]);
-    assert.deepEqual(toolingOffenders([{ path: 'shared/a/b.ts', text: `import { poll } from '${up}/${up}/test/support/poll';` }]), [`shared/a/b.ts → ${up}/${up}/test/support/poll`]);
-    assert.deepEqual(toolingOffenders([{ path: 'functions/x.ts', text: "import { createApp } from '../shared/create-app';\nimport { a } from './y';" }]), []);
+    assert.deepEqual(
+      toolingOffenders([
+        { path: 'functions/x.ts', text: `import { startAzurite } from '${up}/tools/devstack/azurite';` },
+      ]),
+      [`functions/x.ts → ${up}/tools/devstack/azurite`],
+    );
+    assert.deepEqual(
+      toolingOffenders([{ path: 'shared/a/b.ts', text: `import { poll } from '${up}/${up}/test/support/poll';` }]),
+      [`shared/a/b.ts → ${up}/${up}/test/support/poll`],
+    );
+    assert.deepEqual(
+      toolingOffenders([
+        { path: 'functions/x.ts', text: "import { createApp } from '../shared/create-app';\nimport { a } from './y';" },
+      ]),
+      [],
+    );
   });
-
 
   test('shared/ never imports @azure/functions, functions/ or tools/', () => {
     const offenders: string[] = [];
@@ -156,7 +187,12 @@ describe('architecture', () => {
       for (const spec of importsOf(readFileSync(file, 'utf8'))) {
         const target = resolveLocal(file, spec);
         const rel = target ? relative(ROOT, target) : '';
-        if (spec === '@azure/functions' || spec.startsWith('@azure/functions/') || rel.startsWith('functions') || rel.startsWith('tools')) {
+        if (
+          spec === '@azure/functions' ||
+          spec.startsWith('@azure/functions/') ||
+          rel.startsWith('functions') ||
+          rel.startsWith('tools')
+        ) {
           offenders.push(`${relative(ROOT, file)} → ${spec}`);
         }
       }
@@ -165,8 +201,14 @@ describe('architecture', () => {
   });
 
   test('only the storage, queue, notify and management adapters and the composition root import an Azure SDK', () => {
-    const files = sources(join(ROOT, 'shared')).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
-    assert.ok(files.some((f) => f.path === 'shared/create-app.ts' && /@azure\/storage-blob|storage\/clients/.test(f.text)), 'the composition root is where it should be');
+    const files = sources(join(ROOT, 'shared')).map((f) => ({
+      path: relative(ROOT, f),
+      text: readFileSync(f, 'utf8'),
+    }));
+    assert.ok(
+      files.some((f) => f.path === 'shared/create-app.ts' && /@azure\/storage-blob|storage\/clients/.test(f.text)),
+      'the composition root is where it should be',
+    );
     assert.deepEqual(sdkOffenders(files), []);
   });
 
@@ -178,23 +220,79 @@ describe('architecture', () => {
   });
 
   test('the CLI stands apart: the app never imports tools/cli/ or its packages, the CLI imports the app for types only', () => {
-    const files = ['shared', 'functions', 'tools/cli'].flatMap((d) => sources(join(ROOT, d))).filter((f) => !f.includes(`${sep}test${sep}`)).map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
-    assert.ok(files.some((f) => f.path === 'tools/cli/main.ts') && files.some((f) => f.path.startsWith('shared/')), 'read the sources');
+    const files = ['shared', 'functions', 'tools/cli']
+      .flatMap((d) => sources(join(ROOT, d)))
+      .filter((f) => !f.includes(`${sep}test${sep}`))
+      .map((f) => ({ path: relative(ROOT, f), text: readFileSync(f, 'utf8') }));
+    assert.ok(
+      files.some((f) => f.path === 'tools/cli/main.ts') && files.some((f) => f.path.startsWith('shared/')),
+      'read the sources',
+    );
     assert.deepEqual(cliOffenders(files), []);
-    assert.deepEqual(cliOffenders([{ path: 'shared/app.ts', text: "import { Command } from 'commander';" }]), ["shared/app.ts → commander"]);
-    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../tools/cli/main';" }]), ['functions/x.ts → ../tools/cli/main']);
+    assert.deepEqual(cliOffenders([{ path: 'shared/app.ts', text: "import { Command } from 'commander';" }]), [
+      'shared/app.ts → commander',
+    ]);
+    assert.deepEqual(cliOffenders([{ path: 'functions/x.ts', text: "import { main } from '../tools/cli/main';" }]), [
+      'functions/x.ts → ../tools/cli/main',
+    ]);
     // Built from a prefix so that the planted specifiers, which climb two levels from tools/cli/, are not read as this file's own.
     const up = '../..';
-    assert.deepEqual(cliOffenders([{ path: 'tools/cli/x.ts', text: `import type { Report } from '${up}/shared/billing/report';\nimport { layout } from '${up}/shared/layout';` }]), [`tools/cli/x.ts → import { layout } from '${up}/shared/layout'`]);
+    assert.deepEqual(
+      cliOffenders([
+        {
+          path: 'tools/cli/x.ts',
+          text: `import type { Report } from '${up}/shared/billing/report';\nimport { layout } from '${up}/shared/layout';`,
+        },
+      ]),
+      [`tools/cli/x.ts → import { layout } from '${up}/shared/layout'`],
+    );
   });
 
   test('the checks can fail: a planted cycle, a planted import and a planted SDK client are caught', () => {
-    assert.deepEqual(sdkOffenders([{ path: 'shared/ingest/ingest.ts', text: "import type { ContainerClient } from '@azure/storage-blob';" }]), ['shared/ingest/ingest.ts → @azure/storage-blob']);
-    assert.deepEqual(sdkOffenders([{ path: 'shared/storage/azure-blob-store.ts', text: "import type { ContainerClient } from '@azure/storage-blob';" }]), []);
-    assert.deepEqual(sdkOffenders([{ path: 'shared/scale/arm-target.ts', text: "import { WebSiteManagementClient } from '@azure/arm-appservice';" }]), []);
-    assert.deepEqual(sdkOffenders([{ path: 'shared/scale/agent.ts', text: "import { WebSiteManagementClient } from '@azure/arm-appservice';" }]), ['shared/scale/agent.ts → @azure/arm-appservice']);
-    assert.deepEqual(findCycle(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), ['a', 'b', 'c', 'a']);
-    assert.deepEqual(importsOf("import { app } from '@azure/functions';\nimport type { X } from '../functions/runtime';"), ['@azure/functions', '../functions/runtime']);
+    assert.deepEqual(
+      sdkOffenders([
+        { path: 'shared/ingest/ingest.ts', text: "import type { ContainerClient } from '@azure/storage-blob';" },
+      ]),
+      ['shared/ingest/ingest.ts → @azure/storage-blob'],
+    );
+    assert.deepEqual(
+      sdkOffenders([
+        {
+          path: 'shared/storage/azure-blob-store.ts',
+          text: "import type { ContainerClient } from '@azure/storage-blob';",
+        },
+      ]),
+      [],
+    );
+    assert.deepEqual(
+      sdkOffenders([
+        {
+          path: 'shared/scale/arm-target.ts',
+          text: "import { WebSiteManagementClient } from '@azure/arm-appservice';",
+        },
+      ]),
+      [],
+    );
+    assert.deepEqual(
+      sdkOffenders([
+        { path: 'shared/scale/agent.ts', text: "import { WebSiteManagementClient } from '@azure/arm-appservice';" },
+      ]),
+      ['shared/scale/agent.ts → @azure/arm-appservice'],
+    );
+    assert.deepEqual(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+        ]),
+      ),
+      ['a', 'b', 'c', 'a'],
+    );
+    assert.deepEqual(
+      importsOf("import { app } from '@azure/functions';\nimport type { X } from '../functions/runtime';"),
+      ['@azure/functions', '../functions/runtime'],
+    );
     assert.deepEqual(importsOf("export { a } from './a';\nconst m = await import('./b');"), ['./a', './b']);
   });
 });

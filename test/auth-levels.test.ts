@@ -20,19 +20,30 @@ interface Route {
 describe('HTTP auth levels', () => {
   test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health and the page shell are anonymous', () => {
     const root = repoRoot();
-    const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: (Route & { methods: string[] })[] }).routes;
     assert.ok(routes.length >= 4);
     const ANONYMOUS = ['api/health', 'api/dashboard'];
     for (const r of routes) {
       const readOnly = r.methods.every((m) => m === 'GET' || m === 'HEAD');
-      const expected = ANONYMOUS.includes(r.template) ? 'anonymous' : r.template.startsWith('api/admin/') && !readOnly ? 'admin' : 'function';
+      const expected = ANONYMOUS.includes(r.template)
+        ? 'anonymous'
+        : r.template.startsWith('api/admin/') && !readOnly
+          ? 'admin'
+          : 'function';
       assert.equal(r.authLevel, expected, `${r.functionName} (${r.template})`);
     }
     assert.equal(routes.find((r) => r.template === 'api/admin/status')?.authLevel, 'function');
     for (const template of ['api/batches', 'api/batches/{batchId}', 'api/batches/{batchId}/report', 'api/health']) {
-      assert.ok(routes.some((r) => r.template === template), template);
+      assert.ok(
+        routes.some((r) => r.template === template),
+        template,
+      );
     }
     const redrive = routes.find((r) => r.template === 'api/admin/redrive');
     if (redrive) assert.equal(redrive.authLevel, 'admin');

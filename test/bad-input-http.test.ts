@@ -44,7 +44,10 @@ before(async () => {
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   });
   port = host.port;
-  ({ app: observer, parts: observerParts } = composedApp(loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }), { publisher: new CapturingPublisher(), log: quietLog }));
+  ({ app: observer, parts: observerParts } = composedApp(
+    loadSettings({ StorageConnection: azurite.connectionString, PUSHDRAIN_NAME_PREFIX: prefix }),
+    { publisher: new CapturingPublisher(), log: quietLog },
+  ));
 });
 
 after(async () => {
@@ -143,82 +146,128 @@ describe('gzip bombs and clients that go away, over real HTTP', () => {
 
   /** What the app has written and published so far: blobs, queued messages, messages the broker took in. */
   async function written(): Promise<{ blobs: string[]; queued: number; published: number }> {
-    return { blobs: await blobNames(observerParts), queued: await totalQueued(observerParts), published: bus.broker.stats().messagesIn };
+    return {
+      blobs: await blobNames(observerParts),
+      queued: await totalQueued(observerParts),
+      published: bus.broker.stats().messagesIn,
+    };
   }
 
   /** The host's CPU time in ms from /proc (Linux); undefined where there is none. */
   function hostCpuMs(): number | undefined {
     try {
       const stat = readFileSync(`/proc/${host!.pid}/stat`, 'utf8');
-      const [utime, stime] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 13).map(Number);
+      const [utime, stime] = stat
+        .slice(stat.lastIndexOf(')') + 2)
+        .split(' ')
+        .slice(11, 13)
+        .map(Number);
       return ((utime ?? 0) + (stime ?? 0)) * 10; // USER_HZ is 100 on Linux
     } catch {
       return undefined;
     }
   }
 
-  test('a 1 GiB gzip bomb of zeros and one of 250 MiB of blank lines: 413 promptly, nothing written or published', { timeout: 240_000 }, async (t) => {
-    const before = await written();
-    const cases: [string, Buffer, RegExp][] = [
-      ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), /inflates past 268435456 bytes/],
-      ['250 MiB of blank lines', await gzipBomb('\n', 250 * MiB), /more than 1000000 blank lines/],
-    ];
-    const took: string[] = [];
-    for (const [name, body, message] of cases) {
-      const started = Date.now();
-      const res = await fetch(`${base()}/api/batches`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' }, body });
-      const answer = (await res.json()) as { error: string; message: string };
-      assert.equal(res.status, 413, `${name}: ${JSON.stringify(answer)}`);
-      assert.equal(answer.error, 'too_large', name);
-      assert.match(answer.message, message, name);
-      took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
-    }
-    assert.deepEqual(await written(), before);
-    t.diagnostic(`413 over HTTP in: ${took.join('; ')}`);
-  });
+  test(
+    'a 1 GiB gzip bomb of zeros and one of 250 MiB of blank lines: 413 promptly, nothing written or published',
+    { timeout: 240_000 },
+    async (t) => {
+      const before = await written();
+      const cases: [string, Buffer, RegExp][] = [
+        ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), /inflates past 268435456 bytes/],
+        ['250 MiB of blank lines', await gzipBomb('\n', 250 * MiB), /more than 1000000 blank lines/],
+      ];
+      const took: string[] = [];
+      for (const [name, body, message] of cases) {
+        const started = Date.now();
+        const res = await fetch(`${base()}/api/batches`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' },
+          body,
+        });
+        const answer = (await res.json()) as { error: string; message: string };
+        assert.equal(res.status, 413, `${name}: ${JSON.stringify(answer)}`);
+        assert.equal(answer.error, 'too_large', name);
+        assert.match(answer.message, message, name);
+        took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
+      }
+      assert.deepEqual(await written(), before);
+      t.diagnostic(`413 over HTTP in: ${took.join('; ')}`);
+    },
+  );
 
   test('a client that disconnects mid-upload: nothing is invoked', { timeout: 60_000 }, async () => {
     const before = await written();
     const mark = host!.output().length;
     const socket = connect(host!.port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    socket.write(`POST /api/batches HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${50 * MiB}\r\n\r\n`);
+    socket.write(
+      `POST /api/batches HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${50 * MiB}\r\n\r\n`,
+    );
     await new Promise((r) => socket.write(Buffer.alloc(MiB, 0x20), r)); // a mebibyte of the 50 is out
     socket.destroy();
-    const line = await host!.until('the disconnect to be logged', 30_000, () => /postBatch: the client disconnected during the upload \((\d+) bytes received\); not invoked/.exec(host!.output().slice(mark))?.[1]);
+    const line = await host!.until(
+      'the disconnect to be logged',
+      30_000,
+      () =>
+        /postBatch: the client disconnected during the upload \((\d+) bytes received\); not invoked/.exec(
+          host!.output().slice(mark),
+        )?.[1],
+    );
     assert.ok(Number(line) < 50 * MiB, 'the host saw the upload cut short');
     assert.deepEqual((await health()).ingests, { inProgress: 0, aborted: 0 }, 'the function was never invoked');
     assert.deepEqual(await written(), before);
   });
 
-  test('a client that disconnects mid-validation: the host stops, writes nothing, goes idle', { timeout: 180_000 }, async (t) => {
-    const body = gzipSync(validBatch(1_000_000), { level: 1 });
-    const before = await written();
-    const mark = host!.output().length;
-    const aborter = new AbortController();
-    const started = Date.now();
-    const answer = fetch(`${base()}/api/batches`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' }, body, signal: aborter.signal }).then(
-      (res) => `answered ${res.status}`,
-      () => 'aborted',
-    );
-    // Health answers while the ingest validates: reading yields to the event loop.
-    await host!.until('the ingest to start', 60_000, async () => ((await health()).ingests.inProgress === 1 ? true : undefined));
-    const validatingAt = Date.now();
-    aborter.abort();
-    assert.equal(await answer, 'aborted', 'the batch validated before the client went away: it must be larger for this machine');
-    const stoppedAfter = await host!.until('the host to stop the ingest', 60_000, () => /postBatch: the client disconnected; the ingest stopped after (\d+) ms/.exec(host!.output().slice(mark))?.[1]);
-    const stoppedAt = Date.now();
-    assert.deepEqual((await health()).ingests, { inProgress: 0, aborted: 1 });
-    // Back to idle: over the next 2 s the host uses a small part of a core (it used a whole one).
-    const cpu0 = hostCpuMs();
-    await new Promise((r) => setTimeout(r, 2000));
-    const cpu1 = hostCpuMs();
-    if (cpu0 !== undefined && cpu1 !== undefined) assert.ok(cpu1 - cpu0 < 1000, `host CPU after the stop: ${cpu1 - cpu0} ms in 2 s`);
-    assert.deepEqual(await written(), before, 'the 1,000,000 valid transactions were not accepted');
-    t.diagnostic(
-      `1,000,000 transactions (${(body.length / MiB).toFixed(1)} MiB gzip): validating ${validatingAt - started} ms after the POST; ` +
-        `stopped ${stoppedAt - validatingAt} ms after the disconnect (the host logged ${stoppedAfter} ms in the handler); ` +
-        `host CPU in the 2 s after: ${cpu0 !== undefined && cpu1 !== undefined ? `${cpu1 - cpu0} ms` : 'n/a'}`,
-    );
-  });
+  test(
+    'a client that disconnects mid-validation: the host stops, writes nothing, goes idle',
+    { timeout: 180_000 },
+    async (t) => {
+      const body = gzipSync(validBatch(1_000_000), { level: 1 });
+      const before = await written();
+      const mark = host!.output().length;
+      const aborter = new AbortController();
+      const started = Date.now();
+      const answer = fetch(`${base()}/api/batches`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' },
+        body,
+        signal: aborter.signal,
+      }).then(
+        (res) => `answered ${res.status}`,
+        () => 'aborted',
+      );
+      // Health answers while the ingest validates: reading yields to the event loop.
+      await host!.until('the ingest to start', 60_000, async () =>
+        (await health()).ingests.inProgress === 1 ? true : undefined,
+      );
+      const validatingAt = Date.now();
+      aborter.abort();
+      assert.equal(
+        await answer,
+        'aborted',
+        'the batch validated before the client went away: it must be larger for this machine',
+      );
+      const stoppedAfter = await host!.until(
+        'the host to stop the ingest',
+        60_000,
+        () =>
+          /postBatch: the client disconnected; the ingest stopped after (\d+) ms/.exec(host!.output().slice(mark))?.[1],
+      );
+      const stoppedAt = Date.now();
+      assert.deepEqual((await health()).ingests, { inProgress: 0, aborted: 1 });
+      // Back to idle: over the next 2 s the host uses a small part of a core (it used a whole one).
+      const cpu0 = hostCpuMs();
+      await new Promise((r) => setTimeout(r, 2000));
+      const cpu1 = hostCpuMs();
+      if (cpu0 !== undefined && cpu1 !== undefined)
+        assert.ok(cpu1 - cpu0 < 1000, `host CPU after the stop: ${cpu1 - cpu0} ms in 2 s`);
+      assert.deepEqual(await written(), before, 'the 1,000,000 valid transactions were not accepted');
+      t.diagnostic(
+        `1,000,000 transactions (${(body.length / MiB).toFixed(1)} MiB gzip): validating ${validatingAt - started} ms after the POST; ` +
+          `stopped ${stoppedAt - validatingAt} ms after the disconnect (the host logged ${stoppedAfter} ms in the handler); ` +
+          `host CPU in the 2 s after: ${cpu0 !== undefined && cpu1 !== undefined ? `${cpu1 - cpu0} ms` : 'n/a'}`,
+      );
+    },
+  );
 });

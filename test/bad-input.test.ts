@@ -43,15 +43,31 @@ interface ErrorBody {
   details?: Detail[];
 }
 
-const good = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR', region: 'EU' };
+const good = {
+  id: 't1',
+  account: 'a1',
+  timestamp: '2026-03-01T10:00:00Z',
+  type: 'charge',
+  amount: 100,
+  currency: 'EUR',
+  region: 'EU',
+};
 const line = (o: unknown): string => JSON.stringify(o);
-const tx = (i: number, patch: Record<string, unknown> = {}): Record<string, unknown> => ({ ...good, id: `t${i}`, ...patch });
+const tx = (i: number, patch: Record<string, unknown> = {}): Record<string, unknown> => ({
+  ...good,
+  id: `t${i}`,
+  ...patch,
+});
 
 const NDJSON = { 'content-type': 'application/x-ndjson' };
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 /** A POST as the host builds it: bytes, so no Content-Type is added behind our back. */
-function postRaw(app: PushdrainApp, body: Buffer | string | undefined, headers: Record<string, string>): Promise<HttpResponseInit> {
+function postRaw(
+  app: PushdrainApp,
+  body: Buffer | string | undefined,
+  headers: Record<string, string>,
+): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
@@ -62,7 +78,13 @@ function postRaw(app: PushdrainApp, body: Buffer | string | undefined, headers: 
 }
 
 /** Checks a refusal: status, error code, a message, well-formed details, and no Storage request. */
-async function refused(app: PushdrainApp, name: string, call: () => Promise<HttpResponseInit>, status: number, error: string): Promise<ErrorBody> {
+async function refused(
+  app: PushdrainApp,
+  name: string,
+  call: () => Promise<HttpResponseInit>,
+  status: number,
+  error: string,
+): Promise<ErrorBody> {
   const before = app.storageTransactions().total;
   const res = await call();
   const body = res.jsonBody as ErrorBody;
@@ -92,7 +114,8 @@ async function nothingWritten(parts: AppParts, events: CapturingPublisher): Prom
 describe('malformed bodies', () => {
   test('NDJSON: truncated, trailing garbage, bare values, invalid UTF-8, oversize and deep records', async () => {
     const { app, parts, events } = await testRuntime();
-    const bad = (s: string): Buffer => Buffer.concat([Buffer.from(s.slice(0, 8)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(s.slice(8))]);
+    const bad = (s: string): Buffer =>
+      Buffer.concat([Buffer.from(s.slice(0, 8)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(s.slice(8))]);
     const cases: [string, Buffer | string, string[], RegExp][] = [
       ['truncated object', '{"id":"t1","account":"a1","timest', ['1:'], /malformed JSON/],
       ['trailing garbage', `${line(good)} xyz`, ['1:'], /malformed JSON/],
@@ -103,10 +126,20 @@ describe('malformed bodies', () => {
       ['a bare string', '"t1"', ['1:'], /must be a JSON object/],
       ['a JSON array sent as NDJSON', line([good, tx(2)]), ['1:'], /must be a JSON object/],
       ['invalid UTF-8 bytes', bad(line(good)), ['1:'], /not valid UTF-8/],
-      ['invalid UTF-8 on line 2 only', Buffer.concat([Buffer.from(`${line(good)}\n`), bad(line(tx(2)))]), ['2:'], /not valid UTF-8/],
+      [
+        'invalid UTF-8 on line 2 only',
+        Buffer.concat([Buffer.from(`${line(good)}\n`), bad(line(tx(2)))]),
+        ['2:'],
+        /not valid UTF-8/,
+      ],
       ['a record over 64 KiB', line(tx(1, { account: 'a'.repeat(70_000) })), ['1:'], /longer than 65536 bytes/],
       ['20,000 nested arrays', '['.repeat(20_000) + ']'.repeat(20_000), ['1:'], /must be a JSON object/],
-      ['a lone UTF-16 surrogate escape in the id', line(good).replace('"t1"', '"t\\ud800"'), ['1:id'], /must be 1-64 characters/],
+      [
+        'a lone UTF-16 surrogate escape in the id',
+        line(good).replace('"t1"', '"t\\ud800"'),
+        ['1:id'],
+        /must be 1-64 characters/,
+      ],
       ['a repeated key', line(good).replace('"amount":', '"amount":5,"amount":'), ['1:amount'], /duplicate key/],
     ];
     for (const [name, body, expected, message] of cases) {
@@ -132,7 +165,12 @@ describe('malformed bodies', () => {
       ['a missing comma', `[${g} ${line(tx(2))}]`, ['1:'], /malformed JSON/],
       ['a number item', `[${g},42]`, ['2:'], /must be a JSON object/],
       ['a nested array item', `[[${g}]]`, ['1:'], /must be a JSON object/],
-      ['invalid UTF-8 in item 2', Buffer.concat([Buffer.from(`[${g},{"id":"t`), Buffer.from([0xc0, 0xaf]), Buffer.from('2"}]')]), ['2:'], /not valid UTF-8/],
+      [
+        'invalid UTF-8 in item 2',
+        Buffer.concat([Buffer.from(`[${g},{"id":"t`), Buffer.from([0xc0, 0xaf]), Buffer.from('2"}]')]),
+        ['2:'],
+        /not valid UTF-8/,
+      ],
       ['an item over 64 KiB', `[${g},${line(tx(2, { id: 'x'.repeat(70_000) }))}]`, ['2:'], /longer than 65536 bytes/],
     ];
     for (const [name, body, expected, message] of cases) {
@@ -198,7 +236,10 @@ describe('schema rules, one transaction per rule', () => {
     // JSON.parse keeps "__proto__" as an own key: it must be reported, not slip through.
     lines.push(line(tx(rules.length + 1)).replace('{', '{"__proto__":{"amount":1},'));
     const b = await refused(app, 'schema', () => postRaw(app, lines.join('\n'), NDJSON), 400, 'invalid_batch');
-    const expected = [...rules.flatMap(([, , fields], i) => fields.map((f) => `${i + 1}:${f}`)), `${rules.length + 1}:__proto__`];
+    const expected = [
+      ...rules.flatMap(([, , fields], i) => fields.map((f) => `${i + 1}:${f}`)),
+      `${rules.length + 1}:__proto__`,
+    ];
     assert.deepEqual(where(b), expected);
     assert.match(b.message, new RegExp(`^the batch has ${expected.length} problems$`));
     await nothingWritten(parts, events);
@@ -206,7 +247,14 @@ describe('schema rules, one transaction per rule', () => {
 
   test('JSON array: the same rules, reported by item position; duplicate ids name the first', async () => {
     const { app, parts, events } = await testRuntime();
-    const items = [tx(1), tx(2, { amount: true }), tx(3, { currency: 'eur' }), tx(1, { account: 'other' }), tx(5, { meta: {} }), tx(1)];
+    const items = [
+      tx(1),
+      tx(2, { amount: true }),
+      tx(3, { currency: 'eur' }),
+      tx(1, { account: 'other' }),
+      tx(5, { meta: {} }),
+      tx(1),
+    ];
     const b = await refused(app, 'array', () => postRaw(app, JSON.stringify(items), JSON_TYPE), 400, 'invalid_batch');
     assert.deepEqual(where(b), ['2:amount', '3:currency', '4:id', '5:meta', '6:id']);
     assert.deepEqual(
@@ -241,7 +289,13 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['only blank lines', '\n\n  \r\n\t\n', NDJSON, ['0:'], /the batch is empty/],
       ['[ ] with whitespace', ' [ \n ] ', JSON_TYPE, ['0:'], /the batch is empty/],
       ['whitespace as JSON', ' \n ', JSON_TYPE, ['1:'], /the body is empty/],
-      ['gzip of nothing', gzipSync(Buffer.alloc(0)), { ...NDJSON, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
+      [
+        'gzip of nothing',
+        gzipSync(Buffer.alloc(0)),
+        { ...NDJSON, 'content-encoding': 'gzip' },
+        ['0:'],
+        /the batch is empty/,
+      ],
       ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
     ];
     for (const [name, body, headers, expected, message] of cases) {
@@ -253,7 +307,10 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
   });
 
   test('413: by Content-Length before reading, by actual size, lying lengths, gzip bombs', async () => {
-    const { app, parts, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
+    const { app, parts, events } = await testRuntime({
+      PUSHDRAIN_MAX_BODY_BYTES: '4096',
+      PUSHDRAIN_MAX_INFLATED_BYTES: '65536',
+    });
     const big = Buffer.from(Array.from({ length: 60 }, (_, i) => line(tx(i))).join('\n'));
     assert.ok(big.length > 4096);
     const cases: [string, Buffer, Record<string, string>][] = [
@@ -261,13 +318,26 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['Content-Length of 100 GB', Buffer.from(line(good)), { ...NDJSON, 'content-length': '100000000000' }],
       ['no Content-Length, body over the limit', big, NDJSON],
       ['Content-Length lying small', big, { ...NDJSON, 'content-length': '10' }],
-      ['compressed size itself over the limit', gzipSync(Buffer.from(Array.from({ length: 3000 }, (_, i) => `${i * 7919}`).join(','))), { ...NDJSON, 'content-encoding': 'gzip' }],
+      [
+        'compressed size itself over the limit',
+        gzipSync(Buffer.from(Array.from({ length: 3000 }, (_, i) => `${i * 7919}`).join(','))),
+        { ...NDJSON, 'content-encoding': 'gzip' },
+      ],
       ['gzip bomb of zeros', gzipSync(Buffer.alloc(2 * 1024 * 1024)), { ...NDJSON, 'content-encoding': 'gzip' }],
-      ['gzip bomb of JSON records', gzipSync(Buffer.from(`[${Array.from({ length: 5000 }, () => line(good)).join(',')}]`), { level: 9 }), { ...JSON_TYPE, 'content-encoding': 'gzip' }],
-      ['a second gzip member that explodes', Buffer.concat([gzipSync(Buffer.from(line(good))), gzipSync(Buffer.alloc(2 * 1024 * 1024, 0x20))]), { ...NDJSON, 'content-encoding': 'gzip' }],
+      [
+        'gzip bomb of JSON records',
+        gzipSync(Buffer.from(`[${Array.from({ length: 5000 }, () => line(good)).join(',')}]`), { level: 9 }),
+        { ...JSON_TYPE, 'content-encoding': 'gzip' },
+      ],
+      [
+        'a second gzip member that explodes',
+        Buffer.concat([gzipSync(Buffer.from(line(good))), gzipSync(Buffer.alloc(2 * 1024 * 1024, 0x20))]),
+        { ...NDJSON, 'content-encoding': 'gzip' },
+      ],
     ];
     for (const [name, body, headers] of cases) {
-      if (headers['content-encoding'] && !name.startsWith('compressed')) assert.ok(body.length <= 4096, `${name} is ${body.length} bytes compressed`);
+      if (headers['content-encoding'] && !name.startsWith('compressed'))
+        assert.ok(body.length <= 4096, `${name} is ${body.length} bytes compressed`);
       const b = await refused(app, name, () => postRaw(app, body, headers), 413, 'too_large');
       assert.match(b.message, /exceeds 4096 bytes|inflates past 65536 bytes/, name);
     }
@@ -284,7 +354,13 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['a gzip header alone', gz.subarray(0, 10)],
     ];
     for (const [name, body] of cases) {
-      const b = await refused(app, name, () => postRaw(app, body, { ...NDJSON, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+      const b = await refused(
+        app,
+        name,
+        () => postRaw(app, body, { ...NDJSON, 'content-encoding': 'gzip' }),
+        400,
+        'invalid_batch',
+      );
       assert.deepEqual(where(b), ['0:'], name);
       assert.match(b.details![0]!.message, /does not inflate/, name);
     }
@@ -327,11 +403,23 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
     ];
     for (const [name, key] of keys) {
       // The body is valid; only the key is wrong.
-      const b = await refused(app, name, () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': key }), 400, 'invalid_idempotency_key');
+      const b = await refused(
+        app,
+        name,
+        () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': key }),
+        400,
+        'invalid_idempotency_key',
+      );
       assert.deepEqual(where(b), ['0:Idempotency-Key'], name);
     }
     // Refused before reading: an oversize body with a bad key is a 400, not a 413.
-    await refused(app, 'bad key, huge body', () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }), 400, 'invalid_idempotency_key');
+    await refused(
+      app,
+      'bad key, huge body',
+      () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }),
+      400,
+      'invalid_idempotency_key',
+    );
     // The limits themselves are fine: 128 characters of every allowed kind.
     const longest = 'Az09._:-'.repeat(16);
     assert.equal((await postRaw(app, line(good), { ...NDJSON, 'idempotency-key': longest })).status, 202);
@@ -358,11 +446,61 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
 describe('batch ids in the status and report routes', () => {
   test('path characters, case, length and emptiness are refused before any Storage request', async () => {
     const { app, parts } = await testRuntime();
-    const ids = ['../x', '%2e%2e%2fx', '..%2Fx', '..', '.', 'b-1/../../x', 'b-1/manifest.json', 'B-ABC', 'b-ABC', 'a'.repeat(65), `b-${'0'.repeat(63)}`, '', ' b-1', 'b-1 ', 'b_1', 'b-1.json', '-b', 'b-1\u0000', 'b-1%00', 'b\\1'];
+    const ids = [
+      '../x',
+      '%2e%2e%2fx',
+      '..%2Fx',
+      '..',
+      '.',
+      'b-1/../../x',
+      'b-1/manifest.json',
+      'B-ABC',
+      'b-ABC',
+      'a'.repeat(65),
+      `b-${'0'.repeat(63)}`,
+      '',
+      ' b-1',
+      'b-1 ',
+      'b_1',
+      'b-1.json',
+      '-b',
+      'b-1\u0000',
+      'b-1%00',
+      'b\\1',
+    ];
     const routes: [string, (id: string) => Promise<HttpResponseInit>][] = [
-      ['status', (id) => getBatch(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }), context('getBatch'))],
-      ['report', (id) => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }), context('getBatchReport'))],
-      ['report csv', (id) => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report?format=csv', params: { batchId: id }, query: { format: 'csv' } }), context('getBatchReport'))],
+      [
+        'status',
+        (id) =>
+          getBatch(
+            app,
+            new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }),
+            context('getBatch'),
+          ),
+      ],
+      [
+        'report',
+        (id) =>
+          getBatchReport(
+            app,
+            new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }),
+            context('getBatchReport'),
+          ),
+      ],
+      [
+        'report csv',
+        (id) =>
+          getBatchReport(
+            app,
+            new HttpRequest({
+              method: 'GET',
+              url: 'http://localhost/api/batches/x/report?format=csv',
+              params: { batchId: id },
+              query: { format: 'csv' },
+            }),
+            context('getBatchReport'),
+          ),
+      ],
     ];
     for (const [route, call] of routes) {
       for (const id of ids) {
@@ -372,7 +510,23 @@ describe('batch ids in the status and report routes', () => {
     }
     // A report format other than json or csv is refused, whatever the id, before any lookup.
     for (const format of ['xml', 'CSV', '', 'json,csv']) {
-      const b = await refused(app, `format ${JSON.stringify(format)}`, () => getBatchReport(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: 'b-1' }, query: { format } }), context('getBatchReport')), 400, 'invalid_request');
+      const b = await refused(
+        app,
+        `format ${JSON.stringify(format)}`,
+        () =>
+          getBatchReport(
+            app,
+            new HttpRequest({
+              method: 'GET',
+              url: 'http://localhost/api/batches/x/report',
+              params: { batchId: 'b-1' },
+              query: { format },
+            }),
+            context('getBatchReport'),
+          ),
+        400,
+        'invalid_request',
+      );
       assert.deepEqual(where(b), ['0:format']);
     }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
@@ -388,31 +542,68 @@ describe('bombs and abandoned requests', () => {
   const GZIP_NDJSON = { ...NDJSON, 'content-encoding': 'gzip' };
 
   /** A POST whose InvocationContext carries an abort signal, as the local host gives one. */
-  function postAbortable(app: PushdrainApp, body: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<HttpResponseInit> {
-    const req = new HttpRequest({ method: 'POST', url: 'http://localhost:7071/api/batches', headers, body: { bytes: body } });
-    return postBatch(app, req, new InvocationContext({ functionName: 'postBatch', triggerMetadata: { abortSignal: signal }, logHandler: () => {} }));
+  function postAbortable(
+    app: PushdrainApp,
+    body: Buffer,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<HttpResponseInit> {
+    const req = new HttpRequest({
+      method: 'POST',
+      url: 'http://localhost:7071/api/batches',
+      headers,
+      body: { bytes: body },
+    });
+    return postBatch(
+      app,
+      req,
+      new InvocationContext({
+        functionName: 'postBatch',
+        triggerMetadata: { abortSignal: signal },
+        logHandler: () => {},
+      }),
+    );
   }
 
   // Before the fix the zeros never got an answer (zlib was left waiting): the timeout fails the test.
-  test('gzip bombs at the default caps: 1 GiB of zeros, 250 MiB of blank or whitespace lines, 1 GiB of spaces in an array: 413, nothing written', { timeout: 240_000 }, async (t) => {
-    const { app, parts, events } = await testRuntime();
-    const cases: [string, Buffer, Record<string, string>, RegExp][] = [
-      ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), GZIP_NDJSON, /inflates past 268435456 bytes/],
-      ['250 MiB of blank lines', await gzipBomb('\n', 250 * MiB), GZIP_NDJSON, /more than 1000000 blank lines \(at line 1000001\)/],
-      ['250 MiB of whitespace-only lines', await gzipBomb(' \t \r\n', 250 * MiB), GZIP_NDJSON, /more than 1000000 blank lines/],
-      // Two gzip members: "[" and then the spaces.
-      ['"[" and 1 GiB of spaces', Buffer.concat([gzipSync('['), await gzipBomb(' ', 1024 * MiB)]), { ...JSON_TYPE, 'content-encoding': 'gzip' }, /inflates past 268435456 bytes/],
-    ];
-    const took: string[] = [];
-    for (const [name, body, headers, message] of cases) {
-      const started = Date.now();
-      const b = await refused(app, name, () => postRaw(app, body, headers), 413, 'too_large');
-      assert.match(b.message, message, name);
-      took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
-    }
-    await nothingWritten(parts, events);
-    t.diagnostic(`413 answered in: ${took.join('; ')}`);
-  });
+  test(
+    'gzip bombs at the default caps: 1 GiB of zeros, 250 MiB of blank or whitespace lines, 1 GiB of spaces in an array: 413, nothing written',
+    { timeout: 240_000 },
+    async (t) => {
+      const { app, parts, events } = await testRuntime();
+      const cases: [string, Buffer, Record<string, string>, RegExp][] = [
+        ['1 GiB of zeros', await gzipBomb(0, 1024 * MiB), GZIP_NDJSON, /inflates past 268435456 bytes/],
+        [
+          '250 MiB of blank lines',
+          await gzipBomb('\n', 250 * MiB),
+          GZIP_NDJSON,
+          /more than 1000000 blank lines \(at line 1000001\)/,
+        ],
+        [
+          '250 MiB of whitespace-only lines',
+          await gzipBomb(' \t \r\n', 250 * MiB),
+          GZIP_NDJSON,
+          /more than 1000000 blank lines/,
+        ],
+        // Two gzip members: "[" and then the spaces.
+        [
+          '"[" and 1 GiB of spaces',
+          Buffer.concat([gzipSync('['), await gzipBomb(' ', 1024 * MiB)]),
+          { ...JSON_TYPE, 'content-encoding': 'gzip' },
+          /inflates past 268435456 bytes/,
+        ],
+      ];
+      const took: string[] = [];
+      for (const [name, body, headers, message] of cases) {
+        const started = Date.now();
+        const b = await refused(app, name, () => postRaw(app, body, headers), 413, 'too_large');
+        assert.match(b.message, message, name);
+        took.push(`${name} (${(body.length / MiB).toFixed(1)} MiB gzip): ${Date.now() - started} ms`);
+      }
+      await nothingWritten(parts, events);
+      t.diagnostic(`413 answered in: ${took.join('; ')}`);
+    },
+  );
 
   test('blank lines: 1,000,000 of them with a record are accepted, one more is 413', async () => {
     const { app, parts, events } = await testRuntime();
@@ -422,7 +613,13 @@ describe('bombs and abandoned requests', () => {
     assert.equal((ok.jsonBody as { transactions: number }).transactions, 1);
     const blobs = await blobNames(parts);
     const sent = events.all.length;
-    const b = await refused(app, 'one blank line too many', () => postRaw(app, `${'\n'.repeat(1_000_001)}${record}`, NDJSON), 413, 'too_large');
+    const b = await refused(
+      app,
+      'one blank line too many',
+      () => postRaw(app, `${'\n'.repeat(1_000_001)}${record}`, NDJSON),
+      413,
+      'too_large',
+    );
     assert.match(b.message, /more than 1000000 blank lines \(at line 1000001\)/);
     assert.deepEqual(await blobNames(parts), blobs, 'the refused body wrote nothing');
     assert.equal(events.all.length, sent);
@@ -436,20 +633,37 @@ describe('bombs and abandoned requests', () => {
     const notArray = gzipSync(Buffer.concat([Buffer.from('x'), letters]));
     const tooMany = gzipSync(Buffer.from(Array.from({ length: 1_000_001 }, (_, i) => `${i}`).join('\n')));
     assert.ok(notArray.length > 256 * 1024 && tooMany.length > 256 * 1024, 'compressed bodies well past zlib buffers');
-    const a = await refused(app, 'a JSON body that is not an array', () => postRaw(app, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }), 400, 'invalid_batch');
+    const a = await refused(
+      app,
+      'a JSON body that is not an array',
+      () => postRaw(app, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }),
+      400,
+      'invalid_batch',
+    );
     assert.match(a.details![0]!.message, /must be an array/);
     const b = await refused(app, '1,000,001 records', () => postRaw(app, tooMany, GZIP_NDJSON), 400, 'invalid_batch');
-    assert.deepEqual(b.details![99], { line: 1_000_001, field: '', message: 'a batch holds at most 1000000 transactions' });
+    assert.deepEqual(b.details![99], {
+      line: 1_000_001,
+      field: '',
+      message: 'a batch holds at most 1000000 transactions',
+    });
     await nothingWritten(parts, events);
   });
 
   test('a record with more than 32 fields is one problem, not one per field', async (t) => {
     const { app, parts, events } = await testRuntime();
-    const fields = (n: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 0]));
+    const fields = (n: number): Record<string, unknown> =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 0]));
     const at32 = { ...good, ...fields(25) }; // 32 fields: each unknown one is named
     const at33 = { ...good, ...fields(26) };
     const wide = `{${Array.from({ length: 3300 }, (_, i) => `"k${i}":0,"k${i}":0`).join(',')}}`; // ~64 KiB, every key twice
-    const b = await refused(app, 'wide records', () => postRaw(app, [line(at32), line(at33), wide].join('\n'), NDJSON), 400, 'invalid_batch');
+    const b = await refused(
+      app,
+      'wide records',
+      () => postRaw(app, [line(at32), line(at33), wide].join('\n'), NDJSON),
+      400,
+      'invalid_batch',
+    );
     assert.equal(b.message, 'the batch has 27 problems');
     assert.deepEqual(where(b).slice(24), ['1:k24', '2:', '3:']);
     assert.equal(b.details![25]!.message, 'too many fields: 33 (a transaction has at most 7)');
@@ -457,53 +671,71 @@ describe('bombs and abandoned requests', () => {
     // Such records in bulk cost work linear in their size (a problem per repeated key cost 47 s for 256 MiB).
     const bulk = Buffer.from(`${wide}\n`.repeat(Math.floor((32 * MiB) / (wide.length + 1))));
     const started = Date.now();
-    const many = await refused(app, '32 MiB of wide records', () => postRaw(app, gzipSync(bulk, { level: 1 }), GZIP_NDJSON), 400, 'invalid_batch');
+    const many = await refused(
+      app,
+      '32 MiB of wide records',
+      () => postRaw(app, gzipSync(bulk, { level: 1 }), GZIP_NDJSON),
+      400,
+      'invalid_batch',
+    );
     assert.match(many.message, /^the batch has \d+ problems \(first 100 shown\)$/);
     t.diagnostic(`32 MiB of 64 KiB records with 3,300 repeated keys each refused in ${Date.now() - started} ms`);
     await nothingWritten(parts, events);
   });
 
-  test('a client that disconnects mid-validation: 499, nothing written, counted in health', { timeout: 120_000 }, async (t) => {
-    const { app, parts, events } = await testRuntime();
-    // The last line is invalid: a validation that ran to the end would answer 400, not 499.
-    const body = Buffer.concat([validBatch(300_000), Buffer.from('\n{"broken"')]);
-    const aborter = new AbortController();
-    const before = parts.meter.total();
-    const started = Date.now();
-    const answer = postAbortable(app, body, NDJSON, aborter.signal);
-    assert.ok(await waitFor(() => app.health().ingests.inProgress === 1, 10_000), 'the ingest started');
-    await new Promise((r) => setTimeout(r, 20)); // a timer fires mid-validation: reading yields to the event loop
-    aborter.abort();
-    const abortedAt = Date.now();
-    const res = await answer;
-    assert.equal(res.status, 499, `validation must stop when the client is gone: ${JSON.stringify(res.jsonBody)}`);
-    assert.equal((res.jsonBody as ErrorBody).error, 'client_closed_request');
-    assert.deepEqual(app.health().ingests, { inProgress: 0, aborted: 1 });
-    assert.equal(parts.meter.total(), before, 'stopped before the claim: no Storage request at all');
-    await nothingWritten(parts, events);
-    t.diagnostic(`300,000 transactions (${(body.length / MiB).toFixed(0)} MiB): aborted ${abortedAt - started} ms in, answered ${Date.now() - abortedAt} ms after the abort`);
-  });
+  test(
+    'a client that disconnects mid-validation: 499, nothing written, counted in health',
+    { timeout: 120_000 },
+    async (t) => {
+      const { app, parts, events } = await testRuntime();
+      // The last line is invalid: a validation that ran to the end would answer 400, not 499.
+      const body = Buffer.concat([validBatch(300_000), Buffer.from('\n{"broken"')]);
+      const aborter = new AbortController();
+      const before = parts.meter.total();
+      const started = Date.now();
+      const answer = postAbortable(app, body, NDJSON, aborter.signal);
+      assert.ok(await waitFor(() => app.health().ingests.inProgress === 1, 10_000), 'the ingest started');
+      await new Promise((r) => setTimeout(r, 20)); // a timer fires mid-validation: reading yields to the event loop
+      aborter.abort();
+      const abortedAt = Date.now();
+      const res = await answer;
+      assert.equal(res.status, 499, `validation must stop when the client is gone: ${JSON.stringify(res.jsonBody)}`);
+      assert.equal((res.jsonBody as ErrorBody).error, 'client_closed_request');
+      assert.deepEqual(app.health().ingests, { inProgress: 0, aborted: 1 });
+      assert.equal(parts.meter.total(), before, 'stopped before the claim: no Storage request at all');
+      await nothingWritten(parts, events);
+      t.diagnostic(
+        `300,000 transactions (${(body.length / MiB).toFixed(0)} MiB): aborted ${abortedAt - started} ms in, answered ${Date.now() - abortedAt} ms after the abort`,
+      );
+    },
+  );
 
-  test('a client that disconnects while chunks are written: the rest is not written, nothing is queued or published', { timeout: 120_000 }, async (t) => {
-    const { app, parts, events, observerParts } = await testRuntime();
-    const aborter = new AbortController();
-    const puts = (): number => app.storageTransactions()['blob.put'] ?? 0;
-    const before = puts();
-    const answer = postAbortable(app, validBatch(300_000), NDJSON, aborter.signal); // 150 chunks of 2,000
-    // The claim is the first blob written; abort right after it.
-    assert.ok(await waitFor(() => puts() > before, 60_000), 'the claim was written');
-    aborter.abort();
-    const res = await answer;
-    assert.equal(res.status, 499, JSON.stringify(res.jsonBody));
-    const chunks = (await blobNames(observerParts)).filter((n) => n.startsWith('work/') && n.endsWith('.ndjson.gz'));
-    assert.ok(chunks.length < 150, `stopped part-way: ${chunks.length} of 150 chunk blobs`);
-    assert.equal(await totalQueued(parts), 0, 'no pointer was enqueued');
-    assert.equal(events.all.length, 0, 'no WorkDetected was published');
-    const batchId = (await blobNames(observerParts)).map((n) => /^batches\/(.+)\/manifest\.json$/.exec(n)?.[1]).find((id) => id !== undefined);
-    assert.ok(batchId, 'the claim names the batch');
-    const m = await parts.manifests.read(batchId);
-    assert.equal(m?.manifest.state, 'abandoned', 'the claim was rolled back');
-    assert.equal((await status(app, batchId)).status, 404, 'never accepted');
-    t.diagnostic(`aborted after the claim: ${chunks.length} of 150 chunk blobs had been written`);
-  });
+  test(
+    'a client that disconnects while chunks are written: the rest is not written, nothing is queued or published',
+    { timeout: 120_000 },
+    async (t) => {
+      const { app, parts, events, observerParts } = await testRuntime();
+      const aborter = new AbortController();
+      const puts = (): number => app.storageTransactions()['blob.put'] ?? 0;
+      const before = puts();
+      const answer = postAbortable(app, validBatch(300_000), NDJSON, aborter.signal); // 150 chunks of 2,000
+      // The claim is the first blob written; abort right after it.
+      assert.ok(await waitFor(() => puts() > before, 60_000), 'the claim was written');
+      aborter.abort();
+      const res = await answer;
+      assert.equal(res.status, 499, JSON.stringify(res.jsonBody));
+      const chunks = (await blobNames(observerParts)).filter((n) => n.startsWith('work/') && n.endsWith('.ndjson.gz'));
+      assert.ok(chunks.length < 150, `stopped part-way: ${chunks.length} of 150 chunk blobs`);
+      assert.equal(await totalQueued(parts), 0, 'no pointer was enqueued');
+      assert.equal(events.all.length, 0, 'no WorkDetected was published');
+      const batchId = (await blobNames(observerParts))
+        .map((n) => /^batches\/(.+)\/manifest\.json$/.exec(n)?.[1])
+        .find((id) => id !== undefined);
+      assert.ok(batchId, 'the claim names the batch');
+      const m = await parts.manifests.read(batchId);
+      assert.equal(m?.manifest.state, 'abandoned', 'the claim was rolled back');
+      assert.equal((await status(app, batchId)).status, 404, 'never accepted');
+      t.diagnostic(`aborted after the claim: ${chunks.length} of 150 chunk blobs had been written`);
+    },
+  );
 });

@@ -25,7 +25,11 @@ describe('tax rounding (half even)', () => {
   test('agrees with the BigInt oracle over many amounts and rates', () => {
     for (const bp of [0, 1, 999, 1000, 1300, 2000, 3333, 5000, 10_000]) {
       for (let amount = 1; amount <= 20_000; amount += 7) {
-        assert.equal(taxOf(amount, bp), Number(halfEven(BigInt(amount) * BigInt(bp), 10000n)), `amount ${amount} bp ${bp}`);
+        assert.equal(
+          taxOf(amount, bp),
+          Number(halfEven(BigInt(amount) * BigInt(bp), 10000n)),
+          `amount ${amount} bp ${bp}`,
+        );
       }
     }
   });
@@ -35,20 +39,54 @@ describe('billing a chunk and building the report', () => {
   test('refunds are negative in net, tax and total; unknown regions pay no tax', () => {
     const bill = billChunk(
       [
-        { id: 'a', account: 'x', timestamp: '2026-01-01T00:00:00Z', type: 'charge', amount: 1000, currency: 'EUR', region: 'EU' },
-        { id: 'b', account: 'x', timestamp: '2026-01-01T00:00:00Z', type: 'refund', amount: 300, currency: 'EUR', region: 'EU' },
-        { id: 'c', account: 'x', timestamp: '2026-01-01T00:00:00Z', type: 'charge', amount: 500, currency: 'EUR', region: 'ZZ' },
+        {
+          id: 'a',
+          account: 'x',
+          timestamp: '2026-01-01T00:00:00Z',
+          type: 'charge',
+          amount: 1000,
+          currency: 'EUR',
+          region: 'EU',
+        },
+        {
+          id: 'b',
+          account: 'x',
+          timestamp: '2026-01-01T00:00:00Z',
+          type: 'refund',
+          amount: 300,
+          currency: 'EUR',
+          region: 'EU',
+        },
+        {
+          id: 'c',
+          account: 'x',
+          timestamp: '2026-01-01T00:00:00Z',
+          type: 'charge',
+          amount: 500,
+          currency: 'EUR',
+          region: 'ZZ',
+        },
       ],
       DEFAULT_TAX_RATES,
     );
-    assert.deepEqual(bill.lines.map((l) => [l.net, l.tax, l.total]), [[1000, 200, 1200], [-300, -60, -360], [500, 0, 500]]);
-    assert.deepEqual(bill.partials, [{ account: 'x', currency: 'EUR', transactions: 3, charges: 1500, refunds: 300, net: 1200, tax: 140, total: 1340 }]);
+    assert.deepEqual(
+      bill.lines.map((l) => [l.net, l.tax, l.total]),
+      [
+        [1000, 200, 1200],
+        [-300, -60, -360],
+        [500, 0, 500],
+      ],
+    );
+    assert.deepEqual(bill.partials, [
+      { account: 'x', currency: 'EUR', transactions: 3, charges: 1500, refunds: 300, net: 1200, tax: 140, total: 1340 },
+    ]);
   });
 
   test('report from chunk partials equals the independent computation', () => {
     const txns = generate(5000, 7, 50);
     const builder = new ReportBuilder();
-    for (let i = 0; i < txns.length; i += 333) builder.add(billChunk(txns.slice(i, i + 333), DEFAULT_TAX_RATES).partials);
+    for (let i = 0; i < txns.length; i += 333)
+      builder.add(billChunk(txns.slice(i, i + 333), DEFAULT_TAX_RATES).partials);
     const report = builder.build('b-x');
     const expected = expectedReport(txns);
     assert.equal(report.transactions, 5000);
@@ -64,6 +102,18 @@ describe('billing a chunk and building the report', () => {
     assert.equal(lines[0], 'account,currency,transactions,charges,refunds,net,tax,total');
     assert.equal(lines.length, report.rows.length + 1);
     const first = report.rows[0]!;
-    assert.equal(lines[1], [first.account, first.currency, first.transactions, first.charges, first.refunds, first.net, first.tax, first.total].join(','));
+    assert.equal(
+      lines[1],
+      [
+        first.account,
+        first.currency,
+        first.transactions,
+        first.charges,
+        first.refunds,
+        first.net,
+        first.tax,
+        first.total,
+      ].join(','),
+    );
   });
 });

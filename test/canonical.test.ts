@@ -24,7 +24,15 @@ const txns = generate(20_000, 41, 300);
 describe('canonical lines', () => {
   test('are exactly what JSON.stringify gives for a validated transaction', () => {
     const extremes: Transaction[] = [
-      { id: 'x'.repeat(64), account: 'a.b_c:d-e', timestamp: '2026-02-28T23:59:60.123456789+23:59', type: 'refund', amount: 1_000_000_000, currency: 'XYZ', region: 'A-1' },
+      {
+        id: 'x'.repeat(64),
+        account: 'a.b_c:d-e',
+        timestamp: '2026-02-28T23:59:60.123456789+23:59',
+        type: 'refund',
+        amount: 1_000_000_000,
+        currency: 'XYZ',
+        region: 'A-1',
+      },
       { id: '0', account: '1', timestamp: '0000-02-29t00:00:00z', type: 'charge', amount: 1, currency: 'AAA' },
     ];
     for (const t of [...txns, ...extremes]) {
@@ -47,7 +55,12 @@ describe('canonical lines', () => {
         const at = Math.floor(random() * s.length);
         const c = alphabet[Math.floor(random() * alphabet.length)]!;
         const op = random();
-        s = op < 0.34 ? s.slice(0, at) + c + s.slice(at + 1) : op < 0.67 ? s.slice(0, at) + c + s.slice(at) : s.slice(0, at) + s.slice(at + 1);
+        s =
+          op < 0.34
+            ? s.slice(0, at) + c + s.slice(at + 1)
+            : op < 0.67
+              ? s.slice(0, at) + c + s.slice(at)
+              : s.slice(0, at) + s.slice(at + 1);
       }
       const t = parseCanonical(s);
       if (t === undefined) continue;
@@ -80,7 +93,9 @@ describe('chunk blobs', () => {
     assert.deepEqual(await decodeChunk(enc.body, enc.sha256), slice);
     assert.deepEqual(await decodeChunk(enc.body, undefined), slice);
     // Valid JSON, not the canonical layout (spaces, another key order): still read, in full.
-    const loose = slice.map((t) => JSON.stringify(Object.fromEntries(Object.entries(t).reverse()), null, 1).replace(/\n/g, ' '));
+    const loose = slice.map((t) =>
+      JSON.stringify(Object.fromEntries(Object.entries(t).reverse()), null, 1).replace(/\n/g, ' '),
+    );
     const other = await encodeChunkLines(0, loose);
     assert.deepEqual(await decodeChunk(other.body, other.sha256), slice);
     await assert.rejects(decodeChunk(enc.body, other.sha256), /checksum mismatch/);
@@ -98,9 +113,17 @@ describe('chunk blobs', () => {
         const summary = await validateBody(open, format, { size, maxBytes: 64 * 1024 * 1024 });
         const second: string[] = [];
         let index = 0;
-        for await (const lines of chunkBody({ open, format, sha256: summary.sha256 }, size)) second.push((await encodeChunkLines(index++, lines)).sha256);
-        assert.deepEqual(summary.chunks?.map((c) => c.sha256), second, `${format}, chunks of ${size}`);
-        assert.deepEqual(summary.chunks?.map((c) => c.index), second.map((_, i) => i));
+        for await (const lines of chunkBody({ open, format, sha256: summary.sha256 }, size))
+          second.push((await encodeChunkLines(index++, lines)).sha256);
+        assert.deepEqual(
+          summary.chunks?.map((c) => c.sha256),
+          second,
+          `${format}, chunks of ${size}`,
+        );
+        assert.deepEqual(
+          summary.chunks?.map((c) => c.index),
+          second.map((_, i) => i),
+        );
         assert.equal(summary.transactions, slice.length);
       }
     }
@@ -122,12 +145,16 @@ describe('chunk blobs', () => {
     assert.equal((await encodeChunkLines(0, second)).sha256, summary.chunks?.[0]?.sha256);
     const changed = bufferSource(Buffer.from(loose.replace('"t1"', '"t9"')), false, 1e9);
     await assert.rejects(async () => {
-      for await (const lines of chunkBody({ open: changed, format: 'ndjson', sha256: summary.sha256 }, 10)) assert.ok(lines);
+      for await (const lines of chunkBody({ open: changed, format: 'ndjson', sha256: summary.sha256 }, 10))
+        assert.ok(lines);
     }, /body changed between passes/);
   });
 
   test('past the memory bound nothing is kept, and ingest cuts the chunks in a second pass', async () => {
-    const summary = await validateBody(bufferSource(toNdjson(txns.slice(0, 3_000)), false, 1e9), 'ndjson', { size: 100, maxBytes: 10_000 });
+    const summary = await validateBody(bufferSource(toNdjson(txns.slice(0, 3_000)), false, 1e9), 'ndjson', {
+      size: 100,
+      maxBytes: 10_000,
+    });
     assert.equal(summary.transactions, 3_000);
     assert.equal(summary.chunks, undefined);
   });
@@ -178,7 +205,7 @@ describe('the NDJSON reader', () => {
     const expected = referenceRead(body);
     for (const maxSlice of [1, 37, 4_096, 65_536, body.length]) {
       function* slices(): Generator<Buffer> {
-        for (let i = 0; i < body.length; ) {
+        for (let i = 0; i < body.length;) {
           const n = 1 + Math.floor(random() * maxSlice);
           yield body.subarray(i, i + n);
           i += n;
@@ -186,7 +213,8 @@ describe('the NDJSON reader', () => {
       }
       const got: [number, unknown][] = [];
       for await (const r of readRecords(slices(), 'ndjson')) {
-        const kind = r.error === undefined ? valueOf(r.text) : r.error.startsWith('record longer') ? 'oversize' : 'utf8';
+        const kind =
+          r.error === undefined ? valueOf(r.text) : r.error.startsWith('record longer') ? 'oversize' : 'utf8';
         got.push([r.line, kind]);
       }
       assert.deepEqual(got, expected, `slices of up to ${maxSlice} bytes`);

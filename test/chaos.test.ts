@@ -15,7 +15,7 @@ import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
 import { generate, rng, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
-import { FAULT_KINDS, type FaultKind, startStorageProxy,type StorageProxy } from '../tools/testkit/storage-proxy';
+import { FAULT_KINDS, type FaultKind, startStorageProxy, type StorageProxy } from '../tools/testkit/storage-proxy';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';
@@ -30,7 +30,15 @@ let proxy: StorageProxy;
 let host: HostProcess;
 
 /** What the suite did, for the closing summary. */
-const ran = { batches: 0, transactions: 0, kills: 0, serverBusy: 0, detaches: 0, connectionDrops: 0, storage: {} as Record<FaultKind, number> };
+const ran = {
+  batches: 0,
+  transactions: 0,
+  kills: 0,
+  serverBusy: 0,
+  detaches: 0,
+  connectionDrops: 0,
+  storage: {} as Record<FaultKind, number>,
+};
 
 interface Submitted {
   batchId: string;
@@ -48,7 +56,12 @@ async function submit(key: string, txns: ReturnType<typeof generate>): Promise<S
   for (let attempt = 0; attempt < 400 && Date.now() < deadline; attempt++) {
     let wait = 500;
     try {
-      const res = await fetch(`${host.base}/api/batches`, { method: 'POST', body, headers: { 'Content-Type': 'application/x-ndjson', 'Idempotency-Key': key }, signal: AbortSignal.timeout(30_000) });
+      const res = await fetch(`${host.base}/api/batches`, {
+        method: 'POST',
+        body,
+        headers: { 'Content-Type': 'application/x-ndjson', 'Idempotency-Key': key },
+        signal: AbortSignal.timeout(30_000),
+      });
       const text = await res.text();
       if (res.status === 202) {
         ran.batches++;
@@ -67,10 +80,20 @@ async function submit(key: string, txns: ReturnType<typeof generate>): Promise<S
   throw new Error(`batch ${key} was never accepted: ${last}`);
 }
 
-async function statusOf(batchId: string): Promise<{ status: string; chunks: number; chunksDone: number; chunksFailed: number; error?: string } | undefined> {
+async function statusOf(
+  batchId: string,
+): Promise<{ status: string; chunks: number; chunksDone: number; chunksFailed: number; error?: string } | undefined> {
   try {
     const res = await fetch(`${host.base}/api/batches/${batchId}`, { signal: AbortSignal.timeout(10_000) });
-    return res.status === 200 ? ((await res.json()) as { status: string; chunks: number; chunksDone: number; chunksFailed: number; error?: string }) : undefined;
+    return res.status === 200
+      ? ((await res.json()) as {
+          status: string;
+          chunks: number;
+          chunksDone: number;
+          chunksFailed: number;
+          error?: string;
+        })
+      : undefined;
   } catch {
     return undefined; // the host is restarting, or Storage is faulted: ask again
   }
@@ -88,7 +111,11 @@ async function verify(batches: Submitted[], timeoutMs: number): Promise<void> {
     }
     if (pending.size > 0) await new Promise((r) => setTimeout(r, 500));
   }
-  assert.equal(pending.size, 0, `not completed within ${timeoutMs} ms: ${[...pending].join(', ')}\n${host.output().slice(-3000)}`);
+  assert.equal(
+    pending.size,
+    0,
+    `not completed within ${timeoutMs} ms: ${[...pending].join(', ')}\n${host.output().slice(-3000)}`,
+  );
   proxy.clear(); // read the results without faults
   for (const b of batches) {
     const s = await statusOf(b.batchId);
@@ -98,7 +125,11 @@ async function verify(batches: Submitted[], timeoutMs: number): Promise<void> {
     const report = (await res.json()) as { transactions: number; rows: unknown[]; totals: unknown[] };
     const expected = expectedReport(b.txns);
     assert.equal(report.transactions, b.txns.length, `${b.batchId}: transaction count`);
-    assert.deepEqual(report.totals, expected.totals, `${b.batchId}: totals (a chunk counted twice or lost would show here)`);
+    assert.deepEqual(
+      report.totals,
+      expected.totals,
+      `${b.batchId}: totals (a chunk counted twice or lost would show here)`,
+    );
     assert.deepEqual(report.rows, expected.rows, `${b.batchId}: rows`);
   }
 }
@@ -149,7 +180,11 @@ after(async (t) => {
   await proxy?.close();
   await bus?.close();
   await azurite?.stop();
-  assert.equal(code, 0, `the host stopped cleanly at the end\n--- host output ---\n${host?.output().slice(-4000) ?? ''}`);
+  assert.equal(
+    code,
+    0,
+    `the host stopped cleanly at the end\n--- host output ---\n${host?.output().slice(-4000) ?? ''}`,
+  );
 });
 
 describe('chaos', () => {
@@ -160,7 +195,8 @@ describe('chaos', () => {
     proxy.inject('reset', {
       times: 1,
       match: (r) => {
-        const hit = !killed && r.service === 'queue' && r.method === 'POST' && r.path.endsWith(`/${names.resultsQueue}/messages`);
+        const hit =
+          !killed && r.service === 'queue' && r.method === 'POST' && r.path.endsWith(`/${names.resultsQueue}/messages`);
         if (hit) {
           killed = true;
           void host.kill();
@@ -191,11 +227,16 @@ describe('chaos', () => {
   for (const seed of seeds) {
     test(`seed ${seed}: storage faults, Service Bus faults and a host kill, while batches run`, async () => {
       const r = rng(seed);
-      proxy.chaos({ seed, rates: { status503: 0.02, status500: 0.01, reset: 0.01, stall: 0.002, dropAfterApply: 0.01 } });
+      proxy.chaos({
+        seed,
+        rates: { status503: 0.02, status500: 0.01, reset: 0.01, stall: 0.002, dropAfterApply: 0.01 },
+      });
       // Random faults may miss a kind; one scripted fault of each kind per seed makes coverage certain.
       for (const kind of FAULT_KINDS) proxy.inject(kind, { times: 1, skip: Math.floor(r() * 40) });
       const batches = await Promise.all(
-        Array.from({ length: 3 }, (_, i) => submit(`seed-${seed}-${i}-${PREFIX}`, generate(500 + Math.floor(r() * 2500), seed * 100 + i, 60))),
+        Array.from({ length: 3 }, (_, i) =>
+          submit(`seed-${seed}-${i}-${PREFIX}`, generate(500 + Math.floor(r() * 2500), seed * 100 + i, 60)),
+        ),
       );
       // Service Bus trouble at seeded moments while the drains run.
       await new Promise((res) => setTimeout(res, 200 + r() * 800));
@@ -222,8 +263,10 @@ describe('chaos', () => {
   test('the seed list covered every fault kind', () => {
     tally();
     for (const k of FAULT_KINDS) assert.ok((ran.storage[k] ?? 0) >= 1, `storage fault ${k} was injected`);
-    assert.ok(ran.serverBusy > 0 && ran.detaches > 0 && ran.connectionDrops > 0, 'every Service Bus fault switch was used');
+    assert.ok(
+      ran.serverBusy > 0 && ran.detaches > 0 && ran.connectionDrops > 0,
+      'every Service Bus fault switch was used',
+    );
     assert.ok(host.kills >= seeds.length + 1, 'the host was killed mid-drain in every scenario');
   });
 });
-

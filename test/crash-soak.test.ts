@@ -34,7 +34,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const PHASES = ['upload', 'ingest', 'after-202', 'recovery', 'drain', 'aggregate'] as const;
 type Phase = (typeof PHASES)[number];
 
-const custom = process.env.CRASH_SEEDS?.split(',').filter((s) => s.trim() !== '').map(Number);
+const custom = process.env.CRASH_SEEDS?.split(',')
+  .filter((s) => s.trim() !== '')
+  .map(Number);
 const SEEDS = { embedded: custom ?? [1], external: custom ?? [2] };
 const STEPS = Number(process.env.CRASH_STEPS ?? PHASES.length);
 
@@ -46,7 +48,15 @@ const SETTINGS: HostEnv = {
   PUSHDRAIN_STALL_SECONDS: '10',
 };
 
-const totals = { kills: 0, batches: 0, transactions: 0, cutPosts: 0, claimedWhenCut: 0, observed: {} as Record<string, number>, recoveries: [] as number[] };
+const totals = {
+  kills: 0,
+  batches: 0,
+  transactions: 0,
+  cutPosts: 0,
+  claimedWhenCut: 0,
+  observed: {} as Record<string, number>,
+  recoveries: [] as number[],
+};
 const dirs: string[] = [];
 let outside: Azurite | undefined;
 const live = new Set<HostProcess>();
@@ -62,7 +72,9 @@ after(async (t) => {
   const r = [...totals.recoveries].sort((a, b) => a - b);
   const say = 'diagnostic' in t ? (m: string): void => t.diagnostic(m) : (m: string): void => console.log(m);
   say(
-    `crash soak: ${totals.kills} kills (${Object.entries(totals.observed).map(([k, v]) => `${k}=${v}`).join(' ')}), ` +
+    `crash soak: ${totals.kills} kills (${Object.entries(totals.observed)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}), ` +
       `${totals.batches} batches, ${totals.transactions} transactions, ${totals.cutPosts} POSTs cut and sent again (${totals.claimedWhenCut} after their claim); ` +
       `restart to completion: min ${r[0] ?? '-'} ms, median ${r[Math.floor(r.length / 2)] ?? '-'} ms, max ${r.at(-1) ?? '-'} ms over ${r.length} recoveries`,
   );
@@ -81,9 +93,20 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
   const between = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo));
   const storage: HostEnv =
     shape === 'embedded'
-      ? { StorageConnection: undefined, AzureWebJobsStorage: undefined, AZURITE_BLOB_PORT: '0', AZURITE_QUEUE_PORT: '0' }
+      ? {
+          StorageConnection: undefined,
+          AzureWebJobsStorage: undefined,
+          AZURITE_BLOB_PORT: '0',
+          AZURITE_QUEUE_PORT: '0',
+        }
       : { StorageConnection: outside!.connectionString, PUSHDRAIN_NAME_PREFIX: uniquePrefix() };
-  const env: HostEnv = { ...storage, ...SETTINGS, ServiceBusConnection: undefined, SERVICEBUS_PORT: '0', PUSHDRAIN_DATA_DIR: tempDir(`pd-soak-${shape}-${seed}-`) };
+  const env: HostEnv = {
+    ...storage,
+    ...SETTINGS,
+    ServiceBusConnection: undefined,
+    SERVICEBUS_PORT: '0',
+    PUSHDRAIN_DATA_DIR: tempDir(`pd-soak-${shape}-${seed}-`),
+  };
   const host = await startHostProcess(env, 0, 60_000, { processGroup: true });
   live.add(host);
   const batches: SoakBatch[] = [];
@@ -99,7 +122,10 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
     await host.restart();
   };
   const newBatch = (size: number): SoakBatch => {
-    const b = new SoakBatch(`soak-${shape}-${seed}-${batches.length}-${Date.now()}`, generate(size, seed * 1000 + batches.length, 80));
+    const b = new SoakBatch(
+      `soak-${shape}-${seed}-${batches.length}-${Date.now()}`,
+      generate(size, seed * 1000 + batches.length, 80),
+    );
     batches.push(b);
     return b;
   };
@@ -112,7 +138,10 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
   };
   const accept = async (b: SoakBatch): Promise<void> => {
     const res = await b.post(host);
-    assert.ok(!(res instanceof Error) && (await b.take(res)), `${b.key}: accepted while the host is up (${res instanceof Error ? res.message : res.status})`);
+    assert.ok(
+      !(res instanceof Error) && (await b.take(res)),
+      `${b.key}: accepted while the host is up (${res instanceof Error ? res.message : res.status})`,
+    );
   };
 
   try {
@@ -124,7 +153,10 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
           const b = newBatch(between(20_000, 30_000));
           const at = Math.floor(b.body.length * (0.15 + r() * 0.7));
           let killing: Promise<void> | undefined;
-          const res = await b.post(host, slowBody(b.body, (sent) => void (sent >= at && (killing ??= host.kill()))));
+          const res = await b.post(
+            host,
+            slowBody(b.body, (sent) => void (sent >= at && (killing ??= host.kill()))),
+          );
           await crash(killing ? 'upload' : 'upload (too late)', killing);
           await settle(b, res);
           break;
@@ -149,7 +181,9 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
           await accept(b);
           await sleep(between(0, 200));
           const s = b.batchId ? await statusOf(host, b.batchId) : undefined;
-          await crash(s?.status === 'completed' ? 'after completion' : (s?.chunksDone ?? 0) > 0 ? 'aggregate' : 'drain');
+          await crash(
+            s?.status === 'completed' ? 'after completion' : (s?.chunksDone ?? 0) > 0 ? 'aggregate' : 'drain',
+          );
           break;
         }
         case 'aggregate': {
@@ -195,7 +229,11 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
       const report = (await res.json()) as { transactions: number; rows: unknown[]; totals: unknown[] };
       const expected = expectedReport(b.txns);
       assert.equal(report.transactions, b.txns.length, `${b.batchId}: report transactions == submitted`);
-      assert.deepEqual(report.totals, expected.totals, `${b.batchId}: totals (a chunk counted twice or lost would show here)`);
+      assert.deepEqual(
+        report.totals,
+        expected.totals,
+        `${b.batchId}: totals (a chunk counted twice or lost would show here)`,
+      );
       assert.deepEqual(report.rows, expected.rows, `${b.batchId}: rows`);
     }
     assert.equal(await host.stop(), 0, 'the host stopped cleanly at the end');
@@ -227,9 +265,11 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
 // the client up to 30 s of `409 ingest_in_progress`, and the file should stay short in CI.
 describe('crash soak: npm start SIGKILLed as a whole at seeded moments', { concurrency: true }, () => {
   test('embedded Azurite and broker', async (t) => {
-    for (const seed of SEEDS.embedded) await t.test(`seed ${seed}`, async (st) => st.diagnostic(await soak('embedded', seed)));
+    for (const seed of SEEDS.embedded)
+      await t.test(`seed ${seed}`, async (st) => st.diagnostic(await soak('embedded', seed)));
   });
   test('Storage outside the app (its own Azurite), embedded broker', async (t) => {
-    for (const seed of SEEDS.external) await t.test(`seed ${seed}`, async (st) => st.diagnostic(await soak('external', seed)));
+    for (const seed of SEEDS.external)
+      await t.test(`seed ${seed}`, async (st) => st.diagnostic(await soak('external', seed)));
   });
 });

@@ -21,7 +21,8 @@ import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf, submitHe
 const DRAIN = `${TOPIC}/Subscriptions/drain`;
 let stack: LocalStack;
 
-const cli = (args: readonly string[]): ReturnType<typeof runCli> => runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_ADMIN_KEY: 'admin-key-any-works-locally' });
+const cli = (args: readonly string[]): ReturnType<typeof runCli> =>
+  runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_ADMIN_KEY: 'admin-key-any-works-locally' });
 
 async function healthOf(): Promise<{ body: HealthState; text: string }> {
   const res = await fetch(`${stack.host.base}/api/health`); // anonymous: no key
@@ -31,7 +32,11 @@ async function healthOf(): Promise<{ body: HealthState; text: string }> {
 }
 
 before(async () => {
-  stack = await startLocalStack({ PUSHDRAIN_CHUNK_SIZE: '500', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_MAX_IDLE_MS: '1000' });
+  stack = await startLocalStack({
+    PUSHDRAIN_CHUNK_SIZE: '500',
+    PUSHDRAIN_PARTITIONS: '2',
+    PUSHDRAIN_MAX_IDLE_MS: '1000',
+  });
 });
 
 after(async () => {
@@ -62,8 +67,19 @@ describe('dead letters on the local stack', () => {
     assert.equal(sick.body.status, 'degraded');
     assert.equal(sick.body.deadLetters?.total, 2);
     assert.equal(sick.body.deadLetters?.byEntity[DRAIN], 2);
-    assert.ok(!/MaxDelivery|queueName|storageAccount/.test(sick.text), `no reason or body in the anonymous answer: ${sick.text}`);
-    assert.equal((await fetch(`${stack.host.base}/api/batches/${batchId}`, { headers: { 'x-functions-key': LOCAL_KEY } }).then((r) => r.json()) as { status: string }).status, 'accepted', 'the batch waits');
+    assert.ok(
+      !/MaxDelivery|queueName|storageAccount/.test(sick.text),
+      `no reason or body in the anonymous answer: ${sick.text}`,
+    );
+    assert.equal(
+      (
+        (await fetch(`${stack.host.base}/api/batches/${batchId}`, { headers: { 'x-functions-key': LOCAL_KEY } }).then(
+          (r) => r.json(),
+        )) as { status: string }
+      ).status,
+      'accepted',
+      'the batch waits',
+    );
 
     await leases.create(); // the fix
     const one = await cli(['redrive', '--dead-letters', '--max', '1', '--json']);
@@ -76,10 +92,14 @@ describe('dead letters on the local stack', () => {
     assert.match(rest.stdout, /^resubmitted 1 dead letter\(s\) \(work-detected\/Subscriptions\/drain: 1\); 0 kept$/m);
 
     await stack.host.until(`batch ${batchId} completed`, 60_000, async () => {
-      const s = (await (await fetch(`${stack.host.base}/api/batches/${batchId}`, { headers: { 'x-functions-key': LOCAL_KEY } })).json()) as { status: string };
+      const s = (await (
+        await fetch(`${stack.host.base}/api/batches/${batchId}`, { headers: { 'x-functions-key': LOCAL_KEY } })
+      ).json()) as { status: string };
       return s.status === 'completed' ? true : undefined;
     });
-    const report = (await (await fetch(`${stack.host.base}/api/batches/${batchId}/report`, { headers: { 'x-functions-key': LOCAL_KEY } })).json()) as Report;
+    const report = (await (
+      await fetch(`${stack.host.base}/api/batches/${batchId}/report`, { headers: { 'x-functions-key': LOCAL_KEY } })
+    ).json()) as Report;
     assert.deepEqual(report.rows, expectedReport(txns).rows);
     const well = await healthOf();
     assert.equal(well.body.deadLetters?.total, 0, 'the redrive recounted');

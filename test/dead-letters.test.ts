@@ -5,7 +5,7 @@
  * adapter; health through the anonymous route's adapter.
  */
 import assert from 'node:assert/strict';
-import { describe, test,type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
@@ -34,7 +34,10 @@ useStorage();
 const DRAIN = `${TOPIC}/Subscriptions/drain`;
 const AGGREGATE = `${TOPIC}/Subscriptions/aggregate`;
 const SCALE = `${TOPIC}/Subscriptions/scale`;
-const REASON = { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'Message could not be consumed after 10 delivery attempts.' };
+const REASON = {
+  deadLetterReason: 'MaxDeliveryCountExceeded',
+  deadLetterErrorDescription: 'Message could not be consumed after 10 delivery attempts.',
+};
 
 interface Rig {
   bus: BrokerHarness;
@@ -48,7 +51,10 @@ interface Rig {
 async function rig(t: TestContext, env: Record<string, string> = {}): Promise<Rig> {
   const bus = await startTestBroker();
   const time = movableClock();
-  const { app, parts } = composedApp(testSettings({ ServiceBusConnection: bus.broker.connectionString, ...env }), { log: quietLog, clock: time.clock });
+  const { app, parts } = composedApp(testSettings({ ServiceBusConnection: bus.broker.connectionString, ...env }), {
+    log: quietLog,
+    clock: time.clock,
+  });
   t.after(async () => {
     await app.close();
     await bus.close();
@@ -58,7 +64,12 @@ async function rig(t: TestContext, env: Record<string, string> = {}): Promise<Ri
 }
 
 /** Receives everything available on a subscription or queue, up to `count`. */
-async function take(client: ServiceBusClient, entity: string, count: number, timeoutMs = 5000): Promise<ServiceBusReceivedMessage[]> {
+async function take(
+  client: ServiceBusClient,
+  entity: string,
+  count: number,
+  timeoutMs = 5000,
+): Promise<ServiceBusReceivedMessage[]> {
   const [topic, , sub] = entity.split('/');
   const receiver = sub ? client.createReceiver(topic ?? '', sub) : client.createReceiver(entity);
   try {
@@ -71,7 +82,11 @@ async function take(client: ServiceBusClient, entity: string, count: number, tim
 }
 
 /** Receives `count` messages and dead-letters them, as Service Bus does after the max delivery count. */
-async function deadLetter(client: ServiceBusClient, entity: string, count: number): Promise<ServiceBusReceivedMessage[]> {
+async function deadLetter(
+  client: ServiceBusClient,
+  entity: string,
+  count: number,
+): Promise<ServiceBusReceivedMessage[]> {
   const [topic, , sub] = entity.split('/');
   const receiver = sub ? client.createReceiver(topic ?? '', sub) : client.createReceiver(entity);
   try {
@@ -84,7 +99,16 @@ async function deadLetter(client: ServiceBusClient, entity: string, count: numbe
   }
 }
 
-async function send(client: ServiceBusClient, entity: string, messages: { body: unknown; applicationProperties?: Record<string, string | number | boolean>; contentType?: string; messageId?: string }[]): Promise<void> {
+async function send(
+  client: ServiceBusClient,
+  entity: string,
+  messages: {
+    body: unknown;
+    applicationProperties?: Record<string, string | number | boolean>;
+    contentType?: string;
+    messageId?: string;
+  }[],
+): Promise<void> {
   const sender = client.createSender(entity);
   try {
     await sender.sendMessages(messages);
@@ -94,7 +118,15 @@ async function send(client: ServiceBusClient, entity: string, messages: { body: 
 }
 
 async function redriveDeadLetters(app: PushdrainApp, body: unknown): Promise<DeadLetterRedriveResult> {
-  const res = await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+  const res = await postRedrive(
+    app,
+    new HttpRequest({
+      method: 'POST',
+      url: 'http://localhost/api/admin/redrive',
+      body: { string: JSON.stringify(body) },
+    }),
+    context('adminRedrive'),
+  );
   assert.equal(res.status, 200, JSON.stringify(res.jsonBody));
   return res.jsonBody as DeadLetterRedriveResult;
 }
@@ -116,8 +148,15 @@ async function deadLetterCounts(parts: AppParts): Promise<Record<string, number>
 }
 
 /** Plays the drain and aggregate triggers until the batch is finished; returns the drain deliveries. */
-async function serve(client: ServiceBusClient, app: PushdrainApp, batchId: string): Promise<ServiceBusReceivedMessage[]> {
-  const receivers = { drain: client.createReceiver(TOPIC, 'drain'), aggregate: client.createReceiver(TOPIC, 'aggregate') };
+async function serve(
+  client: ServiceBusClient,
+  app: PushdrainApp,
+  batchId: string,
+): Promise<ServiceBusReceivedMessage[]> {
+  const receivers = {
+    drain: client.createReceiver(TOPIC, 'drain'),
+    aggregate: client.createReceiver(TOPIC, 'aggregate'),
+  };
   const seen: ServiceBusReceivedMessage[] = [];
   try {
     await until(`batch ${batchId} finished`, 60_000, async () => {
@@ -152,16 +191,32 @@ describe('Service Bus dead letters: redrive and health', () => {
     const [checkOriginal] = await deadLetter(client, WATCHDOG_QUEUE, 1);
 
     // The inspection above counted 0 dead letters; health recounts once that count is 5 minutes old.
-    assert.equal((health(app).jsonBody as HealthState).deadLetters?.total, 0, "the last count (the inspection's) is fresh: no recount yet");
+    assert.equal(
+      (health(app).jsonBody as HealthState).deadLetters?.total,
+      0,
+      "the last count (the inspection's) is fresh: no recount yet",
+    );
     advance(5 * 60_000);
     const sick = await healthShowing(app, events + 1);
     assert.equal(sick.state.status, 'degraded');
-    assert.deepEqual(sick.state.deadLetters?.byEntity, { [DRAIN]: events, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 });
+    assert.deepEqual(sick.state.deadLetters?.byEntity, {
+      [DRAIN]: events,
+      [AGGREGATE]: 0,
+      [SCALE]: 0,
+      [WATCHDOG_QUEUE]: 1,
+    });
     const text = JSON.stringify(sick.jsonBody);
-    for (const secret of ['MaxDeliveryCount', batchId, 'queueName', 'delivery attempts']) assert.ok(!text.includes(secret), `the anonymous answer holds no ${secret}`);
+    for (const secret of ['MaxDeliveryCount', batchId, 'queueName', 'delivery attempts'])
+      assert.ok(!text.includes(secret), `the anonymous answer holds no ${secret}`);
 
     const result = await redriveDeadLetters(app, { deadLetters: true });
-    assert.deepEqual(result, { deadLetters: true, moved: events + 1, byEntity: { [DRAIN]: events, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 }, kept: [], failed: {} });
+    assert.deepEqual(result, {
+      deadLetters: true,
+      moved: events + 1,
+      byEntity: { [DRAIN]: events, [AGGREGATE]: 0, [SCALE]: 0, [WATCHDOG_QUEUE]: 1 },
+      kept: [],
+      failed: {},
+    });
     const well = health(app).jsonBody as HealthState;
     assert.equal(well.deadLetters?.total, 0, 'the redrive recounted: health is right at once');
     assert.equal(well.status, 'ok');
@@ -169,9 +224,18 @@ describe('Service Bus dead letters: redrive and health', () => {
 
     const delivered = await serve(client, app, batchId);
     // The copies: same bodies and routing properties, without what dead-lettering added.
-    const shape = (m: ServiceBusReceivedMessage): unknown => ({ body: m.body, properties: m.applicationProperties, contentType: m.contentType, subject: m.subject });
+    const shape = (m: ServiceBusReceivedMessage): unknown => ({
+      body: m.body,
+      properties: m.applicationProperties,
+      contentType: m.contentType,
+      subject: m.subject,
+    });
     assert.deepEqual(delivered.slice(0, events).map(shape).sort(byJson), originals.map(shape).sort(byJson));
-    assert.equal((await take(client, SCALE, events, 3000)).length >= events, true, 'a resend to the topic reaches every subscription whose filter matches (scale takes all)');
+    assert.equal(
+      (await take(client, SCALE, events, 3000)).length >= events,
+      true,
+      'a resend to the topic reaches every subscription whose filter matches (scale takes all)',
+    );
     const [again] = await take(client, WATCHDOG_QUEUE, 1);
     assert.deepEqual(again?.body, check);
     assert.equal(again?.messageId, checkOriginal?.messageId);
@@ -190,7 +254,10 @@ describe('Service Bus dead letters: redrive and health', () => {
     ]);
     await deadLetter(client, DRAIN, 4);
     await take(client, SCALE, 4);
-    await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-dead', attempt: 2, settledBefore: 0 }), { body: { v: 2, batchId: 'b-bad' }, messageId: 'bad-check' }]);
+    await send(client, WATCHDOG_QUEUE, [
+      watchdogMessage({ v: 1, batchId: 'b-dead', attempt: 2, settledBefore: 0 }),
+      { body: { v: 2, batchId: 'b-bad' }, messageId: 'bad-check' },
+    ]);
     await deadLetter(client, WATCHDOG_QUEUE, 2);
 
     const first = await redriveDeadLetters(app, { deadLetters: true, max: 2 });
@@ -200,12 +267,18 @@ describe('Service Bus dead letters: redrive and health', () => {
 
     const onlyWatchdog = await redriveDeadLetters(app, { deadLetters: true, entity: WATCHDOG_QUEUE });
     assert.deepEqual(onlyWatchdog.byEntity, { [WATCHDOG_QUEUE]: 1 });
-    assert.deepEqual(onlyWatchdog.kept.map((k) => [k.entity, k.messageId, k.deadLetterReason]), [[WATCHDOG_QUEUE, 'bad-check', 'MaxDeliveryCountExceeded']]);
+    assert.deepEqual(
+      onlyWatchdog.kept.map((k) => [k.entity, k.messageId, k.deadLetterReason]),
+      [[WATCHDOG_QUEUE, 'bad-check', 'MaxDeliveryCountExceeded']],
+    );
     assert.match(onlyWatchdog.kept[0]?.problem ?? '', /v1 check/);
 
     const rest = await redriveDeadLetters(app, { deadLetters: true });
     assert.equal(rest.moved, 1);
-    assert.deepEqual(rest.kept.map((k) => [k.entity, k.messageId]).sort(byJson), [[WATCHDOG_QUEUE, 'bad-check'], [DRAIN, 'garbage']]);
+    assert.deepEqual(rest.kept.map((k) => [k.entity, k.messageId]).sort(byJson), [
+      [WATCHDOG_QUEUE, 'bad-check'],
+      [DRAIN, 'garbage'],
+    ]);
     assert.match(rest.kept.find((k) => k.entity === DRAIN)?.problem ?? '', /not a JSON object/);
     assert.ok(rest.kept.every((k) => /^\d+$/.test(k.sequenceNumber)));
     // Kept, not lost: still dead-lettered, and the next run reports them again.
@@ -213,16 +286,30 @@ describe('Service Bus dead letters: redrive and health', () => {
     const third = await redriveDeadLetters(app, { deadLetters: true });
     assert.equal(third.moved, 0);
     assert.equal(third.kept.length, 2);
-    assert.equal((health(app).jsonBody as HealthState).status, 'degraded', 'what is still dead-lettered keeps health degraded');
+    assert.equal(
+      (health(app).jsonBody as HealthState).status,
+      'degraded',
+      'what is still dead-lettered keeps health degraded',
+    );
 
     const resent = await take(client, DRAIN, 3);
     assert.deepEqual(resent.map((m) => m.messageId).sort(), ['good-1', 'good-2', 'good-3']);
-    assert.deepEqual((await take(client, WATCHDOG_QUEUE, 1)).map((m) => m.messageId), ['b-dead:2']);
+    assert.deepEqual(
+      (await take(client, WATCHDOG_QUEUE, 1)).map((m) => m.messageId),
+      ['b-dead:2'],
+    );
   });
 
   test('a send that fails leaves the dead letters where they were; the next run moves them', async (t) => {
     const { bus, client, app, parts } = await rig(t);
-    await send(client, TOPIC, [toMessage({ storageAccount: 'devstoreaccount1', queueName: parts.names.inputQueue(1), payloadSize: 1, role: 'input' })]);
+    await send(client, TOPIC, [
+      toMessage({
+        storageAccount: 'devstoreaccount1',
+        queueName: parts.names.inputQueue(1),
+        payloadSize: 1,
+        role: 'input',
+      }),
+    ]);
     await deadLetter(client, DRAIN, 1);
     bus.broker.faults.serverBusy(1000);
     const failed = await redriveDeadLetters(app, { deadLetters: true, entity: DRAIN });
@@ -254,7 +341,10 @@ describe('Service Bus dead letters: redrive and health', () => {
     for (let i = 0; i < 50; i++) health(app);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(management(), counted, '100 probes within 5 minutes: no further Service Bus operation');
-    assert.ok(((health(app).jsonBody as HealthState).deadLetters?.ageSeconds ?? 0) >= 240, 'the age of the counts is shown');
+    assert.ok(
+      ((health(app).jsonBody as HealthState).deadLetters?.ageSeconds ?? 0) >= 240,
+      'the age of the counts is shown',
+    );
 
     await redriveDeadLetters(app, { deadLetters: true });
     await take(client, WATCHDOG_QUEUE, 1);
@@ -277,8 +367,14 @@ describe('Service Bus dead letters: redrive and health', () => {
 
   test('the admin body: deadLetters selects Service Bus; poison-only fields, unknown entities and bad max are refused; no Service Bus connection is a clear 400', async () => {
     assert.deepEqual(parseRedrive('{"deadLetters":true}'), { kind: 'deadLetters', request: {} });
-    assert.deepEqual(parseRedrive('{"deadLetters":true,"entity":"batch-watchdog","max":5}'), { kind: 'deadLetters', request: { entity: 'batch-watchdog', max: 5 } });
-    assert.deepEqual(parseRedrive('{"deadLetters":false,"queue":"work-0"}'), { kind: 'poison', request: { queue: 'work-0' } });
+    assert.deepEqual(parseRedrive('{"deadLetters":true,"entity":"batch-watchdog","max":5}'), {
+      kind: 'deadLetters',
+      request: { entity: 'batch-watchdog', max: 5 },
+    });
+    assert.deepEqual(parseRedrive('{"deadLetters":false,"queue":"work-0"}'), {
+      kind: 'poison',
+      request: { queue: 'work-0' },
+    });
     assert.deepEqual(parseRedrive(''), { kind: 'poison', request: {} });
     for (const [body, message] of [
       ['{"deadLetters":true,"queue":"work-0"}', /queue select Storage poison/],
@@ -290,20 +386,48 @@ describe('Service Bus dead letters: redrive and health', () => {
       assert.throws(() => parseRedrive(body), message, body);
     }
     const { app } = await testRuntime();
-    const call = (body: unknown): Promise<HttpResponseInit> => postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+    const call = (body: unknown): Promise<HttpResponseInit> =>
+      postRedrive(
+        app,
+        new HttpRequest({
+          method: 'POST',
+          url: 'http://localhost/api/admin/redrive',
+          body: { string: JSON.stringify(body) },
+        }),
+        context('adminRedrive'),
+      );
     const none = await call({ deadLetters: true });
     assert.equal(none.status, 400);
     assert.match((none.jsonBody as { message: string }).message, /ServiceBusConnection is not configured/);
-    assert.equal((health(app).jsonBody as HealthState).deadLetters, undefined, 'without Service Bus, health has no dead-letter counts');
+    assert.equal(
+      (health(app).jsonBody as HealthState).deadLetters,
+      undefined,
+      'without Service Bus, health has no dead-letter counts',
+    );
   });
 
   test('the admin route refuses an unknown entity and a bad max before touching Service Bus', async (t) => {
     const { bus, app } = await rig(t);
     const before = bus.broker.stats().management ?? 0;
-    for (const body of [{ deadLetters: true, entity: 'work-detected/Subscriptions/nope' }, { deadLetters: true, max: 0 }, { deadLetters: true, max: 100_001 }]) {
-      const res = await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify(body) } }), context('adminRedrive'));
+    for (const body of [
+      { deadLetters: true, entity: 'work-detected/Subscriptions/nope' },
+      { deadLetters: true, max: 0 },
+      { deadLetters: true, max: 100_001 },
+    ]) {
+      const res = await postRedrive(
+        app,
+        new HttpRequest({
+          method: 'POST',
+          url: 'http://localhost/api/admin/redrive',
+          body: { string: JSON.stringify(body) },
+        }),
+        context('adminRedrive'),
+      );
       assert.equal(res.status, 400, JSON.stringify(body));
-      assert.match((res.jsonBody as { message: string }).message, /entity must be one of work-detected\/Subscriptions\/drain, .*batch-watchdog|max must be a whole number/);
+      assert.match(
+        (res.jsonBody as { message: string }).message,
+        /entity must be one of work-detected\/Subscriptions\/drain, .*batch-watchdog|max must be a whole number/,
+      );
     }
     assert.equal(bus.broker.stats().management ?? 0, before);
   });

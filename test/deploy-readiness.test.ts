@@ -14,7 +14,15 @@ import { loadSettings, SECONDARY_CONNECTION, type Settings, TUNING_SPECS } from 
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS } from '../shared/names';
 import { HTTP_CONTRACT, QUEUE_CONTRACT, TIMER_CONTRACT, TOPIC_CONTRACT } from './support/contract';
-import { appSettingsOf, type DeployedSetting, deployedSettings, isDeployTime, leafName, onlyOf, resourcesOf } from './support/infra-snapshot';
+import {
+  appSettingsOf,
+  type DeployedSetting,
+  deployedSettings,
+  isDeployTime,
+  leafName,
+  onlyOf,
+  resourcesOf,
+} from './support/infra-snapshot';
 import { readRepoFile, repoRoot } from './support/repo';
 
 /** The Functions host's own storage connection (timer leases, keys); always needed. */
@@ -50,8 +58,17 @@ function captured(env: Record<string, string> = {}): Captured {
   const known = memo.get(key);
   if (known) return known;
   const script = join(root, 'dist/tools/devstack/host/print-registrations.js');
-  const run = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
-  assert.equal(run.status, 0, `${relative(root, script)} failed (run the build first):\n${run.stderr}${run.error?.message ?? ''}`);
+  const run = spawnSync(process.execPath, [script], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, ...env },
+  });
+  assert.equal(
+    run.status,
+    0,
+    `${relative(root, script)} failed (run the build first):\n${run.stderr}${run.error?.message ?? ''}`,
+  );
   const got = JSON.parse(run.stdout) as Captured;
   memo.set(key, got);
   return got;
@@ -59,7 +76,14 @@ function captured(env: Record<string, string> = {}): Captured {
 
 function registration(name: string): Captured['functions'][number] {
   const found = captured().functions.find((f) => f.name === name);
-  return found ?? assert.fail(`no function ${name} is registered (registered: ${captured().functions.map((f) => f.name).join(', ')})`);
+  return (
+    found ??
+    assert.fail(
+      `no function ${name} is registered (registered: ${captured()
+        .functions.map((f) => f.name)
+        .join(', ')})`,
+    )
+  );
 }
 
 /** Every `%NAME%` app-setting expression in a binding, with the field it is in. */
@@ -67,7 +91,8 @@ function settingExpressions(b: Binding): { field: string; setting: string }[] {
   const found: { field: string; setting: string }[] = [];
   const walk = (value: unknown, field: string): void => {
     if (typeof value === 'string') for (const m of value.matchAll(/%([^%]+)%/g)) found.push({ field, setting: m[1]! });
-    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, field ? `${field}.${k}` : k);
+    else if (value && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) walk(v, field ? `${field}.${k}` : k);
   };
   walk(b, '');
   return found;
@@ -119,7 +144,9 @@ function deployedEnv(): Record<string, string> {
 function recordReads(env: Record<string, string>): string[] {
   const read = new Set<string>();
   try {
-    loadSettings(new Proxy(env, { get: (target, key) => (typeof key === 'string' && read.add(key), target[key as string]) }));
+    loadSettings(
+      new Proxy(env, { get: (target, key) => (typeof key === 'string' && read.add(key), target[key as string]) }),
+    );
   } catch {
     // 'the app accepts the deployed settings at start-up' below reports why.
   }
@@ -129,7 +156,8 @@ function recordReads(env: Record<string, string>): string[] {
 const reads = recordReads(deployedEnv());
 /** Names read with a `__suffix` are connections; the bare name of one holds a connection string (a key). */
 const connectionNames = new Set(reads.filter((k) => k.includes('__')).map((k) => k.split('__')[0]!));
-const suffixesRead = (name: string): string[] => reads.filter((k) => k.startsWith(`${name}__`)).map((k) => k.slice(name.length));
+const suffixesRead = (name: string): string[] =>
+  reads.filter((k) => k.startsWith(`${name}__`)).map((k) => k.slice(name.length));
 /** Settings the Functions platform itself reads; the app never does. */
 const PLATFORM = /^(APPLICATIONINSIGHTS_|FUNCTIONS_|WEBSITE_)/;
 
@@ -150,7 +178,9 @@ const BINDING_SERVICE: Record<string, keyof typeof IDENTITY_FORMS> = {
 /** Which service a connection the code reads is for, from the suffixes it reads. */
 function serviceOfReads(name: string): keyof typeof IDENTITY_FORMS | undefined {
   const suffixes = new Set(suffixesRead(name));
-  const kinds = (Object.keys(IDENTITY_FORMS) as (keyof typeof IDENTITY_FORMS)[]).filter((k) => IDENTITY_FORMS[k].flat().some((s) => suffixes.has(s)));
+  const kinds = (Object.keys(IDENTITY_FORMS) as (keyof typeof IDENTITY_FORMS)[]).filter((k) =>
+    IDENTITY_FORMS[k].flat().some((s) => suffixes.has(s)),
+  );
   return kinds.length === 1 ? kinds[0] : undefined;
 }
 
@@ -158,7 +188,9 @@ function serviceOfReads(name: string): keyof typeof IDENTITY_FORMS | undefined {
 function settingsRead(): Map<string, string> {
   const read = new Map<string, string>();
   for (const k of reads) if (!k.includes('__') && !connectionNames.has(k)) read.set(k, 'loadSettings');
-  for (const f of captured().functions) for (const b of f.bindings) for (const e of settingExpressions(b)) read.set(e.setting, `binding ${f.name}.${e.field}`);
+  for (const f of captured().functions)
+    for (const b of f.bindings)
+      for (const e of settingExpressions(b)) read.set(e.setting, `binding ${f.name}.${e.field}`);
   return read;
 }
 
@@ -169,7 +201,11 @@ function settingsRead(): Map<string, string> {
 void describe('deploy readiness: the registrations the Functions host receives', () => {
   void it('every function name is registered once', () => {
     const names = captured().functions.map((f) => f.name);
-    assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], 'duplicate function names');
+    assert.deepEqual(
+      names.filter((n, i) => names.indexOf(n) !== i),
+      [],
+      'duplicate function names',
+    );
     assert.ok(names.length > 0, 'no function was registered: is package.json main pointing at the build?');
   });
 
@@ -178,7 +214,11 @@ void describe('deploy readiness: the registrations the Functions host receives',
       const t = registration(c.name).trigger;
       assert.equal(t.type, 'httpTrigger', `${c.name} trigger type`);
       assert.equal(t.route, c.route, `${c.name} route`);
-      assert.deepEqual((t.methods as string[] | undefined)?.map((m) => m.toUpperCase()), c.methods, `${c.name} methods`);
+      assert.deepEqual(
+        (t.methods as string[] | undefined)?.map((m) => m.toUpperCase()),
+        c.methods,
+        `${c.name} methods`,
+      );
       assert.equal(t.authLevel, c.authLevel, `${c.name} authLevel`);
     });
   }
@@ -196,7 +236,11 @@ void describe('deploy readiness: the registrations the Functions host receives',
       const t = registration(c.name).trigger;
       assert.equal(t.type, 'serviceBusTrigger', `${c.name} trigger type`);
       assert.equal(t.topicName, c.topic, `${c.name} topic`);
-      assert.equal(t.subscriptionName, c.subscription, `${c.name} subscribes to ${String(t.subscriptionName)}, the contract says ${c.subscription}`);
+      assert.equal(
+        t.subscriptionName,
+        c.subscription,
+        `${c.name} subscribes to ${String(t.subscriptionName)}, the contract says ${c.subscription}`,
+      );
       assert.equal(t.connection, c.connection, `${c.name} connection`);
     });
   }
@@ -211,8 +255,15 @@ void describe('deploy readiness: the registrations the Functions host receives',
   }
 
   void it('every function registered is in the contract (a new function must be added here and to infra)', () => {
-    const known = new Set([...HTTP_CONTRACT, ...TIMER_CONTRACT, ...TOPIC_CONTRACT, ...QUEUE_CONTRACT].map((c) => c.name));
-    assert.deepEqual(captured().functions.map((f) => f.name).filter((n) => !known.has(n)), []);
+    const known = new Set(
+      [...HTTP_CONTRACT, ...TIMER_CONTRACT, ...TOPIC_CONTRACT, ...QUEUE_CONTRACT].map((c) => c.name),
+    );
+    assert.deepEqual(
+      captured()
+        .functions.map((f) => f.name)
+        .filter((n) => !known.has(n)),
+      [],
+    );
   });
 });
 
@@ -222,14 +273,21 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
     for (const f of captured().functions) {
       for (const b of f.bindings.filter((x) => typeof x.connection === 'string')) {
         const service = BINDING_SERVICE[b.type];
-        assert.ok(service, `${f.name}: ${b.type} binding with a connection; teach this test which identity settings it needs`);
+        assert.ok(
+          service,
+          `${f.name}: ${b.type} binding with a connection; teach this test which identity settings it needs`,
+        );
         needed.set(b.connection as string, { service, why: `binding ${f.name}.${b.type}` });
       }
     }
-    for (const name of connectionNames) if (!needed.has(name)) needed.set(name, { service: serviceOfReads(name), why: 'read by the code' });
+    for (const name of connectionNames)
+      if (!needed.has(name)) needed.set(name, { service: serviceOfReads(name), why: 'read by the code' });
     needed.set(HOST_STORAGE, { service: 'storage', why: 'the Functions host' });
     for (const name of ['StorageConnection', 'ServiceBusConnection']) {
-      assert.ok(connectionNames.has(name), `loadSettings should read ${name}__…; it reads connections ${[...connectionNames].join(', ')}`);
+      assert.ok(
+        connectionNames.has(name),
+        `loadSettings should read ${name}__…; it reads connections ${[...connectionNames].join(', ')}`,
+      );
     }
 
     const problems: string[] = [];
@@ -238,15 +296,23 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
         problems.push(`${name} (${why}): cannot tell which service it is for`);
         continue;
       }
-      const set = new Map(deployed.filter((s) => s.key.startsWith(`${name}__`)).map((s) => [s.key.slice(name.length), s]));
+      const set = new Map(
+        deployed.filter((s) => s.key.startsWith(`${name}__`)).map((s) => [s.key.slice(name.length), s]),
+      );
       const optional = OPTIONAL_CONNECTIONS.has(name);
-      const complete = IDENTITY_FORMS[service].some((form) => form.every((suffix) => set.has(suffix) && (optional || !set.get(suffix)!.conditional)));
+      const complete = IDENTITY_FORMS[service].some((form) =>
+        form.every((suffix) => set.has(suffix) && (optional || !set.get(suffix)!.conditional)),
+      );
       if (!complete) {
         const forms = IDENTITY_FORMS[service].map((form) => form.map((s) => name + s).join(' + ')).join(' or ');
-        problems.push(`${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`);
+        problems.push(
+          `${name} (${why}) needs ${forms} on the function app; infra/ sets ${[...set.keys()].map((s) => name + s).join(', ') || 'nothing'}`,
+        );
       }
       const known = new Set([...IDENTITY_FORMS[service].flat(), '__credential', '__clientId', ...suffixesRead(name)]);
-      for (const [suffix, s] of set) if (!known.has(suffix)) problems.push(`${where(s)}: ${name}${suffix} is not a setting the ${service} connection understands`);
+      for (const [suffix, s] of set)
+        if (!known.has(suffix))
+          problems.push(`${where(s)}: ${name}${suffix} is not a setting the ${service} connection understands`);
       // The app runs as a user-assigned identity only: managedidentity without a client id gets no token.
       const credential = set.get('__credential');
       if (credential && evaluate(credential) === 'managedidentity' && !set.has('__clientId')) {
@@ -258,12 +324,20 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
 
   void it('the primary namespace provisions the topics and queues of infra/servicebus-entities.json', () => {
     const json = JSON.parse(readRepoFile(ENTITIES)) as { topics: { name: string }[]; queues: { name: string }[] };
-    assert.deepEqual(resourcesOf('Microsoft.ServiceBus/namespaces/topics').map(leafName), json.topics.map((t) => t.name));
-    assert.deepEqual(resourcesOf('Microsoft.ServiceBus/namespaces/queues').map(leafName), json.queues.map((q) => q.name));
+    assert.deepEqual(
+      resourcesOf('Microsoft.ServiceBus/namespaces/topics').map(leafName),
+      json.topics.map((t) => t.name),
+    );
+    assert.deepEqual(
+      resourcesOf('Microsoft.ServiceBus/namespaces/queues').map(leafName),
+      json.queues.map((q) => q.name),
+    );
   });
 
   void it('every topic and subscription a binding names is in infra/servicebus-entities.json, with the filter the architecture requires', () => {
-    const json = JSON.parse(readRepoFile(ENTITIES)) as { topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null }[] }[] };
+    const json = JSON.parse(readRepoFile(ENTITIES)) as {
+      topics: { name: string; subscriptions: { name: string; filter: Record<string, string> | null }[] }[];
+    };
     const problems: string[] = [];
     let checked = 0;
     for (const f of captured().functions) {
@@ -272,20 +346,28 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
         checked++;
         const topic = json.topics.find((t) => t.name === b.topicName);
         if (!topic) {
-          problems.push(`${f.name}: topic ${b.topicName} is not in ${ENTITIES} (it has ${json.topics.map((t) => t.name).join(', ')})`);
+          problems.push(
+            `${f.name}: topic ${b.topicName} is not in ${ENTITIES} (it has ${json.topics.map((t) => t.name).join(', ')})`,
+          );
           continue;
         }
         if (typeof b.subscriptionName !== 'string') continue; // an output binding sends to the topic itself
         const sub = topic.subscriptions.find((s) => s.name === b.subscriptionName);
         if (!sub) {
           const has = topic.subscriptions.map((s) => s.name).join(', ');
-          problems.push(`${f.name}: subscription ${topic.name}/${b.subscriptionName} is not in ${ENTITIES} (it has ${has})`);
+          problems.push(
+            `${f.name}: subscription ${topic.name}/${b.subscriptionName} is not in ${ENTITIES} (it has ${has})`,
+          );
           continue;
         }
-        const role = TOPIC_CONTRACT.find((c) => c.name === f.name)?.role ?? Object.values(SUBSCRIPTIONS).find((s) => s.name === sub.name)?.role;
+        const role =
+          TOPIC_CONTRACT.find((c) => c.name === f.name)?.role ??
+          Object.values(SUBSCRIPTIONS).find((s) => s.name === sub.name)?.role;
         const expected = role === undefined ? null : { role };
         if (JSON.stringify(sub.filter) !== JSON.stringify(expected)) {
-          problems.push(`${f.name}: subscription ${topic.name}/${sub.name} filter is ${JSON.stringify(sub.filter)}, should be ${JSON.stringify(expected)}`);
+          problems.push(
+            `${f.name}: subscription ${topic.name}/${sub.name} filter is ${JSON.stringify(sub.filter)}, should be ${JSON.stringify(expected)}`,
+          );
         }
       }
     }
@@ -295,9 +377,18 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
 
   void it('every Service Bus queue a binding names is in infra/servicebus-entities.json', () => {
     const json = JSON.parse(readRepoFile(ENTITIES)) as { queues: { name: string }[] };
-    const named = captured().functions.flatMap((f) => f.bindings.filter((b) => typeof b.queueName === 'string' && b.type.startsWith('serviceBus')).map((b) => ({ f: f.name, queue: b.queueName as string })));
+    const named = captured().functions.flatMap((f) =>
+      f.bindings
+        .filter((b) => typeof b.queueName === 'string' && b.type.startsWith('serviceBus'))
+        .map((b) => ({ f: f.name, queue: b.queueName as string })),
+    );
     assert.ok(named.length > 0, 'no binding names a Service Bus queue');
-    assert.deepEqual(named.filter((n) => !json.queues.some((q) => q.name === n.queue)).map((n) => `${n.f}: queue ${n.queue} is not provisioned`), []);
+    assert.deepEqual(
+      named
+        .filter((n) => !json.queues.some((q) => q.name === n.queue))
+        .map((n) => `${n.f}: queue ${n.queue} is not provisioned`),
+      [],
+    );
   });
 
   void it('every %SETTING% in a binding is set on every deployment, with a usable value', () => {
@@ -309,7 +400,8 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
           checked++;
           const s = setting(name);
           if (!s) problems.push(`${f.name}.${field} uses %${name}%, which infra/ does not set on the function app`);
-          else if (s.conditional) problems.push(`${f.name}.${field} uses %${name}%, which only the ${s.variant} variant sets`);
+          else if (s.conditional)
+            problems.push(`${f.name}.${field} uses %${name}%, which only the ${s.variant} variant sets`);
           else if (field === 'schedule') {
             const value = evaluate(s);
             if (value === undefined || value.trim().split(/\s+/).length !== 6) {
@@ -327,22 +419,40 @@ void describe('deploy readiness: infra/ provides what the bindings use', () => {
     const settings = loadSettings(deployedEnv());
     const names = entityNames(settings.namePrefix, settings.tuning.partitions);
     const queues = new Set(resourcesOf('Microsoft.Storage/storageAccounts/queueServices/queues').map(leafName));
-    assert.deepEqual(names.allQueues().filter((q) => !queues.has(q)), [], `queues the app uses (PUSHDRAIN_PARTITIONS ${settings.tuning.partitions}) that are not provisioned`);
+    assert.deepEqual(
+      names.allQueues().filter((q) => !queues.has(q)),
+      [],
+      `queues the app uses (PUSHDRAIN_PARTITIONS ${settings.tuning.partitions}) that are not provisioned`,
+    );
     const containers = new Set(resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers').map(leafName));
-    assert.deepEqual(CONTAINERS.map((k) => names.container(k)).filter((c) => !containers.has(c)), [], 'containers the app uses that are not provisioned');
+    assert.deepEqual(
+      CONTAINERS.map((k) => names.container(k)).filter((c) => !containers.has(c)),
+      [],
+      'containers the app uses that are not provisioned',
+    );
   });
 });
 
 void describe('deploy readiness: every app setting the code reads is set in infra/', () => {
   void it('loadSettings reads settings and identity-based connections (the recording works)', () => {
-    assert.ok(settingsRead().has('PUSHDRAIN_PARTITIONS') && connectionNames.has('StorageConnection'), `recorded: ${reads.join(', ')}`);
-    for (const spec of TUNING_SPECS) assert.ok(reads.includes(spec.setting), `${spec.setting} is in TUNING_SPECS but loadSettings never reads it`);
+    assert.ok(
+      settingsRead().has('PUSHDRAIN_PARTITIONS') && connectionNames.has('StorageConnection'),
+      `recorded: ${reads.join(', ')}`,
+    );
+    for (const spec of TUNING_SPECS)
+      assert.ok(reads.includes(spec.setting), `${spec.setting} is in TUNING_SPECS but loadSettings never reads it`);
   });
 
   void it('infra/ sets no app setting the app does not read (platform settings aside)', () => {
-    const connections = new Set([...connectionNames, HOST_STORAGE, ...captured().functions.flatMap((f) => f.bindings.map((b) => b.connection).filter((c) => typeof c === 'string'))]);
+    const connections = new Set([
+      ...connectionNames,
+      HOST_STORAGE,
+      ...captured().functions.flatMap((f) => f.bindings.map((b) => b.connection).filter((c) => typeof c === 'string')),
+    ]);
     const read = settingsRead();
-    const unread = deployed.filter((s) => !read.has(s.key) && !connections.has(s.key.split('__')[0]!) && !PLATFORM.test(s.key));
+    const unread = deployed.filter(
+      (s) => !read.has(s.key) && !connections.has(s.key.split('__')[0]!) && !PLATFORM.test(s.key),
+    );
     assert.deepEqual(unread.map(where), []);
   });
 
@@ -359,7 +469,11 @@ void describe('deploy readiness: every app setting the code reads is set in infr
   void it('the app accepts the deployed settings at start-up: identity connections, the default tax table, no name prefix', () => {
     const env = deployedEnv();
     const opaque = [...settingsRead().keys()].filter((name) => setting(name) && !(name in env));
-    assert.deepEqual(opaque, [], 'settings whose deployed value is neither a literal nor a param default, so this check cannot see it');
+    assert.deepEqual(
+      opaque,
+      [],
+      'settings whose deployed value is neither a literal nor a param default, so this check cannot see it',
+    );
     let settings: Settings;
     try {
       settings = loadSettings(env);
@@ -367,17 +481,30 @@ void describe('deploy readiness: every app setting the code reads is set in infr
       assert.fail(`loadSettings rejects what infra/ deploys: ${(e as Error).message}`);
     }
     assert.equal(settings.storage.kind, 'identity', 'storage connection kind');
-    assert.equal(settings.storage.setting, 'StorageConnection', 'the app should use StorageConnection, not fall back to AzureWebJobsStorage');
+    assert.equal(
+      settings.storage.setting,
+      'StorageConnection',
+      'the app should use StorageConnection, not fall back to AzureWebJobsStorage',
+    );
     assert.equal(settings.serviceBus?.kind, 'identity', 'ServiceBusConnection kind');
-    assert.deepEqual(settings.taxRates, { ...DEFAULT_TAX_RATES }, 'PUSHDRAIN_TAX_RATES default differs from DEFAULT_TAX_RATES');
+    assert.deepEqual(
+      settings.taxRates,
+      { ...DEFAULT_TAX_RATES },
+      'PUSHDRAIN_TAX_RATES default differs from DEFAULT_TAX_RATES',
+    );
     assert.equal(settings.namePrefix, '', 'provisioned names carry no prefix');
-    for (const spec of TUNING_SPECS) assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
+    for (const spec of TUNING_SPECS)
+      assert.equal(settings.tuning[spec.key], spec.def, `${spec.setting} as deployed by default`);
     assert.equal(settings.scale.mode, 'dry-run', 'the scaling agent only logs until it is switched on');
     assert.equal(settings.scale.plan, 'flex');
     const site = onlyOf('Microsoft.Web/sites');
-    const [, subscriptionId, resourceGroup] = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
+    const [, subscriptionId, resourceGroup] =
+      /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
     assert.deepEqual(settings.scale.site, { subscriptionId, resourceGroup, siteName: site.name });
-    assert.deepEqual(settings.scale.identity, { credential: 'managedidentity', clientId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_CLIENT_ID });
+    assert.deepEqual(settings.scale.identity, {
+      credential: 'managedidentity',
+      clientId: DEPLOY_TIME_SETTINGS.PUSHDRAIN_SCALE_CLIENT_ID,
+    });
   });
 });
 
@@ -400,33 +527,56 @@ void describe('deploy readiness: the local host serves what Azure would', () => 
       };
     });
     // One line per route, so that a difference reads as the route that differs (+ served, - registered).
-    const line = (r: Captured['routes'][number]): string => `${r.functionName}: ${r.methods.join(',')} /${r.template} (authLevel ${r.authLevel})`;
+    const line = (r: Captured['routes'][number]): string =>
+      `${r.functionName}: ${r.methods.join(',')} /${r.template} (authLevel ${r.authLevel})`;
     assert.deepEqual(captured().routes.map(line).sort(), expected.map(line).sort());
     const pairs = captured().routes.flatMap((r) => r.methods.map((m) => `${m} ${r.template.toLowerCase()}`));
-    assert.deepEqual(pairs.filter((p, i) => pairs.indexOf(p) !== i), [], 'two functions serve the same method and route');
+    assert.deepEqual(
+      pairs.filter((p, i) => pairs.indexOf(p) !== i),
+      [],
+      'two functions serve the same method and route',
+    );
   });
 });
 
 void describe('deploy readiness: send availability (a secondary namespace)', () => {
   const count = 3;
-  const withSecondary = { [`${SECONDARY_CONNECTION}__fullyQualifiedNamespace`]: 'sb2-deploycheck.servicebus.windows.net', PUSHDRAIN_BACKLOG_QUEUE_COUNT: String(count) };
+  const withSecondary = {
+    [`${SECONDARY_CONNECTION}__fullyQualifiedNamespace`]: 'sb2-deploycheck.servicebus.windows.net',
+    PUSHDRAIN_BACKLOG_QUEUE_COUNT: String(count),
+  };
 
   void it('without ServiceBusSecondaryConnection no syphon is registered; with it, one Service Bus trigger per backlog queue through that connection', () => {
-    assert.deepEqual(captured().functions.filter((f) => f.name.startsWith('syphon')).map((f) => f.name), []);
+    assert.deepEqual(
+      captured()
+        .functions.filter((f) => f.name.startsWith('syphon'))
+        .map((f) => f.name),
+      [],
+    );
     const syphons = captured(withSecondary).functions.filter((f) => f.name.startsWith('syphon'));
     assert.deepEqual(
       syphons.map((f) => [f.name, f.trigger.type, f.trigger.queueName, f.trigger.connection]),
       backlogQueues(count).map((q) => [`syphon-${q}`, 'serviceBusTrigger', q, SECONDARY_CONNECTION]),
     );
-    const others = captured(withSecondary).functions.filter((f) => !f.name.startsWith('syphon')).map((f) => f.name);
-    assert.deepEqual(others, captured().functions.map((f) => f.name), 'the secondary adds the syphon and changes nothing else');
+    const others = captured(withSecondary)
+      .functions.filter((f) => !f.name.startsWith('syphon'))
+      .map((f) => f.name);
+    assert.deepEqual(
+      others,
+      captured().functions.map((f) => f.name),
+      'the secondary adds the syphon and changes nothing else',
+    );
   });
 
   void it('infra/ provisions the queues the syphon binds: backlog-{i} for i < the PUSHDRAIN_BACKLOG_QUEUE_COUNT the app reads', () => {
     const n = Number(appSettingsOf('secondary').PUSHDRAIN_BACKLOG_QUEUE_COUNT);
     assert.ok(n > 0);
-    const secondary = resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((ns) => ns.name.startsWith('sb2-')) ?? assert.fail('no secondary namespace');
-    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) => q.name.startsWith(`${secondary.name}/`));
+    const secondary =
+      resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((ns) => ns.name.startsWith('sb2-')) ??
+      assert.fail('no secondary namespace');
+    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) =>
+      q.name.startsWith(`${secondary.name}/`),
+    );
     assert.deepEqual(queues.map(leafName), backlogQueues(n));
   });
 
@@ -440,7 +590,10 @@ void describe('deploy readiness: send availability (a secondary namespace)', () 
     }
     const settings = loadSettings(env);
     assert.equal(settings.serviceBusSecondary?.kind, 'identity');
-    assert.equal(settings.serviceBusSecondary?.kind === 'identity' ? settings.serviceBusSecondary.credential : undefined, 'managedidentity');
+    assert.equal(
+      settings.serviceBusSecondary?.kind === 'identity' ? settings.serviceBusSecondary.credential : undefined,
+      'managedidentity',
+    );
     assert.equal(loadSettings(deployedEnv()).serviceBusSecondary, undefined, 'off by default');
   });
 });

@@ -35,7 +35,10 @@ function options(parts: AppParts, budgetMs = 30_000) {
 
 describe('at-least-once delivery', () => {
   test('duplicate input and result messages do not change the report', async () => {
-    const { app, parts, events, observer, raw, observerParts } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '50', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer, raw, observerParts } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '50',
+      PUSHDRAIN_PARTITIONS: '2',
+    });
     const txns = generate(1000, 21, 40);
     const res = await post(app, toNdjson(txns));
     assert.equal(res.status, 202);
@@ -54,7 +57,10 @@ describe('at-least-once delivery', () => {
     await pump(app, events, () => completed(observer, batchId), 60_000);
     const m = (await observerParts.manifests.read(batchId))!.manifest;
     assert.equal(m.state, 'completed');
-    assert.deepEqual(m.done, Array.from({ length: 20 }, (_, i) => i));
+    assert.deepEqual(
+      m.done,
+      Array.from({ length: 20 }, (_, i) => i),
+    );
     const got = (await report(observer, batchId)).jsonBody as Report;
     const expected = expectedReport(txns);
     assert.deepEqual(got.rows, expected.rows);
@@ -72,7 +78,15 @@ describe('at-least-once delivery', () => {
     };
     const continuations: number[] = [];
     const slots = leaseSlots(parts.settings, 1);
-    const first = await new Drain({ queue: q, processor: flaky, slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts) }).run();
+    const first = await new Drain({
+      queue: q,
+      processor: flaky,
+      slots,
+      continuation: (d) => (continuations.push(d), Promise.resolve()),
+      clock: systemClock,
+      log: quietLog,
+      options: options(parts),
+    }).run();
     assert.equal(first.kind, 'drained');
     assert.equal(calls, 1);
     assert.equal(await q.hasVisible(), false, 'invisible while its visibility timeout runs');
@@ -82,7 +96,15 @@ describe('at-least-once delivery', () => {
     await new Promise((r) => setTimeout(r, 1300));
     const peeked = await raw.queue(name).peekMessages();
     assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
-    const second = await new Drain({ queue: q, processor: flaky, slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(parts) }).run();
+    const second = await new Drain({
+      queue: q,
+      processor: flaky,
+      slots,
+      continuation: () => Promise.resolve(),
+      clock: systemClock,
+      log: quietLog,
+      options: options(parts),
+    }).run();
     assert.equal(second.kind, 'drained');
     assert.equal(calls, 2);
     assert.equal(await q.depth(), 0, 'processed and deleted on redelivery');
@@ -119,7 +141,15 @@ describe('drain slots and the lost wake-up', () => {
               forced = true;
               await client.sendMessage('late-work-1');
               await client.sendMessage('late-work-2');
-              const other = await new Drain({ queue: q, processor: proc, slots: real, continuation: (d) => (busyContinuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts) }).run();
+              const other = await new Drain({
+                queue: q,
+                processor: proc,
+                slots: real,
+                continuation: (d) => (busyContinuations.push(d), Promise.resolve()),
+                clock: systemClock,
+                log: quietLog,
+                options: options(parts),
+              }).run();
               secondWakeUp = other.kind;
             }
             await held.release();
@@ -128,12 +158,24 @@ describe('drain slots and the lost wake-up', () => {
       },
     };
     await client.sendMessage('early-work');
-    const outcome = await new Drain({ queue: q, processor: proc, slots: interleaving, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: options(parts) }).run();
+    const outcome = await new Drain({
+      queue: q,
+      processor: proc,
+      slots: interleaving,
+      continuation: () => Promise.resolve(),
+      clock: systemClock,
+      log: quietLog,
+      options: options(parts),
+    }).run();
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
     assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 2, 'the re-check found the late work and drained again');
-    assert.deepEqual(processed, ['early-work', 'late-work-1', 'late-work-2'], 'the late probe took one, the re-check the other');
+    assert.deepEqual(
+      processed,
+      ['early-work', 'late-work-1', 'late-work-2'],
+      'the late probe took one, the re-check the other',
+    );
     assert.equal(await q.depth(), 0, 'nothing left in the queue');
   });
 
@@ -161,7 +203,15 @@ describe('drain slots and the lost wake-up', () => {
     for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
     const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
     const continuations: number[] = [];
-    const outcome = await new Drain({ queue: queueOf(parts, name), processor: slow, slots: leaseSlots(parts.settings, 1), continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: options(parts, 250) }).run();
+    const outcome = await new Drain({
+      queue: queueOf(parts, name),
+      processor: slow,
+      slots: leaseSlots(parts.settings, 1),
+      continuation: (d) => (continuations.push(d), Promise.resolve()),
+      clock: systemClock,
+      log: quietLog,
+      options: options(parts, 250),
+    }).run();
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
     assert.deepEqual(continuations, [0]);

@@ -40,7 +40,15 @@ describe('the probe', () => {
     let outcome;
     const slots = leaseSlots(parts.settings, 2);
     const ops = await metered(app, async () => {
-      outcome = await new Drain({ queue: parts.queues.queue(name), processor: collecting(seen), slots, continuation: (d) => (continuations.push(d), Promise.resolve()), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning) }).run();
+      outcome = await new Drain({
+        queue: parts.queues.queue(name),
+        processor: collecting(seen),
+        slots,
+        continuation: (d) => (continuations.push(d), Promise.resolve()),
+        clock: systemClock,
+        log: quietLog,
+        options: drainOptions(parts.settings.tuning),
+      }).run();
     });
     assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3, 'queue.metadata': 1 }, 'no peek, no empty receives');
@@ -61,7 +69,15 @@ describe('the probe', () => {
     const slots = leaseSlots(parts.settings, 2);
     const slotsBefore = slots.meter.snapshot();
     const ops = await metered(app, async () => {
-      outcome = await new Drain({ queue: parts.queues.queue(name), processor: collecting(seen), slots, continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning) }).run();
+      outcome = await new Drain({
+        queue: parts.queues.queue(name),
+        processor: collecting(seen),
+        slots,
+        continuation: () => Promise.resolve(),
+        clock: systemClock,
+        log: quietLog,
+        options: drainOptions(parts.settings.tuning),
+      }).run();
     });
     const slotOps = meterDelta(slots.meter.snapshot(), slotsBefore);
     assert.equal(seen.length, 5);
@@ -94,7 +110,16 @@ describe('the probe', () => {
         joined = join.join();
       },
     };
-    const outcome = await new Drain({ queue: parts.queues.queue(name), processor: proc, slots: leaseSlots(parts.settings, 2), continuation: () => Promise.resolve(), clock: systemClock, log: quietLog, options: drainOptions(parts.settings.tuning), join }).run();
+    const outcome = await new Drain({
+      queue: parts.queues.queue(name),
+      processor: proc,
+      slots: leaseSlots(parts.settings, 2),
+      continuation: () => Promise.resolve(),
+      clock: systemClock,
+      log: quietLog,
+      options: drainOptions(parts.settings.tuning),
+      join,
+    }).run();
     assert.equal(joined, true, 'the probe accepted the join');
     assert.deepEqual(seen, ['first', 'joined-work'], 'and saw the joined work');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'with a slot');

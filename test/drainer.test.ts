@@ -41,7 +41,8 @@ class MemoryQueue implements DrainQueue {
   onReceive?: (n: number) => void;
   private added = 0;
   add(n: number, dequeueCount = 1): void {
-    for (let i = 0; i < n; i++) this.visible.push({ id: `m${this.added++}`, popReceipt: 'p', dequeueCount, text: '{}' });
+    for (let i = 0; i < n; i++)
+      this.visible.push({ id: `m${this.added++}`, popReceipt: 'p', dequeueCount, text: '{}' });
   }
   receive(max: number): Promise<QueueMessage[]> {
     this.receives++;
@@ -71,7 +72,15 @@ function reset(): Error {
   return Object.assign(new Error('reset'), { code: 'ECONNRESET' });
 }
 
-const OPTS: TaskOptions = { batchSize: 32, visibilityTimeoutSeconds: 30, minIdleMs: 100, maxIdleMs: 5000, maxTasks: 4, maxDequeueCount: 5, deadline: Number.MAX_SAFE_INTEGER };
+const OPTS: TaskOptions = {
+  batchSize: 32,
+  visibilityTimeoutSeconds: 30,
+  minIdleMs: 100,
+  maxIdleMs: 5000,
+  maxTasks: 4,
+  maxDequeueCount: 5,
+  deadline: Number.MAX_SAFE_INTEGER,
+};
 const ok: MessageProcessor = { process: () => Promise.resolve() };
 
 describe('task-count rule', () => {
@@ -87,7 +96,13 @@ describe('task group', () => {
     for (let i = 0; i < 20; i++) {
       const q = new MemoryQueue();
       q.add(3);
-      await new TaskGroup({ queue: q, processor: ok, clock: new FakeClock(), log: quietLog, options: { ...OPTS, signal: shutdown.signal } }).run(2);
+      await new TaskGroup({
+        queue: q,
+        processor: ok,
+        clock: new FakeClock(),
+        log: quietLog,
+        options: { ...OPTS, signal: shutdown.signal },
+      }).run(2);
     }
     // Before the fix each group left one, so a long-running host grew without bound.
     assert.equal(getEventListeners(shutdown.signal, 'abort').length, 0);
@@ -122,7 +137,13 @@ describe('task group', () => {
       if (n === 1 || n === 3) throw reset();
       if (n === 2) q.add(32 + 2); // a full batch: the task goes on
     };
-    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: { ...OPTS, maxTasks: 1 } }).run(1);
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: ok,
+      clock,
+      log: quietLog,
+      options: { ...OPTS, maxTasks: 1 },
+    }).run(1);
     assert.equal(stats.processed, 34);
     assert.equal(q.deleted.length, 34);
     assert.equal(clock.slept[0], 100);
@@ -143,7 +164,13 @@ describe('task group', () => {
     const q = new MemoryQueue();
     q.add(3);
     const failing: MessageProcessor = { process: () => Promise.reject(new Error('boom')) };
-    const stats = await new TaskGroup({ queue: q, processor: failing, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: failing,
+      clock: new FakeClock(),
+      log: quietLog,
+      options: OPTS,
+    }).run(1);
     assert.equal(stats.failed, 3);
     assert.deepEqual(q.deleted, []);
     assert.deepEqual(q.poisoned, []);
@@ -161,7 +188,13 @@ describe('task group', () => {
         return Promise.resolve();
       },
     };
-    const stats = await new TaskGroup({ queue: q, processor: p, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: p,
+      clock: new FakeClock(),
+      log: quietLog,
+      options: OPTS,
+    }).run(1);
     assert.equal(stats.poisoned, 3);
     assert.deepEqual(q.poisoned.map((x) => x.reason).sort(), ['corrupt', 'corrupt', 'dequeued 6 times (max 5)']);
     assert.equal(poisonedIds.length, 3);
@@ -170,8 +203,17 @@ describe('task group', () => {
   test('a failed after-batch hook leaves the batch undeleted', async () => {
     const q = new MemoryQueue();
     q.add(4);
-    const p: MessageProcessor = { process: () => Promise.resolve(), afterBatch: () => Promise.reject(new Error('publish down')) };
-    const stats = await new TaskGroup({ queue: q, processor: p, clock: new FakeClock(), log: quietLog, options: OPTS }).run(1);
+    const p: MessageProcessor = {
+      process: () => Promise.resolve(),
+      afterBatch: () => Promise.reject(new Error('publish down')),
+    };
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: p,
+      clock: new FakeClock(),
+      log: quietLog,
+      options: OPTS,
+    }).run(1);
     assert.deepEqual(q.deleted, []);
     assert.equal(stats.processed, 0);
   });
@@ -181,7 +223,13 @@ describe('task group', () => {
     const q = new MemoryQueue();
     q.add(32 * 10);
     const slow: MessageProcessor = { process: () => clock.sleep(10) }; // each batch advances time
-    const tasks = new TaskGroup({ queue: q, processor: slow, clock, log: quietLog, options: { ...OPTS, maxTasks: 1, deadline: clock.t + 35 } });
+    const tasks = new TaskGroup({
+      queue: q,
+      processor: slow,
+      clock,
+      log: quietLog,
+      options: { ...OPTS, maxTasks: 1, deadline: clock.t + 35 },
+    });
     const stats = await tasks.run(1);
     assert.ok(stats.stoppedByBudget);
     assert.equal(tasks.nudge(), false, 'a group that stopped for its budget takes no joins');
@@ -230,10 +278,17 @@ describe('task group', () => {
     let calls = 0;
     q.receive = () => {
       calls++;
-      if (calls <= 2) return Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' }));
+      if (calls <= 2)
+        return Promise.reject(Object.assign(new Error('throttled'), { statusCode: 503, code: 'ServerBusy' }));
       return calls === 3 ? Promise.reject(reset()) : Promise.resolve([]);
     };
-    const stats = await new TaskGroup({ queue: q, processor: ok, clock, log: quietLog, options: { ...OPTS, maxIdleMs: 60_000 } }).run(1);
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: ok,
+      clock,
+      log: quietLog,
+      options: { ...OPTS, maxIdleMs: 60_000 },
+    }).run(1);
     assert.equal(stats.receiveErrors, 3);
     assert.deepEqual(stats.sleeps.slice(0, 2), [10_000, 10_000], 'ServerBusy waits at least 10 s');
     assert.equal(stats.sleeps[2], 400, 'then the ordinary back-off continues where it stood');
@@ -257,7 +312,13 @@ describe('task group, sized from the depth', () => {
 
   test('an empty receive ends the task at once', async () => {
     const clock = new FakeClock();
-    const stats = await new TaskGroup({ queue: new MemoryQueue(), processor: ok, clock, log: quietLog, options: PUSH }).run(1);
+    const stats = await new TaskGroup({
+      queue: new MemoryQueue(),
+      processor: ok,
+      clock,
+      log: quietLog,
+      options: PUSH,
+    }).run(1);
     assert.deepEqual([stats.receives, stats.emptyReceives, clock.slept.length], [1, 1, 0]);
   });
 
@@ -275,7 +336,13 @@ describe('task group, sized from the depth', () => {
         return Promise.resolve();
       },
     };
-    const tasks: TaskGroup = new TaskGroup({ queue: q, processor: joining, clock: new FakeClock(), log: quietLog, options: PUSH });
+    const tasks: TaskGroup = new TaskGroup({
+      queue: q,
+      processor: joining,
+      clock: new FakeClock(),
+      log: quietLog,
+      options: PUSH,
+    });
     const stats = await tasks.run(1);
     assert.equal(joined, true);
     assert.equal(stats.processed, 2, 'the joined work was taken');
@@ -296,10 +363,15 @@ describe('task group, sized from the depth', () => {
   test('the first full receive reads the depth once and sizes the group from it', async () => {
     const q = new MemoryQueue();
     q.add(32 * 12);
-    const stats = await new TaskGroup({ queue: q, processor: ok, clock: new FakeClock(), log: quietLog, options: PUSH }).run(1);
+    const stats = await new TaskGroup({
+      queue: q,
+      processor: ok,
+      clock: new FakeClock(),
+      log: quietLog,
+      options: PUSH,
+    }).run(1);
     assert.equal(stats.processed, 32 * 12);
     assert.equal(q.depthReads, 1);
     assert.equal(stats.peakTasks, 4, '352 queued after the first receive: ceil(352 / 64) = 6, capped at 4');
   });
 });
-

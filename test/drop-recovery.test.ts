@@ -60,7 +60,11 @@ describe('a broker that drops every message', () => {
     const batches = [generate(1_500, 1101, 40), generate(900, 1102, 25), generate(2_400, 1103, 60)];
     const accepted = await Promise.all(
       batches.map(async (txns) => {
-        const res = await fetch(`${h.base}/api/batches`, { method: 'POST', body: toNdjson(txns), headers: { 'Content-Type': 'application/x-ndjson' } });
+        const res = await fetch(`${h.base}/api/batches`, {
+          method: 'POST',
+          body: toNdjson(txns),
+          headers: { 'Content-Type': 'application/x-ndjson' },
+        });
         assert.equal(res.status, 202, await res.clone().text());
         return { batchId: ((await res.json()) as { batchId: string }).batchId, txns, acceptedAt: Date.now() };
       }),
@@ -83,13 +87,21 @@ describe('a broker that drops every message', () => {
 
     const stats = bus.broker.stats();
     assert.ok(stats.dropped > 0, 'the app did publish: events and checks were sent and dropped');
-    assert.equal(stats.messagesIn, stats.dropped, 'every message the broker got was dropped: nothing from Service Bus drove the batches');
+    assert.equal(
+      stats.messagesIn,
+      stats.dropped,
+      'every message the broker got was dropped: nothing from Service Bus drove the batches',
+    );
     assert.equal(stats.deliver, 0, 'the broker delivered nothing');
     for (const b of accepted) {
       const s = await statusOf(h, b.batchId);
       assert.equal(s.chunksDone, s.chunks, 'every chunk counted');
       assert.equal(s.chunksFailed, 0);
-      const report = (await (await fetch(`${h.base}/api/batches/${b.batchId}/report`)).json()) as { transactions: number; rows: unknown[]; totals: unknown[] };
+      const report = (await (await fetch(`${h.base}/api/batches/${b.batchId}/report`)).json()) as {
+        transactions: number;
+        rows: unknown[];
+        totals: unknown[];
+      };
       const expected = expectedReport(b.txns);
       assert.equal(report.transactions, b.txns.length);
       assert.deepEqual(report.totals, expected.totals, 'a chunk counted twice or lost would show here');
@@ -98,8 +110,16 @@ describe('a broker that drops every message', () => {
     const times = [...latency.values()].sort((a, b) => a - b);
     // Only a generous bound (a loaded machine must not fail it); the figure itself is the diagnostic.
     const bound = (SWEEP_SECONDS + STALL_SECONDS) * 1000 + 45_000;
-    assert.ok(times.every((ms) => ms < bound), `each batch completed within ${bound} ms: ${times.join(', ')}`);
-    for (const b of accepted) assert.match(h.output(), new RegExp(`batch ${b.batchId}: no progress for \\d+ s; recovery woke its queues`), 'the sweep repaired it');
+    assert.ok(
+      times.every((ms) => ms < bound),
+      `each batch completed within ${bound} ms: ${times.join(', ')}`,
+    );
+    for (const b of accepted)
+      assert.match(
+        h.output(),
+        new RegExp(`batch ${b.batchId}: no progress for \\d+ s; recovery woke its queues`),
+        'the sweep repaired it',
+      );
     t.diagnostic(
       `202 to completed with every message dropped: ${times.map((ms) => `${ms} ms`).join(', ')} ` +
         `(sweep every ${SWEEP_SECONDS} s + stall threshold ${STALL_SECONDS} s = ${SWEEP_SECONDS + STALL_SECONDS} s, plus the work itself); ` +

@@ -34,10 +34,20 @@ async function meter(): Promise<MeterSnapshot> {
   return (await hostHealth()).storageTransactions;
 }
 
-const queueOps = (m: MeterSnapshot): number => Object.entries(m).filter(([k]) => k.startsWith('queue.')).reduce((a, [, v]) => a + v, 0);
+const queueOps = (m: MeterSnapshot): number =>
+  Object.entries(m)
+    .filter(([k]) => k.startsWith('queue.'))
+    .reduce((a, [, v]) => a + v, 0);
 
-async function submit(body: Buffer, headers: Record<string, string> = {}): Promise<{ batchId: string; chunks: number }> {
-  const res = await fetch(`${base}/api/batches`, { method: 'POST', body, headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': 'any-key-works-locally', ...headers } });
+async function submit(
+  body: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ batchId: string; chunks: number }> {
+  const res = await fetch(`${base}/api/batches`, {
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': 'any-key-works-locally', ...headers },
+  });
   assert.equal(res.status, 202, await res.clone().text());
   assert.match(res.headers.get('location') ?? '', /^\/api\/batches\/[a-z0-9-]+$/);
   return (await res.json()) as { batchId: string; chunks: number };
@@ -93,7 +103,8 @@ describe('end to end over HTTP and Service Bus', () => {
     const queues = QueueServiceClient.fromConnectionString(azurite.connectionString);
     const depth = async (): Promise<number> => {
       let n = 0;
-      for (const q of names.inputQueues()) n += (await queues.getQueueClient(q).getProperties()).approximateMessagesCount ?? 0;
+      for (const q of names.inputQueues())
+        n += (await queues.getQueueClient(q).getProperties()).approximateMessagesCount ?? 0;
       return n;
     };
     assert.equal(await depth(), 3, 'the pointers are queued');
@@ -128,7 +139,10 @@ describe('end to end over HTTP and Service Bus', () => {
     const batches = [generate(3000, 201, 80), generate(2500, 202, 80), generate(1, 203, 1)];
     const submitted = await Promise.all([
       submit(toNdjson(batches[0]!)),
-      submit(gzipSync(Buffer.from(JSON.stringify(batches[1]))), { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }),
+      submit(gzipSync(Buffer.from(JSON.stringify(batches[1]))), {
+        'Content-Type': 'application/json',
+        'Content-Encoding': 'gzip',
+      }),
       submit(toNdjson(batches[2]!), { 'Idempotency-Key': `e2e-${PREFIX}` }),
     ]);
     await Promise.all(submitted.map((s) => waitCompleted(s.batchId)));
@@ -163,6 +177,8 @@ describe('end to end over HTTP and Service Bus', () => {
     assert.equal((m1.total ?? 0) - (m0.total ?? 0), 0, 'zero storage transactions of any kind');
     assert.equal((b1.send ?? 0) - (b0.send ?? 0), 0, 'no Service Bus sends while idle');
     assert.equal((b1.deliver ?? 0) - (b0.deliver ?? 0), 0, 'no Service Bus deliveries while idle');
-    t.diagnostic(`3 batches (5,501 transactions) completed ${elapsed} ms after the first POST; idle ${windowMs} ms: 0 storage, 0 Service Bus operations`);
+    t.diagnostic(
+      `3 batches (5,501 transactions) completed ${elapsed} ms after the first POST; idle ${windowMs} ms: 0 storage, 0 Service Bus operations`,
+    );
   });
 });

@@ -23,7 +23,9 @@ after(async () => {
 });
 
 test('ServerBusy: a wait of at least 10 s before the retry, and no failover (interval 0)', async (t) => {
-  const { app, parts } = composedApp(testSettings(pair.env({ failoverIntervalMs: 0, pingIntervalMs: 200 })), { log: quietLog });
+  const { app, parts } = composedApp(testSettings(pair.env({ failoverIntervalMs: 0, pingIntervalMs: 200 })), {
+    log: quietLog,
+  });
   try {
     await app.ready();
     const queue = parts.names.inputQueue(0);

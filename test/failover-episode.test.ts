@@ -46,7 +46,9 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
     if (v !== undefined) return v;
     await pause(100);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-4000)}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-4000)}`,
+  );
 }
 
 /** The primary's entities as infra/ provisions them, plus audit copies of the drain and aggregate subscriptions. */
@@ -55,7 +57,10 @@ function primaryEntities(): ReturnType<typeof loadEntitiesConfig> {
   for (const topic of config.topics ?? []) {
     if (topic.name !== TOPIC) continue;
     const copy = (name: string, as: string) => ({ ...topic.subscriptions.find((s) => s.name === name)!, name: as });
-    topic.subscriptions.push(copy(SUBSCRIPTIONS.drain.name, AUDIT.input), copy(SUBSCRIPTIONS.aggregate.name, AUDIT.output));
+    topic.subscriptions.push(
+      copy(SUBSCRIPTIONS.drain.name, AUDIT.input),
+      copy(SUBSCRIPTIONS.aggregate.name, AUDIT.output),
+    );
   }
   return config;
 }
@@ -83,7 +88,8 @@ after(async () => {
 async function health(): Promise<{ status: string; serviceBus?: PublisherHealth }> {
   return (await (await fetch(`${host.base}/api/health`)).json()) as { status: string; serviceBus?: PublisherHealth };
 }
-const stateOf = async (entity: string): Promise<string | undefined> => (await health()).serviceBus?.entities[entity]?.state;
+const stateOf = async (entity: string): Promise<string | undefined> =>
+  (await health()).serviceBus?.entities[entity]?.state;
 
 interface Submitted {
   batchId: string;
@@ -92,7 +98,11 @@ interface Submitted {
 
 async function submit(seed: number, count: number): Promise<Submitted> {
   const txns = generate(count, seed, 40);
-  const res = await fetch(`${host.base}/api/batches`, { method: 'POST', body: toNdjson(txns), headers: { 'Content-Type': 'application/x-ndjson' } });
+  const res = await fetch(`${host.base}/api/batches`, {
+    method: 'POST',
+    body: toNdjson(txns),
+    headers: { 'Content-Type': 'application/x-ndjson' },
+  });
   assert.equal(res.status, 202, `ingest answers 202 (${await res.clone().text()})`);
   return { batchId: ((await res.json()) as { batchId: string }).batchId, txns };
 }
@@ -103,7 +113,11 @@ async function completedWithExactReport(b: Submitted): Promise<void> {
     assert.notEqual(s.status, 'failed', `batch ${b.batchId} failed`);
     return s.status === 'completed' ? true : undefined;
   });
-  const report = (await (await fetch(`${host.base}/api/batches/${b.batchId}/report`)).json()) as { rows: unknown[]; totals: unknown[]; transactions: number };
+  const report = (await (await fetch(`${host.base}/api/batches/${b.batchId}/report`)).json()) as {
+    rows: unknown[];
+    totals: unknown[];
+    transactions: number;
+  };
   const expected = expectedReport(b.txns);
   assert.equal(report.transactions, b.txns.length);
   assert.deepEqual(report.rows, expected.rows);
@@ -115,7 +129,8 @@ const secondaryIn = (): number => pair.secondary.broker.stats().messagesIn;
 /** `[ISO] watchdog: watchdog <batchId> #1: …` lines of the host, by batch. */
 function watchdogRuns(): Map<string, number> {
   const runs = new Map<string, number>();
-  for (const m of host.output().matchAll(/^\[([^\]]+)\] watchdog: watchdog (\S+) #1:/gm)) if (!runs.has(m[2]!)) runs.set(m[2]!, Date.parse(m[1]!));
+  for (const m of host.output().matchAll(/^\[([^\]]+)\] watchdog: watchdog (\S+) #1:/gm))
+    if (!runs.has(m[2]!)) runs.set(m[2]!, Date.parse(m[1]!));
   return runs;
 }
 
@@ -141,15 +156,24 @@ test('batches across a whole outage episode complete with exact reports; the bac
   const c = await submit(3, 800);
   await pause(INTERVAL_MS + 100);
   const d = await submit(4, 500);
-  const firstInBacklog = await until('the first backlog message', 10_000, () => Promise.resolve(secondaryIn() > 0 ? Date.now() : undefined));
-  await until('work-detected failed over', 20_000, async () => ((await stateOf(TOPIC)) === 'failedOver' ? true : undefined));
+  const firstInBacklog = await until('the first backlog message', 10_000, () =>
+    Promise.resolve(secondaryIn() > 0 ? Date.now() : undefined),
+  );
+  await until('work-detected failed over', 20_000, async () =>
+    (await stateOf(TOPIC)) === 'failedOver' ? true : undefined,
+  );
   const f = await submit(5, 600);
   // F's wake-ups go to the backlog at once; its watchdog check follows once batch-watchdog has
   // failed over too (directly, or when the sweep re-sends F's pending notification). C's and D's
   // may never be parked: a drain still running when the outage began can finish them first.
   const parked = await until("F's watchdog check in the backlog", 20_000, async () => {
     const all = [...(await pair.backlog()).values()].flat();
-    return all.some((m) => m.applicationProperties?.[BACKLOG_PROPERTY.destination] === WATCHDOG_QUEUE && m.messageId === `${f.batchId}:1`) ? all : undefined;
+    return all.some(
+      (m) =>
+        m.applicationProperties?.[BACKLOG_PROPERTY.destination] === WATCHDOG_QUEUE && m.messageId === `${f.batchId}:1`,
+    )
+      ? all
+      : undefined;
   });
   assert.equal(await stateOf(WATCHDOG_QUEUE), 'failedOver');
   const during = await health();
@@ -159,19 +183,29 @@ test('batches across a whole outage episode complete with exact reports; the bac
     assert.equal(m.applicationProperties?.role, body.role, 'routing properties travel with each event');
     assert.equal(m.applicationProperties?.queueName, body.queueName);
   }
-  await until('the syphon to abandon while the primary is down', 10_000, () => Promise.resolve(pair.secondary.broker.stats().abandon > 0 ? true : undefined));
+  await until('the syphon to abandon while the primary is down', 10_000, () =>
+    Promise.resolve(pair.secondary.broker.stats().abandon > 0 ? true : undefined),
+  );
   assert.equal(pair.secondary.broker.stats().complete, 0, 'nothing is completed before the primary accepted it');
 
   // 4. Recovery: the ping brings sends back; the syphon drains the backlog to zero.
   const scheduledBefore = pair.primary.broker.stats()['management:schedule-message'] ?? 0;
   pair.primary.broker.faults.outage(false);
   const recovered = Date.now();
-  await until('both entities back on the primary', 20_000, async () => ((await stateOf(TOPIC)) === 'healthy' && (await stateOf(WATCHDOG_QUEUE)) === 'healthy' ? true : undefined));
+  await until('both entities back on the primary', 20_000, async () =>
+    (await stateOf(TOPIC)) === 'healthy' && (await stateOf(WATCHDOG_QUEUE)) === 'healthy' ? true : undefined,
+  );
   const returnedMs = Date.now() - recovered;
   const moved = pair.secondary.broker.stats().messagesIn;
-  await until('the backlog drained to zero', 30_000, async () => ([...(await pair.backlog()).values()].every((q) => q.length === 0) ? true : undefined));
+  await until('the backlog drained to zero', 30_000, async () =>
+    [...(await pair.backlog()).values()].every((q) => q.length === 0) ? true : undefined,
+  );
   const drainedMs = Date.now() - recovered;
-  assert.equal(pair.secondary.broker.stats().complete, moved, 'every backlog message was completed once, after the primary took it');
+  assert.equal(
+    pair.secondary.broker.stats().complete,
+    moved,
+    'every backlog message was completed once, after the primary took it',
+  );
 
   const inBefore = secondaryIn();
   const e = await submit(6, 500);
@@ -180,7 +214,8 @@ test('batches across a whole outage episode complete with exact reports; the bac
 
   // 5. The filters routed every restored event that is due: drain copies only input, aggregate copies only output.
   const events = parked.filter((m) => m.applicationProperties?.[BACKLOG_PROPERTY.destination] === TOPIC);
-  const dueAt = (m: ServiceBusReceivedMessage): number => Date.parse(String(m.applicationProperties?.[BACKLOG_PROPERTY.scheduledEnqueueTime] ?? '1970-01-01T00:00:00Z'));
+  const dueAt = (m: ServiceBusReceivedMessage): number =>
+    Date.parse(String(m.applicationProperties?.[BACKLOG_PROPERTY.scheduledEnqueueTime] ?? '1970-01-01T00:00:00Z'));
   const auditAt = Date.now();
   // A continuation can be due a minute from now (a drain that found every slot held): it is scheduled on the primary.
   const due = new Set(events.filter((m) => dueAt(m) <= auditAt - 200).map((m) => String(m.messageId)));
@@ -200,7 +235,10 @@ test('batches across a whole outage episode complete with exact reports; the bac
     }
   };
   const [inputs, outputs] = [await audit('input'), await audit('output')];
-  for (const [role, got] of [['input', inputs], ['output', outputs]] as const) {
+  for (const [role, got] of [
+    ['input', inputs],
+    ['output', outputs],
+  ] as const) {
     assert.ok(got.length > 0, `${role} events reached their subscription`);
     for (const m of got) {
       assert.equal((m.body as { role: string }).role, role, `only ${role} events in the ${role} subscription`);
@@ -209,39 +247,68 @@ test('batches across a whole outage episode complete with exact reports; the bac
   }
   const routed = new Set([...inputs, ...outputs].map((m) => String(m.messageId)));
   assert.ok(due.size > 0, 'parked events are due by now');
-  assert.deepEqual([...due].filter((id) => !routed.has(id)), [], 'every restored event that is due reached the subscription its role selects');
+  assert.deepEqual(
+    [...due].filter((id) => !routed.has(id)),
+    [],
+    'every restored event that is due reached the subscription its role selects',
+  );
 
   // 6. Watchdog checks that waited in the backlog were restored as scheduled messages and fire at their original time.
-  const checks = [...host.output().matchAll(/syphon-backlog-\d+: backlog message (\S+) restored to batch-watchdog, scheduled for (\S+)/g)].map((m) => ({
+  const checks = [
+    ...host
+      .output()
+      .matchAll(/syphon-backlog-\d+: backlog message (\S+) restored to batch-watchdog, scheduled for (\S+)/g),
+  ].map((m) => ({
     batchId: m[1]!.split(':')[0]!,
     at: Date.parse(m[2]!),
   }));
-  assert.ok(checks.some((ch) => ch.batchId === f.batchId), `F's check was restored as a scheduled message:\n${host.output().slice(-3000)}`);
+  assert.ok(
+    checks.some((ch) => ch.batchId === f.batchId),
+    `F's check was restored as a scheduled message:\n${host.output().slice(-3000)}`,
+  );
   const scheduled = (pair.primary.broker.stats()['management:schedule-message'] ?? 0) - scheduledBefore;
-  assert.ok(scheduled >= checks.length + ahead, `the syphon scheduled what was still ahead (${checks.length} checks, ${ahead} continuations; ${scheduled} schedules)`);
+  assert.ok(
+    scheduled >= checks.length + ahead,
+    `the syphon scheduled what was still ahead (${checks.length} checks, ${ahead} continuations; ${scheduled} schedules)`,
+  );
   const runs = await until('the restored watchdog checks to fire', 90_000, () => {
     const r = watchdogRuns();
     return Promise.resolve(checks.every((ch) => r.has(ch.batchId)) ? r : undefined);
   });
   const lateness = checks.map((ch) => runs.get(ch.batchId)! - ch.at);
   // The host log has millisecond timestamps; a check never fires before its time.
-  for (const [i, late] of lateness.entries()) assert.ok(late >= -5, `check of ${checks[i]!.batchId} fired ${-late} ms before its time`);
+  for (const [i, late] of lateness.entries())
+    assert.ok(late >= -5, `check of ${checks[i]!.batchId} fired ${-late} ms before its time`);
 
   // 7. A malformed backlog message is set aside with its reason and completed; the backlog stays at zero.
   const sender = pair.secondary.client().createSender(pair.backlogQueues[0]!);
-  await sender.sendMessages({ body: { hello: 'world' }, messageId: 'malformed-1', applicationProperties: { [BACKLOG_PROPERTY.destination]: TOPIC, [BACKLOG_PROPERTY.timeToLive]: 60_000 } });
+  await sender.sendMessages({
+    body: { hello: 'world' },
+    messageId: 'malformed-1',
+    applicationProperties: { [BACKLOG_PROPERTY.destination]: TOPIC, [BACKLOG_PROPERTY.timeToLive]: 60_000 },
+  });
   await sender.close();
-  const blobs = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(`${PREFIX}rejected`);
+  const blobs = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(
+    `${PREFIX}rejected`,
+  );
   const record = await until('the malformed message set aside', 20_000, async () => {
     const blob = blobs.getBlobClient('backlog/malformed-1.json');
-    return (await blob.exists()) ? (JSON.parse((await blob.downloadToBuffer()).toString('utf8')) as { reason: string; body: unknown }) : undefined;
+    return (await blob.exists())
+      ? (JSON.parse((await blob.downloadToBuffer()).toString('utf8')) as { reason: string; body: unknown })
+      : undefined;
   });
   assert.match(record.reason, /not a WorkDetected event/);
   assert.deepEqual(record.body, { hello: 'world' });
-  await until('the backlog at zero again', 10_000, async () => ([...(await pair.backlog()).values()].every((q) => q.length === 0) ? true : undefined));
+  await until('the backlog at zero again', 10_000, async () =>
+    [...(await pair.backlog()).values()].every((q) => q.length === 0) ? true : undefined,
+  );
 
-  t.diagnostic(`failover: first event in the backlog ${firstInBacklog - outageStarted} ms after the outage began (interval ${INTERVAL_MS} ms)`);
+  t.diagnostic(
+    `failover: first event in the backlog ${firstInBacklog - outageStarted} ms after the outage began (interval ${INTERVAL_MS} ms)`,
+  );
   t.diagnostic(`return: both entities back on the primary ${returnedMs} ms after it recovered (ping ${PING_MS} ms)`);
   t.diagnostic(`syphon: ${moved} backlog messages drained ${drainedMs} ms after the primary recovered`);
-  t.diagnostic(`watchdog checks restored as scheduled messages fired ${lateness.map((l) => `${l} ms`).join(', ')} after their original time`);
+  t.diagnostic(
+    `watchdog checks restored as scheduled messages fired ${lateness.map((l) => `${l} ms`).join(', ')} after their original time`,
+  );
 });

@@ -23,7 +23,13 @@ import { failoverClass, retryDecision, SERVER_BUSY_WAIT_MS } from '../shared/ret
 import { FakeChannel, flush, ManualClock, sbError, spent } from './support/failover-fakes';
 import { quietLog } from './support/storage';
 
-const EVENT: WorkDetected = { storageAccount: 'acct', queueName: 'work-1', payloadSize: 10, role: 'input', batchId: 'b1' };
+const EVENT: WorkDetected = {
+  storageAccount: 'acct',
+  queueName: 'work-1',
+  payloadSize: 10,
+  role: 'input',
+  batchId: 'b1',
+};
 const INTERVAL = 60_000;
 const PING = 10_000;
 
@@ -43,33 +49,53 @@ function paired(options: { interval?: number; queues?: string[]; randoms?: numbe
   return { clock, primary, secondary, publisher };
 }
 
-const outage = (): Error => spent(sbError('ServiceTimeout'), sbError('GeneralError', 'ECONNRESET: connect ECONNRESET 127.0.0.1:5672'));
+const outage = (): Error =>
+  spent(sbError('ServiceTimeout'), sbError('GeneralError', 'ECONNRESET: connect ECONNRESET 127.0.0.1:5672'));
 
 describe('the failover table (shared/retry/transient.ts)', () => {
   test('timeouts, communication problems, socket errors and quota exceeded fail over; ServerBusy waits; misconfiguration never fails over', () => {
-    for (const code of ['ServiceTimeout', 'ServiceCommunicationProblem', 'GeneralError', 'QuotaExceeded', 'ECONNREFUSED', 'ETIMEDOUT']) {
+    for (const code of [
+      'ServiceTimeout',
+      'ServiceCommunicationProblem',
+      'GeneralError',
+      'QuotaExceeded',
+      'ECONNREFUSED',
+      'ETIMEDOUT',
+    ]) {
       assert.equal(failoverClass(sbError(code)), 'outage', code);
     }
     assert.equal(failoverClass(Object.assign(new Error('aborted'), { name: 'AbortError' })), 'outage');
     assert.equal(failoverClass(sbError('ServiceBusy')), 'busy');
-    for (const code of ['UnauthorizedAccess', 'MessagingEntityNotFound', 'MessagingEntityDisabled', 'MessageSizeExceeded']) {
+    for (const code of [
+      'UnauthorizedAccess',
+      'MessagingEntityNotFound',
+      'MessagingEntityDisabled',
+      'MessageSizeExceeded',
+    ]) {
       assert.equal(failoverClass(sbError(code)), 'permanent', code);
     }
     assert.equal(failoverClass(new TypeError('a bug')), 'permanent', 'a bug does not heal elsewhere');
-    assert.equal(failoverClass(new Error('Failed to connect')), 'outage', "the AMQP layer's code-less errors are communication problems");
+    assert.equal(
+      failoverClass(new Error('Failed to connect')),
+      'outage',
+      "the AMQP layer's code-less errors are communication problems",
+    );
   });
 
-  test('the SDK\'s AggregateError of spent retries: a misconfiguration in any attempt wins, then throttling, then an outage', () => {
+  test("the SDK's AggregateError of spent retries: a misconfiguration in any attempt wins, then throttling, then an outage", () => {
     assert.equal(failoverClass(outage()), 'outage');
     assert.equal(failoverClass(spent(sbError('ServiceTimeout'), sbError('UnauthorizedAccess'))), 'permanent');
     assert.equal(failoverClass(spent(sbError('ServiceTimeout'), sbError('ServiceBusy'))), 'busy');
     // The retry decision reads the same attempts: ServerBusy behind an AggregateError still waits 10 s.
-    assert.deepEqual(retryDecision(spent(sbError('ServiceBusy'), sbError('ServiceBusy'))), { retry: true, waitMs: SERVER_BUSY_WAIT_MS });
+    assert.deepEqual(retryDecision(spent(sbError('ServiceBusy'), sbError('ServiceBusy'))), {
+      retry: true,
+      waitMs: SERVER_BUSY_WAIT_MS,
+    });
     assert.deepEqual(retryDecision(spent(sbError('ServiceBusy'), sbError('UnauthorizedAccess'))), { retry: false });
   });
 });
 
-describe('one entity\'s states (EntityFailover)', () => {
+describe("one entity's states (EntityFailover)", () => {
   test('healthy → suspect on the first outage; failed over only once the interval passed with no success', () => {
     const s = new EntityFailover(TOPIC, 1000);
     assert.equal(s.failed('outage', 0, 'x'), 'fail');
@@ -179,7 +205,10 @@ describe('PairedPublisher with a manual clock', () => {
     const { publisher, primary, clock } = paired();
     primary.failing.set('*', outage);
     primary.pingError = outage;
-    await assert.rejects(publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 1000), TransientError);
+    await assert.rejects(
+      publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 1000),
+      TransientError,
+    );
     await assert.rejects(publisher.publish([EVENT]), TransientError);
     await clock.advance(INTERVAL);
     await publisher.publish([EVENT]); // to the backlog
@@ -228,7 +257,12 @@ describe('PairedPublisher with a manual clock', () => {
   });
 
   test('unauthorized, not found, disabled, too large: a PermanentError, no failover even at interval 0, health red until a success', async () => {
-    for (const code of ['UnauthorizedAccess', 'MessagingEntityNotFound', 'MessagingEntityDisabled', 'MessageSizeExceeded']) {
+    for (const code of [
+      'UnauthorizedAccess',
+      'MessagingEntityNotFound',
+      'MessagingEntityDisabled',
+      'MessageSizeExceeded',
+    ]) {
       const { publisher, primary, secondary } = paired({ interval: 0 });
       primary.failing.set(TOPIC, () => spent(sbError(code)));
       await assert.rejects(publisher.publish([EVENT]), PermanentError);
@@ -243,7 +277,11 @@ describe('PairedPublisher with a manual clock', () => {
   });
 
   test('a failing backlog queue is skipped and leaves the rotation for a ping interval; when every one has failed, the send fails', async () => {
-    const { publisher, primary, secondary, clock } = paired({ interval: 0, queues: ['backlog-0', 'backlog-1', 'backlog-2'], randoms: [0.9, 0.1] }); // the first shuffle puts backlog-1 first
+    const { publisher, primary, secondary, clock } = paired({
+      interval: 0,
+      queues: ['backlog-0', 'backlog-1', 'backlog-2'],
+      randoms: [0.9, 0.1],
+    }); // the first shuffle puts backlog-1 first
     primary.failing.set('*', outage);
     primary.pingError = outage;
     secondary.failing.set('backlog-1', () => spent(sbError('MessagingEntityNotFound')));
@@ -251,7 +289,10 @@ describe('PairedPublisher with a manual clock', () => {
     assert.equal(secondary.sent.length, 6);
     assert.ok(secondary.sent.every((s) => s.entity !== 'backlog-1'));
     const out = publisher.health().backlogOutOfRotation;
-    assert.deepEqual(out.map((q) => [q.queue, q.red]), [['backlog-1', true]]);
+    assert.deepEqual(
+      out.map((q) => [q.queue, q.red]),
+      [['backlog-1', true]],
+    );
     assert.equal(publisher.health().status, 'red');
     secondary.failing.set('*', outage);
     await assert.rejects(publisher.publish([EVENT]), /no backlog queue took it/);
@@ -287,7 +328,12 @@ describe('backlog messages and the syphon', () => {
 
   test('a backlog copy round-trips to the original message, destination, TTL and schedule', () => {
     const at = new Date(now + 60_000);
-    const copy = toBacklogMessage(WATCHDOG_QUEUE, watchdogMessage({ v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 }), at, now);
+    const copy = toBacklogMessage(
+      WATCHDOG_QUEUE,
+      watchdogMessage({ v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 }),
+      at,
+      now,
+    );
     const back = fromBacklog(delivery(copy));
     assert.ok(typeof back !== 'string', typeof back === 'string' ? back : '');
     assert.equal(back.destination, WATCHDOG_QUEUE);
@@ -318,14 +364,31 @@ describe('backlog messages and the syphon', () => {
   test('a malformed backlog message is kept as JSON under rejected/backlog/, named by its message id, or by its hash without one', async () => {
     const written: { path: string; record: unknown; contentType: string | undefined }[] = [];
     const blobs = {
-      write: (ref: BlobRef, body: Buffer, options: WriteOptions) => Promise.resolve(void written.push({ path: `${ref.container}/${ref.name}`, record: JSON.parse(body.toString()), contentType: options.contentType })),
+      write: (ref: BlobRef, body: Buffer, options: WriteOptions) =>
+        Promise.resolve(
+          void written.push({
+            path: `${ref.container}/${ref.name}`,
+            record: JSON.parse(body.toString()),
+            contentType: options.contentType,
+          }),
+        ),
     } as unknown as BlobStore;
-    const rejected: RejectedBacklogMessage = { reason: 'not a WorkDetected event', messageId: 'm/1', applicationProperties: { role: 'input' }, body: 'x', at: '2026-01-01T00:00:00.000Z' };
+    const rejected: RejectedBacklogMessage = {
+      reason: 'not a WorkDetected event',
+      messageId: 'm/1',
+      applicationProperties: { role: 'input' },
+      body: 'x',
+      at: '2026-01-01T00:00:00.000Z',
+    };
     await writeBacklogRejection(blobs, rejected);
     const { messageId: _id, ...anonymous } = rejected;
     await writeBacklogRejection(blobs, anonymous);
     await writeBacklogRejection(blobs, anonymous);
-    assert.deepEqual(written[0], { path: 'rejected/backlog/m_1.json', record: rejected, contentType: 'application/json' });
+    assert.deepEqual(written[0], {
+      path: 'rejected/backlog/m_1.json',
+      record: rejected,
+      contentType: 'application/json',
+    });
     assert.match(written[1]?.path ?? '', /^rejected\/backlog\/[0-9a-f]{32}\.json$/);
     assert.equal(written[2]?.path, written[1]?.path, 'the same record, the same name: a redelivery overwrites it');
   });
@@ -334,22 +397,46 @@ describe('backlog messages and the syphon', () => {
     const clock = new ManualClock(randoms);
     const primary = new FakeChannel();
     const setAside: RejectedBacklogMessage[] = [];
-    const s = new Syphon({ primary, clock, log: quietLog, pingIntervalMs: PING, setAside: (r) => Promise.resolve(void setAside.push(r)) });
+    const s = new Syphon({
+      primary,
+      clock,
+      log: quietLog,
+      pingIntervalMs: PING,
+      setAside: (r) => Promise.resolve(void setAside.push(r)),
+    });
     return { clock, primary, setAside, s };
   }
 
   test('restores now, or schedules when the enqueue time is still ahead', async () => {
     const { clock, primary, s } = syphon();
     const ahead = new Date(clock.now() + 5000);
-    assert.deepEqual(await s.restore(delivery(toBacklogMessage(WATCHDOG_QUEUE, watchdogMessage({ v: 1, batchId: 'b', attempt: 1, settledBefore: 0 }), ahead, clock.now()))), {
-      kind: 'restored',
-      destination: WATCHDOG_QUEUE,
-      scheduledFor: ahead.toISOString(),
-    });
+    assert.deepEqual(
+      await s.restore(
+        delivery(
+          toBacklogMessage(
+            WATCHDOG_QUEUE,
+            watchdogMessage({ v: 1, batchId: 'b', attempt: 1, settledBefore: 0 }),
+            ahead,
+            clock.now(),
+          ),
+        ),
+      ),
+      {
+        kind: 'restored',
+        destination: WATCHDOG_QUEUE,
+        scheduledFor: ahead.toISOString(),
+      },
+    );
     const past = toBacklogMessage(TOPIC, toMessage(EVENT), new Date(clock.now() + 5000), clock.now());
     await clock.advance(6000);
     assert.deepEqual(await s.restore(delivery(past)), { kind: 'restored', destination: TOPIC });
-    assert.deepEqual(primary.sent.map((x) => [x.entity, x.at?.getTime()]), [[WATCHDOG_QUEUE, ahead.getTime()], [TOPIC, undefined]]);
+    assert.deepEqual(
+      primary.sent.map((x) => [x.entity, x.at?.getTime()]),
+      [
+        [WATCHDOG_QUEUE, ahead.getTime()],
+        [TOPIC, undefined],
+      ],
+    );
   });
 
   test('primary down: backs off (ping interval, doubling per delivery, capped), then throws so the host abandons', async () => {
@@ -369,7 +456,12 @@ describe('backlog messages and the syphon', () => {
 
   test('malformed: set aside with the reason, and completed (the Functions Node model cannot dead-letter)', async () => {
     const { primary, setAside, s } = syphon();
-    const outcome = await s.restore({ body: { hello: 1 }, applicationProperties: { [BACKLOG_PROPERTY.destination]: TOPIC, [BACKLOG_PROPERTY.timeToLive]: 1000 }, messageId: 'm1', deliveryCount: 0 });
+    const outcome = await s.restore({
+      body: { hello: 1 },
+      applicationProperties: { [BACKLOG_PROPERTY.destination]: TOPIC, [BACKLOG_PROPERTY.timeToLive]: 1000 },
+      messageId: 'm1',
+      deliveryCount: 0,
+    });
     assert.equal(outcome.kind, 'rejected');
     assert.equal(primary.sent.length, 0);
     assert.equal(setAside.length, 1);
@@ -379,7 +471,10 @@ describe('backlog messages and the syphon', () => {
 });
 
 describe('settings', () => {
-  const base = { StorageConnection: 'UseDevelopmentStorage=true', ServiceBusConnection: 'Endpoint=sb://localhost:5672;SharedAccessKeyName=k;SharedAccessKey=v' };
+  const base = {
+    StorageConnection: 'UseDevelopmentStorage=true',
+    ServiceBusConnection: 'Endpoint=sb://localhost:5672;SharedAccessKeyName=k;SharedAccessKey=v',
+  };
 
   test('unset ServiceBusSecondaryConnection: the feature is off and no syphon queue is served', () => {
     assert.equal(loadSettings(base).serviceBusSecondary, undefined);
@@ -387,17 +482,30 @@ describe('settings', () => {
   });
 
   test('a secondary by connection string or identity; the backlog count names the syphon queues; bad values name the setting', () => {
-    const env = { ...base, ServiceBusSecondaryConnection__fullyQualifiedNamespace: 'sb2.servicebus.windows.net', PUSHDRAIN_BACKLOG_QUEUE_COUNT: '3' };
+    const env = {
+      ...base,
+      ServiceBusSecondaryConnection__fullyQualifiedNamespace: 'sb2.servicebus.windows.net',
+      PUSHDRAIN_BACKLOG_QUEUE_COUNT: '3',
+    };
     const s = loadSettings(env);
     assert.equal(s.serviceBusSecondary?.kind, 'identity');
     assert.equal(s.serviceBusSecondary?.fullyQualifiedNamespace, 'sb2.servicebus.windows.net');
     assert.deepEqual(syphonQueues(env), ['backlog-0', 'backlog-1', 'backlog-2']);
-    assert.deepEqual(syphonQueues({ ...base, ServiceBusSecondaryConnection: 'Endpoint=sb://localhost:5673;SharedAccessKeyName=k;SharedAccessKey=v' }), ['backlog-0', 'backlog-1']);
+    assert.deepEqual(
+      syphonQueues({
+        ...base,
+        ServiceBusSecondaryConnection: 'Endpoint=sb://localhost:5673;SharedAccessKeyName=k;SharedAccessKey=v',
+      }),
+      ['backlog-0', 'backlog-1'],
+    );
     assert.equal(s.tuning.failoverIntervalMs, 60_000);
     assert.equal(s.tuning.pingIntervalMs, 10_000);
     assert.equal(loadSettings({ ...env, PUSHDRAIN_FAILOVER_INTERVAL_MS: '0' }).tuning.failoverIntervalMs, 0);
     assert.throws(() => loadSettings({ ...env, PUSHDRAIN_BACKLOG_QUEUE_COUNT: '0' }), /PUSHDRAIN_BACKLOG_QUEUE_COUNT/);
     assert.throws(() => syphonQueues({ ...env, PUSHDRAIN_BACKLOG_QUEUE_COUNT: '11' }), /PUSHDRAIN_BACKLOG_QUEUE_COUNT/);
-    assert.throws(() => loadSettings({ ...base, ServiceBusSecondaryConnection: 'nonsense' }), (e: Error) => /ServiceBusSecondaryConnection/.test(e.message) && !e.message.includes('nonsense'));
+    assert.throws(
+      () => loadSettings({ ...base, ServiceBusSecondaryConnection: 'nonsense' }),
+      (e: Error) => /ServiceBusSecondaryConnection/.test(e.message) && !e.message.includes('nonsense'),
+    );
   });
 });

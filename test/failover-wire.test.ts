@@ -47,7 +47,10 @@ interface AppChoice {
   clock?: Clock;
 }
 
-async function startApp(failoverIntervalMs: number, { pingIntervalMs = 200, log = quietLog, clock = seededClock(1) }: AppChoice = {}): Promise<ComposedApp> {
+async function startApp(
+  failoverIntervalMs: number,
+  { pingIntervalMs = 200, log = quietLog, clock = seededClock(1) }: AppChoice = {},
+): Promise<ComposedApp> {
   const composed = composedApp(testSettings(pair.env({ failoverIntervalMs, pingIntervalMs })), { log, clock });
   apps.push(composed.app);
   await composed.app.ready();
@@ -55,8 +58,10 @@ async function startApp(failoverIntervalMs: number, { pingIntervalMs = 200, log 
 }
 
 /** Wakes input queue 0 (one WorkDetected on the topic). */
-const wake = (parts: AppParts): Promise<void> => parts.notifier.wake([{ queue: parts.names.inputQueue(0), payloadSize: 1 }]);
-const state = (app: PushdrainApp, entity: string): string | undefined => app.health().serviceBus?.entities[entity]?.state;
+const wake = (parts: AppParts): Promise<void> =>
+  parts.notifier.wake([{ queue: parts.names.inputQueue(0), payloadSize: 1 }]);
+const state = (app: PushdrainApp, entity: string): string | undefined =>
+  app.health().serviceBus?.entities[entity]?.state;
 const secondaryIn = (): number => pair.secondary.broker.stats().messagesIn;
 /** Lets the SDK see the reset connections before the next send (else a send in flight waits out its 10 s try timeout). */
 async function outage(): Promise<void> {
@@ -85,9 +90,15 @@ describe('send availability over two development brokers', () => {
       await assert.rejects(wake(parts), PermanentError, kind);
       assert.equal(state(app, TOPIC), 'healthy', kind);
       assert.equal(app.health().status, 'red', kind);
-      assert.match(app.health().serviceBus?.entities[TOPIC]?.lastError ?? '', /Unauthorized|MessagingEntityNotFound|MessagingEntityDisabled/);
+      assert.match(
+        app.health().serviceBus?.entities[TOPIC]?.lastError ?? '',
+        /Unauthorized|MessagingEntityNotFound|MessagingEntityDisabled/,
+      );
       // The anonymous route shows the state, not the SDK's text (it can name hosts).
-      const body = health(app).jsonBody as { status: string; serviceBus: { entities: Record<string, Record<string, unknown>> } };
+      const body = health(app).jsonBody as {
+        status: string;
+        serviceBus: { entities: Record<string, Record<string, unknown>> };
+      };
       assert.equal(body.status, 'red');
       assert.deepEqual(Object.keys(body.serviceBus.entities[TOPIC] ?? {}).sort(), ['red', 'state']);
       pair.primary.broker.faults.refuseAttach(TOPIC, undefined);
@@ -121,7 +132,10 @@ describe('send availability over two development brokers', () => {
     await outage();
     const started = Date.now();
     await assert.rejects(wake(parts), TransientError);
-    await assert.rejects(parts.notifier.scheduleCheck({ v: 1, batchId: 'long-1', attempt: 1, settledBefore: 0 }), TransientError);
+    await assert.rejects(
+      parts.notifier.scheduleCheck({ v: 1, batchId: 'long-1', attempt: 1, settledBefore: 0 }),
+      TransientError,
+    );
     let failedOverAt = 0;
     for (let i = 0; i < 100 && !failedOverAt; i++) {
       await pause(50);
@@ -152,7 +166,10 @@ describe('send availability over two development brokers', () => {
     }
     assert.deepEqual(events.map((m) => m.applicationProperties?.role).sort(), ['input', 'input', 'output']);
     const continuation = events.find((m) => (m.body as { queueName: string }).queueName === names.inputQueue(2));
-    assert.ok(continuation?.applicationProperties?.[BACKLOG_PROPERTY.scheduledEnqueueTime], 'a delayed continuation keeps its time');
+    assert.ok(
+      continuation?.applicationProperties?.[BACKLOG_PROPERTY.scheduledEnqueueTime],
+      'a delayed continuation keeps its time',
+    );
     const watchdog = backlog.find((m) => m.applicationProperties?.[BACKLOG_PROPERTY.destination] === WATCHDOG_QUEUE);
     assert.equal(watchdog?.messageId, 'long-1:1');
     const at = Date.parse(String(watchdog?.applicationProperties?.[BACKLOG_PROPERTY.scheduledEnqueueTime]));
@@ -162,24 +179,36 @@ describe('send availability over two development brokers', () => {
     const primaryBefore = pair.primary.broker.stats();
     pair.primary.broker.faults.outage(false);
     const recovered = Date.now();
-    assert.ok(await waitFor(() => state(app, TOPIC) === 'healthy' && state(app, WATCHDOG_QUEUE) === 'healthy', 10_000), 'both entities return');
+    assert.ok(
+      await waitFor(() => state(app, TOPIC) === 'healthy' && state(app, WATCHDOG_QUEUE) === 'healthy', 10_000),
+      'both entities return',
+    );
     const returnedMs = Date.now() - recovered;
     const primaryAfter = pair.primary.broker.stats();
     assert.ok(primaryAfter.attach > primaryBefore.attach, 'the ping attached a sender link');
     assert.equal(primaryAfter.messagesIn, primaryBefore.messagesIn, 'the ping sent no message');
-    assert.equal((await pair.peekAll(pair.primary, TOPIC, 'scale')).length, scaleBefore, 'the scale subscription (no filter) got nothing from the ping');
+    assert.equal(
+      (await pair.peekAll(pair.primary, TOPIC, 'scale')).length,
+      scaleBefore,
+      'the scale subscription (no filter) got nothing from the ping',
+    );
     const secondaryBefore = secondaryIn();
     await wake(parts);
     assert.equal(pair.primary.broker.stats().messagesIn, primaryAfter.messagesIn + 1, 'new sends go to the primary');
     assert.equal(secondaryIn(), secondaryBefore);
-    t.diagnostic(`failover: first send to the backlog ${failedOverAt - started} ms after the first failure (interval ${intervalMs} ms, so ${failedOverAt - started - intervalMs} ms after it)`);
+    t.diagnostic(
+      `failover: first send to the backlog ${failedOverAt - started} ms after the first failure (interval ${intervalMs} ms, so ${failedOverAt - started - intervalMs} ms after it)`,
+    );
     t.diagnostic(`return: both entities healthy ${returnedMs} ms after the primary came back (ping interval 300 ms)`);
   });
 
   test('after the outage, the ping clears every entity it proves: one failed over, one only suspect; health is ok with no new send', async () => {
     const { app, parts } = await startApp(300);
     await outage();
-    await assert.rejects(parts.notifier.scheduleCheck({ v: 1, batchId: 'clears-1', attempt: 1, settledBefore: 0 }), TransientError);
+    await assert.rejects(
+      parts.notifier.scheduleCheck({ v: 1, batchId: 'clears-1', attempt: 1, settledBefore: 0 }),
+      TransientError,
+    );
     await assert.rejects(wake(parts), TransientError);
     let failedOver = false;
     for (let i = 0; i < 100 && !failedOver; i++) {
@@ -196,7 +225,10 @@ describe('send availability over two development brokers', () => {
 
     const primaryBefore = pair.primary.broker.stats().messagesIn;
     pair.primary.broker.faults.outage(false);
-    assert.ok(await waitFor(() => app.health().status === 'ok', 10_000), `health returns to ok without a send: ${JSON.stringify(app.health().serviceBus?.entities)}`);
+    assert.ok(
+      await waitFor(() => app.health().status === 'ok', 10_000),
+      `health returns to ok without a send: ${JSON.stringify(app.health().serviceBus?.entities)}`,
+    );
     assert.equal(state(app, WATCHDOG_QUEUE), 'healthy');
     assert.equal(pair.primary.broker.stats().messagesIn, primaryBefore, 'the pings sent no message');
   });
@@ -206,7 +238,11 @@ describe('send availability over two development brokers', () => {
     // A shuffle that keeps the configured order: backlog-0 is tried first, so the test sees it
     // fail and leave the rotation whatever the seed (a free shuffle skips it 1 run in 256).
     const inOrder = { ...systemClock, random: () => 0.999 };
-    const { app, parts } = await startApp(0, { pingIntervalMs: 5000, log: { ...quietLog, warn: (m) => warnings.push(m) }, clock: inOrder });
+    const { app, parts } = await startApp(0, {
+      pingIntervalMs: 5000,
+      log: { ...quietLog, warn: (m) => warnings.push(m) },
+      clock: inOrder,
+    });
     pair.secondary.broker.faults.refuseAttach('backlog-0', 'not-found');
     await outage();
     const before = await pair.backlog();
@@ -216,8 +252,16 @@ describe('send availability over two development brokers', () => {
     assert.equal(added('backlog-0'), 0);
     assert.equal(added('backlog-1'), 8, 'every event went to the queue still in the rotation');
     const out = app.health().serviceBus?.backlogOutOfRotation ?? [];
-    assert.deepEqual(out.map((q) => [q.queue, q.red]), [['backlog-0', true]], 'it left the rotation (for one ping interval)');
-    assert.equal(warnings.filter((w) => w.startsWith('backlog queue backlog-0 failed')).length, 1, 'tried once, then skipped');
+    assert.deepEqual(
+      out.map((q) => [q.queue, q.red]),
+      [['backlog-0', true]],
+      'it left the rotation (for one ping interval)',
+    );
+    assert.equal(
+      warnings.filter((w) => w.startsWith('backlog queue backlog-0 failed')).length,
+      1,
+      'tried once, then skipped',
+    );
     pair.secondary.broker.faults.refuseAttach('backlog-1', 'disabled');
     await pause(300); // the SDK re-attaches its detached link at once; the next send then meets the refusal
     await assert.rejects(wake(parts), /no backlog queue took it/);

@@ -22,7 +22,13 @@ import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage
 useStorage();
 
 /** One partition, 10-transaction chunks, a drain wanted per 2 queued messages, 4 slots. */
-const FAN_OUT = { PUSHDRAIN_PARTITIONS: '1', PUSHDRAIN_CHUNK_SIZE: '10', PUSHDRAIN_MESSAGES_PER_DRAIN: '2', PUSHDRAIN_DRAIN_SLOTS: '4', PUSHDRAIN_MESSAGES_PER_TASK: '4' };
+const FAN_OUT = {
+  PUSHDRAIN_PARTITIONS: '1',
+  PUSHDRAIN_CHUNK_SIZE: '10',
+  PUSHDRAIN_MESSAGES_PER_DRAIN: '2',
+  PUSHDRAIN_DRAIN_SLOTS: '4',
+  PUSHDRAIN_MESSAGES_PER_TASK: '4',
+};
 
 async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -44,7 +50,13 @@ describe('the fan-out rule', () => {
   });
 
   test('a fan-out event survives the trip through JSON; a plain event has no flag', () => {
-    const event: WorkDetected = { storageAccount: 'a', queueName: 'work-0', payloadSize: 0, role: 'input', fanOut: true };
+    const event: WorkDetected = {
+      storageAccount: 'a',
+      queueName: 'work-0',
+      payloadSize: 0,
+      role: 'input',
+      fanOut: true,
+    };
     assert.deepEqual(parseWorkDetected(JSON.stringify(event)), event);
     assert.equal((parseWorkDetected(JSON.stringify({ ...event, fanOut: 'yes' })) as WorkDetected).fanOut, undefined);
   });
@@ -53,7 +65,11 @@ describe('the fan-out rule', () => {
 describe('fan-out across instances', () => {
   test('the slot-0 drain asks for more drains; a second instance drains with its own slot; the same instance holds its share', async () => {
     // One message per receive and one task per drain, so the leader is still busy when the others arrive.
-    const { app, parts, events, observer } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const { app, parts, events, observer } = await testRuntime({
+      ...FAN_OUT,
+      PUSHDRAIN_MAX_DEQUEUE_TASKS: '1',
+      PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1',
+    });
     const second = createApp(parts.settings, { publisher: new CapturingPublisher(), log: quietLog });
     try {
       const txns = generate(200, 31, 30);
@@ -72,7 +88,11 @@ describe('fan-out across instances', () => {
         return got.length > 0 ? got : undefined;
       });
       assert.equal(fanOuts.length, 3);
-      for (const f of fanOuts) assert.deepEqual({ queue: f.event.queueName, role: f.event.role, delay: f.delayMs }, { queue, role: 'input', delay: 0 });
+      for (const f of fanOuts)
+        assert.deepEqual(
+          { queue: f.event.queueName, role: f.event.role, delay: f.delayMs },
+          { queue, role: 'input', delay: 0 },
+        );
 
       // One reaches a second instance: it takes slot 1 and drains there, and asks for nothing more.
       const other = second.drain(fanOuts[1]!.event);
@@ -100,7 +120,13 @@ describe('fan-out across instances', () => {
       assert.deepEqual(await app.drain(fanOuts[2]!.event), { kind: 'fan-out-idle' });
       const after = app.storageTransactions();
       const spent = Object.entries(after).filter(([k, v]) => v !== (before[k] ?? 0));
-      assert.deepEqual(spent.map(([k, v]) => [k, v - (before[k] ?? 0)]), [['queue.peek', 1], ['total', 1]]);
+      assert.deepEqual(
+        spent.map(([k, v]) => [k, v - (before[k] ?? 0)]),
+        [
+          ['queue.peek', 1],
+          ['total', 1],
+        ],
+      );
 
       // The results events of both instances' map steps: the first instance's reach the shared results queue.
       await pump(app, events, () => completed(observer, batchId));
@@ -115,17 +141,30 @@ describe('fan-out across instances', () => {
 
   test('a fan-out event that finds every slot held returns without a continuation; a plain one leaves one look-again per process', async () => {
     // Batches of one: a plain wake-up's probe comes back full, so it goes on to want a slot.
-    const { app, parts, events, raw } = await testRuntime({ ...FAN_OUT, PUSHDRAIN_DRAIN_SLOTS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const { app, parts, events, raw } = await testRuntime({
+      ...FAN_OUT,
+      PUSHDRAIN_DRAIN_SLOTS: '1',
+      PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1',
+    });
     const queue = parts.names.inputQueue(0);
     for (let i = 0; i < 4; i++) await raw.queue(queue).sendMessage('{}');
     const held = await leaseSlots(parts.settings, 1).acquire(queue);
     assert.ok(held);
     try {
-      const event = { storageAccount: parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+      const event = {
+        storageAccount: parts.settings.storage.accountName,
+        queueName: queue,
+        payloadSize: 0,
+        role: 'input' as const,
+      };
       assert.equal((await app.drain({ ...event, fanOut: true })).kind, 'slots-busy');
       assert.deepEqual(events.take(), [], 'no continuation: the slot holders cover the queue');
       assert.equal((await app.drain(event)).kind, 'slots-busy');
-      assert.deepEqual(events.take().map((c) => c.delayMs), [16_000], 'a plain wake-up still looks again after a crashed holder');
+      assert.deepEqual(
+        events.take().map((c) => c.delayMs),
+        [16_000],
+        'a plain wake-up still looks again after a crashed holder',
+      );
       assert.equal((await app.drain(event)).kind, 'slots-busy');
       assert.deepEqual(events.take(), [], 'one pending look-again per queue and process is enough');
     } finally {
@@ -146,7 +185,13 @@ describe('fan-out across instances', () => {
       tuning: { ...defaultTuning(), messagesPerDrain: 2, drainSlots: 4 },
     });
     const state = FanOut.state();
-    await fanOut.acquired('work-0', 'map', state, { id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() }, 0);
+    await fanOut.acquired(
+      'work-0',
+      'map',
+      state,
+      { id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() },
+      0,
+    );
     assert.deepEqual(published, [], 'one message: no fan-out');
     depth = 6;
     await fanOut.joined('work-0', state);
@@ -161,16 +206,27 @@ describe('fan-out across instances', () => {
     await fanOut.joined('work-0', state);
     assert.deepEqual(published, [2, 1], 'and never past it');
     const follower = FanOut.state();
-    await fanOut.acquired('work-0', 'map', follower, { id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() }, 0);
+    await fanOut.acquired(
+      'work-0',
+      'map',
+      follower,
+      { id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() },
+      0,
+    );
     await fanOut.joined('work-0', follower);
     assert.deepEqual(published, [2, 1], 'only the holder of slot 0 asks');
   });
 
-  test('events that arrive while this instance\'s drain of the queue is still starting: fan-out held, plain joined, never a second drain', async () => {
+  test("events that arrive while this instance's drain of the queue is still starting: fan-out held, plain joined, never a second drain", async () => {
     const { app, parts, raw } = await testRuntime(FAN_OUT);
     const queue = parts.names.inputQueue(0);
     await raw.queue(queue).sendMessage('not-a-pointer');
-    const event = { storageAccount: parts.settings.storage.accountName, queueName: queue, payloadSize: 0, role: 'input' as const };
+    const event = {
+      storageAccount: parts.settings.storage.accountName,
+      queueName: queue,
+      payloadSize: 0,
+      role: 'input' as const,
+    };
     const first = app.drain(event); // synchronously registers the drain; its slot and tasks come later
     const fanOuts = [app.drain({ ...event, fanOut: true }), app.drain({ ...event, fanOut: true })];
     assert.deepEqual(await app.drain(event), { kind: 'joined' });

@@ -28,11 +28,13 @@ import { readRepoFile } from './support/repo';
 
 /** `[reference('<id>', '<apiVersion>').<path>]`: a value of a resource known once it is deployed. */
 const referenceTo = (r: PredictedResource, path: string): string => `[reference('${r.id}', '${r.apiVersion}').${path}]`;
-const identity = (variant: Variant = 'default'): PredictedResource => onlyOf('Microsoft.ManagedIdentity/userAssignedIdentities', variant);
+const identity = (variant: Variant = 'default'): PredictedResource =>
+  onlyOf('Microsoft.ManagedIdentity/userAssignedIdentities', variant);
 const appPrincipal = (variant: Variant = 'default'): string => referenceTo(identity(variant), 'principalId');
 const appClientId = (variant: Variant = 'default'): string => referenceTo(identity(variant), 'clientId');
 const primaryNamespace = (variant: Variant = 'default'): PredictedResource =>
-  resourcesOf('Microsoft.ServiceBus/namespaces', variant).find((n) => n.name.startsWith('sb-')) ?? assert.fail('no primary namespace');
+  resourcesOf('Microsoft.ServiceBus/namespaces', variant).find((n) => n.name.startsWith('sb-')) ??
+  assert.fail('no primary namespace');
 const settings = appSettingsOf();
 const setting = (key: string, variant: Variant = 'default'): string | undefined => appSettingsOf(variant)[key];
 
@@ -66,15 +68,28 @@ void describe('infra: the snapshots', () => {
       assert.equal(r.tags?.['azd-env-name'], 'snapshot', `${r.type} ${r.name} tags`);
     }
     const tagged = snapshot().predictedResources.filter((r) => r.tags?.['azd-service-name'] !== undefined);
-    assert.deepEqual(tagged.map((r) => [r.type, r.tags!['azd-service-name']]), [['Microsoft.Web/sites', 'api']]);
+    assert.deepEqual(
+      tagged.map((r) => [r.type, r.tags!['azd-service-name']]),
+      [['Microsoft.Web/sites', 'api']],
+    );
   });
 
   void it('declares every output azd and docs/DEPLOY.md rely on, none holding a key', () => {
     const expected = [
-      'AZURE_LOCATION', 'AZURE_TENANT_ID', 'AZURE_RESOURCE_GROUP', 'AZURE_FUNCTION_APP_NAME', 'SERVICE_API_NAME',
-      'SERVICE_API_URI', 'AZURE_STORAGE_ACCOUNT_NAME', 'AZURE_STORAGE_BLOB_ENDPOINT', 'AZURE_STORAGE_QUEUE_ENDPOINT',
-      'AZURE_SERVICEBUS_NAMESPACE', 'AZURE_SERVICEBUS_FQDN', 'AZURE_MANAGED_IDENTITY_CLIENT_ID',
-      'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_SERVICEBUS_SECONDARY_FQDN',
+      'AZURE_LOCATION',
+      'AZURE_TENANT_ID',
+      'AZURE_RESOURCE_GROUP',
+      'AZURE_FUNCTION_APP_NAME',
+      'SERVICE_API_NAME',
+      'SERVICE_API_URI',
+      'AZURE_STORAGE_ACCOUNT_NAME',
+      'AZURE_STORAGE_BLOB_ENDPOINT',
+      'AZURE_STORAGE_QUEUE_ENDPOINT',
+      'AZURE_SERVICEBUS_NAMESPACE',
+      'AZURE_SERVICEBUS_FQDN',
+      'AZURE_MANAGED_IDENTITY_CLIENT_ID',
+      'APPLICATIONINSIGHTS_CONNECTION_STRING',
+      'AZURE_SERVICEBUS_SECONDARY_FQDN',
     ];
     const outputs = snapshot().outputs;
     assert.deepEqual(Object.keys(outputs).sort(), [...expected].sort());
@@ -88,7 +103,11 @@ void describe('infra: the snapshots', () => {
     assert.equal(onlyOf('Microsoft.Web/serverfarms').sku?.name, 'FC1');
     assert.equal(settings.PUSHDRAIN_PARTITIONS, '4');
     assert.equal(settings.PUSHDRAIN_SCALE_MODE, 'dry-run');
-    assert.deepEqual(roleAssignmentsOf().filter((a) => a.principalId !== appPrincipal()), [], 'AZURE_PRINCIPAL_ID unset grants nobody else');
+    assert.deepEqual(
+      roleAssignmentsOf().filter((a) => a.principalId !== appPrincipal()),
+      [],
+      'AZURE_PRINCIPAL_ID unset grants nobody else',
+    );
   });
 
   void it('azure.yaml: service api, TypeScript, Azure Functions, project at the repo root', () => {
@@ -108,7 +127,8 @@ void describe('infra: secure defaults', () => {
         [false, false, true, 'TLS1_2'],
         variant,
       );
-      for (const c of resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers', variant)) assert.equal(c.properties?.publicAccess, 'None', c.name);
+      for (const c of resourcesOf('Microsoft.Storage/storageAccounts/blobServices/containers', variant))
+        assert.equal(c.properties?.publicAccess, 'None', c.name);
     }
   });
 
@@ -127,27 +147,55 @@ void describe('infra: secure defaults', () => {
       const site = onlyOf('Microsoft.Web/sites', variant);
       const config = site.properties?.siteConfig as Record<string, unknown>;
       assert.equal(site.properties?.httpsOnly, true, variant);
-      assert.deepEqual([config.ftpsState, config.minTlsVersion, config.scmMinTlsVersion], ['Disabled', '1.2', '1.2'], variant);
+      assert.deepEqual(
+        [config.ftpsState, config.minTlsVersion, config.scmMinTlsVersion],
+        ['Disabled', '1.2', '1.2'],
+        variant,
+      );
       const policies = resourcesOf('Microsoft.Web/sites/basicPublishingCredentialsPolicies', variant);
-      assert.deepEqual(policies.map((p) => [p.name, p.properties?.allow]).sort(), [[`${site.name}/ftp`, false], [`${site.name}/scm`, false]], variant);
+      assert.deepEqual(
+        policies.map((p) => [p.name, p.properties?.allow]).sort(),
+        [
+          [`${site.name}/ftp`, false],
+          [`${site.name}/scm`, false],
+        ],
+        variant,
+      );
     }
   });
 
   void it('Application Insights: local auth off, so telemetry needs the identity (Entra auth)', () => {
     assert.equal(onlyOf('Microsoft.Insights/components').properties?.DisableLocalAuth, true);
-    assert.equal(settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING, `[format('ClientId={0};Authorization=AAD', ${appClientId().slice(1, -1)})]`);
+    assert.equal(
+      settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING,
+      `[format('ClientId={0};Authorization=AAD', ${appClientId().slice(1, -1)})]`,
+    );
   });
 
-  void it('no keys or SAS anywhere: no listKeys, AccountKey, SharedAccessKey; the only connection string is Application Insights\'', () => {
+  void it("no keys or SAS anywhere: no listKeys, AccountKey, SharedAccessKey; the only connection string is Application Insights'", () => {
     for (const variant of VARIANTS) {
       const text = JSON.stringify(snapshot(variant));
-      for (const banned of [/listKeys/i, /AccountKey\s*=/i, /SharedAccessKey/i, /DefaultEndpointsProtocol/i, /listConnectionStrings/i]) {
+      for (const banned of [
+        /listKeys/i,
+        /AccountKey\s*=/i,
+        /SharedAccessKey/i,
+        /DefaultEndpointsProtocol/i,
+        /listConnectionStrings/i,
+      ]) {
         assert.doesNotMatch(text, banned, `${variant} snapshot`);
       }
       const keys = Object.keys(appSettingsOf(variant));
-      assert.deepEqual(keys.filter((k) => /connection_?string/i.test(k)), ['APPLICATIONINSIGHTS_CONNECTION_STRING'], variant);
+      assert.deepEqual(
+        keys.filter((k) => /connection_?string/i.test(k)),
+        ['APPLICATIONINSIGHTS_CONNECTION_STRING'],
+        variant,
+      );
       // A bare connection name (no __suffix) as an app setting holds a connection string, i.e. a key.
-      const bare = keys.filter((k) => /^(AzureWebJobsStorage|StorageConnection|ServiceBusConnection|ServiceBusSecondaryConnection|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING)$/.test(k));
+      const bare = keys.filter((k) =>
+        /^(AzureWebJobsStorage|StorageConnection|ServiceBusConnection|ServiceBusSecondaryConnection|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING)$/.test(
+          k,
+        ),
+      );
       assert.deepEqual(bare, [], `${variant}: connection strings`);
     }
   });
@@ -156,15 +204,39 @@ void describe('infra: secure defaults', () => {
 void describe('infra: identity and roles', () => {
   // Built-in role definition ids (stable across tenants) and the resource types each may be scoped to.
   const expectedRoles = [
-    { id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', role: 'Storage Blob Data Owner', scopes: ['Microsoft.Storage/storageAccounts'] },
-    { id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', role: 'Storage Queue Data Contributor', scopes: ['Microsoft.Storage/storageAccounts'] },
+    {
+      id: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b',
+      role: 'Storage Blob Data Owner',
+      scopes: ['Microsoft.Storage/storageAccounts'],
+    },
+    {
+      id: '974c5e8b-45b9-4653-ba55-5f855dd0fb88',
+      role: 'Storage Queue Data Contributor',
+      scopes: ['Microsoft.Storage/storageAccounts'],
+    },
     // Namespace-wide on the primary; per backlog queue on the secondary.
-    { id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', role: 'Azure Service Bus Data Sender', scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'] },
-    { id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', role: 'Azure Service Bus Data Receiver', scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'] },
-    { id: '3913510d-42f4-4e42-8a64-420c390055eb', role: 'Monitoring Metrics Publisher', scopes: ['Microsoft.Insights/components'] },
+    {
+      id: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
+      role: 'Azure Service Bus Data Sender',
+      scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'],
+    },
+    {
+      id: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
+      role: 'Azure Service Bus Data Receiver',
+      scopes: ['Microsoft.ServiceBus/namespaces', 'Microsoft.ServiceBus/namespaces/queues'],
+    },
+    {
+      id: '3913510d-42f4-4e42-8a64-420c390055eb',
+      role: 'Monitoring Metrics Publisher',
+      scopes: ['Microsoft.Insights/components'],
+    },
   ];
   /** Developer roles: Contributor, not Owner, on blobs (the local host never hosts AzureWebJobsStorage). */
-  const developerOnly = { id: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe', role: 'Storage Blob Data Contributor', scopes: ['Microsoft.Storage/storageAccounts'] };
+  const developerOnly = {
+    id: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe',
+    role: 'Storage Blob Data Contributor',
+    scopes: ['Microsoft.Storage/storageAccounts'],
+  };
   const scaleAgentRoleScopes = ['Microsoft.Web/sites'];
 
   for (const expected of expectedRoles) {
@@ -184,10 +256,19 @@ void describe('infra: identity and roles', () => {
       for (const a of roleAssignmentsOf(variant)) {
         checked++;
         const target = resourceById(a.scope, variant);
-        assert.ok(target, `${variant}: role ${a.role} scoped to ${a.scope}, which is not a resource of this deployment`);
+        assert.ok(
+          target,
+          `${variant}: role ${a.role} scoped to ${a.scope}, which is not a resource of this deployment`,
+        );
         const allowed = custom.has(a.role) ? scaleAgentRoleScopes : known.get(a.role);
-        assert.ok(allowed, `${variant}: role ${a.role} is neither a known built-in role nor this deployment's custom role`);
-        assert.ok(allowed.includes(target.type), `${variant}: role ${a.role} on a ${target.type} (allowed: ${allowed.join(', ')})`);
+        assert.ok(
+          allowed,
+          `${variant}: role ${a.role} is neither a known built-in role nor this deployment's custom role`,
+        );
+        assert.ok(
+          allowed.includes(target.type),
+          `${variant}: role ${a.role} on a ${target.type} (allowed: ${allowed.join(', ')})`,
+        );
       }
     }
     assert.ok(checked >= expectedRoles.length * VARIANTS.length);
@@ -197,13 +278,19 @@ void describe('infra: identity and roles', () => {
     const dev = '00000000-0000-0000-0000-00000000cccc';
     const grants = roleAssignmentsOf('secondary').filter((a) => a.principalId === dev);
     const byType = grants.map((a) => `${resourceById(a.scope, 'secondary')!.type} ${a.role}`).sort();
-    assert.deepEqual(byType, [
-      ...backlogQueues(3).flatMap(() => ['Microsoft.ServiceBus/namespaces/queues 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', 'Microsoft.ServiceBus/namespaces/queues 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39']),
-      'Microsoft.ServiceBus/namespaces 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
-      'Microsoft.ServiceBus/namespaces 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
-      `Microsoft.Storage/storageAccounts ${developerOnly.id}`,
-      'Microsoft.Storage/storageAccounts 974c5e8b-45b9-4653-ba55-5f855dd0fb88',
-    ].sort());
+    assert.deepEqual(
+      byType,
+      [
+        ...backlogQueues(3).flatMap(() => [
+          'Microsoft.ServiceBus/namespaces/queues 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
+          'Microsoft.ServiceBus/namespaces/queues 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
+        ]),
+        'Microsoft.ServiceBus/namespaces 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
+        'Microsoft.ServiceBus/namespaces 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
+        `Microsoft.Storage/storageAccounts ${developerOnly.id}`,
+        'Microsoft.Storage/storageAccounts 974c5e8b-45b9-4653-ba55-5f855dd0fb88',
+      ].sort(),
+    );
     assert.ok(grants.every((a) => a.principalType === 'User'));
   });
 
@@ -211,11 +298,16 @@ void describe('infra: identity and roles', () => {
     const id = identity();
     const site = onlyOf('Microsoft.Web/sites');
     assert.deepEqual(site.identity, { type: 'UserAssigned', userAssignedIdentities: { [id.id]: {} } });
-    const storage = (site.properties?.functionAppConfig as { deployment: { storage: Record<string, unknown> } }).deployment.storage;
+    const storage = (site.properties?.functionAppConfig as { deployment: { storage: Record<string, unknown> } })
+      .deployment.storage;
     assert.deepEqual(storage.authentication, { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: id.id });
     // Every grant to a service principal goes to that identity.
     for (const variant of VARIANTS) {
-      const principals = new Set(roleAssignmentsOf(variant).filter((a) => a.principalType === 'ServicePrincipal').map((a) => a.principalId));
+      const principals = new Set(
+        roleAssignmentsOf(variant)
+          .filter((a) => a.principalType === 'ServicePrincipal')
+          .map((a) => a.principalId),
+      );
       assert.deepEqual([...principals], [appPrincipal(variant)], variant);
     }
   });
@@ -223,13 +315,32 @@ void describe('infra: identity and roles', () => {
 
 void describe('infra: names and settings the app relies on', () => {
   interface EntityFile {
-    topics: { name: string; defaultMessageTimeToLive?: string; subscriptions: { name: string; filter: Record<string, string> | null; lockDuration: string; maxDeliveryCount: number; deadLetteringOnMessageExpiration: boolean; defaultMessageTimeToLive?: string }[] }[];
-    queues: { name: string; lockDuration: string; maxDeliveryCount: number; deadLetteringOnMessageExpiration: boolean; defaultMessageTimeToLive: string }[];
+    topics: {
+      name: string;
+      defaultMessageTimeToLive?: string;
+      subscriptions: {
+        name: string;
+        filter: Record<string, string> | null;
+        lockDuration: string;
+        maxDeliveryCount: number;
+        deadLetteringOnMessageExpiration: boolean;
+        defaultMessageTimeToLive?: string;
+      }[];
+    }[];
+    queues: {
+      name: string;
+      lockDuration: string;
+      maxDeliveryCount: number;
+      deadLetteringOnMessageExpiration: boolean;
+      defaultMessageTimeToLive: string;
+    }[];
   }
   const entities = JSON.parse(readRepoFile('infra/servicebus-entities.json')) as EntityFile;
 
   void it('infra/servicebus-entities.json agrees with shared/names.ts', () => {
-    const subscriptions = entities.topics.find((t) => t.name === TOPIC)?.subscriptions ?? assert.fail(`topic ${TOPIC} is not in the entity file`);
+    const subscriptions =
+      entities.topics.find((t) => t.name === TOPIC)?.subscriptions ??
+      assert.fail(`topic ${TOPIC} is not in the entity file`);
     for (const sub of Object.values(SUBSCRIPTIONS)) {
       const entry = subscriptions.find((s) => s.name === sub.name);
       assert.ok(entry, `subscription ${sub.name}`);
@@ -239,18 +350,35 @@ void describe('infra: names and settings the app relies on', () => {
 
   void it('the primary namespace has exactly the entities of infra/servicebus-entities.json, with their settings', () => {
     const ns = primaryNamespace();
-    const under = (type: string): PredictedResource[] => resourcesOf(type).filter((r) => r.name.startsWith(`${ns.name}/`));
-    assert.deepEqual(under('Microsoft.ServiceBus/namespaces/topics').map(leafName), entities.topics.map((t) => t.name));
-    assert.deepEqual(under('Microsoft.ServiceBus/namespaces/queues').map(leafName), entities.queues.map((q) => q.name));
+    const under = (type: string): PredictedResource[] =>
+      resourcesOf(type).filter((r) => r.name.startsWith(`${ns.name}/`));
+    assert.deepEqual(
+      under('Microsoft.ServiceBus/namespaces/topics').map(leafName),
+      entities.topics.map((t) => t.name),
+    );
+    assert.deepEqual(
+      under('Microsoft.ServiceBus/namespaces/queues').map(leafName),
+      entities.queues.map((q) => q.name),
+    );
     for (const q of entities.queues) {
       const got = under('Microsoft.ServiceBus/namespaces/queues').find((r) => leafName(r) === q.name)!.properties!;
-      assert.deepEqual([got.lockDuration, got.maxDeliveryCount, got.deadLetteringOnMessageExpiration, got.defaultMessageTimeToLive], [q.lockDuration, q.maxDeliveryCount, q.deadLetteringOnMessageExpiration, q.defaultMessageTimeToLive], q.name);
+      assert.deepEqual(
+        [got.lockDuration, got.maxDeliveryCount, got.deadLetteringOnMessageExpiration, got.defaultMessageTimeToLive],
+        [q.lockDuration, q.maxDeliveryCount, q.deadLetteringOnMessageExpiration, q.defaultMessageTimeToLive],
+        q.name,
+      );
     }
     const subs = under('Microsoft.ServiceBus/namespaces/topics/subscriptions');
     for (const topic of entities.topics) {
-      assert.equal(under('Microsoft.ServiceBus/namespaces/topics').find((t) => leafName(t) === topic.name)?.properties?.defaultMessageTimeToLive, topic.defaultMessageTimeToLive ?? 'P14D');
+      assert.equal(
+        under('Microsoft.ServiceBus/namespaces/topics').find((t) => leafName(t) === topic.name)?.properties
+          ?.defaultMessageTimeToLive,
+        topic.defaultMessageTimeToLive ?? 'P14D',
+      );
       for (const sub of topic.subscriptions) {
-        const got = subs.find((s) => s.name === `${ns.name}/${topic.name}/${sub.name}`)?.properties ?? assert.fail(`subscription ${topic.name}/${sub.name}`);
+        const got =
+          subs.find((s) => s.name === `${ns.name}/${topic.name}/${sub.name}`)?.properties ??
+          assert.fail(`subscription ${topic.name}/${sub.name}`);
         const ttl = sub.defaultMessageTimeToLive ?? topic.defaultMessageTimeToLive ?? 'P14D';
         assert.deepEqual(
           [got.lockDuration, got.maxDeliveryCount, got.deadLetteringOnMessageExpiration, got.defaultMessageTimeToLive],
@@ -264,19 +392,33 @@ void describe('infra: names and settings the app relies on', () => {
 
   void it('a filter replaces $Default as a SQL-free CorrelationFilter; a subscription without one keeps $Default', () => {
     const rules = resourcesOf('Microsoft.ServiceBus/namespaces/topics/subscriptions/rules');
-    const expected = entities.topics.flatMap((t) => t.subscriptions.filter((s) => s.filter !== null).map((s) => ({ name: `${primaryNamespace().name}/${t.name}/${s.name}/$Default`, filter: s.filter })));
+    const expected = entities.topics.flatMap((t) =>
+      t.subscriptions
+        .filter((s) => s.filter !== null)
+        .map((s) => ({ name: `${primaryNamespace().name}/${t.name}/${s.name}/$Default`, filter: s.filter })),
+    );
     assert.deepEqual(
-      rules.map((r) => ({ name: r.name, filter: (r.properties?.correlationFilter as { properties: unknown }).properties })),
+      rules.map((r) => ({
+        name: r.name,
+        filter: (r.properties?.correlationFilter as { properties: unknown }).properties,
+      })),
       expected,
     );
-    for (const r of rules) assert.deepEqual(Object.keys(r.properties!).sort(), ['correlationFilter', 'filterType'], 'no sqlFilter');
+    for (const r of rules)
+      assert.deepEqual(Object.keys(r.properties!).sort(), ['correlationFilter', 'filterType'], 'no sqlFilter');
     for (const r of rules) assert.equal(r.properties?.filterType, 'CorrelationFilter');
   });
 
   void it("the scale subscription (the scaling agent's load signal) keeps 10 minutes of events and drops, not dead-letters, older ones", () => {
-    const scale = resourcesOf('Microsoft.ServiceBus/namespaces/topics/subscriptions').find((s) => leafName(s) === SUBSCRIPTIONS.scale.name)?.properties;
+    const scale = resourcesOf('Microsoft.ServiceBus/namespaces/topics/subscriptions').find(
+      (s) => leafName(s) === SUBSCRIPTIONS.scale.name,
+    )?.properties;
     assert.equal(scale?.defaultMessageTimeToLive, 'PT10M');
-    assert.equal(scale.deadLetteringOnMessageExpiration, false, 'an expired load signal must not pile up in the dead-letter queue');
+    assert.equal(
+      scale.deadLetteringOnMessageExpiration,
+      false,
+      'an expired load signal must not pile up in the dead-letter queue',
+    );
   });
 
   void it('every container in CONTAINERS is provisioned, plus the Flex deployment container the site deploys from', () => {
@@ -285,8 +427,13 @@ void describe('infra: names and settings the app relies on', () => {
     assert.deepEqual(containers.filter((c) => !deployment.includes(c)).sort(), [...CONTAINERS].sort());
     assert.equal(deployment.length, 1);
     assert.match(deployment[0]!, /^app-package-/);
-    const storage = (onlyOf('Microsoft.Web/sites').properties?.functionAppConfig as { deployment: { storage: { value: string } } }).deployment.storage;
-    assert.ok(storage.value.endsWith(`.primaryEndpoints.blob, '${deployment[0]}')]`), `the site deploys from ${storage.value}`);
+    const storage = (
+      onlyOf('Microsoft.Web/sites').properties?.functionAppConfig as { deployment: { storage: { value: string } } }
+    ).deployment.storage;
+    assert.ok(
+      storage.value.endsWith(`.primaryEndpoints.blob, '${deployment[0]}')]`),
+      `the site deploys from ${storage.value}`,
+    );
   });
 
   void it('queues follow shared/names.ts: work-{p} per partition, results, and a -poison twin of each', () => {
@@ -310,27 +457,48 @@ void describe('infra: names and settings the app relies on', () => {
     // batch's WorkDetected cannot be delivered, so it cannot join the live drains and waits for
     // their next back-off receive (the warm-latency spread BENCHMARKS.md measured). Under a deep
     // backlog, held fan-out events fill the rest on purpose (docs/DESIGN.md, "Scale-out").
-    const host = JSON.parse(readRepoFile('host.json')) as { extensions?: { serviceBus?: { maxConcurrentCalls?: number } } };
+    const host = JSON.parse(readRepoFile('host.json')) as {
+      extensions?: { serviceBus?: { maxConcurrentCalls?: number } };
+    };
     const calls = host.extensions?.serviceBus?.maxConcurrentCalls ?? 0;
     const longRunning = Number(settings.PUSHDRAIN_PARTITIONS) + Number(settings.PUSHDRAIN_RESULTS_DRAIN_SLOTS);
-    assert.ok(calls >= 2 * longRunning, `maxConcurrentCalls ${calls} vs ${longRunning} drains that can each hold a call`);
+    assert.ok(
+      calls >= 2 * longRunning,
+      `maxConcurrentCalls ${calls} vs ${longRunning} drains that can each hold a call`,
+    );
   });
 
   void it('the scaling agent is configured from the deployment itself: its site, plan, identity, ceiling and SCALE_SPECS defaults', () => {
     for (const variant of VARIANTS) {
       const site = onlyOf('Microsoft.Web/sites', variant);
       const plan = onlyOf('Microsoft.Web/serverfarms', variant).sku?.name === 'FC1' ? 'flex' : 'premium';
-      const [, subscriptionId, resourceGroup] = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
+      const [, subscriptionId, resourceGroup] =
+        /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\//.exec(site.id) ?? assert.fail(site.id);
       const s = appSettingsOf(variant);
       assert.deepEqual(
-        [s.PUSHDRAIN_SCALE_PLAN, s.PUSHDRAIN_SCALE_SUBSCRIPTION_ID, s.PUSHDRAIN_SCALE_RESOURCE_GROUP, s.PUSHDRAIN_SCALE_SITE_NAME, s.PUSHDRAIN_SCALE_CLIENT_ID],
+        [
+          s.PUSHDRAIN_SCALE_PLAN,
+          s.PUSHDRAIN_SCALE_SUBSCRIPTION_ID,
+          s.PUSHDRAIN_SCALE_RESOURCE_GROUP,
+          s.PUSHDRAIN_SCALE_SITE_NAME,
+          s.PUSHDRAIN_SCALE_CLIENT_ID,
+        ],
         [plan, subscriptionId, resourceGroup, site.name, appClientId(variant)],
         variant,
       );
-      assert.equal(s.PUSHDRAIN_SCALE_MAX_INSTANCES, plan === 'flex' ? '100' : '20', `${variant}: the plan's own scale-out ceiling`);
-      assert.equal(s.PUSHDRAIN_SCALE_MODE, variant === 'scale-agent' ? 'apply' : 'dry-run', `${variant}: dry-run unless switched on`);
+      assert.equal(
+        s.PUSHDRAIN_SCALE_MAX_INSTANCES,
+        plan === 'flex' ? '100' : '20',
+        `${variant}: the plan's own scale-out ceiling`,
+      );
+      assert.equal(
+        s.PUSHDRAIN_SCALE_MODE,
+        variant === 'scale-agent' ? 'apply' : 'dry-run',
+        `${variant}: dry-run unless switched on`,
+      );
     }
-    for (const spec of SCALE_SPECS.filter((x) => x.key !== 'maxInstances')) assert.equal(settings[spec.setting], String(spec.def), spec.setting);
+    for (const spec of SCALE_SPECS.filter((x) => x.key !== 'maxInstances'))
+      assert.equal(settings[spec.setting], String(spec.def), spec.setting);
     assert.equal(settings.PUSHDRAIN_SCALE_RULES, '512:1,4096:2,16384:4,65536:8');
     assert.equal(setting('PUSHDRAIN_SCALE_MIN_INSTANCES', 'scale-agent'), '1');
   });
@@ -341,11 +509,17 @@ void describe('infra: names and settings the app relies on', () => {
       const def = onlyOf('Microsoft.Authorization/roleDefinitions', variant);
       const p = def.properties as { type: string; permissions: Record<string, string[]>[]; assignableScopes: string[] };
       assert.equal(p.type, 'CustomRole');
-      const actions = flex ? ['Microsoft.Web/sites/read', 'Microsoft.Web/sites/write'] : ['Microsoft.Web/sites/config/read', 'Microsoft.Web/sites/config/write'];
+      const actions = flex
+        ? ['Microsoft.Web/sites/read', 'Microsoft.Web/sites/write']
+        : ['Microsoft.Web/sites/config/read', 'Microsoft.Web/sites/config/write'];
       assert.deepEqual(p.permissions, [{ actions, notActions: [], dataActions: [], notDataActions: [] }], variant);
       assert.deepEqual(p.assignableScopes, [onlyOf('Microsoft.Resources/resourceGroups', variant).id]);
       const grants = roleAssignmentsOf(variant).filter((a) => a.role === def.name);
-      assert.deepEqual(grants.map((a) => [a.scope, a.principalId]), [[onlyOf('Microsoft.Web/sites', variant).id, appPrincipal(variant)]], variant);
+      assert.deepEqual(
+        grants.map((a) => [a.scope, a.principalId]),
+        [[onlyOf('Microsoft.Web/sites', variant).id, appPrincipal(variant)]],
+        variant,
+      );
     }
   });
 
@@ -369,7 +543,10 @@ void describe('infra: names and settings the app relies on', () => {
   void it('Flex Consumption by default (Node 20 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|20, run from package)', () => {
     const flex = onlyOf('Microsoft.Web/sites');
     assert.deepEqual(onlyOf('Microsoft.Web/serverfarms').sku, { name: 'FC1', tier: 'FlexConsumption' });
-    assert.deepEqual((flex.properties?.functionAppConfig as { runtime: unknown }).runtime, { name: 'node', version: '20' });
+    assert.deepEqual((flex.properties?.functionAppConfig as { runtime: unknown }).runtime, {
+      name: 'node',
+      version: '20',
+    });
     assert.equal((flex.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, null);
     assert.equal(settings.FUNCTIONS_WORKER_RUNTIME, undefined, 'Flex rejects it as an app setting');
 
@@ -379,15 +556,36 @@ void describe('infra: names and settings the app relies on', () => {
     assert.equal((premium.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, 'Node|20');
     assert.equal(premium.properties?.functionAppConfig, null);
     const s = appSettingsOf('premium');
-    assert.deepEqual([s.FUNCTIONS_EXTENSION_VERSION, s.FUNCTIONS_WORKER_RUNTIME, s.WEBSITE_RUN_FROM_PACKAGE], ['~4', 'node', '1']);
+    assert.deepEqual(
+      [s.FUNCTIONS_EXTENSION_VERSION, s.FUNCTIONS_WORKER_RUNTIME, s.WEBSITE_RUN_FROM_PACKAGE],
+      ['~4', 'node', '1'],
+    );
   });
 
   void it('the lifecycle rules expire archive/ and the work/ and results/ intermediates, never manifests or reports; 0 days drops them', () => {
     const policy = onlyOf('Microsoft.Storage/storageAccounts/managementPolicies');
-    const rules = (policy.properties as { policy: { rules: { definition: { filters: { prefixMatch: string[] }; actions: { baseBlob: { delete: { daysAfterModificationGreaterThan: number } } } } }[] } }).policy.rules;
+    const rules = (
+      policy.properties as {
+        policy: {
+          rules: {
+            definition: {
+              filters: { prefixMatch: string[] };
+              actions: { baseBlob: { delete: { daysAfterModificationGreaterThan: number } } };
+            };
+          }[];
+        };
+      }
+    ).policy.rules;
     assert.deepEqual(rules.flatMap((r) => r.definition.filters.prefixMatch).sort(), ['archive/', 'results/', 'work/']);
-    assert.deepEqual(rules.map((r) => r.definition.actions.baseBlob.delete.daysAfterModificationGreaterThan), [30, 30]);
-    assert.deepEqual(resourcesOf('Microsoft.Storage/storageAccounts/managementPolicies', 'premium'), [], 'both retentions 0: no policy');
+    assert.deepEqual(
+      rules.map((r) => r.definition.actions.baseBlob.delete.daysAfterModificationGreaterThan),
+      [30, 30],
+    );
+    assert.deepEqual(
+      resourcesOf('Microsoft.Storage/storageAccounts/managementPolicies', 'premium'),
+      [],
+      'both retentions 0: no policy',
+    );
     const doc = readRepoFile('docs/DEPLOY.md');
     for (const p of ['archiveRetentionDays', 'intermediateRetentionDays']) assert.match(doc, new RegExp(p));
   });
@@ -399,7 +597,11 @@ void describe('infra: workflows', () => {
     assert.match(ci, /node-version: ['"]?20/);
     assert.match(ci, /npm ci/);
     assert.match(ci, /npm test/);
-    assert.match(ci, /^ {8}run: node scripts\/bicep\.mjs check --pinned$/m, 'the bicep job runs the same script as npm run infra:check');
+    assert.match(
+      ci,
+      /^ {8}run: node scripts\/bicep\.mjs check --pinned$/m,
+      'the bicep job runs the same script as npm run infra:check',
+    );
     const deploy = readRepoFile('.github/workflows/deploy.yml');
     assert.match(deploy, /id-token: write/);
     assert.match(deploy, /uses: azure\/login@/);
@@ -414,12 +616,17 @@ void describe('infra: workflows', () => {
 
 void describe('infra: send availability (the secondary namespace)', () => {
   const secondary = (): PredictedResource =>
-    resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((n) => n.name.startsWith('sb2-')) ?? assert.fail('no secondary namespace');
+    resourcesOf('Microsoft.ServiceBus/namespaces', 'secondary').find((n) => n.name.startsWith('sb2-')) ??
+    assert.fail('no secondary namespace');
 
   void it('off by default: no second namespace, no secondary settings, an empty output; on, all three', () => {
     for (const variant of VARIANTS.filter((v) => v !== 'secondary')) {
       assert.equal(resourcesOf('Microsoft.ServiceBus/namespaces', variant).length, 1, variant);
-      assert.deepEqual(Object.keys(appSettingsOf(variant)).filter((k) => k.startsWith('ServiceBusSecondaryConnection__')), [], variant);
+      assert.deepEqual(
+        Object.keys(appSettingsOf(variant)).filter((k) => k.startsWith('ServiceBusSecondaryConnection__')),
+        [],
+        variant,
+      );
       assert.equal(snapshot(variant).outputs.AZURE_SERVICEBUS_SECONDARY_FQDN, '', variant);
     }
     const ns = secondary();
@@ -442,24 +649,38 @@ void describe('infra: send availability (the secondary namespace)', () => {
     const ns = secondary();
     const json = JSON.parse(readRepoFile('infra/servicebus-backlog-queue.json')) as Record<string, unknown>;
     const fields = Object.keys(json).filter((k) => !k.startsWith('$'));
-    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) => q.name.startsWith(`${ns.name}/`));
+    const queues = resourcesOf('Microsoft.ServiceBus/namespaces/queues', 'secondary').filter((q) =>
+      q.name.startsWith(`${ns.name}/`),
+    );
     assert.equal(appSettingsOf('secondary').PUSHDRAIN_BACKLOG_QUEUE_COUNT, '3');
     assert.deepEqual(
       queues.map((q) => ({ name: leafName(q), ...Object.fromEntries(fields.map((f) => [f, q.properties?.[f]])) })),
       backlogEntities(3).queues,
     );
     assert.deepEqual(queues.map(leafName), backlogQueues(3));
-    const topics = resourcesOf('Microsoft.ServiceBus/namespaces/topics', 'secondary').filter((t) => t.name.startsWith(`${ns.name}/`));
+    const topics = resourcesOf('Microsoft.ServiceBus/namespaces/topics', 'secondary').filter((t) =>
+      t.name.startsWith(`${ns.name}/`),
+    );
     assert.deepEqual(topics, [], 'no topic: receivers read only the primary');
-    assert.equal(settings.PUSHDRAIN_BACKLOG_QUEUE_COUNT, String(TUNING_SPECS.find((t) => t.key === 'backlogQueueCount')!.def));
+    assert.equal(
+      settings.PUSHDRAIN_BACKLOG_QUEUE_COUNT,
+      String(TUNING_SPECS.find((t) => t.key === 'backlogQueueCount')!.def),
+    );
   });
 
   void it('least privilege: Sender and Receiver for the app identity on each backlog queue, nothing on the secondary namespace itself', () => {
     const ns = secondary();
     const grants = roleAssignmentsOf('secondary').filter((a) => a.scope.startsWith(ns.id));
-    assert.deepEqual(grants.filter((a) => a.scope === ns.id), [], 'no grant on the namespace itself');
+    assert.deepEqual(
+      grants.filter((a) => a.scope === ns.id),
+      [],
+      'no grant on the namespace itself',
+    );
     const app = grants.filter((a) => a.principalId === appPrincipal('secondary'));
-    const expected = backlogQueues(3).flatMap((q) => [`${ns.id}/queues/${q} 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39`, `${ns.id}/queues/${q} 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0`]);
+    const expected = backlogQueues(3).flatMap((q) => [
+      `${ns.id}/queues/${q} 69a216fc-b8fb-44d8-bc22-1f3c2cd27a39`,
+      `${ns.id}/queues/${q} 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0`,
+    ]);
     assert.deepEqual(app.map((a) => `${a.scope} ${a.role}`).sort(), expected.sort());
   });
 });

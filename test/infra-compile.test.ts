@@ -41,7 +41,10 @@ const skip = 'skip' in compiler ? compiler.skip : false;
 
 /** The parameter behind an app setting: PUSHDRAIN_CHUNK_SIZE is chunkSize, PUSHDRAIN_SCALE_MIN_INSTANCES scaleMinInstances. */
 const parameterOf = (setting: string): string =>
-  setting.replace(/^PUSHDRAIN_/, '').toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  setting
+    .replace(/^PUSHDRAIN_/, '')
+    .toLowerCase()
+    .replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 interface ArmParameter {
   type: string;
@@ -56,22 +59,38 @@ void describe('infra: the Bicep compiler', { skip }, () => {
 
   before(() => {
     if (!('exe' in compiler)) return;
-    const run = spawnSync(compiler.exe, ['build', join(root, 'infra', 'main.bicep'), '--stdout'], { cwd: root, encoding: 'utf8', timeout: TIMEOUT, maxBuffer: 64 * 1024 * 1024 });
+    const run = spawnSync(compiler.exe, ['build', join(root, 'infra', 'main.bicep'), '--stdout'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: TIMEOUT,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     assert.equal(run.status, 0, run.stderr);
     parameters = (JSON.parse(run.stdout) as { parameters: Record<string, ArmParameter> }).parameters;
   });
 
-  void it('npm run infra:check passes: build and lint without a warning, every snapshot current', { timeout: TIMEOUT }, () => {
-    const run = script(['check']);
-    assert.equal(run.status, 0, run.out);
-    assert.match(run.out, /infra check \(Bicep CLI version [\d.]+ .*\): passed/);
-  });
+  void it(
+    'npm run infra:check passes: build and lint without a warning, every snapshot current',
+    { timeout: TIMEOUT },
+    () => {
+      const run = script(['check']);
+      assert.equal(run.status, 0, run.out);
+      assert.match(run.out, /infra check \(Bicep CLI version [\d.]+ .*\): passed/);
+    },
+  );
 
-  void it('a template with an unknown property fails the check (BCP037, a warning the compiler alone would let through)', { timeout: TIMEOUT }, () => {
-    const run = script(['check', 'test/fixtures/bicep/unknown-property.bicep']);
-    assert.equal(run.status, 1, run.out);
-    assert.match(run.out, /FAILED build: test\/fixtures\/bicep\/unknown-property\.bicep\(\d+,\d+\) Warning BCP037: The property "keyAccessMode" is not allowed/);
-  });
+  void it(
+    'a template with an unknown property fails the check (BCP037, a warning the compiler alone would let through)',
+    { timeout: TIMEOUT },
+    () => {
+      const run = script(['check', 'test/fixtures/bicep/unknown-property.bicep']);
+      assert.equal(run.status, 1, run.out);
+      assert.match(
+        run.out,
+        /FAILED build: test\/fixtures\/bicep\/unknown-property\.bicep\(\d+,\d+\) Warning BCP037: The property "keyAccessMode" is not allowed/,
+      );
+    },
+  );
 
   void it('each tuning parameter defaults to its TUNING_SPECS default, within the range the app accepts, and is what the app is given', () => {
     const deployed = appSettingsOf();
@@ -80,39 +99,63 @@ void describe('infra: the Bicep compiler', { skip }, () => {
       const p = parameters[name] ?? assert.fail(`${spec.setting}: no parameter ${name} in main.bicep`);
       assert.equal(p.type, 'int', `${name} type`);
       assert.equal(p.defaultValue, spec.def, `${name} default`);
-      assert.ok(p.minValue !== undefined && p.minValue >= spec.min, `${name} minValue ${p.minValue} must be within the app's ${spec.min}`);
-      assert.ok(p.maxValue !== undefined && p.maxValue <= spec.max, `${name} maxValue ${p.maxValue} must be within the app's ${spec.max}`);
+      assert.ok(
+        p.minValue !== undefined && p.minValue >= spec.min,
+        `${name} minValue ${p.minValue} must be within the app's ${spec.min}`,
+      );
+      assert.ok(
+        p.maxValue !== undefined && p.maxValue <= spec.max,
+        `${name} maxValue ${p.maxValue} must be within the app's ${spec.max}`,
+      );
       assert.equal(deployed[spec.setting], String(p.defaultValue), `${spec.setting} as deployed by default`);
     }
   });
 
   void it('the named parameters: partitions, the drain budget under functionTimeout, the plans, the scaling agent bounds', () => {
     const int = (name: string): ArmParameter => parameters[name] ?? assert.fail(`no parameter ${name}`);
-    assert.deepEqual([int('partitions').defaultValue, int('partitions').minValue, int('partitions').maxValue], [4, 1, 64]);
+    assert.deepEqual(
+      [int('partitions').defaultValue, int('partitions').minValue, int('partitions').maxValue],
+      [4, 1, 64],
+    );
     const budget = int('drainBudgetSeconds');
     assert.equal(budget.defaultValue, 240);
     // The plan defaults differ (Flex and Premium: 30 min), so host.json must say it.
     const host = JSON.parse(readRepoFile('host.json')) as { functionTimeout?: string };
-    const parts = /^(\d{2}):(\d{2}):(\d{2})$/.exec(host.functionTimeout ?? '') ?? assert.fail(`host.json functionTimeout ${host.functionTimeout ?? 'absent'}`);
+    const parts =
+      /^(\d{2}):(\d{2}):(\d{2})$/.exec(host.functionTimeout ?? '') ??
+      assert.fail(`host.json functionTimeout ${host.functionTimeout ?? 'absent'}`);
     const timeout = Number(parts[1]) * 3600 + Number(parts[2]) * 60 + Number(parts[3]);
     assert.ok(budget.maxValue! + 60 <= timeout, `drain budget cap ${budget.maxValue}s vs functionTimeout ${timeout}s`);
-    assert.deepEqual([int('hostingPlan').defaultValue, int('hostingPlan').allowedValues], ['flex', ['flex', 'premium']]);
-    assert.deepEqual([int('scaleAgentMode').defaultValue, int('scaleAgentMode').allowedValues], ['dry-run', ['off', 'dry-run', 'apply']]);
+    assert.deepEqual(
+      [int('hostingPlan').defaultValue, int('hostingPlan').allowedValues],
+      ['flex', ['flex', 'premium']],
+    );
+    assert.deepEqual(
+      [int('scaleAgentMode').defaultValue, int('scaleAgentMode').allowedValues],
+      ['dry-run', ['off', 'dry-run', 'apply']],
+    );
     for (const spec of SCALE_SPECS.filter((s) => s.key !== 'maxInstances')) {
       const p = int(parameterOf(spec.setting));
       assert.equal(p.defaultValue, spec.def, spec.setting);
-      assert.ok(p.minValue! >= spec.min && p.maxValue! <= spec.max, `${spec.setting} range within ${spec.min}–${spec.max}`);
+      assert.ok(
+        p.minValue! >= spec.min && p.maxValue! <= spec.max,
+        `${spec.setting} range within ${spec.min}–${spec.max}`,
+      );
     }
     // The agent's ceiling is the plan's own: each plan's parameter must stay within what the app accepts.
     const ceiling = SCALE_SPECS.find((s) => s.key === 'maxInstances')!;
     for (const name of ['maximumInstanceCount', 'premiumMaximumElasticWorkerCount']) {
-      assert.ok(int(name).minValue! >= ceiling.min && int(name).maxValue! <= ceiling.max, `${name} within ${ceiling.min}–${ceiling.max}`);
+      assert.ok(
+        int(name).minValue! >= ceiling.min && int(name).maxValue! <= ceiling.max,
+        `${name} within ${ceiling.min}–${ceiling.max}`,
+      );
     }
   });
 
   void it('docs/DEPLOY.md documents every parameter of main.bicep in its table', () => {
     const doc = readRepoFile('docs/DEPLOY.md');
     assert.ok(Object.keys(parameters).length > 10);
-    for (const name of Object.keys(parameters)) assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `no table row for ${name}`);
+    for (const name of Object.keys(parameters))
+      assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `no table row for ${name}`);
   });
 });

@@ -34,7 +34,10 @@ function strandNextClaim(): void {
 
 describe('ingest claim', () => {
   test('a manifest create applied but answered by a dropped connection: the request still succeeds', async () => {
-    const { app, events, observer } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' });
+    const { app, events, observer } = await testRuntime({
+      StorageConnection: storage.connectionString,
+      PUSHDRAIN_CHUNK_SIZE: '100',
+    });
     const drop = storage.proxy.inject('dropAfterApply', { times: 1, match: manifestWrite });
     const txns = generate(400, 71, 20);
     const res = await post(app, toNdjson(txns), { 'idempotency-key': 'lost-create-1' });
@@ -48,7 +51,10 @@ describe('ingest claim', () => {
 
   test('a stranded claim answers 409 with Retry-After while fresh, and is taken over once stale', async () => {
     const time = movableClock();
-    const { app, events, observer, observerParts } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
+    const { app, events, observer, observerParts } = await testRuntime(
+      { StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' },
+      { clock: time.clock },
+    );
     const txns = generate(300, 72, 20);
     const body = toNdjson(txns);
     strandNextClaim();
@@ -58,7 +64,11 @@ describe('ingest claim', () => {
     const manifests = (await blobNames(observerParts, ['batches'])).filter((n) => n.endsWith('manifest.json'));
     assert.equal(manifests.length, 1);
     const batchId = manifests[0]!.split('/')[1]!;
-    assert.equal((await observerParts.manifests.read(batchId))!.manifest.state, 'ingesting', 'the failed request could not release its claim');
+    assert.equal(
+      (await observerParts.manifests.read(batchId))!.manifest.state,
+      'ingesting',
+      'the failed request could not release its claim',
+    );
 
     const busy = await post(app, body, { 'idempotency-key': 'stranded-1' });
     assert.equal(busy.status, 409);
@@ -76,8 +86,14 @@ describe('ingest claim', () => {
 
   test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
     const time = movableClock();
-    const { app, raw, observerParts } = await testRuntime({ StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' }, { clock: time.clock });
-    await raw.container('incoming').getBlockBlobClient('day-1.ndjson').uploadData(toNdjson(generate(150, 73)));
+    const { app, raw, observerParts } = await testRuntime(
+      { StorageConnection: storage.connectionString, PUSHDRAIN_CHUNK_SIZE: '100' },
+      { clock: time.clock },
+    );
+    await raw
+      .container('incoming')
+      .getBlockBlobClient('day-1.ndjson')
+      .uploadData(toNdjson(generate(150, 73)));
     strandNextClaim();
     const [failed] = await ingestSweep(app, context('ingestSweep'));
     assert.equal(failed?.kind, 'retry-later');
@@ -97,14 +113,25 @@ describe('ingest claim', () => {
     const claim = (await testClaim(store, 'b-heartbeat-own', 'mine'))!;
     const other = (await testClaim(store, 'b-heartbeat-other', 'theirs'))!;
     const beat = startHeartbeat({ store, claim, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
-    const foreign = startHeartbeat({ store, claim: { ...other, attempt: 'mine' }, now: () => Date.now(), warn: () => {}, intervalMs: 30 });
+    const foreign = startHeartbeat({
+      store,
+      claim: { ...other, attempt: 'mine' },
+      now: () => Date.now(),
+      warn: () => {},
+      intervalMs: 30,
+    });
     const read = async (id: string) => (await observerParts.manifests.read(id))!;
-    for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && (await read('b-heartbeat-own')).manifest.aliveAt === undefined; i++)
+      await new Promise((r) => setTimeout(r, 20));
     await beat.stop();
     await foreign.stop();
     const stopped = await read('b-heartbeat-own');
     assert.ok(stopped.manifest.aliveAt !== undefined, 'the claim was refreshed');
-    assert.equal((await read('b-heartbeat-other')).manifest.aliveAt, undefined, "another request's claim was not touched");
+    assert.equal(
+      (await read('b-heartbeat-other')).manifest.aliveAt,
+      undefined,
+      "another request's claim was not touched",
+    );
     await new Promise((r) => setTimeout(r, 150));
     assert.equal((await read('b-heartbeat-own')).etag, stopped.etag, 'no write after stop()');
   });

@@ -15,7 +15,15 @@ import { testRuntime, useStorage } from './support/storage';
 
 useStorage();
 
-const good = { id: 't1', account: 'a1', timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR', region: 'EU' };
+const good = {
+  id: 't1',
+  account: 'a1',
+  timestamp: '2026-03-01T10:00:00Z',
+  type: 'charge',
+  amount: 100,
+  currency: 'EUR',
+  region: 'EU',
+};
 
 interface ErrorBody {
   error: string;
@@ -45,7 +53,19 @@ describe('POST /api/batches rejections write nothing', () => {
     const body = res.jsonBody as ErrorBody;
     assert.equal(body.error, 'invalid_batch');
     const seen = body.details!.map((d) => `${d.line}:${d.field}`);
-    assert.deepEqual(seen.slice(0, 11), ['2:', '3:id', '4:account', '5:timestamp', '6:type', '7:amount', '8:currency', '9:region', '10:extra', '11:id', '12:account']);
+    assert.deepEqual(seen.slice(0, 11), [
+      '2:',
+      '3:id',
+      '4:account',
+      '5:timestamp',
+      '6:type',
+      '7:amount',
+      '8:currency',
+      '9:region',
+      '10:extra',
+      '11:id',
+      '12:account',
+    ]);
     assert.deepEqual(seen.slice(11), ['12:timestamp', '12:type', '12:amount', '12:currency']);
     assert.deepEqual(await blobNames(parts), []);
     assert.equal(await totalQueued(parts), 0);
@@ -53,13 +73,21 @@ describe('POST /api/batches rejections write nothing', () => {
   });
 
   test('415, 413, gzip bomb, bad Idempotency-Key, empty batch: clear errors, nothing written', async () => {
-    const { app, parts, events } = await testRuntime({ PUSHDRAIN_MAX_BODY_BYTES: '4096', PUSHDRAIN_MAX_INFLATED_BYTES: '65536' });
+    const { app, parts, events } = await testRuntime({
+      PUSHDRAIN_MAX_BODY_BYTES: '4096',
+      PUSHDRAIN_MAX_INFLATED_BYTES: '65536',
+    });
     const cases: [string, Promise<{ status?: number; jsonBody?: unknown }>, number, string][] = [
       ['text/plain', post(app, JSON.stringify(good), { 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
       ['no content type', post(app, JSON.stringify(good), { 'content-type': '' }), 415, 'unsupported_media_type'],
       ['br encoding', post(app, JSON.stringify(good), { 'content-encoding': 'br' }), 415, 'unsupported_media_type'],
       ['oversize', post(app, toNdjson(generate(100))), 413, 'too_large'],
-      ['gzip bomb', post(app, gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'content-encoding': 'gzip' }), 413, 'too_large'],
+      [
+        'gzip bomb',
+        post(app, gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'content-encoding': 'gzip' }),
+        413,
+        'too_large',
+      ],
       ['bad key', post(app, JSON.stringify(good), { 'idempotency-key': 'has space' }), 400, 'invalid_idempotency_key'],
       ['empty', post(app, ''), 400, 'invalid_batch'],
       ['empty array', post(app, '[]', { 'content-type': 'application/json' }), 400, 'invalid_batch'],
@@ -96,7 +124,7 @@ describe('POST /api/batches acceptance', () => {
     assert.equal((await status(app, 'A/../../x')).status, 400);
     const h = health(app);
     assert.equal(h.status, 200);
-    assert.ok(((h.jsonBody as { storageTransactions: { total: number } }).storageTransactions.total) > 0);
+    assert.ok((h.jsonBody as { storageTransactions: { total: number } }).storageTransactions.total > 0);
   });
 
   test('Idempotency-Key: a resubmission returns the same batchId and enqueues nothing', async () => {
@@ -116,7 +144,10 @@ describe('POST /api/batches acceptance', () => {
     assert.equal(events.all.length, published, 'nothing new published');
     assert.deepEqual(await blobNames(parts), blobs, 'nothing new written');
     // A replay or a conflict reads the manifest and writes nothing: not even a refused create.
-    const writes = (): number => Object.entries(app.storageTransactions()).filter(([op]) => op === 'blob.put' || op.startsWith('queue.put')).reduce((a, [, n]) => a + n, 0);
+    const writes = (): number =>
+      Object.entries(app.storageTransactions())
+        .filter(([op]) => op === 'blob.put' || op.startsWith('queue.put'))
+        .reduce((a, [, n]) => a + n, 0);
     const writesBefore = writes();
     await post(app, body, { 'idempotency-key': 'order-2026-11-20:001' });
     const conflict = await post(app, toNdjson(generate(40, 10)), { 'idempotency-key': 'order-2026-11-20:001' });
@@ -141,7 +172,10 @@ describe('POST /api/batches acceptance', () => {
     // The next sweep's recovery re-publishes the lost WorkDetected.
     const files = await ingestSweep(app, context('ingestSweep'));
     assert.deepEqual(files, []);
-    assert.deepEqual(events.all.map((c) => [c.event.queueName, c.event.batchId]), [[m.queues[0]!.queue, id]]);
+    assert.deepEqual(
+      events.all.map((c) => [c.event.queueName, c.event.batchId]),
+      [[m.queues[0]!.queue, id]],
+    );
     assert.equal((await parts.manifests.read(id))!.manifest.notification, 'sent');
     await ingestSweep(app, context('ingestSweep'));
     assert.equal(events.all.length, 1, 'published once, not on every sweep');

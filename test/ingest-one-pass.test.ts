@@ -22,12 +22,25 @@ useStorage();
 /** The app's own ingest step, with another memory bound for kept chunks. */
 function ingestorWith(parts: AppParts, keepBytes: number): Ingestor {
   const { blobs, queues, manifests, notifier, finalizer, names, settings, log } = parts;
-  return new Ingestor({ blobs, queues, manifests, notifier, open: new OpenBatches(blobs), finalizer, names, chunkSize: settings.tuning.chunkSize, now: () => Date.now(), log, keepBytes });
+  return new Ingestor({
+    blobs,
+    queues,
+    manifests,
+    notifier,
+    open: new OpenBatches(blobs),
+    finalizer,
+    names,
+    chunkSize: settings.tuning.chunkSize,
+    now: () => Date.now(),
+    log,
+    keepBytes,
+  });
 }
 
 async function chunkHashes(parts: AppParts, batchId: string, chunks: number): Promise<string[]> {
   const out: string[] = [];
-  for (let i = 0; i < chunks; i++) out.push((await parts.blobs.info(layout.chunk(batchId, i)))?.metadata.sha256 ?? 'missing');
+  for (let i = 0; i < chunks; i++)
+    out.push((await parts.blobs.info(layout.chunk(batchId, i)))?.metadata.sha256 ?? 'missing');
   return out;
 }
 
@@ -38,7 +51,8 @@ describe('one pass over the body', () => {
     const body = toNdjson(txns);
     let opened = 0;
     const source = bufferSource(body, false, 1e9);
-    const ingest = (keepBytes: number) => ingestorWith(parts, keepBytes).ingest({ open: () => (opened++, source()), format: 'ndjson', source: 'http' });
+    const ingest = (keepBytes: number) =>
+      ingestorWith(parts, keepBytes).ingest({ open: () => (opened++, source()), format: 'ndjson', source: 'http' });
     const kept = await ingest(64 * 1024 * 1024);
     assert.equal(opened, 1, 'kept: the body was read once');
     const cut = await ingest(1_000); // a few chunks' worth: the bound is passed early

@@ -27,11 +27,19 @@ describe('persistent 503 on one partition', () => {
     const sick = parts.names.inputQueue(1);
     const onSick = Array.from({ length: chunks }, (_, c) => c).filter((c) => partitionOf(batchId, c, 4) === 1).length;
     assert.ok(onSick > 0 && onSick < chunks);
-    const hits = storage.proxy.inject('status503', { times: 1_000_000, match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) } });
+    const hits = storage.proxy.inject('status503', {
+      times: 1_000_000,
+      match: { service: 'queue', path: new RegExp(`/${sick}(/|$)`) },
+    });
 
     // Everything but the sick partition completes while the fault lasts.
     const t0 = Date.now();
-    await pump(app, events, async () => ((await observerParts.manifests.read(batchId))?.manifest.done.length ?? 0) >= chunks - onSick, 60_000);
+    await pump(
+      app,
+      events,
+      async () => ((await observerParts.manifests.read(batchId))?.manifest.done.length ?? 0) >= chunks - onSick,
+      60_000,
+    );
     const faultedFor = Date.now() - t0;
     const m = (await observerParts.manifests.read(batchId))!.manifest;
     assert.equal(m.done.length, chunks - onSick, 'the healthy partitions finished their chunks');
@@ -43,6 +51,8 @@ describe('persistent 503 on one partition', () => {
     storage.proxy.clear();
     await pump(app, events, () => completed(observer, batchId), 60_000);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
-    t.diagnostic(`sick queue saw ${hits.hits} requests in ${faultedFor} ms of fault; the batch completed after it cleared`);
+    t.diagnostic(
+      `sick queue saw ${hits.hits} requests in ${faultedFor} ms of fault; the batch completed after it cleared`,
+    );
   });
 });

@@ -6,10 +6,22 @@ import { readRepoFile } from './support/repo';
 
 describe('pinned dependencies', () => {
   test('dependencies are pinned: exact runtime versions, a lock file with integrity for every package', () => {
-    const pkg = JSON.parse(readRepoFile('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(readRepoFile('package.json')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     const lock = JSON.parse(readRepoFile('package-lock.json')) as {
       lockfileVersion: number;
-      packages: Record<string, { version?: string; integrity?: string; link?: boolean; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }>;
+      packages: Record<
+        string,
+        {
+          version?: string;
+          integrity?: string;
+          link?: boolean;
+          dependencies?: Record<string, string>;
+          devDependencies?: Record<string, string>;
+        }
+      >;
     };
     for (const [name, range] of Object.entries(pkg.dependencies)) {
       assert.match(range, /^\d+\.\d+\.\d+$/, `${name} is pinned to an exact version`);

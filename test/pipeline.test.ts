@@ -17,7 +17,10 @@ useStorage();
 describe('pipeline on Azurite', () => {
   test('100,000 transactions: report equals the independent computation; storage transactions metered', async (t) => {
     // Default tuning (chunk size, back-off, task rule): the metered figure is the real one.
-    const { app, parts, events, observer, observerParts } = await testRuntime({ PUSHDRAIN_MIN_IDLE_MS: '100', PUSHDRAIN_MAX_IDLE_MS: '5000' });
+    const { app, parts, events, observer, observerParts } = await testRuntime({
+      PUSHDRAIN_MIN_IDLE_MS: '100',
+      PUSHDRAIN_MAX_IDLE_MS: '5000',
+    });
     const txns = generate(100_000, 42, 2_000);
     const body = toNdjson(txns);
     const before = app.storageTransactions();
@@ -63,7 +66,9 @@ describe('pipeline on Azurite', () => {
     assert.equal((csv.body as string).trimEnd().split('\r\n').length, expected.rows.length + 1);
 
     const per1000 = (used.total ?? 0) / 100;
-    t.diagnostic(`100k batch: ingest ${ingestMs} ms, completed ${latency} ms after submission, ${elapsed} ms until the test saw it; ${pumped.invocations} wake-ups (${pumped.byRole.input} drain, ${pumped.byRole.output} aggregate)`);
+    t.diagnostic(
+      `100k batch: ingest ${ingestMs} ms, completed ${latency} ms after submission, ${elapsed} ms until the test saw it; ${pumped.invocations} wake-ups (${pumped.byRole.input} drain, ${pumped.byRole.output} aggregate)`,
+    );
     t.diagnostic(`storage transactions: ${used.total} total = ${per1000.toFixed(2)} per 1,000 business transactions`);
     t.diagnostic(`by operation: ${JSON.stringify(used)}`);
     assert.ok(per1000 > 0);

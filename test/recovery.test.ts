@@ -24,7 +24,10 @@ const openMarker = (batchId: string): string => `batches/${layout.openBatch(batc
 describe('recovery of open batches', () => {
   test('every event lost after the 202: the sweep repairs the batch once it is stalled and drains it itself', async () => {
     const time = movableClock();
-    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_STALL_SECONDS: '120' }, { clock: time.clock });
+    const { app, parts, events, observer } = await testRuntime(
+      { PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_STALL_SECONDS: '120' },
+      { clock: time.clock },
+    );
     const txns = generate(450, 401, 12);
     const { batchId } = (await post(app, toNdjson(txns))).jsonBody as { batchId: string };
     assert.ok((await blobNames(parts, ['batches'])).includes(openMarker(batchId)));
@@ -38,17 +41,28 @@ describe('recovery of open batches', () => {
 
     time.advance(121_000);
     const { recovered } = await app.sweep();
-    assert.deepEqual(recovered, [{ batchId, kind: 'repaired', reenqueued: 0 }], 'pointers are still queued: only the wake-ups were lost');
+    assert.deepEqual(
+      recovered,
+      [{ batchId, kind: 'repaired', reenqueued: 0 }],
+      'pointers are still queued: only the wake-ups were lost',
+    );
     const woken = new Set(events.all.slice(lost.length).map((c) => c.event.queueName));
-    for (const q of new Set(lost.map((c) => c.event.queueName))) assert.ok(woken.has(q), `queue ${q}, holding its chunks, is woken again`);
+    for (const q of new Set(lost.map((c) => c.event.queueName)))
+      assert.ok(woken.has(q), `queue ${q}, holding its chunks, is woken again`);
     // Those wake-ups may be lost as the first ones were: the sweep drained the queues itself.
     assert.ok(await completed(observer, batchId), 'completed by the sweep alone, with no event delivered');
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
-    assert.ok(!(await blobNames(parts, ['batches'])).includes(openMarker(batchId)), 'a finished batch leaves the index');
+    assert.ok(
+      !(await blobNames(parts, ['batches'])).includes(openMarker(batchId)),
+      'a finished batch leaves the index',
+    );
   });
 
   test('lost pointers are re-enqueued from the chunk blobs; a lost finalize is redone', async () => {
-    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer, raw } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_PARTITIONS: '2',
+    });
     const txns = generate(300, 402, 8);
     const { batchId } = (await post(app, toNdjson(txns))).jsonBody as { batchId: string };
     events.take();
@@ -56,13 +70,22 @@ describe('recovery of open batches', () => {
     // npm start after a crash: what the stopped process left is repaired at once, whatever the threshold.
     const first = await app.recover({ leftBefore: Date.now() + 1 });
     assert.deepEqual(first.actions, [{ batchId, kind: 'repaired', reenqueued: 3 }]);
-    assert.equal(Object.values(first.queued).reduce((a, b) => a + b, 0), 3, 'the re-enqueued pointers are reported as queued');
+    assert.equal(
+      Object.values(first.queued).reduce((a, b) => a + b, 0),
+      3,
+      'the re-enqueued pointers are reported as queued',
+    );
     await pump(app, events, () => completed(observer, batchId), 60_000);
     const expected = expectedReport(txns);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expected.rows);
 
     // A crash between the last fold and the finalize: settled, still accepted, no report.
-    await parts.manifests.update(batchId, (m) => ({ ...m, state: 'accepted', completedAt: undefined, latencyMs: undefined }));
+    await parts.manifests.update(batchId, (m) => ({
+      ...m,
+      state: 'accepted',
+      completedAt: undefined,
+      latencyMs: undefined,
+    }));
     await raw.container('reports').getBlockBlobClient(layout.report(batchId).name).delete();
     await parts.blobs.write(layout.openBatch(batchId), Buffer.alloc(0), { contentType: 'application/octet-stream' });
     const second = await app.recover({ leftBefore: Date.now() + 1 });
@@ -73,13 +96,21 @@ describe('recovery of open batches', () => {
 
   test('start-up recovery leaves healthy work alone (no repair, no log line, nothing enqueued); what a stopped process left is repaired without duplicates', async () => {
     const warnings: string[] = [];
-    const { app, parts, events } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' }, { log: { ...quietLog, warn: (m) => void warnings.push(m) } });
+    const { app, parts, events } = await testRuntime(
+      { PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' },
+      { log: { ...quietLog, warn: (m) => void warnings.push(m) } },
+    );
     const startedBefore = Date.now(); // a process that started before the batch came in, as a fleet's instances do
     const { batchId } = (await post(app, toNdjson(generate(300, 404, 8)))).jsonBody as { batchId: string };
     const published = events.all.length;
-    const depths = async (): Promise<number[]> => Promise.all(parts.names.allQueues().map((q) => parts.queues.depth(q)));
+    const depths = async (): Promise<number[]> =>
+      Promise.all(parts.names.allQueues().map((q) => parts.queues.depth(q)));
     const queued = await depths();
-    assert.equal(queued.reduce((a, b) => a + b, 0), 3, 'three pointers, none taken (the events were captured)');
+    assert.equal(
+      queued.reduce((a, b) => a + b, 0),
+      3,
+      'three pointers, none taken (the events were captured)',
+    );
 
     const healthy = await app.recover({ leftBefore: startedBefore });
     assert.deepEqual(healthy.actions, [{ batchId, kind: 'progressing' }]);
@@ -105,11 +136,17 @@ describe('recovery of open batches', () => {
     await blobs.write(layout.openBatch('b-gone'), Buffer.alloc(0), empty); // no manifest at all
     await blobs.write({ container: 'batches', name: 'open/NOT..an-id' }, Buffer.alloc(0), empty);
     const { actions } = await app.recover();
-    assert.deepEqual(actions.map((a) => [a.batchId, a.kind]).sort(), [
-      ['b-gone', 'closed'],
-      [batchId, 'closed'],
-    ].sort());
-    assert.deepEqual((await blobNames(parts, ['batches'])).filter((n) => n.startsWith('batches/open/')), ['batches/open/NOT..an-id']);
+    assert.deepEqual(
+      actions.map((a) => [a.batchId, a.kind]).sort(),
+      [
+        ['b-gone', 'closed'],
+        [batchId, 'closed'],
+      ].sort(),
+    );
+    assert.deepEqual(
+      (await blobNames(parts, ['batches'])).filter((n) => n.startsWith('batches/open/')),
+      ['batches/open/NOT..an-id'],
+    );
   });
 
   test('idle: with nothing open and nothing dropped in, a sweep costs two list requests and nothing else', async () => {

@@ -30,21 +30,36 @@ after(async () => {
   await azurite?.stop();
 });
 
-async function waitFor<T>(what: string, timeoutMs: number, host: HostProcess, probe: () => Promise<T | undefined>): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  host: HostProcess,
+  probe: () => Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; Date.now() < deadline && i < 1000; i++) {
     const v = await probe();
     if (v !== undefined) return v;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-3000)}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}\n--- host output ---\n${host.output().slice(-3000)}`,
+  );
 }
 
 describe('restart after lost events', () => {
   test('the open-batch index lets a restarted host finish a batch whose every event was lost', async (t) => {
     const full = loadEntitiesConfig();
     // Broker one: the topic exists, but nothing subscribes to drains or aggregates. Every event is lost.
-    const deaf = await startTestBroker({ entities: { ...full, topics: (full.topics ?? []).map((tp) => ({ ...tp, subscriptions: tp.subscriptions.filter((s) => s.name === 'scale') })) } });
+    const deaf = await startTestBroker({
+      entities: {
+        ...full,
+        topics: (full.topics ?? []).map((tp) => ({
+          ...tp,
+          subscriptions: tp.subscriptions.filter((s) => s.name === 'scale'),
+        })),
+      },
+    });
     brokers.push(deaf);
     const env = {
       StorageConnection: azurite.connectionString,
@@ -55,7 +70,11 @@ describe('restart after lost events', () => {
     const first = await startHostProcess({ ...env, ServiceBusConnection: deaf.broker.connectionString });
     hosts.push(first);
     const txns = generate(900, 501, 25);
-    const res = await fetch(`${first.base}/api/batches`, { method: 'POST', body: toNdjson(txns), headers: { 'Content-Type': 'application/x-ndjson' } });
+    const res = await fetch(`${first.base}/api/batches`, {
+      method: 'POST',
+      body: toNdjson(txns),
+      headers: { 'Content-Type': 'application/x-ndjson' },
+    });
     assert.equal(res.status, 202, await res.clone().text());
     const { batchId } = (await res.json()) as { batchId: string };
     await new Promise((r) => setTimeout(r, 1500));
@@ -76,7 +95,10 @@ describe('restart after lost events', () => {
     });
     const restartToDone = Date.now() - t0;
     assert.match(second.output(), new RegExp(`Recovery: 1 open batch\\(es\\) \\(${batchId} repaired\\)`));
-    const report = (await (await fetch(`${second.base}/api/batches/${batchId}/report`)).json()) as { rows: unknown[]; totals: unknown[] };
+    const report = (await (await fetch(`${second.base}/api/batches/${batchId}/report`)).json()) as {
+      rows: unknown[];
+      totals: unknown[];
+    };
     const expected = expectedReport(txns);
     assert.deepEqual(report.rows, expected.rows);
     assert.deepEqual(report.totals, expected.totals);

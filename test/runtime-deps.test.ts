@@ -41,21 +41,31 @@ export function importsOf(sf: ts.SourceFile): ImportRef[] {
   const out: ImportRef[] = [];
   const add = (node: ts.Node, spec: ts.Expression | undefined, typeOnly: boolean): void => {
     if (spec && ts.isStringLiteralLike(spec)) {
-      out.push({ file: sf.fileName, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1, specifier: spec.text, typeOnly });
+      out.push({
+        file: sf.fileName,
+        line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1,
+        specifier: spec.text,
+        typeOnly,
+      });
     }
   };
   const visit = (n: ts.Node): void => {
     if (ts.isImportDeclaration(n)) {
       const c = n.importClause;
       const named = c?.namedBindings && ts.isNamedImports(c.namedBindings) ? c.namedBindings.elements : undefined;
-      const onlyTypes = !!c && (c.isTypeOnly || (!c.name && !!named && named.length > 0 && named.every((e) => e.isTypeOnly)));
+      const onlyTypes =
+        !!c && (c.isTypeOnly || (!c.name && !!named && named.length > 0 && named.every((e) => e.isTypeOnly)));
       add(n, n.moduleSpecifier, onlyTypes);
     } else if (ts.isExportDeclaration(n) && n.moduleSpecifier) {
       const named = n.exportClause && ts.isNamedExports(n.exportClause) ? n.exportClause.elements : undefined;
       add(n, n.moduleSpecifier, n.isTypeOnly || (!!named && named.length > 0 && named.every((e) => e.isTypeOnly)));
     } else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference)) {
       add(n, n.moduleReference.expression, n.isTypeOnly);
-    } else if (ts.isCallExpression(n) && (n.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(n.expression) && n.expression.text === 'require'))) {
+    } else if (
+      ts.isCallExpression(n) &&
+      (n.expression.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(n.expression) && n.expression.text === 'require'))
+    ) {
       add(n, n.arguments[0], false);
     } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) {
       add(n, n.argument.literal as ts.Expression, true);
@@ -81,14 +91,20 @@ interface PackageJson {
 /** Every way the app's imports and the production dependencies disagree, one line each. */
 export function dependencyProblems(root: string): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
-  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
   const declared = new Set(Object.keys(pkg.dependencies ?? {}));
   const production = new Set(
     Object.entries(lock.packages)
       .filter(([k, v]) => k.startsWith('node_modules/') && v.dev !== true)
       .map(([k]) => k.slice(k.lastIndexOf('node_modules/') + 'node_modules/'.length)),
   );
-  const options: ts.CompilerOptions = { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16, allowJs: false };
+  const options: ts.CompilerOptions = {
+    module: ts.ModuleKind.Node16,
+    moduleResolution: ts.ModuleResolutionKind.Node16,
+    allowJs: false,
+  };
   const host = ts.createCompilerHost(options);
   const problems: string[] = [];
   const valueImported = new Set<string>();
@@ -101,12 +117,14 @@ export function dependencyProblems(root: string): string[] {
         const resolved = ts.resolveModuleName(r.specifier, file, options, host).resolvedModule?.resolvedFileName;
         const target = resolved ? relative(root, resolved).split('\\').join('/') : undefined;
         if (!target) problems.push(`${at(r)} imports ${r.specifier}, which does not resolve`);
-        else if (!APP_DIRS.some((d) => target.startsWith(`${d}/`))) problems.push(`${at(r)} imports ${target}: the deployed app holds only ${APP_DIRS.join('/ and ')}/`);
+        else if (!APP_DIRS.some((d) => target.startsWith(`${d}/`)))
+          problems.push(`${at(r)} imports ${target}: the deployed app holds only ${APP_DIRS.join('/ and ')}/`);
       } else if (!isBuiltin(r.specifier)) {
         const name = packageName(r.specifier);
         if (!r.typeOnly) {
           valueImported.add(name);
-          if (!declared.has(name)) problems.push(`${at(r)} loads ${name} at run time, but it is not in package.json dependencies`);
+          if (!declared.has(name))
+            problems.push(`${at(r)} loads ${name} at run time, but it is not in package.json dependencies`);
         } else if (!production.has(name)) {
           problems.push(`${at(r)} imports types from ${name}, which a production install does not hold`);
         }
@@ -119,10 +137,14 @@ export function dependencyProblems(root: string): string[] {
     const manifest = join(root, 'node_modules', name, 'package.json');
     if (!existsSync(manifest)) continue;
     const p = JSON.parse(readFileSync(manifest, 'utf8')) as PackageJson;
-    for (const peer of Object.keys(p.peerDependencies ?? {})) if (!p.peerDependenciesMeta?.[peer]?.optional) peers.add(peer);
+    for (const peer of Object.keys(p.peerDependencies ?? {}))
+      if (!p.peerDependenciesMeta?.[peer]?.optional) peers.add(peer);
   }
   for (const dep of declared) {
-    if (!valueImported.has(dep) && !peers.has(dep)) problems.push(`${dep} is a production dependency, but nothing in ${APP_DIRS.join('/ or ')}/ loads it: it would ship unused`);
+    if (!valueImported.has(dep) && !peers.has(dep))
+      problems.push(
+        `${dep} is a production dependency, but nothing in ${APP_DIRS.join('/ or ')}/ loads it: it would ship unused`,
+      );
   }
   return problems;
 }
@@ -140,9 +162,25 @@ void describe('runtime dependencies of the deployed app', () => {
         writeFileSync(join(root, rel), text);
       };
       write('package.json', JSON.stringify({ dependencies: { used: '1.0.0', unused: '1.0.0' } }));
-      write('package-lock.json', JSON.stringify({ packages: { '': {}, 'node_modules/used': {}, 'node_modules/unused': {}, 'node_modules/devtool': { dev: true } } }));
-      write('functions/a.ts', "import { x } from '../local/helper';\nimport { used } from 'used';\nimport { readFileSync } from 'node:fs';\nexport const a = [x, used, readFileSync];\n");
-      write('shared/b.ts', "import type { T } from 'devtool';\nimport { w } from 'devtool/sub';\nexport type B = T;\nexport const b = w;\n");
+      write(
+        'package-lock.json',
+        JSON.stringify({
+          packages: {
+            '': {},
+            'node_modules/used': {},
+            'node_modules/unused': {},
+            'node_modules/devtool': { dev: true },
+          },
+        }),
+      );
+      write(
+        'functions/a.ts',
+        "import { x } from '../local/helper';\nimport { used } from 'used';\nimport { readFileSync } from 'node:fs';\nexport const a = [x, used, readFileSync];\n",
+      );
+      write(
+        'shared/b.ts',
+        "import type { T } from 'devtool';\nimport { w } from 'devtool/sub';\nexport type B = T;\nexport const b = w;\n",
+      );
       write('local/helper.ts', 'export const x = 1;\n');
       assert.deepEqual(dependencyProblems(root), [
         'functions/a.ts:1 imports local/helper.ts: the deployed app holds only functions/ and shared/',

@@ -41,7 +41,11 @@ after(async () => {
 const SUB = '00000000-0000-0000-0000-000000000001';
 const SITE_PATH = `/subscriptions/${SUB}/resourceGroups/rg-test/providers/Microsoft.Web/sites/func-test`;
 const API = '?api-version=2024-11-01';
-const SITE_ENV = { PUSHDRAIN_SCALE_SUBSCRIPTION_ID: SUB, PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-test', PUSHDRAIN_SCALE_SITE_NAME: 'func-test' };
+const SITE_ENV = {
+  PUSHDRAIN_SCALE_SUBSCRIPTION_ID: SUB,
+  PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-test',
+  PUSHDRAIN_SCALE_SITE_NAME: 'func-test',
+};
 /** Small depths for the tests: 5 queued → 1 ready, 20 → 2, 50 → 4. */
 const RULES = '5:1,20:2,50:4';
 
@@ -74,15 +78,29 @@ interface AgentRig extends TestRuntime {
 }
 
 async function rig(env: Record<string, string> = {}): Promise<AgentRig> {
-  const all: Record<string, string> = { PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_SCALE_RULES: RULES, PUSHDRAIN_SCALE_MODE: 'apply', ...SITE_ENV, ...env };
+  const all: Record<string, string> = {
+    PUSHDRAIN_PARTITIONS: '2',
+    PUSHDRAIN_SCALE_RULES: RULES,
+    PUSHDRAIN_SCALE_MODE: 'apply',
+    ...SITE_ENV,
+    ...env,
+  };
   const scale = loadSettings({ StorageConnection: 'UseDevelopmentStorage=true', ...all }).scale;
   const clock = new FakeClock();
   const log = new RecordingLog();
-  const scaleTarget = createArmScaleTarget(scale, scale.site!, 'drain', { credential: fakeCredential, endpoint: arm.url, tlsOptions: { ca: arm.ca } });
+  const scaleTarget = createArmScaleTarget(scale, scale.site!, 'drain', {
+    credential: fakeCredential,
+    endpoint: arm.url,
+    tlsOptions: { ca: arm.ca },
+  });
   const runtime = await testRuntime(all, { scaleTarget, clock, log });
   const queue = runtime.raw.queue(runtime.parts.names.inputQueue(0));
   arm.site = flexSite(Number(all.PUSHDRAIN_SCALE_MAX_INSTANCES ?? 100));
-  arm.webConfig = { minimumElasticInstanceCount: 1, functionAppScaleLimit: Number(all.PUSHDRAIN_SCALE_MAX_INSTANCES ?? 100), numberOfWorkers: 1 };
+  arm.webConfig = {
+    minimumElasticInstanceCount: 1,
+    functionAppScaleLimit: Number(all.PUSHDRAIN_SCALE_MAX_INSTANCES ?? 100),
+    numberOfWorkers: 1,
+  };
   arm.faults = [];
   arm.take();
   return {
@@ -101,26 +119,48 @@ async function rig(env: Record<string, string> = {}): Promise<AgentRig> {
 
 function calls(outcome: ScaleOutcome | undefined): string {
   if (!outcome) return 'ignored';
-  return outcome.kind === 'evaluated' ? `${outcome.call}:${outcome.decision.floor}/${outcome.decision.ceiling}` : outcome.kind;
+  return outcome.kind === 'evaluated'
+    ? `${outcome.call}:${outcome.decision.floor}/${outcome.decision.ceiling}`
+    : outcome.kind;
 }
 
 describe('the rule table', () => {
   test('boundaries of the default table, and the bounds', () => {
     const rules = parseScaleRules('PUSHDRAIN_SCALE_RULES', '512:1,4096:2,16384:4,65536:8');
     const at = [0, 511, 512, 4095, 4096, 16383, 16384, 65535, 65536, 10_000_000];
-    assert.deepEqual(at.map((d) => floorFor(d, rules, 0, 100)), [0, 0, 1, 1, 2, 2, 4, 4, 8, 8]);
-    assert.deepEqual(at.map((d) => floorFor(d, rules, 1, 3)), [1, 1, 1, 1, 2, 2, 3, 3, 3, 3]);
+    assert.deepEqual(
+      at.map((d) => floorFor(d, rules, 0, 100)),
+      [0, 0, 1, 1, 2, 2, 4, 4, 8, 8],
+    );
+    assert.deepEqual(
+      at.map((d) => floorFor(d, rules, 1, 3)),
+      [1, 1, 1, 1, 2, 2, 3, 3, 3, 3],
+    );
     assert.equal(loadSettings({ StorageConnection: 'UseDevelopmentStorage=true' }).scale.rules.length, 4);
   });
 
   test('a bad table or bound is refused at start-up, naming the setting', () => {
     const bad = ['512:1,512:2', '512:2,4096:1', '0:1', 'x:1', '512'];
-    for (const raw of bad) assert.throws(() => parseScaleRules('PUSHDRAIN_SCALE_RULES', raw), (e: unknown) => e instanceof ConfigError && e.setting === 'PUSHDRAIN_SCALE_RULES', raw);
+    for (const raw of bad)
+      assert.throws(
+        () => parseScaleRules('PUSHDRAIN_SCALE_RULES', raw),
+        (e: unknown) => e instanceof ConfigError && e.setting === 'PUSHDRAIN_SCALE_RULES',
+        raw,
+      );
     const base = { StorageConnection: 'UseDevelopmentStorage=true' };
-    assert.throws(() => loadSettings({ ...base, PUSHDRAIN_SCALE_MIN_INSTANCES: '5', PUSHDRAIN_SCALE_MAX_INSTANCES: '4' }), /PUSHDRAIN_SCALE_MIN_INSTANCES/);
-    assert.throws(() => loadSettings({ ...base, PUSHDRAIN_SCALE_MODE: 'apply' }), /apply needs PUSHDRAIN_SCALE_SUBSCRIPTION_ID/);
+    assert.throws(
+      () => loadSettings({ ...base, PUSHDRAIN_SCALE_MIN_INSTANCES: '5', PUSHDRAIN_SCALE_MAX_INSTANCES: '4' }),
+      /PUSHDRAIN_SCALE_MIN_INSTANCES/,
+    );
+    assert.throws(
+      () => loadSettings({ ...base, PUSHDRAIN_SCALE_MODE: 'apply' }),
+      /apply needs PUSHDRAIN_SCALE_SUBSCRIPTION_ID/,
+    );
     assert.throws(() => loadSettings({ ...base, PUSHDRAIN_SCALE_MODE: 'yes' }), /PUSHDRAIN_SCALE_MODE/);
-    assert.throws(() => loadSettings({ ...base, ...SITE_ENV, PUSHDRAIN_SCALE_SITE_NAME: '../x' }), /PUSHDRAIN_SCALE_SITE_NAME/);
+    assert.throws(
+      () => loadSettings({ ...base, ...SITE_ENV, PUSHDRAIN_SCALE_SITE_NAME: '../x' }),
+      /PUSHDRAIN_SCALE_SITE_NAME/,
+    );
     assert.equal(loadSettings(base).scale.mode, 'dry-run', 'dry-run by default');
   });
 });
@@ -131,15 +171,28 @@ describe('the scaling agent against the management API', () => {
     await r.depth(6);
     assert.equal(calls(await r.signal()), 'written:1/100');
     const sent = arm.take();
-    assert.deepEqual(sent.map((q) => `${q.method} ${q.path}`), [`GET ${SITE_PATH}${API}`, `PATCH ${SITE_PATH}${API}`]);
-    assert.ok(sent.every((q) => q.authorization === 'Bearer test-token'), 'the client authenticates every request');
+    assert.deepEqual(
+      sent.map((q) => `${q.method} ${q.path}`),
+      [`GET ${SITE_PATH}${API}`, `PATCH ${SITE_PATH}${API}`],
+    );
+    assert.ok(
+      sent.every((q) => q.authorization === 'Bearer test-token'),
+      'the client authenticates every request',
+    );
     const expected = flexSite(100) as { properties: { functionAppConfig: Record<string, unknown> } };
     const config = expected.properties.functionAppConfig;
     assert.deepEqual(sent[1]!.body, {
       properties: {
         functionAppConfig: {
           ...config,
-          scaleAndConcurrency: { alwaysReady: [{ name: 'http', instanceCount: 1 }, { name: 'function:drain', instanceCount: 1 }], maximumInstanceCount: 100, instanceMemoryMB: 2048 },
+          scaleAndConcurrency: {
+            alwaysReady: [
+              { name: 'http', instanceCount: 1 },
+              { name: 'function:drain', instanceCount: 1 },
+            ],
+            maximumInstanceCount: 100,
+            instanceMemoryMB: 2048,
+          },
         },
       },
     });
@@ -150,13 +203,18 @@ describe('the scaling agent against the management API', () => {
     await r.depth(25);
     assert.equal(calls(await r.signal()), 'written:2/20');
     const sent = arm.take();
-    assert.deepEqual(sent.map((q) => `${q.method} ${q.path}`), [`GET ${SITE_PATH}/config/web${API}`, `PATCH ${SITE_PATH}/config/web${API}`]);
+    assert.deepEqual(
+      sent.map((q) => `${q.method} ${q.path}`),
+      [`GET ${SITE_PATH}/config/web${API}`, `PATCH ${SITE_PATH}/config/web${API}`],
+    );
     assert.deepEqual(sent[1]!.body, { properties: { minimumElasticInstanceCount: 2, functionAppScaleLimit: 20 } });
     // Back to idle: Premium never goes below its one instance.
     r.clock.advance(901 + 30);
     await r.depth(0);
     assert.equal(calls(await r.app.scale({ kind: 'check' })), 'written:0/20');
-    assert.deepEqual(arm.take()[1]!.body, { properties: { minimumElasticInstanceCount: 1, functionAppScaleLimit: 20 } });
+    assert.deepEqual(arm.take()[1]!.body, {
+      properties: { minimumElasticInstanceCount: 1, functionAppScaleLimit: 20 },
+    });
   });
 
   test('dry-run (the default) logs the exact request and makes no call', async () => {
@@ -166,7 +224,12 @@ describe('the scaling agent against the management API', () => {
     assert.deepEqual(arm.take(), [], 'no request reached the management endpoint');
     const line = r.log.lines.info.find((l) => l.includes('would send'));
     assert.ok(line, r.log.lines.info.join('\n'));
-    assert.ok(line.includes(`PATCH ${arm.url}${SITE_PATH}${API} {"properties":{"functionAppConfig":{"scaleAndConcurrency":{"alwaysReady":[{"name":"function:drain","instanceCount":1}],"maximumInstanceCount":100}}}}`), line);
+    assert.ok(
+      line.includes(
+        `PATCH ${arm.url}${SITE_PATH}${API} {"properties":{"functionAppConfig":{"scaleAndConcurrency":{"alwaysReady":[{"name":"function:drain","instanceCount":1}],"maximumInstanceCount":100}}}}`,
+      ),
+      line,
+    );
   });
 
   test('no write when nothing changed: the same decision again, and a site that already matches', async () => {
@@ -182,7 +245,10 @@ describe('the scaling agent against the management API', () => {
     r.clock.advance(31);
     const again = await r.signal();
     assert.equal(calls(again), 'unchanged:1/100');
-    assert.deepEqual(arm.take().map((q) => q.method), ['GET']);
+    assert.deepEqual(
+      arm.take().map((q) => q.method),
+      ['GET'],
+    );
   });
 
   test('hysteresis under a fake clock: one sample per interval, up after 60 s, down only after 900 s without load', async () => {
@@ -214,14 +280,20 @@ describe('the scaling agent against the management API', () => {
     await r.depth(6);
     arm.faults = [{ status: 429, headers: { 'retry-after': '120' }, method: 'PATCH' }];
     assert.equal(calls(await r.signal()), 'throttled:1/100');
-    assert.deepEqual(arm.take().map((q) => q.method), ['GET', 'PATCH']);
+    assert.deepEqual(
+      arm.take().map((q) => q.method),
+      ['GET', 'PATCH'],
+    );
     assert.ok(r.checks.includes(121_000), `a check one second after Retry-After (${r.checks.join(', ')})`);
     r.clock.advance(60);
     assert.equal(calls(await r.signal()), 'not-due');
     assert.deepEqual(arm.take(), [], 'nothing sent before Retry-After');
     r.clock.advance(61);
     assert.equal(calls(await r.app.scale({ kind: 'check' })), 'written:1/100');
-    assert.deepEqual(arm.take().map((q) => q.method), ['GET', 'PATCH']);
+    assert.deepEqual(
+      arm.take().map((q) => q.method),
+      ['GET', 'PATCH'],
+    );
   });
 
   test('403 disables the agent with one clear error, turns health red, and stops every agent calling', async () => {
@@ -239,7 +311,12 @@ describe('the scaling agent against the management API', () => {
     r.clock.advance(3600);
     assert.equal(calls(await r.signal()), 'disabled');
     // Another instance's agent reads the record and stops too.
-    const other = createApp(r.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
+    const other = createApp(r.parts.settings, {
+      publisher: new CapturingPublisher(),
+      clock: r.clock,
+      log: r.log,
+      scaleTarget: r.target,
+    });
     try {
       assert.equal(calls(await other.scale({ kind: 'work', queue: 'x', payloadSize: 0 })), 'disabled');
       assert.equal(other.health().scaleAgent.status, 'red');
@@ -253,7 +330,12 @@ describe('the scaling agent against the management API', () => {
   test('two racing agents: one samples, one decides, one write (ETag on the record in Azurite)', async () => {
     const r = await rig();
     await r.depth(6);
-    const other = createApp(r.parts.settings, { publisher: new CapturingPublisher(), clock: r.clock, log: r.log, scaleTarget: r.target });
+    const other = createApp(r.parts.settings, {
+      publisher: new CapturingPublisher(),
+      clock: r.clock,
+      log: r.log,
+      scaleTarget: r.target,
+    });
     try {
       const outcomes = await Promise.all([r.signal(), other.scale({ kind: 'work', queue: 'x', payloadSize: 0 })]);
       // The loser either loses the If-Match race or, arriving a moment later, finds the winner's
@@ -261,9 +343,16 @@ describe('the scaling agent against the management API', () => {
       const [loser, winner] = outcomes.map(calls).sort();
       assert.equal(winner, 'written:1/100');
       assert.ok(loser === 'lost-race' || loser === 'not-due', `the other agent stood down (${loser})`);
-      assert.deepEqual(arm.take().map((q) => q.method), ['GET', 'PATCH']);
+      assert.deepEqual(
+        arm.take().map((q) => q.method),
+        ['GET', 'PATCH'],
+      );
       const depthReads = (app: typeof other): number => app.storageTransactions()['queue.metadata'] ?? 0;
-      assert.equal(depthReads(r.app) + depthReads(other), 2, 'one depth sample: one request per input queue, by one agent');
+      assert.equal(
+        depthReads(r.app) + depthReads(other),
+        2,
+        'one depth sample: one request per input queue, by one agent',
+      );
     } finally {
       await other.close();
     }
@@ -276,7 +365,10 @@ describe('the scaling agent against the management API', () => {
     assert.deepEqual(r.checks, [930_000], 'one check, after the down cooldown and an interval');
     await r.depth(0);
     r.clock.advance(930);
-    assert.equal(calls(await onScaleSignal(r.app, JSON.stringify({ v: 1, kind: 'ScaleCheck' }), context('scaleAgent'))), 'written:0/100');
+    assert.equal(
+      calls(await onScaleSignal(r.app, JSON.stringify({ v: 1, kind: 'ScaleCheck' }), context('scaleAgent'))),
+      'written:0/100',
+    );
     assert.deepEqual(r.checks, [930_000], 'back at the minimum: no further check');
     arm.take();
     const storage = r.app.storageTransactions().total ?? 0;
@@ -284,7 +376,10 @@ describe('the scaling agent against the management API', () => {
     r.clock.advance(3600);
     assert.equal(calls(await r.signal()), 'none:0/100');
     assert.deepEqual(arm.take(), []);
-    assert.ok((r.app.storageTransactions().total ?? 0) - storage <= 5, 'one record read, one claim, one sample of 2 queues, one record write');
+    assert.ok(
+      (r.app.storageTransactions().total ?? 0) - storage <= 5,
+      'one record read, one claim, one sample of 2 queues, one record write',
+    );
     assert.deepEqual(r.checks, [930_000]);
   });
 });

@@ -22,7 +22,7 @@ import { ConfigError, TransientError, ValidationError } from '../shared/errors';
 import { entityNames, TOPIC } from '../shared/names';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { generate, toNdjson } from '../tools/testkit/generate';
-import { startStorageProxy,type StorageProxy } from '../tools/testkit/storage-proxy';
+import { startStorageProxy, type StorageProxy } from '../tools/testkit/storage-proxy';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostEnv, type HostProcess, runHostToExit, startHostProcess } from './support/host-process';
 import { uniquePrefix } from './support/storage';
@@ -52,7 +52,11 @@ function escape(s: string): string {
 function assertNoSecret(where: string, text: string): void {
   for (const [what, re] of FORBIDDEN) {
     const m = re.exec(text);
-    assert.equal(m, null, `${what} appears in ${where}: …${m ? text.slice(Math.max(0, m.index - 80), m.index + 80) : ''}…`);
+    assert.equal(
+      m,
+      null,
+      `${what} appears in ${where}: …${m ? text.slice(Math.max(0, m.index - 80), m.index + 80) : ''}…`,
+    );
   }
 }
 
@@ -88,7 +92,10 @@ function hostEnv(extra: Record<string, string> = {}): HostEnv {
 
 /** fetch, recording the status line, the headers and the body of the answer. */
 async function call(path: string, init: RequestInit = {}): Promise<{ status: number; body: string; headers: Headers }> {
-  const res = await fetch(`${base}${path}`, { ...init, headers: { 'x-functions-key': 'local-host-ignores-keys', ...(init.headers as Record<string, string>) } });
+  const res = await fetch(`${base}${path}`, {
+    ...init,
+    headers: { 'x-functions-key': 'local-host-ignores-keys', ...(init.headers as Record<string, string>) },
+  });
   const body = await res.text();
   const headers = [...res.headers.entries()].map(([k, v]) => `${k}: ${v}`).join('\n');
   transcript.push({ where: `${init.method ?? 'GET'} ${path} → ${res.status}`, text: `${headers}\n\n${body}` });
@@ -106,7 +113,10 @@ async function failedStart(extra: Record<string, string>): Promise<{ code: numbe
 }
 
 before(async () => {
-  [azurite, bus] = await Promise.all([startAzurite({ env: { AZURITE_ACCOUNTS: `${ACCOUNT}:${ACCOUNT_KEY}` } }), startTestBroker()]);
+  [azurite, bus] = await Promise.all([
+    startAzurite({ env: { AZURITE_ACCOUNTS: `${ACCOUNT}:${ACCOUNT_KEY}` } }),
+    startTestBroker(),
+  ]);
   proxy = await startStorageProxy(azurite);
   const direct = `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${azurite.blobPort}/${ACCOUNT};QueueEndpoint=http://127.0.0.1:${azurite.queuePort}/${ACCOUNT};`;
   storageConnection = proxy.connectionString(direct);
@@ -124,10 +134,16 @@ after(async () => {
 
 describe('no secret leaves the app, on any path', () => {
   test('the account is real: its random key works and the public development key does not', async () => {
-    const wrong = storageConnection.replace(ACCOUNT_KEY, 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==');
+    const wrong = storageConnection.replace(
+      ACCOUNT_KEY,
+      'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==',
+    );
     const refused = await QueueServiceClient.fromConnectionString(wrong, { retryOptions: { maxTries: 1 } })
       .getProperties()
-      .then(() => 0, (e: RestError) => e.statusCode ?? -1);
+      .then(
+        () => 0,
+        (e: RestError) => e.statusCode ?? -1,
+      );
     assert.equal(refused, 403);
     const props = await QueueServiceClient.fromConnectionString(storageConnection).getProperties();
     assert.ok(props);
@@ -144,11 +160,19 @@ describe('no secret leaves the app, on any path', () => {
     const accepted = await post(toNdjson(generate(300, 7, 10)), { 'Idempotency-Key': `sec-${PREFIX}ok` });
     assert.equal(accepted.status, 202, accepted.body);
     const { batchId } = JSON.parse(accepted.body) as { batchId: string };
-    await host.until('the batch to complete', 30_000, async () => ((JSON.parse((await call(`/api/batches/${batchId}`)).body) as { status: string }).status === 'completed' ? true : undefined));
+    await host.until('the batch to complete', 30_000, async () =>
+      (JSON.parse((await call(`/api/batches/${batchId}`)).body) as { status: string }).status === 'completed'
+        ? true
+        : undefined,
+    );
     assert.equal((await call(`/api/batches/${batchId}/report`)).status, 200);
     assert.equal((await call(`/api/batches/${batchId}/report?format=csv`)).status, 200);
     assert.equal((await call('/api/health')).status, 200);
-    assert.equal((await post(toNdjson(generate(300, 7, 10)), { 'Idempotency-Key': `sec-${PREFIX}ok` })).status, 202, 'replayed');
+    assert.equal(
+      (await post(toNdjson(generate(300, 7, 10)), { 'Idempotency-Key': `sec-${PREFIX}ok` })).status,
+      202,
+      'replayed',
+    );
   });
 
   test('client errors: 400, 404, 405, 413, 415, 409', async () => {
@@ -160,10 +184,17 @@ describe('no secret leaves the app, on any path', () => {
     assert.equal((await call('/api/nothing-here')).status, 404);
     assert.equal((await call('/api/batches', { method: 'DELETE' })).status, 405);
     assert.equal((await post(Buffer.alloc(70_000, 0x20))).status, 413);
-    assert.equal((await post(gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'Content-Encoding': 'gzip' })).status, 413);
+    assert.equal(
+      (await post(gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'Content-Encoding': 'gzip' })).status,
+      413,
+    );
     assert.equal((await post('x', { 'Content-Type': 'text/plain' })).status, 415);
     assert.equal((await post(Buffer.alloc(10), { 'Content-Encoding': 'br' })).status, 415);
-    assert.equal((await post(toNdjson(generate(5, 8)), { 'Idempotency-Key': `sec-${PREFIX}ok` })).status, 409, 'same key, another body');
+    assert.equal(
+      (await post(toNdjson(generate(5, 8)), { 'Idempotency-Key': `sec-${PREFIX}ok` })).status,
+      409,
+      'same key, another body',
+    );
     const unfinished = await post(toNdjson(generate(5, 9)));
     const { batchId } = JSON.parse(unfinished.body) as { batchId: string };
     assert.ok([200, 409].includes((await call(`/api/batches/${batchId}/report`)).status));
@@ -181,9 +212,14 @@ describe('no secret leaves the app, on any path', () => {
     const sender = bus.client().createSender(TOPIC);
     try {
       const mark = host.output().length;
-      await sender.sendMessages({ body: { storageAccount: ACCOUNT, queueName: names.inputQueue(0), payloadSize: 1, role: 'input' }, applicationProperties: { role: 'input' } });
+      await sender.sendMessages({
+        body: { storageAccount: ACCOUNT, queueName: names.inputQueue(0), payloadSize: 1, role: 'input' },
+        applicationProperties: { role: 'input' },
+      });
       const failed = new RegExp(`${names.inputQueue(0)}[^\\n]*server is busy`, 'i');
-      await host.until('the failed drain to be logged', 20_000, () => (failed.test(host.output().slice(mark)) ? true : undefined));
+      await host.until('the failed drain to be logged', 20_000, () =>
+        failed.test(host.output().slice(mark)) ? true : undefined,
+      );
     } finally {
       proxy.clear();
       await sender.close();
@@ -193,21 +229,36 @@ describe('no secret leaves the app, on any path', () => {
 
   test('drain errors: a foreign queue, a malformed event, a poison pointer', async () => {
     const queues = QueueServiceClient.fromConnectionString(storageConnection);
-    await queues.getQueueClient(names.inputQueue(1)).sendMessage('{"v":1,"batchId":"b-nope","chunk":0,"count":1,"blob":"../../etc/passwd","sha256":"00"}');
+    await queues
+      .getQueueClient(names.inputQueue(1))
+      .sendMessage('{"v":1,"batchId":"b-nope","chunk":0,"count":1,"blob":"../../etc/passwd","sha256":"00"}');
     const sender = bus.client().createSender(TOPIC);
     const mark = host.output().length;
     try {
       await sender.sendMessages([
-        { body: { storageAccount: ACCOUNT, queueName: 'someone-elses-queue', payloadSize: 1, role: 'input' }, applicationProperties: { role: 'input' } },
-        { body: { storageAccount: ACCOUNT, queueName: '../work-0', role: 'input' }, applicationProperties: { role: 'input' } },
-        { body: { storageAccount: ACCOUNT, queueName: names.inputQueue(1), payloadSize: 1, role: 'input' }, applicationProperties: { role: 'input' } },
+        {
+          body: { storageAccount: ACCOUNT, queueName: 'someone-elses-queue', payloadSize: 1, role: 'input' },
+          applicationProperties: { role: 'input' },
+        },
+        {
+          body: { storageAccount: ACCOUNT, queueName: '../work-0', role: 'input' },
+          applicationProperties: { role: 'input' },
+        },
+        {
+          body: { storageAccount: ACCOUNT, queueName: names.inputQueue(1), payloadSize: 1, role: 'input' },
+          applicationProperties: { role: 'input' },
+        },
       ]);
     } finally {
       await sender.close();
     }
     await host.until('the three outcomes to be logged', 30_000, () => {
       const seen = host.output().slice(mark);
-      return /someone-elses-queue/.test(seen) && /queueName is missing or not a valid queue name/.test(seen) && /moved to poison/.test(seen) ? true : undefined;
+      return /someone-elses-queue/.test(seen) &&
+        /queueName is missing or not a valid queue name/.test(seen) &&
+        /moved to poison/.test(seen)
+        ? true
+        : undefined;
     });
     const poisoned = await queues.getQueueClient(names.poisonQueue(names.inputQueue(1))).peekMessages();
     assert.equal(poisoned.peekedMessageItems.length, 1);
@@ -230,10 +281,22 @@ describe('no secret leaves the app, on any path', () => {
   test('bad settings at start-up: the host refuses to start, names the setting, echoes no secret', async () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ PUSHDRAIN_PARTITIONS: 'many' }, /Invalid setting PUSHDRAIN_PARTITIONS/],
-      [{ StorageConnection: `AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};not-a-pair` }, /Invalid setting StorageConnection: is not a well-formed connection string/],
-      [{ StorageConnection: `AccountKey=${ACCOUNT_KEY}` }, /Invalid setting StorageConnection: connection string has neither AccountName nor BlobEndpoint/],
-      [{ ServiceBusConnection: `SharedAccessKeyName=Root;SharedAccessKey=${SAS_KEY}` }, /Invalid setting ServiceBusConnection: connection string has no Endpoint/],
-      [{ ServiceBusConnection: `Endpoint=:::;SharedAccessKey=${SAS_KEY}` }, /Invalid setting ServiceBusConnection: Endpoint is not a valid/],
+      [
+        { StorageConnection: `AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};not-a-pair` },
+        /Invalid setting StorageConnection: is not a well-formed connection string/,
+      ],
+      [
+        { StorageConnection: `AccountKey=${ACCOUNT_KEY}` },
+        /Invalid setting StorageConnection: connection string has neither AccountName nor BlobEndpoint/,
+      ],
+      [
+        { ServiceBusConnection: `SharedAccessKeyName=Root;SharedAccessKey=${SAS_KEY}` },
+        /Invalid setting ServiceBusConnection: connection string has no Endpoint/,
+      ],
+      [
+        { ServiceBusConnection: `Endpoint=:::;SharedAccessKey=${SAS_KEY}` },
+        /Invalid setting ServiceBusConnection: Endpoint is not a valid/,
+      ],
     ];
     const runs = await Promise.all(cases.map(([extra]) => failedStart(extra)));
     for (const [i, { code, text }] of runs.entries()) {
@@ -250,7 +313,14 @@ describe('no secret leaves the app, on any path', () => {
     assert.ok(transcript.length >= 25, `${transcript.length} captures`);
     for (const { where, text } of transcript) assertNoSecret(where, text);
     // The paths above really ran: their log lines are in the capture.
-    for (const expected of [/transient failure/, /WorkDetected ignored/, /moved to poison/, /rejected/, /Stopped cleanly/]) assert.match(output, expected);
+    for (const expected of [
+      /transient failure/,
+      /WorkDetected ignored/,
+      /moved to poison/,
+      /rejected/,
+      /Stopped cleanly/,
+    ])
+      assert.match(output, expected);
   });
 });
 
@@ -267,9 +337,18 @@ describe('secret-bearing inputs, unit by unit', () => {
       { StorageConnection__blobServiceUri: `https://a.blob.core.windows.net/?sv=1&sig=${SECRET}` },
       { StorageConnection__blobServiceUri: `::${SECRET}`, StorageConnection__queueServiceUri: `::${SECRET}` },
       { StorageConnection: 'UseDevelopmentStorage=true', ServiceBusConnection: `SharedAccessKey=${SECRET}` },
-      { StorageConnection: 'UseDevelopmentStorage=true', ServiceBusConnection: `Endpoint=sb://x/;SharedAccessKey=${SECRET};broken` },
-      { StorageConnection: 'UseDevelopmentStorage=true', ServiceBusConnection: `Endpoint=::${SECRET};SharedAccessKey=${SECRET}` },
-      { StorageConnection: 'UseDevelopmentStorage=true', ServiceBusConnection__fullyQualifiedNamespace: `Endpoint=sb://x/;SharedAccessKey=${SECRET}` },
+      {
+        StorageConnection: 'UseDevelopmentStorage=true',
+        ServiceBusConnection: `Endpoint=sb://x/;SharedAccessKey=${SECRET};broken`,
+      },
+      {
+        StorageConnection: 'UseDevelopmentStorage=true',
+        ServiceBusConnection: `Endpoint=::${SECRET};SharedAccessKey=${SECRET}`,
+      },
+      {
+        StorageConnection: 'UseDevelopmentStorage=true',
+        ServiceBusConnection__fullyQualifiedNamespace: `Endpoint=sb://x/;SharedAccessKey=${SECRET}`,
+      },
     ];
     for (const env of envs) {
       const e = (() => {
@@ -289,14 +368,34 @@ describe('secret-bearing inputs, unit by unit', () => {
 
   test('errorResponse: 5xx bodies are generic, 4xx bodies are ours, log lines are redacted', () => {
     const logged: string[] = [];
-    const ctx = new InvocationContext({ invocationId: 'inv-1', logHandler: (_level, ...args) => logged.push(args.map(String).join(' ')) });
+    const ctx = new InvocationContext({
+      invocationId: 'inv-1',
+      logHandler: (_level, ...args) => logged.push(args.map(String).join(' ')),
+    });
     const connection = `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${SECRET};EndpointSuffix=core.windows.net`;
     const inputs: [unknown, number][] = [
       [new Error(`could not connect with ${connection}`), 500],
       [new TransientError(`GET https://a.blob.core.windows.net/c/b?sv=2024-01-01&sig=${SECRET} timed out`), 503],
-      [new RestError(`Server busy for https://a.queue.core.windows.net/q?sig=${SECRET}`, { statusCode: 503, code: 'ServerBusy' }), 503],
-      [new RestError(`connect ECONNREFUSED; SharedAccessSignature sr=sb%3A%2F%2Fns&sig=${SECRET}&se=1&skn=Root`, { code: 'ECONNREFUSED' }), 503],
-      [new RestError(`This request is not authorized: ${connection}`, { statusCode: 403, code: 'AuthorizationFailure' }), 500],
+      [
+        new RestError(`Server busy for https://a.queue.core.windows.net/q?sig=${SECRET}`, {
+          statusCode: 503,
+          code: 'ServerBusy',
+        }),
+        503,
+      ],
+      [
+        new RestError(`connect ECONNREFUSED; SharedAccessSignature sr=sb%3A%2F%2Fns&sig=${SECRET}&se=1&skn=Root`, {
+          code: 'ECONNREFUSED',
+        }),
+        503,
+      ],
+      [
+        new RestError(`This request is not authorized: ${connection}`, {
+          statusCode: 403,
+          code: 'AuthorizationFailure',
+        }),
+        500,
+      ],
       [{ connectionString: `Endpoint=sb://ns/;SharedAccessKeyName=Root;SharedAccessKey=${SECRET}` }, 500],
       [`SharedAccessSignature=sv=1&sig=${SECRET}`, 500],
     ];
@@ -314,8 +413,18 @@ describe('secret-bearing inputs, unit by unit', () => {
     }
     // A 4xx carries the app's own message and details, never a value it was given as a header.
     const key = `order-${SECRET} with a space`;
-    const v = errorResponse(new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', 400, 'invalid_idempotency_key'), ctx);
+    const v = errorResponse(
+      new ValidationError(
+        'Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -',
+        400,
+        'invalid_idempotency_key',
+      ),
+      ctx,
+    );
     assert.ok(!JSON.stringify(v.jsonBody).includes(key));
-    assert.equal(redactSecrets(`a;AccountKey=${SECRET};b sig=${SECRET}&x SharedAccessKey=${SECRET}`), 'a;AccountKey=***;b sig=***&x SharedAccessKey=***');
+    assert.equal(
+      redactSecrets(`a;AccountKey=${SECRET};b sig=${SECRET}&x SharedAccessKey=${SECRET}`),
+      'a;AccountKey=***;b sig=***&x SharedAccessKey=***',
+    );
   });
 });

@@ -33,25 +33,28 @@ function outsideReferences(file: string, text: string, exists: (path: string) =>
     const at = `${file}:${i + 1}`;
     const machine = MACHINE_PATH.exec(line);
     if (machine) found.push(`${at} names a machine path: ${line.slice(machine.index, machine.index + 60).trim()}`);
-    if (OUTSIDE_DOC.test(line)) found.push(`${at} names ${WIRE_NOTES}.md, which is not in the repo (see tools/devstack/servicebus/README.md)`);
+    if (OUTSIDE_DOC.test(line))
+      found.push(`${at} names ${WIRE_NOTES}.md, which is not in the repo (see tools/devstack/servicebus/README.md)`);
     // An import, or a path to a file (it has an extension), that climbs above the repository root.
     // Other ../ strings are data: the path-traversal attempts that the input tests send.
     for (const m of line.matchAll(/(?<![\w.])((?:\.\.\/)+)[\w.-]+(?:\/[\w.-]+)*/g)) {
       const reference = /\.\w+$/.test(m[0]) || /(?:from|import\(|require\()\s*['"]$/.test(line.slice(0, m.index));
-      if (reference && posix.normalize(posix.join(dir, m[1]!)).startsWith('..')) found.push(`${at} climbs out of the repo: ${m[0]}`);
+      if (reference && posix.normalize(posix.join(dir, m[1]!)).startsWith('..'))
+        found.push(`${at} climbs out of the repo: ${m[0]}`);
     }
     // A markdown document must be one of ours: beside the file, or from the root. URLs and <placeholders> aside.
     for (const m of line.matchAll(/(?<![\w./<-])((?:\.{1,2}\/)?[\w-]+(?:\/[\w.-]+)*\.md)\b/g)) {
       if (/[a-z]+:\/\/\S*$/i.test(line.slice(0, m.index))) continue;
       const ref = m[1]!;
-      if (!exists(posix.normalize(posix.join(dir, ref))) && !exists(posix.normalize(ref))) found.push(`${at} names ${ref}, which is not in the repo`);
+      if (!exists(posix.normalize(posix.join(dir, ref))) && !exists(posix.normalize(ref)))
+        found.push(`${at} names ${ref}, which is not in the repo`);
     }
   });
   return found;
 }
 
 describe('the repository is self-contained', () => {
-  test('no tracked file points outside the repo (machine paths, the broker\'s wire notes, ../ above the root, missing .md files)', () => {
+  test("no tracked file points outside the repo (machine paths, the broker's wire notes, ../ above the root, missing .md files)", () => {
     const files = repoFiles();
     const all = new Set(files);
     assert.ok(all.has('docs/ARCHITECTURE.md') && all.has('README.md'), 'the file list holds the docs');
@@ -65,16 +68,29 @@ describe('the repository is self-contained', () => {
     const exists = (p: string): boolean => ['docs/ARCHITECTURE.md', 'docs/DESIGN.md', 'README.md'].includes(p);
     const flagged = (file: string, text: string): number => outsideReferences(file, text, exists).length;
     assert.equal(flagged('test/x.test.ts', `readFileSync('/work${BESIDE}')`), 1, 'a machine path');
-    assert.equal(flagged('shared/model/transaction.ts', ' * The transaction schema (ARCHITECTURE.md "Transaction (input)")'), 1);
+    assert.equal(
+      flagged('shared/model/transaction.ts', ' * The transaction schema (ARCHITECTURE.md "Transaction (input)")'),
+      1,
+    );
     assert.equal(flagged('local/servicebus/broker.ts', ` * (see shared/${WIRE_NOTES}.md)`), 2);
     assert.equal(flagged('README.md', `see [the contract](..${BESIDE})`), 2);
-    assert.equal(flagged('bench/results/latest.json', '"profileFile": "/home/ci/pushdrain/bench/results/x.cpuprofile"'), 1);
+    assert.equal(
+      flagged('bench/results/latest.json', '"profileFile": "/home/ci/pushdrain/bench/results/x.cpuprofile"'),
+      1,
+    );
     // What is fine: our own docs, from the root or beside the file, imports inside the repo, URLs.
     assert.equal(flagged('shared/model/transaction.ts', ' * docs/ARCHITECTURE.md, "Transaction (input)"'), 0);
     assert.equal(flagged('docs/DESIGN.md', 'the contract is in [ARCHITECTURE.md](ARCHITECTURE.md); see README.md'), 0);
     assert.equal(flagged('shared/a/b.ts', "import { c } from '../../../outside/c';"), 1, 'an import above the root');
     assert.equal(flagged('test/support/x.ts', "import { a } from '../../shared/names';"), 0);
-    assert.equal(flagged('test/x.test.ts', "getBatch('../../etc/passwd'); post('../../batches')"), 0, 'traversal attempts are test data');
-    assert.equal(flagged('docs/DEPLOY.md', 'https://github.com/Azure/azure-functions-host/blob/dev/README.md and <file.md>'), 0);
+    assert.equal(
+      flagged('test/x.test.ts', "getBatch('../../etc/passwd'); post('../../batches')"),
+      0,
+      'traversal attempts are test data',
+    );
+    assert.equal(
+      flagged('docs/DEPLOY.md', 'https://github.com/Azure/azure-functions-host/blob/dev/README.md and <file.md>'),
+      0,
+    );
   });
 });

@@ -29,7 +29,10 @@ describe('settings', () => {
   test('a bad value names its setting', () => {
     assert.equal(configError({ ...BASE, PUSHDRAIN_DEQUEUE_BATCH_SIZE: '33' }).setting, 'PUSHDRAIN_DEQUEUE_BATCH_SIZE');
     assert.equal(configError({ ...BASE, PUSHDRAIN_PARTITIONS: 'four' }).setting, 'PUSHDRAIN_PARTITIONS');
-    assert.equal(configError({ ...BASE, PUSHDRAIN_MIN_IDLE_MS: '500', PUSHDRAIN_MAX_IDLE_MS: '100' }).setting, 'PUSHDRAIN_MAX_IDLE_MS');
+    assert.equal(
+      configError({ ...BASE, PUSHDRAIN_MIN_IDLE_MS: '500', PUSHDRAIN_MAX_IDLE_MS: '100' }).setting,
+      'PUSHDRAIN_MAX_IDLE_MS',
+    );
     assert.equal(configError({ ...BASE, PUSHDRAIN_NAME_PREFIX: 'Bad/Prefix' }).setting, 'PUSHDRAIN_NAME_PREFIX');
     assert.equal(configError({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:20000' }).setting, 'PUSHDRAIN_TAX_RATES');
     assert.equal(configError({}).setting, 'StorageConnection');
@@ -61,12 +64,18 @@ describe('settings', () => {
     assert.equal(s.serviceBus?.fullyQualifiedNamespace, 'ns1.servicebus.windows.net');
   });
   test('StorageConnection falls back to AzureWebJobsStorage', () => {
-    const s = loadSettings({ AzureWebJobsStorage__blobServiceUri: 'https://a2.blob.core.windows.net', AzureWebJobsStorage__queueServiceUri: 'https://a2.queue.core.windows.net' });
+    const s = loadSettings({
+      AzureWebJobsStorage__blobServiceUri: 'https://a2.blob.core.windows.net',
+      AzureWebJobsStorage__queueServiceUri: 'https://a2.queue.core.windows.net',
+    });
     assert.equal(s.storage.setting, 'AzureWebJobsStorage');
     assert.equal(s.storage.accountName, 'a2');
   });
   test('tax rates can be configured', () => {
-    assert.deepEqual(loadSettings({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:2100, NO:2500' }).taxRates, { EU: 2100, NO: 2500 });
+    assert.deepEqual(loadSettings({ ...BASE, PUSHDRAIN_TAX_RATES: 'EU:2100, NO:2500' }).taxRates, {
+      EU: 2100,
+      NO: 2500,
+    });
   });
 });
 
@@ -75,7 +84,9 @@ describe('documentation', () => {
     let dir = __dirname;
     while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
-    const missing = TUNING_SPECS.filter((s) => !readme.includes(`| \`${s.setting}\` | ${s.def} | ${s.min}–${s.max} |`)).map((s) => s.setting);
+    const missing = TUNING_SPECS.filter(
+      (s) => !readme.includes(`| \`${s.setting}\` | ${s.def} | ${s.min}–${s.max} |`),
+    ).map((s) => s.setting);
     assert.deepEqual(missing, []);
   });
 });

@@ -156,7 +156,10 @@ describe('activity history', () => {
 
 describe('status report on Azurite', () => {
   test('depths and oldest ages, open then recent batches, billed transactions, and its own requests metered apart', async () => {
-    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_PARTITIONS: '2',
+    });
     const { batchId } = (await post(app, toNdjson(generate(500, 401, 20)))).jsonBody as { batchId: string };
     const appBefore = app.storageTransactions().total ?? 0;
     const s1 = await app.statusReport();
@@ -172,13 +175,20 @@ describe('status report on Azurite', () => {
       inputs.reduce((n, q) => n + q.depth, 0),
       5,
     );
-    for (const q of inputs) assert.equal(q.oldestAgeSeconds === null, q.depth === 0, `${q.name}: an age exactly when something is queued`);
+    for (const q of inputs)
+      assert.equal(q.oldestAgeSeconds === null, q.depth === 0, `${q.name}: an age exactly when something is queued`);
     assert.ok(inputs.every((q) => (q.oldestAgeSeconds ?? 0) >= 0 && (q.oldestAgeSeconds ?? 0) < 60));
     assert.equal(s1.queues.find((q) => q.role === 'output')?.depth, 0);
     const open = s1.batches.open.find((b) => b.batchId === batchId);
-    assert.deepEqual(open && { status: open.status, chunks: open.chunks, done: open.chunksDone, transactions: open.transactions }, { status: 'accepted', chunks: 5, done: 0, transactions: 500 });
+    assert.deepEqual(
+      open && { status: open.status, chunks: open.chunks, done: open.chunksDone, transactions: open.transactions },
+      { status: 'accepted', chunks: 5, done: 0, transactions: 500 },
+    );
     assert.equal(s1.batches.counts.accepted, 1);
-    assert.deepEqual(s1.serviceBus, { available: false, reason: 'ServiceBusConnection is not configured for this app' });
+    assert.deepEqual(s1.serviceBus, {
+      available: false,
+      reason: 'ServiceBusConnection is not configured for this app',
+    });
     assert.deepEqual(s1.poison, { total: 0, shown: [] });
 
     await pump(app, events, () => completed(observer, batchId));
@@ -207,7 +217,11 @@ describe('status report on Azurite', () => {
 
   test('a batch processed while nobody watched: the history has the depths the drains read and the chunks billed, and none of it passes for idle', async () => {
     // One message per receive: a full probe takes a slot, and the slot holder reads the depth for its fan-out.
-    const { app, parts, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const { app, parts, events, observer } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_PARTITIONS: '2',
+      PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1',
+    });
     const { batchId } = (await post(app, toNdjson(generate(500, 402, 20)))).jsonBody as { batchId: string };
     await pump(app, events, () => completed(observer, batchId));
     // No status call before this: the history is what the app recorded on its own.
@@ -227,8 +241,12 @@ describe('status report on Azurite', () => {
       deepest.some((d) => d > 0),
       `a drain saw its backlog: ${JSON.stringify(deepest)}`,
     );
-    assert.ok(points.some((p) => p.depths?.[parts.names.resultsQueue] !== undefined), 'the results queue too');
-    for (const p of points) assert.ok(p.storage === 0 || p.busy, `a bucket with requests was working: ${JSON.stringify(p)}`);
+    assert.ok(
+      points.some((p) => p.depths?.[parts.names.resultsQueue] !== undefined),
+      'the results queue too',
+    );
+    for (const p of points)
+      assert.ok(p.storage === 0 || p.busy, `a bucket with requests was working: ${JSON.stringify(p)}`);
     const s = await app.statusReport();
     assert.equal(s.storage.window.idleStorageTransactions, 0);
     assert.deepEqual(
@@ -239,15 +257,27 @@ describe('status report on Azurite', () => {
   });
 
   test('a poisoned chunk is listed with its queue, batch, chunk and reason', async () => {
-    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer, raw } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_PARTITIONS: '2',
+    });
     const { batchId } = (await post(app, toNdjson(generate(300, 402, 10)))).jsonBody as { batchId: string };
-    await raw.container('work').getBlockBlobClient(layout.chunk(batchId, 1).name).uploadData(Buffer.from('not gzip at all'));
+    await raw
+      .container('work')
+      .getBlockBlobClient(layout.chunk(batchId, 1).name)
+      .uploadData(Buffer.from('not gzip at all'));
     await pump(app, events, () => completed(observer, batchId));
     const s = await app.statusReport();
     const from = parts.names.inputQueueOf(batchId, 1);
     assert.equal(s.poison.total, 1);
     assert.deepEqual(
-      s.poison.shown.map(({ queue, batchId: b, chunk, reason, dequeueCount }) => ({ queue, b, chunk, reason, dequeueCount })),
+      s.poison.shown.map(({ queue, batchId: b, chunk, reason, dequeueCount }) => ({
+        queue,
+        b,
+        chunk,
+        reason,
+        dequeueCount,
+      })),
       [{ queue: from, b: batchId, chunk: 1, reason: 'chunk blob checksum mismatch', dequeueCount: 1 }],
     );
     const line = s.queues.find((q) => q.name === from);
@@ -261,12 +291,36 @@ describe('status report on Azurite', () => {
   test('the manifest listing: summaries from metadata, older manifests read whole, internal states hidden, the scan bounded', async () => {
     const { parts, raw } = await testRuntime();
     const { blobs, manifests } = parts;
-    const base: Manifest = { v: 1, batchId: 'x', state: 'accepted', source: 'http', bodySha256: '0'.repeat(64), submittedAt: '2026-01-01T00:00:00.000Z', transactions: 10, chunkSize: 10, chunks: 1, queues: [], notification: 'sent', done: [], failed: [] };
+    const base: Manifest = {
+      v: 1,
+      batchId: 'x',
+      state: 'accepted',
+      source: 'http',
+      bodySha256: '0'.repeat(64),
+      submittedAt: '2026-01-01T00:00:00.000Z',
+      transactions: 10,
+      chunkSize: 10,
+      chunks: 1,
+      queues: [],
+      notification: 'sent',
+      done: [],
+      failed: [],
+    };
     await manifests.create({ ...base, batchId: 'b-open', submittedAt: '2026-01-01T00:00:02.000Z' });
     await manifests.create({ ...base, batchId: 'b-internal', state: 'ingesting' });
     // Written before summaries existed: no metadata, so the listing reads it whole.
-    const legacy: Manifest = { ...base, batchId: 'b-legacy', state: 'completed', done: [0], completedAt: '2026-01-01T00:00:05.000Z', latencyMs: 5000 };
-    await raw.container('batches').getBlockBlobClient(layout.manifest('b-legacy').name).uploadData(Buffer.from(JSON.stringify(legacy)));
+    const legacy: Manifest = {
+      ...base,
+      batchId: 'b-legacy',
+      state: 'completed',
+      done: [0],
+      completedAt: '2026-01-01T00:00:05.000Z',
+      latencyMs: 5000,
+    };
+    await raw
+      .container('batches')
+      .getBlockBlobClient(layout.manifest('b-legacy').name)
+      .uploadData(Buffer.from(JSON.stringify(legacy)));
     await raw.container('batches').getBlockBlobClient(layout.openBatch('b-open').name).uploadData(Buffer.from('{}'));
     const all = await new ManifestListing(blobs, manifests).list({ open: 10, recent: 10 });
     assert.deepEqual(
@@ -283,14 +337,21 @@ describe('status report on Azurite', () => {
     const bounded = await new ManifestListing(blobs, manifests, { scanLimit: 2 }).list({ open: 10, recent: 10 });
     assert.equal(bounded.scanned, 2);
     assert.equal(bounded.truncated, true);
-    const noLegacyReads = await new ManifestListing(blobs, manifests, { legacyReads: 0 }).list({ open: 10, recent: 10 });
+    const noLegacyReads = await new ManifestListing(blobs, manifests, { legacyReads: 0 }).list({
+      open: 10,
+      recent: 10,
+    });
     assert.equal(noLegacyReads.recent.length, 0);
     assert.equal(noLegacyReads.truncated, true, 'an unread manifest makes the listing incomplete, and it says so');
   });
 
   test('the HTTP adapters: the status as JSON; the page shell with its assets inline under a hash CSP, and no key', async () => {
     const { app } = await testRuntime();
-    const res = await getStatus(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }), context('adminStatus'));
+    const res = await getStatus(
+      app,
+      new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }),
+      context('adminStatus'),
+    );
     assert.equal(res.status, 200);
     assert.ok(Array.isArray((res.jsonBody as StatusReport).queues));
     const page = getDashboard(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard' }));
@@ -302,11 +363,21 @@ describe('status report on Azurite', () => {
     const style = /<style>([\s\S]*)<\/style>/.exec(html)?.[1] ?? '';
     assert.ok(script.includes('admin/status') && style.includes('.tile'), 'the assets are inlined');
     const sha = (t: string): string => `'sha256-${createHash('sha256').update(t).digest('base64')}'`;
-    assert.ok(headers['Content-Security-Policy']?.includes(`script-src ${sha(script)}`), 'the CSP allows exactly the inline script');
+    assert.ok(
+      headers['Content-Security-Policy']?.includes(`script-src ${sha(script)}`),
+      'the CSP allows exactly the inline script',
+    );
     assert.ok(headers['Content-Security-Policy']?.includes(`style-src ${sha(style)}`));
     assert.ok(!/\/\*(SCRIPT|STYLE)\*\//.test(html));
     assert.ok(!/code=|key=[A-Za-z0-9]/.test(html.replace(/#key=…/g, '')), 'no key in the page');
-    const again = getDashboard(app, new HttpRequest({ method: 'GET', url: 'http://localhost/api/dashboard', headers: { 'if-none-match': headers.ETag ?? '' } }));
+    const again = getDashboard(
+      app,
+      new HttpRequest({
+        method: 'GET',
+        url: 'http://localhost/api/dashboard',
+        headers: { 'if-none-match': headers.ETag ?? '' },
+      }),
+    );
     assert.equal(again.status, 304);
   });
 });
@@ -323,19 +394,28 @@ describe('Service Bus counts by peeking', () => {
   test('active and dead-lettered messages per subscription, with the reasons; bounded; an unreadable entity says why', async () => {
     const client = bus.client();
     const sender = client.createSender(TOPIC);
-    await sender.sendMessages(['input', 'input', 'output'].map((role, i) => ({ body: { n: i, role }, applicationProperties: { role } })));
+    await sender.sendMessages(
+      ['input', 'input', 'output'].map((role, i) => ({ body: { n: i, role }, applicationProperties: { role } })),
+    );
     await sender.close();
     const receiver = client.createReceiver(TOPIC, 'drain');
     const [m] = await receiveExactly(receiver, 1);
     assert.ok(m);
-    await receiver.deadLetterMessage(m, { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'failed 10 times' });
+    await receiver.deadLetterMessage(m, {
+      deadLetterReason: 'MaxDeliveryCountExceeded',
+      deadLetterErrorDescription: 'failed 10 times',
+    });
     await receiver.close();
 
     const report = await new ServiceBusInspector(client, false).inspect();
     assert.equal(report.available, true);
     const by = new Map(report.available ? report.entities.map((e) => [e.entity, e]) : []);
     const drain = by.get(`${TOPIC}/Subscriptions/drain`);
-    assert.deepEqual(drain && { active: drain.active, dead: drain.deadLetters, error: drain.error }, { active: 1, dead: 1, error: undefined });
+    assert.deepEqual(drain && { active: drain.active, dead: drain.deadLetters, error: drain.error }, {
+      active: 1,
+      dead: 1,
+      error: undefined,
+    });
     assert.equal(drain?.deadLettered[0]?.reason, 'MaxDeliveryCountExceeded');
     assert.equal(drain?.deadLettered[0]?.description, 'failed 10 times');
     assert.match(drain?.deadLettered[0]?.body ?? '', /"role":"input"/);
@@ -343,9 +423,16 @@ describe('Service Bus counts by peeking', () => {
     assert.equal(by.get(`${TOPIC}/Subscriptions/scale`)?.active, 3, 'the unfiltered subscription has every event');
     assert.equal(by.get(WATCHDOG_QUEUE)?.active, 0);
 
-    const bounded = await new ServiceBusInspector(client, false, [{ topic: TOPIC, subscription: 'scale' }], { limit: 2 }).inspect();
-    assert.deepEqual(bounded.available && bounded.entities.map((e) => [e.active, e.truncated, e.deadLettersTruncated, e.error]), [[2, true, false, undefined]]);
-    const missing = await new ServiceBusInspector(client, false, [{ queue: 'no-such-queue' }], { timeoutMs: 3000 }).inspect();
+    const bounded = await new ServiceBusInspector(client, false, [{ topic: TOPIC, subscription: 'scale' }], {
+      limit: 2,
+    }).inspect();
+    assert.deepEqual(
+      bounded.available && bounded.entities.map((e) => [e.active, e.truncated, e.deadLettersTruncated, e.error]),
+      [[2, true, false, undefined]],
+    );
+    const missing = await new ServiceBusInspector(client, false, [{ queue: 'no-such-queue' }], {
+      timeoutMs: 3000,
+    }).inspect();
     assert.ok(missing.available && missing.entities[0]?.error, 'the error is reported per entity');
     // Peeking took nothing: the messages are all still there.
     const again = await new ServiceBusInspector(client, false).inspect();

@@ -14,7 +14,7 @@ import { createStorageClients, type StorageClients } from '../shared/storage/cli
 import { StorageMeter } from '../shared/storage/meter';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { proxiedConnectionString, startStorageProxy } from '../tools/testkit/storage-proxy';
-import { type SlowLink,startSlowLink } from './support/slow-link';
+import { type SlowLink, startSlowLink } from './support/slow-link';
 
 let azurite: Azurite;
 const links = new Set<SlowLink>();
@@ -30,9 +30,17 @@ after(async () => {
   await azurite?.stop();
 });
 
-function appClients(connectionString: string, stallTimeoutMs: number): { clients: StorageClients; meter: StorageMeter } {
+function appClients(
+  connectionString: string,
+  stallTimeoutMs: number,
+): { clients: StorageClients; meter: StorageMeter } {
   const meter = new StorageMeter();
-  return { clients: createStorageClients(storageConnection({ StorageConnection: connectionString }), meter, { stallTimeoutMs }), meter };
+  return {
+    clients: createStorageClients(storageConnection({ StorageConnection: connectionString }), meter, {
+      stallTimeoutMs,
+    }),
+    meter,
+  };
 }
 
 async function slowBlobLink(bytesPerSecond?: number): Promise<{ link: SlowLink; connectionString: string }> {
@@ -61,7 +69,10 @@ describe('stall timeout measures time without progress', () => {
     const elapsed = Date.now() - started;
     assert.equal(meter.snapshot()['blob.put'], 1, 'no attempt was abandoned');
     assert.ok(elapsed > 2_000, `the transfer itself outlasted the bound (${elapsed} ms)`);
-    const back = await appClients(azurite.connectionString, 1_000).clients.blobs.getContainerClient(name).getBlockBlobClient('big').downloadToBuffer();
+    const back = await appClients(azurite.connectionString, 1_000)
+      .clients.blobs.getContainerClient(name)
+      .getBlockBlobClient('big')
+      .downloadToBuffer();
     assert.ok(back.equals(body));
   });
 
@@ -117,7 +128,10 @@ describe('stall timeout measures time without progress', () => {
       meter.reset();
       await clients.blobs.getContainerClient(name).getBlockBlobClient('retried').upload(body, body.length);
       assert.equal(meter.snapshot()['blob.put'], 2);
-      const back = await appClients(azurite.connectionString, 1_000).clients.blobs.getContainerClient(name).getBlockBlobClient('retried').downloadToBuffer();
+      const back = await appClients(azurite.connectionString, 1_000)
+        .clients.blobs.getContainerClient(name)
+        .getBlockBlobClient('retried')
+        .downloadToBuffer();
       assert.ok(back.equals(body), 'the retried attempt carried every byte');
     } finally {
       await proxy.close();

@@ -26,7 +26,12 @@ describe('incoming/ sweep', () => {
 
     const outcomes = await ingestSweep(app, context('ingestSweep'));
     const kinds = Object.fromEntries(outcomes.map((o) => [o.name, o.kind]));
-    assert.deepEqual(kinds, { 'broken.ndjson': 'rejected', 'day-1.ndjson.gz': 'ingested', 'day-2.json': 'ingested', 'notes.txt': 'rejected' });
+    assert.deepEqual(kinds, {
+      'broken.ndjson': 'rejected',
+      'day-1.ndjson.gz': 'ingested',
+      'day-2.json': 'ingested',
+      'notes.txt': 'rejected',
+    });
     const all = await blobNames(parts, ['incoming', 'archive', 'rejected']);
     assert.deepEqual(all, [
       'archive/day-1.ndjson.gz',
@@ -36,10 +41,15 @@ describe('incoming/ sweep', () => {
       'rejected/notes.txt',
       'rejected/notes.txt.error.json',
     ]);
-    const errorReport = JSON.parse((await raw.container('rejected').getBlockBlobClient('broken.ndjson.error.json').downloadToBuffer()).toString()) as { details: { field: string }[] };
+    const errorReport = JSON.parse(
+      (await raw.container('rejected').getBlockBlobClient('broken.ndjson.error.json').downloadToBuffer()).toString(),
+    ) as { details: { field: string }[] };
     assert.ok(errorReport.details.some((d) => d.field === 'account'));
 
-    for (const [o, txns] of [[outcomes.find((x) => x.name === 'day-1.ndjson.gz'), a], [outcomes.find((x) => x.name === 'day-2.json'), b]] as const) {
+    for (const [o, txns] of [
+      [outcomes.find((x) => x.name === 'day-1.ndjson.gz'), a],
+      [outcomes.find((x) => x.name === 'day-2.json'), b],
+    ] as const) {
       assert.ok(o?.kind === 'ingested');
       const id = o.result.batchId;
       await pump(app, events, () => completed(observer, id), 60_000);

@@ -18,7 +18,10 @@ function fieldsOf(value: unknown): string[] {
   return 'errors' in r ? r.errors.map((e) => e.field) : [];
 }
 
-async function collect(body: string, format: 'ndjson' | 'json'): Promise<{ line: number; error?: string; value?: unknown }[]> {
+async function collect(
+  body: string,
+  format: 'ndjson' | 'json',
+): Promise<{ line: number; error?: string; value?: unknown }[]> {
   const out = [];
   for await (const r of readRecords(bufferSource(Buffer.from(body), false, 1e9)(), format)) {
     if (r.error !== undefined) {
@@ -27,13 +30,20 @@ async function collect(body: string, format: 'ndjson' | 'json'): Promise<{ line:
     }
     // Readers hand out text; checkRecord parses it, and names a record that is not JSON.
     const checked = checkRecord(r);
-    const malformed = 'errors' in checked ? checked.errors.find((d) => d.message.startsWith('malformed JSON')) : undefined;
-    out.push(malformed ? { line: r.line, error: malformed.message } : { line: r.line, value: JSON.parse(r.text) as unknown });
+    const malformed =
+      'errors' in checked ? checked.errors.find((d) => d.message.startsWith('malformed JSON')) : undefined;
+    out.push(
+      malformed ? { line: r.line, error: malformed.message } : { line: r.line, value: JSON.parse(r.text) as unknown },
+    );
   }
   return out;
 }
 
-async function validationError(body: string | Buffer, format: 'ndjson' | 'json', gzip = false): Promise<ValidationError> {
+async function validationError(
+  body: string | Buffer,
+  format: 'ndjson' | 'json',
+  gzip = false,
+): Promise<ValidationError> {
   const buf = typeof body === 'string' ? Buffer.from(body) : body;
   try {
     await validateBody(bufferSource(buf, gzip, 1024 * 1024), format);
@@ -46,7 +56,10 @@ async function validationError(body: string | Buffer, format: 'ndjson' | 'json',
 
 describe('transaction schema', () => {
   test('a valid transaction passes and keeps only known fields in a fixed order', () => {
-    const r = validateTransaction({ region: 'EU', currency: 'EUR', amount: 100, type: 'charge', timestamp: ok.timestamp, account: 'a1', id: 't1' }, 1);
+    const r = validateTransaction(
+      { region: 'EU', currency: 'EUR', amount: 100, type: 'charge', timestamp: ok.timestamp, account: 'a1', id: 't1' },
+      1,
+    );
     assert.ok('ok' in r);
     assert.deepEqual(Object.keys(r.ok), ['id', 'account', 'timestamp', 'type', 'amount', 'currency', 'region']);
   });
@@ -87,7 +100,13 @@ describe('transaction schema', () => {
 describe('streaming record readers', () => {
   test('NDJSON: blank lines are skipped but counted; CRLF accepted', async () => {
     const recs = await collect('{"a":1}\r\n\n{"a":2}\n', 'ndjson');
-    assert.deepEqual(recs.map((r) => [r.line, r.value]), [[1, { a: 1 }], [3, { a: 2 }]]);
+    assert.deepEqual(
+      recs.map((r) => [r.line, r.value]),
+      [
+        [1, { a: 1 }],
+        [3, { a: 2 }],
+      ],
+    );
   });
   test('NDJSON: a malformed line is reported with its number and the rest still read', async () => {
     const recs = await collect('{"a":1}\n{oops\n{"a":3}', 'ndjson');
@@ -98,8 +117,14 @@ describe('streaming record readers', () => {
   });
   test('JSON array: items with nested brackets and strings holding delimiters', async () => {
     const recs = await collect('[ {"a":"x],}"} , {"b":[1,{"c":2}]}, "s", 7 ]', 'json');
-    assert.deepEqual(recs.map((r) => r.value), [{ a: 'x],}' }, { b: [1, { c: 2 }] }, 's', 7]);
-    assert.deepEqual(recs.map((r) => r.line), [1, 2, 3, 4]);
+    assert.deepEqual(
+      recs.map((r) => r.value),
+      [{ a: 'x],}' }, { b: [1, { c: 2 }] }, 's', 7],
+    );
+    assert.deepEqual(
+      recs.map((r) => r.line),
+      [1, 2, 3, 4],
+    );
   });
   test('JSON array: split across many small slices gives the same items', async () => {
     const text = JSON.stringify([ok, { ...ok, id: 't2', note: 'a"b\\' }]);
@@ -107,7 +132,8 @@ describe('streaming record readers', () => {
       for (const b of Buffer.from(text)) yield Buffer.from([b]);
     }
     const out = [];
-    for await (const r of readRecords(bytewise(), 'json')) out.push(r.error === undefined ? (JSON.parse(r.text) as unknown) : r.error);
+    for await (const r of readRecords(bytewise(), 'json'))
+      out.push(r.error === undefined ? (JSON.parse(r.text) as unknown) : r.error);
     assert.deepEqual(out, JSON.parse(text));
   });
   test('JSON: structural errors are fatal', async () => {
@@ -127,11 +153,24 @@ describe('body validation', () => {
     assert.equal(e.code, 'invalid_batch');
     assert.equal(e.details.length, 100);
     assert.match(e.message, /150 problems \(first 100 shown\)/);
-    assert.deepEqual(e.details[0], { line: 1, field: 'amount', message: 'must be an integer number of minor units from 1 to 1000000000' });
+    assert.deepEqual(e.details[0], {
+      line: 1,
+      field: 'amount',
+      message: 'must be an integer number of minor units from 1 to 1000000000',
+    });
   });
   test('duplicate ids name both lines', async () => {
-    const e = await validationError([JSON.stringify(ok), JSON.stringify({ ...ok, account: 'b' }), JSON.stringify(ok)].join('\n'), 'ndjson');
-    assert.deepEqual(e.details.map((d) => [d.line, d.field]), [[2, 'id'], [3, 'id']]);
+    const e = await validationError(
+      [JSON.stringify(ok), JSON.stringify({ ...ok, account: 'b' }), JSON.stringify(ok)].join('\n'),
+      'ndjson',
+    );
+    assert.deepEqual(
+      e.details.map((d) => [d.line, d.field]),
+      [
+        [2, 'id'],
+        [3, 'id'],
+      ],
+    );
     assert.match(e.details[0]!.message, /first seen at line 1/);
   });
   test('an empty batch is rejected', async () => {
@@ -160,27 +199,47 @@ describe('body validation', () => {
 });
 
 describe('repeated keys', () => {
-  const dup = '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"amount":2,"currency":"EUR"}';
+  const dup =
+    '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"amount":2,"currency":"EUR"}';
 
   test('a record that repeats a key is rejected with a 400 naming the field', async () => {
     const e = await validationError([JSON.stringify({ ...ok, id: 't0' }), dup].join('\n'), 'ndjson');
     assert.equal(e.status, 400);
     assert.equal(e.code, 'invalid_batch');
-    assert.deepEqual(e.details.map((d) => [d.line, d.field]), [[2, 'amount']]);
+    assert.deepEqual(
+      e.details.map((d) => [d.line, d.field]),
+      [[2, 'amount']],
+    );
     assert.match(e.details[0]!.message, /duplicate key/);
   });
 
   test('keys are compared decoded, and in JSON arrays too', async () => {
-    const escaped = '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","\\u0061mount":1,"amount":2,"currency":"EUR"}';
+    const escaped =
+      '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","\\u0061mount":1,"amount":2,"currency":"EUR"}';
     const e = await validationError(escaped, 'ndjson');
-    assert.deepEqual(e.details.map((d) => d.field), ['amount']);
+    assert.deepEqual(
+      e.details.map((d) => d.field),
+      ['amount'],
+    );
     const e2 = await validationError(`[\n  ${JSON.stringify(ok)},\n  ${dup.replace('{', '{ ')}\n]`, 'json');
-    assert.deepEqual(e2.details.map((d) => [d.line, d.field]), [[2, 'amount']]);
+    assert.deepEqual(
+      e2.details.map((d) => [d.line, d.field]),
+      [[2, 'amount']],
+    );
   });
 
-  test('a repeat comes with the record\'s other problems', async () => {
-    const e = await validationError('{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"currency":"EUR","note":1,"note":2}', 'ndjson');
-    assert.deepEqual(e.details.map((d) => [d.field, /duplicate/.test(d.message)]), [['note', true], ['note', false]]);
+  test("a repeat comes with the record's other problems", async () => {
+    const e = await validationError(
+      '{"id":"t1","account":"a1","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":1,"currency":"EUR","note":1,"note":2}',
+      'ndjson',
+    );
+    assert.deepEqual(
+      e.details.map((d) => [d.field, /duplicate/.test(d.message)]),
+      [
+        ['note', true],
+        ['note', false],
+      ],
+    );
   });
 
   test('a valid record in any key order or spacing passes', async () => {
@@ -194,4 +253,3 @@ describe('repeated keys', () => {
     assert.deepEqual(duplicateKeys('{"a":1,"b":{"a":2},"a":3,"b":4,"a":5}'), ['a', 'b']);
   });
 });
-

@@ -26,7 +26,10 @@ async function clearQueue(q: { clearMessages(): Promise<unknown> }): Promise<voi
 
 describe('watchdog', () => {
   test('acceptance schedules the first check; a check re-enqueues lost work pointers and the batch completes', async () => {
-    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_WATCHDOG_SLA_SECONDS: '30' });
+    const { app, parts, events, observer, raw } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_WATCHDOG_SLA_SECONDS: '30',
+    });
     const txns = generate(500, 301, 20);
     const { batchId } = (await post(app, toNdjson(txns))).jsonBody as { batchId: string };
     assert.deepEqual(events.checks, [{ check: { v: 1, batchId, attempt: 1, settledBefore: 0 }, delayMs: 30_000 }]);
@@ -60,7 +63,10 @@ describe('watchdog', () => {
   test('a batch still unfinished at the last check fails with a clear reason', async () => {
     const { app, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_WATCHDOG_MAX_CHECKS: '3' });
     const { batchId } = (await post(app, toNdjson(generate(200, 303)))).jsonBody as { batchId: string };
-    assert.deepEqual(await app.watchdog({ v: 1, batchId, attempt: 3, settledBefore: 0 }), { kind: 'failed', missing: 2 });
+    assert.deepEqual(await app.watchdog({ v: 1, batchId, attempt: 3, settledBefore: 0 }), {
+      kind: 'failed',
+      missing: 2,
+    });
     const st = (await status(observer, batchId)).jsonBody as { status: string; chunksFailed: number; error: string };
     assert.equal(st.status, 'failed');
     assert.equal(st.chunksFailed, 2);
@@ -75,7 +81,10 @@ describe('watchdog', () => {
 
 describe('poison and redrive', () => {
   test('a corrupt chunk goes to poison at once, the batch fails; after the fix a redrive completes it', async () => {
-    const { app, parts, events, observer, raw } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '100', PUSHDRAIN_PARTITIONS: '2' });
+    const { app, parts, events, observer, raw } = await testRuntime({
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_PARTITIONS: '2',
+    });
     const txns = generate(400, 304, 15);
     const { batchId } = (await post(app, toNdjson(txns))).jsonBody as { batchId: string };
     const blob = raw.container('work').getBlockBlobClient(layout.chunk(batchId, 2).name);
@@ -89,28 +98,52 @@ describe('poison and redrive', () => {
     const depths = await queueDepths(parts);
     const poisoned = Object.entries(depths).filter(([q, n]) => q.endsWith('-poison') && n > 0);
     assert.equal(poisoned.length, 1, 'one message in one poison queue, on its first delivery');
-    const record = JSON.parse((await raw.queue(poisoned[0]![0]).peekMessages()).peekedMessageItems[0]!.messageText) as { reason: string; dequeueCount: number };
+    const record = JSON.parse((await raw.queue(poisoned[0]![0]).peekMessages()).peekedMessageItems[0]!.messageText) as {
+      reason: string;
+      dequeueCount: number;
+    };
     assert.equal(record.dequeueCount, 1);
     assert.equal(record.reason, 'chunk blob checksum mismatch');
 
     await blob.uploadData(good); // the fix
-    const res = await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: JSON.stringify({ batchId }) } }), context('adminRedrive'));
+    const res = await postRedrive(
+      app,
+      new HttpRequest({
+        method: 'POST',
+        url: 'http://localhost/api/admin/redrive',
+        body: { string: JSON.stringify({ batchId }) },
+      }),
+      context('adminRedrive'),
+    );
     assert.equal(res.status, 200);
     assert.deepEqual((res.jsonBody as { moved: number; reopenedBatches: string[] }).moved, 1);
     assert.deepEqual((res.jsonBody as { reopenedBatches: string[] }).reopenedBatches, [batchId]);
     assert.equal(((await status(observer, batchId)).jsonBody as { status: string }).status, 'processing');
-    assert.ok((await blobNames(parts, ['batches'])).includes(`batches/open/${batchId}`), 'a reopened batch is back in the open index');
+    assert.ok(
+      (await blobNames(parts, ['batches'])).includes(`batches/open/${batchId}`),
+      'a reopened batch is back in the open index',
+    );
     await pump(app, events, () => completed(observer, batchId));
     const after = (await status(observer, batchId)).jsonBody as { status: string; chunksFailed: number };
     assert.equal(after.status, 'completed');
     assert.equal(after.chunksFailed, 0);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expectedReport(txns).rows);
-    assert.ok(!(await blobNames(parts, ['batches'])).includes(`batches/open/${batchId}`), 'and leaves it once completed');
+    assert.ok(
+      !(await blobNames(parts, ['batches'])).includes(`batches/open/${batchId}`),
+      'and leaves it once completed',
+    );
   });
 
   test('redrive validates its request', async () => {
     const { app } = await testRuntime();
-    const bad = async (body: string): Promise<number | undefined> => (await postRedrive(app, new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: body } }), context('adminRedrive'))).status;
+    const bad = async (body: string): Promise<number | undefined> =>
+      (
+        await postRedrive(
+          app,
+          new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: body } }),
+          context('adminRedrive'),
+        )
+      ).status;
     assert.equal(await bad('{"queue":"not-ours"}'), 400);
     assert.equal(await bad('{"max":0}'), 400);
     assert.equal(await bad('{"batchId":"../x"}'), 400);

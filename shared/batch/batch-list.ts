@@ -45,7 +45,10 @@ export interface ManifestListingOptions {
 const MANIFEST = /^([a-z0-9][a-z0-9-]{0,63})\/manifest\.json$/;
 
 /** A summary from listing metadata, or undefined when the manifest predates summaries. */
-export function summaryFromMetadata(batchId: string, md: Record<string, string>): BatchSummary | undefined | 'internal' {
+export function summaryFromMetadata(
+  batchId: string,
+  md: Record<string, string>,
+): BatchSummary | undefined | 'internal' {
   const state = md.state;
   const num = (k: string): number => Number(md[k] ?? 'NaN');
   if (state === undefined || md.submittedat === undefined || !Number.isFinite(num('chunks'))) return undefined;
@@ -76,7 +79,8 @@ function decodeError(v: string): string {
   }
 }
 
-const newestFirst = (key: 'submittedAt' | 'completedAt') => (a: BatchSummary, b: BatchSummary) => (b[key] ?? '').localeCompare(a[key] ?? '');
+const newestFirst = (key: 'submittedAt' | 'completedAt') => (a: BatchSummary, b: BatchSummary) =>
+  (b[key] ?? '').localeCompare(a[key] ?? '');
 
 export class ManifestListing implements BatchDirectory {
   private readonly scanLimit: number;
@@ -111,13 +115,25 @@ export class ManifestListing implements BatchDirectory {
     for (const batchId of legacy.slice(0, this.legacyReads)) {
       const got = await this.manifests.read(batchId);
       const body = got && statusBody(got.manifest);
-      if (got && body) found.push({ ...body, ...(got.manifest.latencyMs !== undefined ? { latencyMs: got.manifest.latencyMs } : {}) });
+      if (got && body)
+        found.push({ ...body, ...(got.manifest.latencyMs !== undefined ? { latencyMs: got.manifest.latencyMs } : {}) });
     }
     if (legacy.length > this.legacyReads) truncated = true;
-    const open = found.filter((b) => b.status === 'accepted' || b.status === 'processing').sort(newestFirst('submittedAt'));
-    const recent = found.filter((b) => b.status === 'completed' || b.status === 'failed').sort(newestFirst('completedAt'));
+    const open = found
+      .filter((b) => b.status === 'accepted' || b.status === 'processing')
+      .sort(newestFirst('submittedAt'));
+    const recent = found
+      .filter((b) => b.status === 'completed' || b.status === 'failed')
+      .sort(newestFirst('completedAt'));
     const counts = { accepted: 0, processing: 0, completed: 0, failed: 0 };
     for (const b of found) counts[b.status]++;
-    return { open: open.slice(0, limits.open), recent: recent.slice(0, limits.recent), counts, scanned, truncated, source: 'manifest-listing' };
+    return {
+      open: open.slice(0, limits.open),
+      recent: recent.slice(0, limits.recent),
+      counts,
+      scanned,
+      truncated,
+      source: 'manifest-listing',
+    };
   }
 }

@@ -141,12 +141,20 @@ export class ManifestStore {
 
   /** Creates the manifest only if none exists; undefined means one already does. */
   async create(m: Manifest): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifNoneMatch: '*' }, metadata: manifestSummary(m) });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), {
+      contentType: 'application/json',
+      condition: { ifNoneMatch: '*' },
+      metadata: manifestSummary(m),
+    });
   }
 
   /** Replaces the manifest if it is still at `etag`; undefined means it changed meanwhile. */
   async replace(m: Manifest, etag: string): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), { contentType: 'application/json', condition: { ifMatch: etag }, metadata: manifestSummary(m) });
+    return this.blobs.write(layout.manifest(m.batchId), encode(m), {
+      contentType: 'application/json',
+      condition: { ifMatch: etag },
+      metadata: manifestSummary(m),
+    });
   }
 
   /** Applies `change` atomically. Undefined when the manifest does not exist. */

@@ -72,7 +72,10 @@ export class ProgressRecorder {
         try {
           const at = new Date(this.now()).toISOString();
           result = await this.store.update(batchId, async (m) => {
-            const next = applyOutcomes(m, waiters.map((w) => w.outcome));
+            const next = applyOutcomes(
+              m,
+              waiters.map((w) => w.outcome),
+            );
             if (next) next.progressAt = at; // what the sweep's stall check reads
             const out = next && (await this.settler.settle(next));
             completes = out !== undefined && isTerminal(out);

@@ -58,7 +58,15 @@ export function addSums(a: Sums, b: Sums): void {
 export function billTransaction(t: Transaction, rates: TaxRates): BillingLine {
   const sign = t.type === 'charge' ? 1 : -1;
   const tax = taxOf(t.amount, rateFor(rates, t.region));
-  return { id: t.id, account: t.account, currency: t.currency, type: t.type, net: sign * t.amount, tax: sign * tax, total: sign * (t.amount + tax) };
+  return {
+    id: t.id,
+    account: t.account,
+    currency: t.currency,
+    type: t.type,
+    net: sign * t.amount,
+    tax: sign * tax,
+    total: sign * (t.amount + tax),
+  };
 }
 
 export function billChunk(txns: readonly Transaction[], rates: TaxRates): ChunkBill {

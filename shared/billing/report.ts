@@ -39,7 +39,12 @@ export class ReportBuilder {
       }
       addSums(t, r);
     }
-    return { batchId, transactions, rows, totals: [...totals.values()].sort((a, b) => compareText(a.currency, b.currency)) };
+    return {
+      batchId,
+      transactions,
+      rows,
+      totals: [...totals.values()].sort((a, b) => compareText(a.currency, b.currency)),
+    };
   }
 }
 

@@ -17,7 +17,13 @@ export interface IdentityOptions {
 
 export type StorageConnection =
   | { kind: 'connectionString'; setting: string; connectionString: string; accountName: string }
-  | ({ kind: 'identity'; setting: string; blobServiceUri: string; queueServiceUri: string; accountName: string } & IdentityOptions);
+  | ({
+      kind: 'identity';
+      setting: string;
+      blobServiceUri: string;
+      queueServiceUri: string;
+      accountName: string;
+    } & IdentityOptions);
 
 export type ServiceBusConnection =
   | { kind: 'connectionString'; setting: string; connectionString: string; fullyQualifiedNamespace: string }
@@ -77,7 +83,10 @@ function storageFrom(env: Env, name: string): StorageConnection | undefined {
   const queue = env[`${name}__queueServiceUri`];
   if (!accountName && !blob && !queue) return undefined;
   if (!accountName && (!blob || !queue)) {
-    throw new ConfigError(`${name}__blobServiceUri`, `set both ${name}__blobServiceUri and ${name}__queueServiceUri, or ${name}__accountName`);
+    throw new ConfigError(
+      `${name}__blobServiceUri`,
+      `set both ${name}__blobServiceUri and ${name}__queueServiceUri, or ${name}__accountName`,
+    );
   }
   const blobServiceUri = blob ?? `https://${accountName}.blob.core.windows.net`;
   const queueServiceUri = queue ?? `https://${accountName}.queue.core.windows.net`;
@@ -121,7 +130,10 @@ export function serviceBusConnection(env: Env, name = 'ServiceBusConnection'): S
   const fqns = env[`${name}__fullyQualifiedNamespace`];
   if (!fqns) return undefined;
   if (!/^[A-Za-z0-9.-]+(:\d+)?$/.test(fqns)) {
-    throw new ConfigError(`${name}__fullyQualifiedNamespace`, 'must be a host name such as myns.servicebus.windows.net');
+    throw new ConfigError(
+      `${name}__fullyQualifiedNamespace`,
+      'must be a host name such as myns.servicebus.windows.net',
+    );
   }
   return { kind: 'identity', setting: name, fullyQualifiedNamespace: fqns, ...identityOptions(env, name) };
 }

@@ -27,7 +27,9 @@ export type Limit = Pick<NamedLimit, 'def' | 'min' | 'max'>;
  * outside min–max, is an error that says what it got.
  */
 export function wholeNumber(setting: string, { def, min, max }: Limit) {
-  const range = { error: (issue: { input: unknown }) => `must be between ${min} and ${max}, got ${String(issue.input)}` };
+  const range = {
+    error: (issue: { input: unknown }) => `must be between ${min} and ${max}, got ${String(issue.input)}`,
+  };
   const schema = z.preprocess(
     (raw) => (typeof raw === 'string' && raw.trim() === '' ? undefined : raw),
     z
@@ -50,7 +52,10 @@ function declaration(shape: Shape, key: string): Omit<NamedLimit, 'key'> {
 
 /** The declarations of a schema's settings, in its order (the docs and infra/ are checked against them). */
 export function namedLimits<T extends Shape>(schema: z.ZodObject<T>): NamedLimit<Extract<keyof T, string>>[] {
-  return Object.keys(schema.shape).map((key) => ({ key: key as Extract<keyof T, string>, ...declaration(schema.shape, key) }));
+  return Object.keys(schema.shape).map((key) => ({
+    key: key as Extract<keyof T, string>,
+    ...declaration(schema.shape, key),
+  }));
 }
 
 /**
@@ -58,7 +63,9 @@ export function namedLimits<T extends Shape>(schema: z.ZodObject<T>): NamedLimit
  * them; the first problem throws a ConfigError that names its setting.
  */
 export function parseEnv<T extends Shape>(schema: z.ZodObject<T>, env: Env): z.output<z.ZodObject<T>> {
-  const raw = Object.fromEntries(Object.keys(schema.shape).map((key) => [key, env[declaration(schema.shape, key).setting]]));
+  const raw = Object.fromEntries(
+    Object.keys(schema.shape).map((key) => [key, env[declaration(schema.shape, key).setting]]),
+  );
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   // Fields come before cross-field rules, in declaration order: the first issue is the one to report.

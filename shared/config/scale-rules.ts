@@ -46,12 +46,19 @@ export function parseScaleRules(setting: string, raw: string): ScaleRule[] {
   const rules: ScaleRule[] = [];
   for (const part of raw.split(',')) {
     const m = /^\s*(\d{1,9})\s*:\s*(\d{1,4})\s*$/.exec(part);
-    if (!m?.[1] || m[2] === undefined) throw new ConfigError(setting, `expected depth:instances pairs separated by commas, got "${part.trim()}"`);
+    if (!m?.[1] || m[2] === undefined)
+      throw new ConfigError(setting, `expected depth:instances pairs separated by commas, got "${part.trim()}"`);
     const rule = { depth: Number(m[1]), instances: Number(m[2]) };
     const last = rules[rules.length - 1];
-    if (rule.depth < 1) throw new ConfigError(setting, 'depths start at 1 (below the first depth the floor is the minimum)');
-    if (last && rule.depth <= last.depth) throw new ConfigError(setting, `depths must rise: ${rule.depth} after ${last.depth}`);
-    if (last && rule.instances < last.instances) throw new ConfigError(setting, `instances must not fall as depth rises: ${rule.instances} after ${last.instances}`);
+    if (rule.depth < 1)
+      throw new ConfigError(setting, 'depths start at 1 (below the first depth the floor is the minimum)');
+    if (last && rule.depth <= last.depth)
+      throw new ConfigError(setting, `depths must rise: ${rule.depth} after ${last.depth}`);
+    if (last && rule.instances < last.instances)
+      throw new ConfigError(
+        setting,
+        `instances must not fall as depth rises: ${rule.instances} after ${last.instances}`,
+      );
     rules.push(rule);
   }
   return rules;
@@ -70,7 +77,8 @@ const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function oneOf<T extends string>(env: Env, setting: string, allowed: readonly T[], def: T): T {
   const raw = env[setting]?.trim();
   if (raw === undefined || raw === '') return def;
-  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(setting, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new ConfigError(setting, `must be one of ${allowed.join(', ')}, got "${raw}"`);
   return raw as T;
 }
 
@@ -80,9 +88,15 @@ function site(env: Env): ScaleSite | undefined {
   const resourceGroup = env.PUSHDRAIN_SCALE_RESOURCE_GROUP?.trim() ?? '';
   const siteName = env.PUSHDRAIN_SCALE_SITE_NAME?.trim() ?? '';
   if (subscriptionId === '' && resourceGroup === '' && siteName === '') return undefined;
-  if (!GUID.test(subscriptionId)) throw new ConfigError('PUSHDRAIN_SCALE_SUBSCRIPTION_ID', 'must be a subscription id (a GUID)');
-  if (!NAME.test(resourceGroup)) throw new ConfigError('PUSHDRAIN_SCALE_RESOURCE_GROUP', 'must be a resource group name (1-90 of A-Z a-z 0-9 . _ ( ) -)');
-  if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,59}$/.test(siteName)) throw new ConfigError('PUSHDRAIN_SCALE_SITE_NAME', 'must be a function app name (1-60 of A-Z a-z 0-9 -)');
+  if (!GUID.test(subscriptionId))
+    throw new ConfigError('PUSHDRAIN_SCALE_SUBSCRIPTION_ID', 'must be a subscription id (a GUID)');
+  if (!NAME.test(resourceGroup))
+    throw new ConfigError(
+      'PUSHDRAIN_SCALE_RESOURCE_GROUP',
+      'must be a resource group name (1-90 of A-Z a-z 0-9 . _ ( ) -)',
+    );
+  if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,59}$/.test(siteName))
+    throw new ConfigError('PUSHDRAIN_SCALE_SITE_NAME', 'must be a function app name (1-60 of A-Z a-z 0-9 -)');
   return { subscriptionId, resourceGroup, siteName };
 }
 
@@ -91,7 +105,10 @@ export function scaleChoices(env: Env): Pick<ScaleSettings, 'mode' | 'plan' | 's
   const mode = oneOf(env, 'PUSHDRAIN_SCALE_MODE', ['off', 'dry-run', 'apply'] as const, 'dry-run');
   const target = site(env);
   if (mode === 'apply' && !target) {
-    throw new ConfigError('PUSHDRAIN_SCALE_MODE', 'apply needs PUSHDRAIN_SCALE_SUBSCRIPTION_ID, PUSHDRAIN_SCALE_RESOURCE_GROUP and PUSHDRAIN_SCALE_SITE_NAME');
+    throw new ConfigError(
+      'PUSHDRAIN_SCALE_MODE',
+      'apply needs PUSHDRAIN_SCALE_SUBSCRIPTION_ID, PUSHDRAIN_SCALE_RESOURCE_GROUP and PUSHDRAIN_SCALE_SITE_NAME',
+    );
   }
   const clientId = env.PUSHDRAIN_SCALE_CLIENT_ID?.trim();
   const raw = env.PUSHDRAIN_SCALE_RULES?.trim();

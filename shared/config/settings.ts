@@ -24,7 +24,11 @@ const tuningShape = z.object({
   /** Messages per `receiveMessages` call; Azure caps it at 32. */
   dequeueBatchSize: wholeNumber('PUSHDRAIN_DEQUEUE_BATCH_SIZE', { def: 32, min: 1, max: 32 }),
   /** How long a received message stays invisible while it is processed. */
-  visibilityTimeoutSeconds: wholeNumber('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', { def: 60, min: 1, max: 7 * 24 * 3600 }),
+  visibilityTimeoutSeconds: wholeNumber('PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS', {
+    def: 60,
+    min: 1,
+    max: 7 * 24 * 3600,
+  }),
   /** First back-off delay after a failed receive; a drained queue ends a dequeue task at once, with no wait. */
   minIdleMs: wholeNumber('PUSHDRAIN_MIN_IDLE_MS', { def: 100, min: 0, max: 60_000 }),
   /** Back-off cap: a dequeue task whose failed receives push the delay up to it exits. */
@@ -52,7 +56,11 @@ const tuningShape = z.object({
   /** Largest accepted request body as sent (compressed or not): 100 MiB. */
   maxBodyBytes: wholeNumber('PUSHDRAIN_MAX_BODY_BYTES', { def: 100 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 }),
   /** Largest body after gzip inflation (the gzip-bomb guard): 256 MiB. */
-  maxInflatedBytes: wholeNumber('PUSHDRAIN_MAX_INFLATED_BYTES', { def: 256 * 1024 * 1024, min: 1024, max: 2 * 1024 * 1024 * 1024 }),
+  maxInflatedBytes: wholeNumber('PUSHDRAIN_MAX_INFLATED_BYTES', {
+    def: 256 * 1024 * 1024,
+    min: 1024,
+    max: 2 * 1024 * 1024 * 1024,
+  }),
   /** Batch files the incoming/ sweep ingests per run. */
   sweepMaxFiles: wholeNumber('PUSHDRAIN_SWEEP_MAX_FILES', { def: 10, min: 1, max: 1000 }),
   /** Open batches the sweep's recovery looks at per run. */
@@ -73,8 +81,18 @@ const tuningShape = z.object({
 
 /** With the cross-field rules that a single range cannot express. */
 const tuningSchema = tuningShape.superRefine((t, ctx) => {
-  if (t.maxIdleMs < t.minIdleMs) ctx.addIssue({ code: 'custom', path: ['maxIdleMs'], message: `must be at least PUSHDRAIN_MIN_IDLE_MS (${t.minIdleMs})` });
-  if (t.maxInflatedBytes < t.maxBodyBytes) ctx.addIssue({ code: 'custom', path: ['maxInflatedBytes'], message: `must be at least PUSHDRAIN_MAX_BODY_BYTES (${t.maxBodyBytes})` });
+  if (t.maxIdleMs < t.minIdleMs)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxIdleMs'],
+      message: `must be at least PUSHDRAIN_MIN_IDLE_MS (${t.minIdleMs})`,
+    });
+  if (t.maxInflatedBytes < t.maxBodyBytes)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxInflatedBytes'],
+      message: `must be at least PUSHDRAIN_MAX_BODY_BYTES (${t.maxBodyBytes})`,
+    });
 });
 
 export type Tuning = z.output<typeof tuningShape>;
@@ -106,7 +124,12 @@ const scaleLimitsSchema = z
     downCooldownSeconds: wholeNumber('PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS', { def: 900, min: 60, max: 86_400 }),
   })
   .superRefine((l, ctx) => {
-    if (l.minInstances > l.maxInstances) ctx.addIssue({ code: 'custom', path: ['minInstances'], message: `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${l.maxInstances})` });
+    if (l.minInstances > l.maxInstances)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['minInstances'],
+        message: `must be at most PUSHDRAIN_SCALE_MAX_INSTANCES (${l.maxInstances})`,
+      });
   });
 
 /** The declared scaling-agent limits, for the infra/ checks. */
@@ -124,7 +147,10 @@ export function loadSettings(env: Env = process.env): Settings {
   const namePrefix = env.PUSHDRAIN_NAME_PREFIX?.trim() ?? '';
   // Queue names: 3–63 chars of [a-z0-9-]; leave room for "work-63-poison".
   if (!/^([a-z0-9][a-z0-9-]{0,38})?$/.test(namePrefix) || namePrefix.includes('--')) {
-    throw new ConfigError('PUSHDRAIN_NAME_PREFIX', 'must be up to 39 chars of a-z, 0-9 and single dashes, starting with a letter or digit');
+    throw new ConfigError(
+      'PUSHDRAIN_NAME_PREFIX',
+      'must be up to 39 chars of a-z, 0-9 and single dashes, starting with a letter or digit',
+    );
   }
   const taxRaw = env.PUSHDRAIN_TAX_RATES;
   const limits = parseEnv(scaleLimitsSchema, env);

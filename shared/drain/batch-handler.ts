@@ -37,7 +37,9 @@ export class BatchHandler {
       } catch (e) {
         // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
         this.deps.counts.failed += ok.length;
-        this.deps.log.warn(`${this.deps.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`);
+        this.deps.log.warn(
+          `${this.deps.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`,
+        );
         return;
       }
     }
@@ -66,10 +68,14 @@ export class BatchHandler {
     } catch (e) {
       const err = ensureError(e);
       if (err instanceof PermanentError) {
-        await this.poison(m, err.message).catch((pe) => this.deps.log.error(`${this.deps.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`));
+        await this.poison(m, err.message).catch((pe) =>
+          this.deps.log.error(`${this.deps.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`),
+        );
       } else {
         this.deps.counts.failed++;
-        this.deps.log.warn(`${this.deps.queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`);
+        this.deps.log.warn(
+          `${this.deps.queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`,
+        );
       }
       return false;
     }

@@ -76,7 +76,13 @@ export class DrainCoordinator {
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
-    this.fanOut = new FanOut({ publish: (q, n) => deps.fanOut(q, n), depth: (q) => deps.queues.depth(q), clock: deps.clock, log: deps.log, tuning: deps.tuning });
+    this.fanOut = new FanOut({
+      publish: (q, n) => deps.fanOut(q, n),
+      depth: (q) => deps.queues.depth(q),
+      clock: deps.clock,
+      log: deps.log,
+      tuning: deps.tuning,
+    });
   }
 
   async drain(queue: string, stage: Stage, fanOut = false): Promise<DrainResult> {
@@ -100,7 +106,12 @@ export class DrainCoordinator {
     const { queues, slots, processors, clock, log } = this.deps;
     if (fanOut && !(await queues.queue(queue).hasVisible())) return { kind: 'fan-out-idle' };
     let end = (): void => {};
-    const entry: LiveDrain = { stage, join: new JoinPoint(), ended: new Promise<void>((r) => (end = r)), fanOut: FanOut.state() };
+    const entry: LiveDrain = {
+      stage,
+      join: new JoinPoint(),
+      ended: new Promise<void>((r) => (end = r)),
+      fanOut: FanOut.state(),
+    };
     this.running.add(entry);
     this.deps.onRunning?.(this.running.size);
     // Latest drain wins the entry; an older one still running simply stops being joined.
@@ -114,7 +125,8 @@ export class DrainCoordinator {
         log,
         options: this.options,
         join: entry.join,
-        continuation: (delayMs, reason) => (reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs)),
+        continuation: (delayMs, reason) =>
+          reason === 'busy' ? this.lookAgain(queue, delayMs) : this.deps.continuation(queue, delayMs),
         acquired: (slot, round) => this.fanOut.acquired(queue, stage, entry.fanOut, slot, round),
         // A fan-out event leaves busy slots to their holders, unless a plain wake-up joined it.
         get onSlotsBusy() {
@@ -156,7 +168,11 @@ export class DrainCoordinator {
 
   /** The drain each queue is joined to now (an older one of the same queue still finishing is counted in inProgress only). */
   runningDrains(): RunningDrain[] {
-    return [...this.live.entries()].map(([queue, d]) => ({ queue, state: d.join.tasks?.state ?? 'starting', tasks: d.join.tasks?.liveTasks ?? 0 }));
+    return [...this.live.entries()].map(([queue, d]) => ({
+      queue,
+      state: d.join.tasks?.state ?? 'starting',
+      tasks: d.join.tasks?.liveTasks ?? 0,
+    }));
   }
 
   activity(): DrainActivity {

@@ -15,5 +15,16 @@ export interface DrainStats {
 }
 
 export function emptyStats(): DrainStats {
-  return { tasksStarted: 0, peakTasks: 0, receives: 0, emptyReceives: 0, processed: 0, failed: 0, poisoned: 0, sleeps: [], receiveErrors: 0, stoppedByBudget: false };
+  return {
+    tasksStarted: 0,
+    peakTasks: 0,
+    receives: 0,
+    emptyReceives: 0,
+    processed: 0,
+    failed: 0,
+    poisoned: 0,
+    sleeps: [],
+    receiveErrors: 0,
+    stoppedByBudget: false,
+  };
 }

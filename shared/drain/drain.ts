@@ -118,7 +118,9 @@ export class Drain {
         return this.handOverLater(e, 'queue unreachable');
       }
       await slot.release();
-      this.deps.log.info(`${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`);
+      this.deps.log.info(
+        `${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`,
+      );
       // Re-check after releasing the slot: an event may have arrived while we held it.
       const end = await this.closingLook('re-check failed', () => stats.stoppedByBudget || this.stopping());
       if (end) return end;
@@ -139,7 +141,14 @@ export class Drain {
       const got = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
       stats.receives++;
       if (got.length === 0) stats.emptyReceives++;
-      else await new BatchHandler({ queue, processor, log, maxDequeueCount: options.maxDequeueCount, counts: stats }).handle(got);
+      else
+        await new BatchHandler({
+          queue,
+          processor,
+          log,
+          maxDequeueCount: options.maxDequeueCount,
+          counts: stats,
+        }).handle(got);
       return got.length >= options.batchSize;
     } catch (e) {
       // Let the task group retry it, with its back-off.
@@ -203,7 +212,13 @@ export class Drain {
 
   private drained(continuation?: 'now' | 'delayed'): Ended {
     this.phase = 'stopping';
-    return { kind: 'drained', probe: this.probeStats, rounds: this.rounds.length, stats: this.rounds, ...(continuation ? { continuation } : {}) };
+    return {
+      kind: 'drained',
+      probe: this.probeStats,
+      rounds: this.rounds.length,
+      stats: this.rounds,
+      ...(continuation ? { continuation } : {}),
+    };
   }
 
   private async handOver(delayMs: number): Promise<Ended> {
@@ -211,7 +226,9 @@ export class Drain {
     try {
       await this.deps.continuation(delayMs);
     } catch (e) {
-      this.deps.log.error(`${this.deps.queue.name}: continuation event could not be published: ${ensureError(e).message}`);
+      this.deps.log.error(
+        `${this.deps.queue.name}: continuation event could not be published: ${ensureError(e).message}`,
+      );
       throw e;
     }
     return this.drained(delayMs > 0 ? 'delayed' : 'now');

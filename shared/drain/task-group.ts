@@ -76,7 +76,13 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
-    this.batches = new BatchHandler({ queue: deps.queue, processor: deps.processor, log: deps.log, maxDequeueCount: deps.options.maxDequeueCount, counts: this.stats });
+    this.batches = new BatchHandler({
+      queue: deps.queue,
+      processor: deps.processor,
+      log: deps.log,
+      maxDequeueCount: deps.options.maxDequeueCount,
+      counts: this.stats,
+    });
   }
 
   get state(): TaskGroupState {
@@ -140,7 +146,8 @@ export class TaskGroup {
       (depth) => {
         for (let n = rule(depth) - this.running.size; n > 0 && this.phase === 'running'; n--) this.start();
       },
-      (e: unknown) => this.log.warn(`${this.queue.name}: depth for the task count unavailable: ${ensureError(e).message}`),
+      (e: unknown) =>
+        this.log.warn(`${this.queue.name}: depth for the task count unavailable: ${ensureError(e).message}`),
     );
   }
 
@@ -163,7 +170,9 @@ export class TaskGroup {
       // Back off on this queue only; other queues' drains are unaffected.
       const decision = retryDecision(e);
       this.stats.receiveErrors++;
-      this.log.warn(`${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`);
+      this.log.warn(
+        `${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`,
+      );
       return { messages: [], failed: true, minWait: decision.waitMs ?? 0 };
     }
   }
@@ -188,7 +197,10 @@ export class TaskGroup {
           }
           // Drained: the next event for this queue starts or joins a drain.
           if (!failed) return;
-          const delay = Math.max(minWait, backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()));
+          const delay = Math.max(
+            minWait,
+            backoffDelay(idle, options.minIdleMs, options.maxIdleMs, () => clock.random()),
+          );
           if (delay >= options.maxIdleMs || options.signal?.aborted) return; // back-off at its cap: the queue stays unreachable, give up
           idle++;
           const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
@@ -208,4 +220,3 @@ export class TaskGroup {
     }
   }
 }
-

@@ -27,7 +27,11 @@ const INFLATE_CHUNK = 64 * 1024;
  * cap (or on an abort) it stops at once: the reader stops pulling, zlib is destroyed, and the
  * feed, which may be waiting for zlib to take more input, is released by the 'close'.
  */
-export async function* inflateLimited(source: ByteSource, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
+export async function* inflateLimited(
+  source: ByteSource,
+  maxBytes: number,
+  signal?: AbortSignal,
+): AsyncGenerator<Buffer> {
   const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK });
   let total = 0;
   // 'drain' never comes once zlib is destroyed: waiting only for it would hang every early stop.
@@ -61,7 +65,10 @@ export async function* inflateLimited(source: ByteSource, maxBytes: number, sign
   } catch (e) {
     if (e instanceof ValidationError || e instanceof AbortedError) throw e;
     const code = (e as { code?: string }).code ?? '';
-    if (code.startsWith('Z_')) throw new ValidationError('the body is not valid gzip data', 400, 'invalid_batch', [{ line: 0, field: '', message: 'Content-Encoding is gzip but the body does not inflate' }]);
+    if (code.startsWith('Z_'))
+      throw new ValidationError('the body is not valid gzip data', 400, 'invalid_batch', [
+        { line: 0, field: '', message: 'Content-Encoding is gzip but the body does not inflate' },
+      ]);
     throw e;
   } finally {
     gunzip.destroy();
@@ -121,5 +128,6 @@ async function* slices(body: Buffer, signal: AbortSignal | undefined): AsyncGene
  * within about a mebibyte of reading.
  */
 export function bufferSource(body: Buffer, gzip: boolean, maxInflated: number, signal?: AbortSignal): BodySource {
-  return () => (gzip ? inflateLimited(slices(body, signal), maxInflated, signal) : limited(slices(body, signal), maxInflated));
+  return () =>
+    gzip ? inflateLimited(slices(body, signal), maxInflated, signal) : limited(slices(body, signal), maxInflated);
 }

@@ -33,11 +33,18 @@ export function checkRecord(rec: RecordText): CheckedRecord {
   }
   const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
   const fields = isObject ? Object.keys(value as object).length : 0;
-  if (fields > MAX_RECORD_FIELDS) return { errors: [{ line: rec.line, field: '', message: `too many fields: ${fields} (a transaction has at most 7)` }] };
+  if (fields > MAX_RECORD_FIELDS)
+    return {
+      errors: [{ line: rec.line, field: '', message: `too many fields: ${fields} (a transaction has at most 7)` }],
+    };
   const r = validateTransaction(value, rec.line);
   const canonical = 'ok' in r ? canonicalLine(r.ok) : undefined;
   const repeated = isObject && canonical !== rec.text ? duplicateKeys(rec.text) : [];
-  const errors = repeated.map((field) => ({ line: rec.line, field, message: 'duplicate key: the field appears more than once in the record' }));
+  const errors = repeated.map((field) => ({
+    line: rec.line,
+    field,
+    message: 'duplicate key: the field appears more than once in the record',
+  }));
   if ('errors' in r) return { errors: [...errors, ...r.errors] };
   if (errors.length > 0 || canonical === undefined) return { errors };
   return { canonical, id: r.ok.id };

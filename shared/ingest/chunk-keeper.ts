@@ -4,7 +4,7 @@
  * validated. Kept compressed (a 1,000,000-transaction batch is ~20 MB), and only up to a bound:
  * past it they are dropped, and ingest cuts them in a second pass (chunk-source.ts).
  */
-import { encodeChunkLines,type EncodedChunk } from '../model/chunk-codec';
+import { encodeChunkLines, type EncodedChunk } from '../model/chunk-codec';
 import { Pool } from '../util/pool';
 
 /** Compressions in flight while the validator goes on parsing (zlib works on the thread pool). */

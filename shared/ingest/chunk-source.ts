@@ -2,7 +2,7 @@
  * The chunk blobs ingest writes: the ones validation kept, or, past its memory bound (or for
  * a take-over that inherits another chunk size), cut in a second pass over the body.
  */
-import { encodeChunkLines,type EncodedChunk } from '../model/chunk-codec';
+import { encodeChunkLines, type EncodedChunk } from '../model/chunk-codec';
 import { type BodySource, hashing } from './body';
 import { bodyChanged } from './ingest-errors';
 import { type BodyFormat, readRecords } from './records';
@@ -16,7 +16,11 @@ export interface ValidBody {
 }
 
 /** Each chunk as a function that encodes it (kept chunks are encoded already), in order. */
-export async function* chunkSource(body: ValidBody, size: number, kept: EncodedChunk[] | undefined): AsyncGenerator<() => Promise<EncodedChunk>> {
+export async function* chunkSource(
+  body: ValidBody,
+  size: number,
+  kept: EncodedChunk[] | undefined,
+): AsyncGenerator<() => Promise<EncodedChunk>> {
   if (kept) {
     for (const enc of kept) yield () => Promise.resolve(enc);
     return;

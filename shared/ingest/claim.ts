@@ -15,9 +15,7 @@ export const STALE_INGEST_MS = 30_000;
 /** Six beats per staleness window: a few slow or failed writes do not make a live claim look dead. */
 export const INGEST_HEARTBEAT_MS = STALE_INGEST_MS / 6;
 
-export type Claim =
-  | { kind: 'new'; manifest: Manifest; etag: string }
-  | { kind: 'replay'; manifest: Manifest };
+export type Claim = { kind: 'new'; manifest: Manifest; etag: string } | { kind: 'replay'; manifest: Manifest };
 
 /** When an ingesting claim was last known alive. */
 function lastAlive(m: Manifest): number {
@@ -40,7 +38,11 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
       return { kind: 'new', manifest: m, etag: existing.etag };
     }
     if (m.bodySha256 !== fresh.bodySha256) {
-      throw new ValidationError('this Idempotency-Key was already used with a different body', 409, 'idempotency_conflict');
+      throw new ValidationError(
+        'this Idempotency-Key was already used with a different body',
+        409,
+        'idempotency_conflict',
+      );
     }
     if (publicStatus(m)) return { kind: 'replay', manifest: m };
     const quietFor = now - lastAlive(m);
@@ -88,7 +90,13 @@ export interface Heartbeat {
  * Refreshes `aliveAt` on the claim every `intervalMs` until stopped. A failed beat is only
  * logged: the claim stays valid until it is stale, and the next beat may succeed.
  */
-export function startHeartbeat({ store, claim, now, warn, intervalMs = INGEST_HEARTBEAT_MS }: HeartbeatOptions): Heartbeat {
+export function startHeartbeat({
+  store,
+  claim,
+  now,
+  warn,
+  intervalMs = INGEST_HEARTBEAT_MS,
+}: HeartbeatOptions): Heartbeat {
   let inFlight: Promise<void> = Promise.resolve();
   let stopped = false;
   const beat = async (): Promise<void> => {
@@ -96,7 +104,9 @@ export function startHeartbeat({ store, claim, now, warn, intervalMs = INGEST_HE
       const aliveAt = new Date(now()).toISOString();
       await store.update(claim.batchId, (cur) => (isOwnClaim(cur, claim.attempt) ? { ...cur, aliveAt } : undefined));
     } catch (e) {
-      warn(`batch ${claim.batchId}: ingest heartbeat failed (the claim stays valid until stale): ${ensureError(e).message}`);
+      warn(
+        `batch ${claim.batchId}: ingest heartbeat failed (the claim stays valid until stale): ${ensureError(e).message}`,
+      );
     }
   };
   const timer = setInterval(() => {

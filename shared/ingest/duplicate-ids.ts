@@ -80,7 +80,8 @@ export class DuplicateIds {
         const id = ids.get(line);
         if (id === undefined) throw bodyChanged(`line ${line} is gone`);
         const seenAt = firstSeen.get(id);
-        if (seenAt !== undefined) out.push({ line, field: 'id', message: `duplicate id (first seen at line ${seenAt})` });
+        if (seenAt !== undefined)
+          out.push({ line, field: 'id', message: `duplicate id (first seen at line ${seenAt})` });
         else firstSeen.set(id, line);
       }
     }

@@ -6,7 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { isSettled, type Manifest, type ManifestStore, type OpenBatches, type PublicStatus, publicStatus } from '../batch/manifest';
+import {
+  isSettled,
+  type Manifest,
+  type ManifestStore,
+  type OpenBatches,
+  type PublicStatus,
+  publicStatus,
+} from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
 import type { EncodedChunk } from '../model/chunk-codec';
@@ -75,7 +82,10 @@ export class Ingestor {
 
 async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
   checkIdempotencyKey(req.idempotencyKey);
-  const summary = await validateBody(req.open, req.format, { size: ctx.chunkSize, maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES });
+  const summary = await validateBody(req.open, req.format, {
+    size: ctx.chunkSize,
+    maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES,
+  });
   checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey);
   const now = ctx.now();
@@ -101,9 +111,21 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   if (claim.kind === 'replay') {
     const m = claim.manifest;
     const status = publicStatus(m) ?? 'accepted';
-    return { batchId, status, transactions: m.transactions, chunks: m.chunks, replayed: true, notified: m.notification === 'sent' };
+    return {
+      batchId,
+      status,
+      transactions: m.transactions,
+      chunks: m.chunks,
+      replayed: true,
+      notified: m.notification === 'sent',
+    };
   }
-  const heartbeat = startHeartbeat({ store: ctx.manifests, claim: claim.manifest, now: () => ctx.now(), warn: (msg) => ctx.log.warn(msg) });
+  const heartbeat = startHeartbeat({
+    store: ctx.manifests,
+    claim: claim.manifest,
+    now: () => ctx.now(),
+    warn: (msg) => ctx.log.warn(msg),
+  });
   try {
     // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
     const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
@@ -112,7 +134,11 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     await heartbeat.stop();
     await abandon(ctx, claim.manifest, ensureError(e).message);
     if (e instanceof ValidationError || e instanceof AbortedError) throw e;
-    throw new TransientError(`ingest of ${batchId} failed part-way and was rolled back; nothing was accepted: ${ensureError(e).message}`, undefined, { cause: e });
+    throw new TransientError(
+      `ingest of ${batchId} failed part-way and was rolled back; nothing was accepted: ${ensureError(e).message}`,
+      undefined,
+      { cause: e },
+    );
   } finally {
     await heartbeat.stop();
   }
@@ -163,7 +189,9 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
     await ctx.notifier.accepted(batchId, queues);
   } catch (e) {
     notified = false;
-    ctx.log.warn(`batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`);
+    ctx.log.warn(
+      `batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`,
+    );
   }
 
   // Indexed before it is accepted, so recovery can find it even if every event is lost.
@@ -181,20 +209,32 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   await heartbeat.stop();
   let accepted = accept(m);
   if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
-    const updated = await ctx.manifests.update(batchId, (cur) => (isOwnClaim(cur, m.attempt) ? accept(cur) : undefined));
-    if (!updated || updated.manifest.state !== 'accepted') throw new Error(`manifest of ${batchId} left the ingesting state unexpectedly`);
+    const updated = await ctx.manifests.update(batchId, (cur) =>
+      isOwnClaim(cur, m.attempt) ? accept(cur) : undefined,
+    );
+    if (!updated || updated.manifest.state !== 'accepted')
+      throw new Error(`manifest of ${batchId} left the ingesting state unexpectedly`);
     accepted = updated.manifest;
   }
   // Tiny batches can be fully processed before the flip; then nobody else will finalize.
   if (isSettled(accepted)) await ctx.finalizer.ifSettled(accepted);
-  return { batchId, status: 'accepted', transactions: accepted.transactions, chunks: accepted.chunks, replayed: false, notified };
+  return {
+    batchId,
+    status: 'accepted',
+    transactions: accepted.transactions,
+    chunks: accepted.chunks,
+    replayed: false,
+    notified,
+  };
 }
 
 async function abandon(ctx: IngestDeps, claim: Manifest, reason: string): Promise<void> {
   const { batchId } = claim;
   try {
     // Only our own claim: a request that took ours over is still working and must not be undone.
-    await ctx.manifests.update(batchId, (cur) => (isOwnClaim(cur, claim.attempt) ? { ...cur, state: 'abandoned', error: reason } : undefined));
+    await ctx.manifests.update(batchId, (cur) =>
+      isOwnClaim(cur, claim.attempt) ? { ...cur, state: 'abandoned', error: reason } : undefined,
+    );
   } catch (e) {
     ctx.log.error(`batch ${batchId}: could not mark the failed ingest abandoned: ${ensureError(e).message}`);
   }

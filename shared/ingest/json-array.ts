@@ -24,7 +24,11 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
   let parts: Buffer[] = [];
   let size = 0;
   let first = true;
-  const fatal = (message: string): RecordError => ({ line: Math.max(item, 1), error: `malformed JSON: ${message}`, fatal: true });
+  const fatal = (message: string): RecordError => ({
+    line: Math.max(item, 1),
+    error: `malformed JSON: ${message}`,
+    fatal: true,
+  });
   for await (const chunk of source) {
     let itemStart = state === S.InItem ? 0 : -1;
     for (let i = 0; i < chunk.length; i++) {
@@ -88,9 +92,9 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
         continue;
       }
       if (state === S.AfterArray) {
-          yield fatal('unexpected content after the closing "]"');
-          return;
-        }
+        yield fatal('unexpected content after the closing "]"');
+        return;
+      }
     }
     if (state === S.InItem) {
       const start = Math.max(itemStart, 0);

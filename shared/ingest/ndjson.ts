@@ -20,7 +20,9 @@ const NL = 0x0a;
 export const MAX_BLANK_LINES = MAX_TRANSACTIONS;
 
 function tooManyBlankLines(line: number): ValidationError {
-  return tooLarge(`the body has more than ${MAX_BLANK_LINES} blank lines (at line ${line}): blank lines are limited to as many as a batch has records`);
+  return tooLarge(
+    `the body has more than ${MAX_BLANK_LINES} blank lines (at line ${line}): blank lines are limited to as many as a batch has records`,
+  );
 }
 
 /** One line's bytes (no newline) as a record; undefined for a blank line. */

@@ -31,5 +31,7 @@ export function oversize(line: number): RecordError {
 
 /** A record's bytes as text. Checked before decoding: toString() would turn bad bytes into U+FFFD and hide them. */
 export function decodeRecord(line: number, bytes: Buffer): RecordItem {
-  return isUtf8(bytes) ? { line, text: bytes.toString('utf8') } : { line, error: 'malformed JSON: the record is not valid UTF-8' };
+  return isUtf8(bytes)
+    ? { line, text: bytes.toString('utf8') }
+    : { line, error: 'malformed JSON: the record is not valid UTF-8' };
 }

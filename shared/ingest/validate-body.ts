@@ -36,7 +36,8 @@ function mergeByLine(a: readonly ErrorDetail[], b: readonly ErrorDetail[], max: 
   let i = 0;
   let j = 0;
   while (out.length < max && (i < a.length || j < b.length)) {
-    if (j >= b.length || (i < a.length && (a[i] as ErrorDetail).line <= (b[j] as ErrorDetail).line)) out.push(a[i++] as ErrorDetail);
+    if (j >= b.length || (i < a.length && (a[i] as ErrorDetail).line <= (b[j] as ErrorDetail).line))
+      out.push(a[i++] as ErrorDetail);
     else out.push(b[j++] as ErrorDetail);
   }
   return out;
@@ -91,7 +92,12 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   }
   if (problems > 0) {
     const shown = problems > shownDetails.length ? ` (first ${shownDetails.length} shown)` : '';
-    throw new ValidationError(`the batch has ${problems} problem${problems === 1 ? '' : 's'}${shown}`, 400, 'invalid_batch', shownDetails);
+    throw new ValidationError(
+      `the batch has ${problems} problem${problems === 1 ? '' : 's'}${shown}`,
+      400,
+      'invalid_batch',
+      shownDetails,
+    );
   }
   const chunks = await keeper?.finish();
   return { transactions: count, sha256: digest(), ...(chunks ? { chunks } : {}) };

@@ -60,7 +60,8 @@ export function parseCanonical(s: string, from = 0, to = s.length): Transaction 
   const cur = e + P_CURRENCY.length;
   const rest = cur + 3;
   if (rest + 2 > to || s.charCodeAt(to - 2) !== 0x22 || s.charCodeAt(to - 1) !== 0x7d) return undefined;
-  const region = rest + 2 === to ? undefined : s.startsWith(P_REGION, rest) ? s.slice(rest + P_REGION.length, to - 2) : null;
+  const region =
+    rest + 2 === to ? undefined : s.startsWith(P_REGION, rest) ? s.slice(rest + P_REGION.length, to - 2) : null;
   if (region === null) return undefined;
   const t: Transaction = {
     id: s.slice(from + P_ID.length, a),

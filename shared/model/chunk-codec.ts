@@ -128,9 +128,12 @@ function parseCommon(text: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null) throw new PermanentError('pointer message is not an object');
   const o = v as Record<string, unknown>;
   if (o.v !== 1) throw new PermanentError(`pointer message version ${String(o.v)} is not supported`);
-  if (typeof o.batchId !== 'string' || !isValidBatchId(o.batchId)) throw new PermanentError('pointer has an invalid batchId');
-  if (typeof o.chunk !== 'number' || !Number.isInteger(o.chunk) || o.chunk < 0) throw new PermanentError('pointer has an invalid chunk');
-  if (typeof o.count !== 'number' || !Number.isInteger(o.count) || o.count < 1) throw new PermanentError('pointer has an invalid count');
+  if (typeof o.batchId !== 'string' || !isValidBatchId(o.batchId))
+    throw new PermanentError('pointer has an invalid batchId');
+  if (typeof o.chunk !== 'number' || !Number.isInteger(o.chunk) || o.chunk < 0)
+    throw new PermanentError('pointer has an invalid chunk');
+  if (typeof o.count !== 'number' || !Number.isInteger(o.count) || o.count < 1)
+    throw new PermanentError('pointer has an invalid count');
   return o;
 }
 
@@ -138,14 +141,17 @@ export function parseWorkPointer(text: string): WorkPointer {
   const o = parseCommon(text);
   const p = o as unknown as WorkPointer;
   // The blob name is derived, not trusted: a pointer cannot make us read another batch's blob.
-  if (p.blob !== layout.chunk(p.batchId, p.chunk).name) throw new PermanentError('pointer blob does not match its batch and chunk');
-  if (typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256)) throw new PermanentError('pointer has an invalid sha256');
+  if (p.blob !== layout.chunk(p.batchId, p.chunk).name)
+    throw new PermanentError('pointer blob does not match its batch and chunk');
+  if (typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256))
+    throw new PermanentError('pointer has an invalid sha256');
   return p;
 }
 
 export function parseResultPointer(text: string): ResultPointer {
   const o = parseCommon(text);
   const p = o as unknown as ResultPointer;
-  if (p.blob !== layout.result(p.batchId, p.chunk).name) throw new PermanentError('pointer blob does not match its batch and chunk');
+  if (p.blob !== layout.result(p.batchId, p.chunk).name)
+    throw new PermanentError('pointer blob does not match its batch and chunk');
   return p;
 }

@@ -36,7 +36,14 @@ export function isRfc3339(value: string): boolean {
   const s = digitsAt(value, 17, 2);
   if (y < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || s < 0) return false;
   const t = value.charCodeAt(10);
-  if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || (t !== 84 && t !== 116) || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58) return false;
+  if (
+    value.charCodeAt(4) !== 45 ||
+    value.charCodeAt(7) !== 45 ||
+    (t !== 84 && t !== 116) ||
+    value.charCodeAt(13) !== 58 ||
+    value.charCodeAt(16) !== 58
+  )
+    return false;
   let i = 19;
   if (value.charCodeAt(i) === 46) {
     let n = 0;

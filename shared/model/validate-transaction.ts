@@ -49,7 +49,8 @@ export function validateTransaction(value: unknown, line: number): { ok: Transac
     else if (typeof f !== 'string' || !IDENT.test(f)) bad(field, 'must be 1-64 characters of A-Z a-z 0-9 . _ : -');
   }
   if (v.timestamp === undefined) bad('timestamp', 'is required');
-  else if (typeof v.timestamp !== 'string' || !isRfc3339(v.timestamp)) bad('timestamp', 'must be an RFC 3339 date-time');
+  else if (typeof v.timestamp !== 'string' || !isRfc3339(v.timestamp))
+    bad('timestamp', 'must be an RFC 3339 date-time');
   if (v.type === undefined) bad('type', 'is required');
   else if (v.type !== 'charge' && v.type !== 'refund') bad('type', 'must be "charge" or "refund"');
   if (v.amount === undefined) bad('amount', 'is required');

@@ -20,7 +20,12 @@ export const BACKLOG_PROPERTY = {
 
 export const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE];
 
-export function toBacklogMessage(destination: string, original: OutgoingMessage, scheduledAt: Date | undefined, now: number): OutgoingMessage {
+export function toBacklogMessage(
+  destination: string,
+  original: OutgoingMessage,
+  scheduledAt: Date | undefined,
+  now: number,
+): OutgoingMessage {
   const wait = scheduledAt ? Math.max(0, scheduledAt.getTime() - now) : 0;
   return {
     ...original,
@@ -59,7 +64,8 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
     return `${BACKLOG_PROPERTY.destination} is ${JSON.stringify(destination) ?? 'absent'}, not one of ${BACKLOG_DESTINATIONS.join(', ')}`;
   }
   const ttl = p[BACKLOG_PROPERTY.timeToLive];
-  if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0) return `${BACKLOG_PROPERTY.timeToLive} is not a positive whole number of ms`;
+  if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0)
+    return `${BACKLOG_PROPERTY.timeToLive} is not a positive whole number of ms`;
   const rawAt = p[BACKLOG_PROPERTY.scheduledEnqueueTime];
   const scheduledAt = typeof rawAt === 'string' ? new Date(rawAt) : undefined;
   if (rawAt !== undefined && (scheduledAt === undefined || Number.isNaN(scheduledAt.getTime()))) {
@@ -70,12 +76,17 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
     const event = parseWorkDetected(d.body);
     if (typeof event === 'string') return `the body is not a WorkDetected event: ${event}`;
     // The filters route on these properties: a copy whose properties disagree with its body would be misrouted.
-    if (p.role !== event.role || p.queueName !== event.queueName) return 'the role and queueName properties disagree with the body';
+    if (p.role !== event.role || p.queueName !== event.queueName)
+      return 'the role and queueName properties disagree with the body';
     message = toMessage(event);
   } else {
     const check = parseWatchdogCheck(d.body);
     if (typeof check === 'string') return `the body is not a watchdog check: ${check}`;
     message = watchdogMessage(check);
   }
-  return { destination, scheduledAt, message: { ...message, timeToLive: ttl, ...(d.messageId ? { messageId: d.messageId } : {}) } };
+  return {
+    destination,
+    scheduledAt,
+    message: { ...message, timeToLive: ttl, ...(d.messageId ? { messageId: d.messageId } : {}) },
+  };
 }

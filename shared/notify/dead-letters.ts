@@ -74,7 +74,12 @@ export const APP_DEAD_LETTER_SOURCES: readonly DeadLetterSource[] = [
   subscriptionSource(SUBSCRIPTIONS.drain.name, (b) => reason(parseWorkDetected(b))),
   subscriptionSource(SUBSCRIPTIONS.aggregate.name, (b) => reason(parseWorkDetected(b))),
   subscriptionSource(SUBSCRIPTIONS.scale.name, (b) => reason(parseScaleSignal(b))),
-  { entity: WATCHDOG_QUEUE, queue: WATCHDOG_QUEUE, target: WATCHDOG_QUEUE, unreadable: (b) => reason(parseWatchdogCheck(b)) },
+  {
+    entity: WATCHDOG_QUEUE,
+    queue: WATCHDOG_QUEUE,
+    target: WATCHDOG_QUEUE,
+    unreadable: (b) => reason(parseWatchdogCheck(b)),
+  },
 ];
 
 /** Properties Service Bus adds when it dead-letters a message; a resubmitted copy starts clean. */

@@ -56,21 +56,38 @@ export interface WorkPublisher {
 export const SCALE_CHECK = { v: 1, kind: 'ScaleCheck' } as const;
 
 /** What the `scale` subscription delivers: any WorkDetected (a load signal), or the agent's own check. */
-export function parseScaleSignal(body: unknown): { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' } | string {
-  const value: unknown = typeof body === 'string' ? safeJson(body) : body instanceof Uint8Array ? safeJson(Buffer.from(body).toString('utf8')) : body;
-  if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === SCALE_CHECK.kind) return { kind: 'check' };
+export function parseScaleSignal(
+  body: unknown,
+): { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' } | string {
+  const value: unknown =
+    typeof body === 'string'
+      ? safeJson(body)
+      : body instanceof Uint8Array
+        ? safeJson(Buffer.from(body).toString('utf8'))
+        : body;
+  if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === SCALE_CHECK.kind)
+    return { kind: 'check' };
   const event = parseWorkDetected(value);
   return typeof event === 'string' ? event : { kind: 'work', queue: event.queueName, payloadSize: event.payloadSize };
 }
 
 /** Parses a watchdog check from a trigger body; a string describes what is wrong. */
 export function parseWatchdogCheck(body: unknown): WatchdogCheck | string {
-  const value: unknown = typeof body === 'string' ? safeJson(body) : body instanceof Uint8Array ? safeJson(Buffer.from(body).toString('utf8')) : body;
+  const value: unknown =
+    typeof body === 'string'
+      ? safeJson(body)
+      : body instanceof Uint8Array
+        ? safeJson(Buffer.from(body).toString('utf8'))
+        : body;
   if (typeof value !== 'object' || value === null) return 'watchdog body is not a JSON object';
   const v = value as Record<string, unknown>;
   if (v.v !== 1 || typeof v.batchId !== 'string') return 'watchdog body is not a v1 check with a batchId';
-  if (typeof v.attempt !== 'number' || !Number.isInteger(v.attempt) || v.attempt < 1) return 'watchdog attempt must be a positive integer';
-  const settledBefore = typeof v.settledBefore === 'number' && Number.isInteger(v.settledBefore) && v.settledBefore >= 0 ? v.settledBefore : 0;
+  if (typeof v.attempt !== 'number' || !Number.isInteger(v.attempt) || v.attempt < 1)
+    return 'watchdog attempt must be a positive integer';
+  const settledBefore =
+    typeof v.settledBefore === 'number' && Number.isInteger(v.settledBefore) && v.settledBefore >= 0
+      ? v.settledBefore
+      : 0;
   return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore };
 }
 
@@ -78,13 +95,20 @@ const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;
 
 /** Parses an event from a trigger body; a malformed one is a PermanentError upstream (dead-letter, don't retry). */
 export function parseWorkDetected(body: unknown): WorkDetected | string {
-  const value: unknown = typeof body === 'string' ? safeJson(body) : body instanceof Uint8Array ? safeJson(Buffer.from(body).toString('utf8')) : body;
+  const value: unknown =
+    typeof body === 'string'
+      ? safeJson(body)
+      : body instanceof Uint8Array
+        ? safeJson(Buffer.from(body).toString('utf8'))
+        : body;
   if (typeof value !== 'object' || value === null) return 'event body is not a JSON object';
   const v = value as Record<string, unknown>;
-  if (typeof v.queueName !== 'string' || !QUEUE_NAME.test(v.queueName)) return 'queueName is missing or not a valid queue name';
+  if (typeof v.queueName !== 'string' || !QUEUE_NAME.test(v.queueName))
+    return 'queueName is missing or not a valid queue name';
   if (v.role !== 'input' && v.role !== 'output') return 'role must be "input" or "output"';
   if (typeof v.storageAccount !== 'string' || v.storageAccount.length === 0) return 'storageAccount is missing';
-  const payloadSize = typeof v.payloadSize === 'number' && Number.isFinite(v.payloadSize) && v.payloadSize >= 0 ? v.payloadSize : 0;
+  const payloadSize =
+    typeof v.payloadSize === 'number' && Number.isFinite(v.payloadSize) && v.payloadSize >= 0 ? v.payloadSize : 0;
   return {
     storageAccount: v.storageAccount,
     queueName: v.queueName,
@@ -128,7 +152,13 @@ export class Notifier {
   private event(w: Wake, batchId?: string): WorkDetected {
     const stage = this.names.stageOf(w.queue);
     if (!stage) throw new PermanentError(`queue ${w.queue} is not one this app drains`);
-    return { storageAccount: this.storageAccount, queueName: w.queue, payloadSize: w.payloadSize ?? 0, role: ROLE_OF[stage], ...(batchId ? { batchId } : {}) };
+    return {
+      storageAccount: this.storageAccount,
+      queueName: w.queue,
+      payloadSize: w.payloadSize ?? 0,
+      role: ROLE_OF[stage],
+      ...(batchId ? { batchId } : {}),
+    };
   }
 
   /** Work is on these queues. Callers enqueue first and wake second: no wake-up is lost. */

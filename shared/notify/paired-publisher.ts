@@ -50,7 +50,12 @@ export class PairedPublisher implements WorkPublisher {
   }
 
   async scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
-    await this.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.o.clock.now() + delayMs), `scheduling the watchdog check of ${check.batchId}`);
+    await this.send(
+      WATCHDOG_QUEUE,
+      [watchdogMessage(check)],
+      new Date(this.o.clock.now() + delayMs),
+      `scheduling the watchdog check of ${check.batchId}`,
+    );
   }
 
   async scheduleScaleCheck(delayMs: number): Promise<void> {
@@ -81,7 +86,12 @@ export class PairedPublisher implements WorkPublisher {
   }
 
   /** 'sent', or 'failover' when this send should go to the secondary; throws what the caller must see. */
-  private async toPrimary(state: EntityFailover, messages: OutgoingMessage[], at: Date | undefined, what: string): Promise<'sent' | 'failover'> {
+  private async toPrimary(
+    state: EntityFailover,
+    messages: OutgoingMessage[],
+    at: Date | undefined,
+    what: string,
+  ): Promise<'sent' | 'failover'> {
     const { clock, primary, log } = this.o;
     let error: unknown;
     for (let attempt = 1; attempt <= PRIMARY_ATTEMPTS; attempt++) {
@@ -95,12 +105,17 @@ export class PairedPublisher implements WorkPublisher {
         error = e;
         const kind = failoverClass(e);
         if (state.failed(kind, clock.now(), failureSummary(e)) === 'failover') {
-          log.warn(`${state.entity}: the primary has failed for the failover interval (${failureSummary(e)}); sends go to the secondary's backlog queues`);
+          log.warn(
+            `${state.entity}: the primary has failed for the failover interval (${failureSummary(e)}); sends go to the secondary's backlog queues`,
+          );
           this.startPinging();
           return 'failover';
         }
         if (state.unhealthy) this.startPinging();
-        if (kind === 'permanent') log.error(`${state.entity}: ${failureSummary(e)}: this never fails over; health is red until a send succeeds`);
+        if (kind === 'permanent')
+          log.error(
+            `${state.entity}: ${failureSummary(e)}: this never fails over; health is red until a send succeeds`,
+          );
         if (kind !== 'busy') break;
       }
     }
@@ -110,7 +125,12 @@ export class PairedPublisher implements WorkPublisher {
     throw new TransientError(message, kind === 'busy' ? SERVER_BUSY_WAIT_MS : undefined, { cause: error });
   }
 
-  private async toBacklog(entity: string, messages: OutgoingMessage[], at: Date | undefined, what: string): Promise<void> {
+  private async toBacklog(
+    entity: string,
+    messages: OutgoingMessage[],
+    at: Date | undefined,
+    what: string,
+  ): Promise<void> {
     const { clock, secondary, log } = this.o;
     const copies = messages.map((m) => toBacklogMessage(entity, m, at, clock.now()));
     const failures: string[] = [];
@@ -122,7 +142,9 @@ export class PairedPublisher implements WorkPublisher {
       } catch (e) {
         this.rotation.failed(queue, failoverClass(e), clock.now(), failureSummary(e));
         failures.push(`${queue}: ${failureSummary(e)}`);
-        log.warn(`backlog queue ${queue} failed and leaves the rotation for ${this.o.pingIntervalMs} ms: ${failureSummary(e)}`);
+        log.warn(
+          `backlog queue ${queue} failed and leaves the rotation for ${this.o.pingIntervalMs} ms: ${failureSummary(e)}`,
+        );
       }
     }
     const why = failures.length > 0 ? failures.join('; ') : 'every backlog queue is out of the rotation';

@@ -25,7 +25,11 @@ export class ServiceBusChannel implements MessageChannel {
       await sender.sendMessages(all[0] as ServiceBusMessage);
       return;
     }
-    await sendBatched(sender, all, () => new PermanentError(`a message for ${entity} does not fit in an empty message batch`));
+    await sendBatched(
+      sender,
+      all,
+      () => new PermanentError(`a message for ${entity} does not fit in an empty message batch`),
+    );
   }
 
   /**
@@ -60,7 +64,11 @@ export class ServiceBusChannel implements MessageChannel {
 }
 
 /** Sends `messages` in as few batches as the link's size limit allows; `tooLarge` is thrown for a message no batch can hold. */
-export async function sendBatched(sender: ServiceBusSender, messages: readonly ServiceBusMessage[], tooLarge: () => Error): Promise<void> {
+export async function sendBatched(
+  sender: ServiceBusSender,
+  messages: readonly ServiceBusMessage[],
+  tooLarge: () => Error,
+): Promise<void> {
   let batch = await sender.createMessageBatch();
   for (const m of messages) {
     if (batch.tryAddMessage(m)) continue;

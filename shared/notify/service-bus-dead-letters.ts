@@ -4,10 +4,23 @@
  * them. Send first: a crash in between leaves the dead letter and its copy (a duplicate
  * wake-up hint or check, which the app absorbs), never neither.
  */
-import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
+import type {
+  ServiceBusClient,
+  ServiceBusMessage,
+  ServiceBusReceivedMessage,
+  ServiceBusReceiver,
+} from '@azure/service-bus';
 
 import { failureSummary } from '../retry/transient';
-import { APP_DEAD_LETTER_SOURCES, DEAD_LETTER_PROPERTIES, type DeadLetterCount, type DeadLetterQueues, type DeadLetterSource, type KeptDeadLetter, type ResubmitOutcome } from './dead-letters';
+import {
+  APP_DEAD_LETTER_SOURCES,
+  DEAD_LETTER_PROPERTIES,
+  type DeadLetterCount,
+  type DeadLetterQueues,
+  type DeadLetterSource,
+  type KeptDeadLetter,
+  type ResubmitOutcome,
+} from './dead-letters';
 import { sendBatched } from './service-bus-channel';
 import { peekFromStart } from './service-bus-inspector';
 
@@ -30,7 +43,9 @@ const errorText = (e: unknown): string => failureSummary(e).slice(0, 300);
 
 /** The copy that goes back: body and routing properties as they were, minus what dead-lettering added. */
 function resubmission(m: ServiceBusReceivedMessage): ServiceBusMessage {
-  const applicationProperties = Object.fromEntries(Object.entries(m.applicationProperties ?? {}).filter(([k]) => !DEAD_LETTER_PROPERTIES.includes(k)));
+  const applicationProperties = Object.fromEntries(
+    Object.entries(m.applicationProperties ?? {}).filter(([k]) => !DEAD_LETTER_PROPERTIES.includes(k)),
+  );
   return {
     body: m.body as unknown,
     applicationProperties,
@@ -89,7 +104,9 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
     try {
       const rounds = Math.ceil(max / ROUND) + Math.ceil(MAX_KEPT / ROUND) + 1;
       for (let round = 0; round < rounds && out.moved < max && kept.size < MAX_KEPT; round++) {
-        const got = await receiver.receiveMessages(Math.min(ROUND, max - out.moved), { maxWaitTimeInMs: this.receiveWaitMs });
+        const got = await receiver.receiveMessages(Math.min(ROUND, max - out.moved), {
+          maxWaitTimeInMs: this.receiveWaitMs,
+        });
         if (got.length === 0) break;
         const readable: ServiceBusReceivedMessage[] = [];
         for (const m of got) {
@@ -98,12 +115,22 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
           else {
             held.push(m);
             const seq = m.sequenceNumber?.toString() ?? '?';
-            kept.set(seq, { entity: source.entity, sequenceNumber: seq, ...(m.messageId !== undefined ? { messageId: String(m.messageId) } : {}), deadLetterReason: m.deadLetterReason ?? '(no reason given)', problem });
+            kept.set(seq, {
+              entity: source.entity,
+              sequenceNumber: seq,
+              ...(m.messageId !== undefined ? { messageId: String(m.messageId) } : {}),
+              deadLetterReason: m.deadLetterReason ?? '(no reason given)',
+              problem,
+            });
           }
         }
         if (readable.length === 0) continue;
         try {
-          await sendBatched(sender, readable.map(resubmission), () => new Error(`a dead letter of ${sender.entityPath} is too large to resend`));
+          await sendBatched(
+            sender,
+            readable.map(resubmission),
+            () => new Error(`a dead letter of ${sender.entityPath} is too large to resend`),
+          );
         } catch (e) {
           held.push(...readable); // not sent: released below, still dead-lettered
           throw e;
@@ -130,7 +157,9 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
   private receiver(s: DeadLetterSource, receiveMode: 'peekLock'): ServiceBusReceiver {
     // No lock renewal: a round takes far less than the lock, and renewal timers would outlive an abort.
     const options = { subQueueType: 'deadLetter' as const, receiveMode, maxAutoLockRenewalDurationInMs: 0 };
-    return s.queue ? this.client.createReceiver(s.queue, options) : this.client.createReceiver(s.topic ?? '', s.subscription ?? '', options);
+    return s.queue
+      ? this.client.createReceiver(s.queue, options)
+      : this.client.createReceiver(s.topic ?? '', s.subscription ?? '', options);
   }
 
   /** Counts by peeking (no lock, nothing changed), up to `limit`. */

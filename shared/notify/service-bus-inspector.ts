@@ -39,7 +39,7 @@ function pathOf(e: BusEntity): string {
 }
 
 function deadLetter(m: ServiceBusReceivedMessage): DeadLetter {
-  const body = typeof m.body === 'string' ? m.body : JSON.stringify(m.body) ?? '';
+  const body = typeof m.body === 'string' ? m.body : (JSON.stringify(m.body) ?? '');
   return {
     reason: m.deadLetterReason ?? '(no reason given)',
     ...(m.deadLetterErrorDescription ? { description: m.deadLetterErrorDescription } : {}),
@@ -86,7 +86,16 @@ export class ServiceBusInspector implements BusInspector {
         deadLettered: dead.slice(-SHOWN_DEAD_LETTERS).reverse().map(deadLetter),
       };
     } catch (err) {
-      return { entity, active: 0, scheduled: 0, deadLetters: 0, truncated: false, deadLettersTruncated: false, deadLettered: [], error: ensureError(err).message.slice(0, 300) };
+      return {
+        entity,
+        active: 0,
+        scheduled: 0,
+        deadLetters: 0,
+        truncated: false,
+        deadLettersTruncated: false,
+        deadLettered: [],
+        error: ensureError(err).message.slice(0, 300),
+      };
     }
   }
 
@@ -97,7 +106,9 @@ export class ServiceBusInspector implements BusInspector {
    */
   private async peekAll(e: BusEntity, deadLetters: boolean): Promise<ServiceBusReceivedMessage[]> {
     const options = deadLetters ? { subQueueType: 'deadLetter' as const } : {};
-    const receiver: ServiceBusReceiver = e.queue ? this.client.createReceiver(e.queue, options) : this.client.createReceiver(e.topic ?? '', e.subscription ?? '', options);
+    const receiver: ServiceBusReceiver = e.queue
+      ? this.client.createReceiver(e.queue, options)
+      : this.client.createReceiver(e.topic ?? '', e.subscription ?? '', options);
     try {
       return await peekFromStart(receiver, this.limit, this.timeoutMs);
     } finally {
@@ -111,7 +122,11 @@ export class ServiceBusInspector implements BusInspector {
  * per entity and client, so every call names where to start), within `timeoutMs` in all. Peeking
  * takes no lock and changes nothing.
  */
-export async function peekFromStart(receiver: ServiceBusReceiver, limit: number, timeoutMs: number): Promise<ServiceBusReceivedMessage[]> {
+export async function peekFromStart(
+  receiver: ServiceBusReceiver,
+  limit: number,
+  timeoutMs: number,
+): Promise<ServiceBusReceivedMessage[]> {
   const out: ServiceBusReceivedMessage[] = [];
   const signal = AbortSignal.timeout(timeoutMs);
   // Bounded: each round adds at least one message or stops.

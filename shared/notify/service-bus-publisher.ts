@@ -42,13 +42,17 @@ export class ServiceBusPublisher implements WorkPublisher {
   }
 
   async scheduleScaleCheck(delayMs: number): Promise<void> {
-    await this.wrap('scheduling a scale check', () => this.channel.send(this.topic, [scaleCheckMessage()], new Date(this.now() + delayMs)));
+    await this.wrap('scheduling a scale check', () =>
+      this.channel.send(this.topic, [scaleCheckMessage()], new Date(this.now() + delayMs)),
+    );
   }
 
   async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
     if (events.length === 0) return;
     const at = options.delayMs && options.delayMs > 0 ? new Date(this.now() + options.delayMs) : undefined;
-    await this.wrap(`publishing ${events.length} WorkDetected event(s)`, () => this.channel.send(this.topic, events.map(toMessage), at));
+    await this.wrap(`publishing ${events.length} WorkDetected event(s)`, () =>
+      this.channel.send(this.topic, events.map(toMessage), at),
+    );
   }
 
   /** Maps SDK failures through the one retry table into TransientError / PermanentError. */
@@ -59,7 +63,9 @@ export class ServiceBusPublisher implements WorkPublisher {
       if (e instanceof PermanentError) throw e;
       const decision = retryDecision(e);
       const message = `${what} failed: ${failureSummary(e)}`;
-      throw decision.retry ? new TransientError(message, decision.waitMs, { cause: e }) : new PermanentError(message, { cause: e });
+      throw decision.retry
+        ? new TransientError(message, decision.waitMs, { cause: e })
+        : new PermanentError(message, { cause: e });
     }
   }
 

@@ -15,7 +15,8 @@ import { failureSummary } from '../retry/transient';
 import { type BacklogDelivery, fromBacklog } from './backlog-message';
 import type { MessageChannel } from './messages';
 
-export type SyphonOutcome = { kind: 'restored'; destination: string; scheduledFor?: string } | { kind: 'rejected'; reason: string };
+export type SyphonOutcome =
+  { kind: 'restored'; destination: string; scheduledFor?: string } | { kind: 'rejected'; reason: string };
 
 /** What is kept of a malformed backlog message. */
 export interface RejectedBacklogMessage {
@@ -59,16 +60,26 @@ export class Syphon {
       await primary.send(found.destination, [found.message], at);
     } catch (e) {
       const waitMs = this.backoffMs(d.deliveryCount);
-      log.warn(`syphon: ${found.destination} on the primary did not take a backlog message (${failureSummary(e)}); abandoning it in ${waitMs} ms`);
+      log.warn(
+        `syphon: ${found.destination} on the primary did not take a backlog message (${failureSummary(e)}); abandoning it in ${waitMs} ms`,
+      );
       await clock.sleep(waitMs);
-      throw new TransientError(`restoring a backlog message to ${found.destination} failed: ${failureSummary(e)}`, undefined, { cause: e });
+      throw new TransientError(
+        `restoring a backlog message to ${found.destination} failed: ${failureSummary(e)}`,
+        undefined,
+        { cause: e },
+      );
     }
     return { kind: 'restored', destination: found.destination, ...(at ? { scheduledFor: at.toISOString() } : {}) };
   }
 
   /** Retries the primary no faster than the publisher pings it, and slower with each delivery. */
   backoffMs(deliveryCount: number): number {
-    return doublingDelay(deliveryCount, { firstMs: this.deps.pingIntervalMs, maxDoublings: 5, maxMs: SYPHON_MAX_BACKOFF_MS }, () => this.deps.clock.random());
+    return doublingDelay(
+      deliveryCount,
+      { firstMs: this.deps.pingIntervalMs, maxDoublings: 5, maxMs: SYPHON_MAX_BACKOFF_MS },
+      () => this.deps.clock.random(),
+    );
   }
 
   close(): Promise<void> {

@@ -11,7 +11,15 @@
  * The read side of the HTTP API (`BatchReader`: a batch's status, and the report written here)
  * is at the end of this file.
  */
-import { type BatchStatusBody, isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches, statusBody } from '../batch/manifest';
+import {
+  type BatchStatusBody,
+  isSettled,
+  isTerminal,
+  type Manifest,
+  type ManifestStore,
+  type OpenBatches,
+  statusBody,
+} from '../batch/manifest';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
@@ -64,14 +72,25 @@ export class Finalizer {
    */
   async settled(m: Manifest, first = true): Promise<void> {
     if (!isTerminal(m)) return;
-    await this.open.remove(m.batchId).catch((e: unknown) => this.log.warn(`batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`));
-    if (first && m.state === 'completed') this.log.info(`batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`);
+    await this.open
+      .remove(m.batchId)
+      .catch((e: unknown) =>
+        this.log.warn(
+          `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
+        ),
+      );
+    if (first && m.state === 'completed')
+      this.log.info(
+        `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
+      );
   }
 
   private async finalize(m: Manifest): Promise<void> {
     if (m.failed.length === 0) await this.writeReport(m);
     const now = this.now();
-    const updated = await this.manifests.update(m.batchId, (cur) => (isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now)));
+    const updated = await this.manifests.update(m.batchId, (cur) =>
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now),
+    );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
@@ -80,7 +99,11 @@ export class Finalizer {
     m.state = failed ? 'failed' : 'completed';
     m.completedAt = new Date(now).toISOString();
     m.latencyMs = now - Date.parse(m.submittedAt);
-    if (failed) m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed.slice(0, 5).map((f) => `chunk ${f.chunk}: ${f.reason}`).join('; ')}`;
+    if (failed)
+      m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed
+        .slice(0, 5)
+        .map((f) => `chunk ${f.chunk}: ${f.reason}`)
+        .join('; ')}`;
     return m;
   }
 
@@ -99,17 +122,23 @@ export class Finalizer {
     for (const h of headers) builder.add(h.partials);
     const report = builder.build(m.batchId);
     if (report.transactions !== m.transactions) {
-      throw new TransientError(`report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`);
+      throw new TransientError(
+        `report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`,
+      );
     }
-    await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), { contentType: 'application/json' });
+    await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), {
+      contentType: 'application/json',
+    });
   }
 }
 
-export type ReportLookup = { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatusBody['status'] } | { kind: 'ready'; report: Report };
+export type ReportLookup =
+  { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatusBody['status'] } | { kind: 'ready'; report: Report };
 
 /** Rejects anything that is not a batch id before it can become part of a blob path. */
 export function checkBatchId(batchId: string): void {
-  if (!isValidBatchId(batchId)) throw new ValidationError('batchId must be 1-64 characters of a-z 0-9 -', 400, 'invalid_batch_id');
+  if (!isValidBatchId(batchId))
+    throw new ValidationError('batchId must be 1-64 characters of a-z 0-9 -', 400, 'invalid_batch_id');
 }
 
 export class BatchReader {

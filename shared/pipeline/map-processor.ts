@@ -40,10 +40,14 @@ export class MapProcessor implements MessageProcessor {
     const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
     const txns = await decodeChunk(got.body, p.sha256);
-    if (txns.length !== p.count) throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
+    if (txns.length !== p.count)
+      throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
     const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
-    await blobs.write(layout.result(p.batchId, p.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
+    await blobs.write(layout.result(p.batchId, p.chunk), body, {
+      contentType: 'application/x-ndjson',
+      contentEncoding: 'gzip',
+    });
     this.deps.recent?.put(p.batchId, p.chunk, headerText);
     await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count));
     this.produced += body.length;

@@ -32,14 +32,25 @@ export const MAX_LIMIT = 100_000;
 
 export function validateMax(max: number | undefined): number {
   const m = max ?? DEFAULT_MAX;
-  if (!Number.isInteger(m) || m < 1 || m > MAX_LIMIT) throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
+  if (!Number.isInteger(m) || m < 1 || m > MAX_LIMIT)
+    throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
   return m;
 }
 
-export async function redriveDeadLetters(queues: DeadLetterQueues | undefined, req: DeadLetterRedriveRequest, log: Logger): Promise<DeadLetterRedriveResult> {
-  if (!queues) throw new ValidationError('ServiceBusConnection is not configured for this app: there are no dead letters to redrive', 400, 'invalid_request');
+export async function redriveDeadLetters(
+  queues: DeadLetterQueues | undefined,
+  req: DeadLetterRedriveRequest,
+  log: Logger,
+): Promise<DeadLetterRedriveResult> {
+  if (!queues)
+    throw new ValidationError(
+      'ServiceBusConnection is not configured for this app: there are no dead letters to redrive',
+      400,
+      'invalid_request',
+    );
   const names = queues.sources.map((s) => s.entity);
-  if (req.entity !== undefined && !names.includes(req.entity)) throw new ValidationError(`entity must be one of ${names.join(', ')}`, 400, 'invalid_request');
+  if (req.entity !== undefined && !names.includes(req.entity))
+    throw new ValidationError(`entity must be one of ${names.join(', ')}`, 400, 'invalid_request');
   const max = validateMax(req.max);
   const result: DeadLetterRedriveResult = { deadLetters: true, moved: 0, byEntity: {}, kept: [], failed: {} };
   // One entity after the other: `max` bounds the whole run.
@@ -52,6 +63,8 @@ export async function redriveDeadLetters(queues: DeadLetterQueues | undefined, r
     if (outcome.error !== undefined) result.failed[source.entity] = outcome.error;
   }
   const failed = Object.keys(result.failed);
-  log.warn(`redrive: ${result.moved} dead letter(s) resubmitted (${JSON.stringify(result.byEntity)}), ${result.kept.length} kept as unreadable${failed.length ? `, failed: ${failed.join(', ')}` : ''}`);
+  log.warn(
+    `redrive: ${result.moved} dead letter(s) resubmitted (${JSON.stringify(result.byEntity)}), ${result.kept.length} kept as unreadable${failed.length ? `, failed: ${failed.join(', ')}` : ''}`,
+  );
   return result;
 }

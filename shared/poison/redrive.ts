@@ -9,7 +9,13 @@ import type { EntityNames } from '../names';
 import type { DeadLetterQueues } from '../notify/dead-letters';
 import type { Notifier } from '../notify/events';
 import { type Logger, MAX_RECEIVE, type PoisonRecord, type QueueStore } from '../ports';
-import { type DeadLetterRedriveRequest, type DeadLetterRedriveResult, MAX_LIMIT, redriveDeadLetters, validateMax } from './dead-letter-redrive';
+import {
+  type DeadLetterRedriveRequest,
+  type DeadLetterRedriveResult,
+  MAX_LIMIT,
+  redriveDeadLetters,
+  validateMax,
+} from './dead-letter-redrive';
 
 export interface RedriveRequest {
   /** Source queue (e.g. `work-0`); all of the app's queues when absent. */
@@ -43,7 +49,9 @@ function parseRecord(text: string): PoisonRecord | undefined {
 function chunkOf(text: string): { batchId: string; chunk: number } | undefined {
   try {
     const p = JSON.parse(text) as { batchId?: unknown; chunk?: unknown };
-    return typeof p.batchId === 'string' && typeof p.chunk === 'number' ? { batchId: p.batchId, chunk: p.chunk } : undefined;
+    return typeof p.batchId === 'string' && typeof p.chunk === 'number'
+      ? { batchId: p.batchId, chunk: p.chunk }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -113,7 +121,9 @@ export class Redriver {
     }
     await this.deps.notifier.wake(Object.keys(result.byQueue).map((queue) => ({ queue })));
     result.reopenedBatches = [...reopened].sort();
-    log.warn(`redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`);
+    log.warn(
+      `redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`,
+    );
     return result;
   }
 

@@ -4,9 +4,15 @@
  */
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 
-import { type DrainQueue, MAX_RECEIVE, type PeekedMessage, type PoisonRecord, type QueueMessage, type QueueStore } from '../ports';
+import {
+  type DrainQueue,
+  MAX_RECEIVE,
+  type PeekedMessage,
+  type PoisonRecord,
+  type QueueMessage,
+  type QueueStore,
+} from '../ports';
 import { statusOf } from '../storage/azure-blob-store';
-
 
 /** TTL -1: a backlog never silently expires (the default is 7 days). */
 const FOREVER = { messageTimeToLive: -1 };
@@ -23,8 +29,16 @@ export class StorageDrainQueue implements DrainQueue {
   }
 
   async receive(max: number, visibilityTimeoutSeconds: number): Promise<QueueMessage[]> {
-    const res = await this.client.receiveMessages({ numberOfMessages: Math.min(max, MAX_RECEIVE), visibilityTimeout: visibilityTimeoutSeconds });
-    return res.receivedMessageItems.map((m) => ({ id: m.messageId, popReceipt: m.popReceipt, dequeueCount: m.dequeueCount, text: m.messageText }));
+    const res = await this.client.receiveMessages({
+      numberOfMessages: Math.min(max, MAX_RECEIVE),
+      visibilityTimeout: visibilityTimeoutSeconds,
+    });
+    return res.receivedMessageItems.map((m) => ({
+      id: m.messageId,
+      popReceipt: m.popReceipt,
+      dequeueCount: m.dequeueCount,
+      text: m.messageText,
+    }));
   }
 
   async delete(message: QueueMessage): Promise<void> {
@@ -70,7 +84,11 @@ export class AzureQueueStore implements QueueStore {
   ) {}
 
   queue(name: string): DrainQueue {
-    return new StorageDrainQueue(this.service.getQueueClient(name), this.service.getQueueClient(this.poisonOf(name)), this.now);
+    return new StorageDrainQueue(
+      this.service.getQueueClient(name),
+      this.service.getQueueClient(this.poisonOf(name)),
+      this.now,
+    );
   }
 
   async send(queue: string, body: unknown): Promise<void> {
@@ -82,8 +100,15 @@ export class AzureQueueStore implements QueueStore {
   }
 
   async peek(queue: string, max: number): Promise<PeekedMessage[]> {
-    const res = await this.service.getQueueClient(queue).peekMessages({ numberOfMessages: Math.max(1, Math.min(max, MAX_RECEIVE)) });
-    return res.peekedMessageItems.map((m) => ({ id: m.messageId, insertedOn: m.insertedOn.getTime(), dequeueCount: m.dequeueCount, text: m.messageText }));
+    const res = await this.service
+      .getQueueClient(queue)
+      .peekMessages({ numberOfMessages: Math.max(1, Math.min(max, MAX_RECEIVE)) });
+    return res.peekedMessageItems.map((m) => ({
+      id: m.messageId,
+      insertedOn: m.insertedOn.getTime(),
+      dequeueCount: m.dequeueCount,
+      text: m.messageText,
+    }));
   }
 
   async ensureQueues(names: readonly string[]): Promise<void> {

@@ -44,7 +44,11 @@ export const SERVICE_BUS_CODES: Readonly<Record<string, { retry: boolean; failov
 };
 
 /** Service Bus error codes that clear up on their own. */
-export const RETRYABLE_SERVICE_BUS_CODES = new Set(Object.entries(SERVICE_BUS_CODES).filter(([, v]) => v.retry).map(([k]) => k));
+export const RETRYABLE_SERVICE_BUS_CODES = new Set(
+  Object.entries(SERVICE_BUS_CODES)
+    .filter(([, v]) => v.retry)
+    .map(([k]) => k),
+);
 
 /** ServerBusy means the namespace is throttling: wait at least this long before trying again. */
 export const SERVER_BUSY_WAIT_MS = 10_000;
@@ -60,12 +64,15 @@ export interface RetryDecision {
  * error once its own retries are spent; the most recent attempt comes last.
  */
 function attempts(error: unknown): unknown[] {
-  return error instanceof AggregateError && error.errors.length > 0 ? [...(error.errors as unknown[])].reverse() : [error];
+  return error instanceof AggregateError && error.errors.length > 0
+    ? [...(error.errors as unknown[])].reverse()
+    : [error];
 }
 
 function decideOne(error: unknown): RetryDecision {
   if (error instanceof PermanentError) return { retry: false };
-  if (error instanceof TransientError) return { retry: true, ...(error.retryAfterMs !== undefined ? { waitMs: error.retryAfterMs } : {}) };
+  if (error instanceof TransientError)
+    return { retry: true, ...(error.retryAfterMs !== undefined ? { waitMs: error.retryAfterMs } : {}) };
   if (typeof error !== 'object' || error === null) return { retry: false };
   const e = error as { statusCode?: unknown; code?: unknown; name?: unknown };
   if (e.name === 'AbortError' || e.name === 'TimeoutError') return { retry: true };
@@ -101,7 +108,13 @@ function failoverOne(error: unknown): FailoverClass {
     if (RETRYABLE_SOCKET_CODES.has(e.code)) return 'outage';
   }
   // A bug does not heal by moving elsewhere.
-  if (error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError || error instanceof SyntaxError) return 'permanent';
+  if (
+    error instanceof TypeError ||
+    error instanceof RangeError ||
+    error instanceof ReferenceError ||
+    error instanceof SyntaxError
+  )
+    return 'permanent';
   // The rest comes from the SDK's transport without a code ("Failed to connect", a connection
   // open that timed out, an abort): a communication problem.
   return 'outage';

@@ -79,15 +79,28 @@ export class ScaleAgent {
     return this.evaluate(stored, signal, now);
   }
 
-  private async evaluate({ state: before, etag }: StoredState, signal: ScaleSignal, now: number): Promise<ScaleOutcome> {
+  private async evaluate(
+    { state: before, etag }: StoredState,
+    signal: ScaleSignal,
+    now: number,
+  ): Promise<ScaleOutcome> {
     const { settings, store } = this.deps;
     // Claim the interval before sampling: of two agents woken together, one samples and decides.
     const claimed = await store.write({ ...before, nextEvalAt: now + settings.intervalSeconds * 1000 }, etag);
     if (claimed === undefined) return { kind: 'lost-race' };
     const depth = await this.deps.depth();
     const wanted = floorFor(depth, settings.rules, settings.minInstances, settings.maxInstances);
-    const s: AgentState = { ...before, ceiling: settings.maxInstances, nextEvalAt: now + settings.intervalSeconds * 1000 };
-    s.lastSample = { at: now, depth, wanted, trigger: signal.kind === 'work' ? `${signal.queue} (+${signal.payloadSize} B)` : 'scheduled check' };
+    const s: AgentState = {
+      ...before,
+      ceiling: settings.maxInstances,
+      nextEvalAt: now + settings.intervalSeconds * 1000,
+    };
+    s.lastSample = {
+      at: now,
+      depth,
+      wanted,
+      trigger: signal.kind === 'work' ? `${signal.queue} (+${signal.payloadSize} B)` : 'scheduled check',
+    };
     if (wanted >= s.floor) s.highAt = now;
     if (wanted > s.floor && now - s.changedAt >= settings.upCooldownSeconds * 1000) {
       s.floor = wanted;
@@ -101,14 +114,20 @@ export class ScaleAgent {
     const needed = !throttled && !sameAs(s.applied, decision, settings.mode);
     // Above the minimum, a later check must come even if no event does: that is how the floor
     // returns to the minimum on an idle system. One is pending at a time.
-    const wake = s.floor > settings.minInstances && !(s.wakeAt !== undefined && s.wakeAt > now) ? now + (settings.downCooldownSeconds + settings.intervalSeconds) * 1000 : undefined;
+    const wake =
+      s.floor > settings.minInstances && !(s.wakeAt !== undefined && s.wakeAt > now)
+        ? now + (settings.downCooldownSeconds + settings.intervalSeconds) * 1000
+        : undefined;
     if (wake !== undefined) s.wakeAt = wake;
     const written = await store.write(s, claimed);
     if (written === undefined) return { kind: 'lost-race' };
     this.cached = s;
     if (wake !== undefined) await this.schedule(wake - now);
     const call = needed ? await this.apply(s, written, decision, now) : 'none';
-    if (before.floor !== s.floor) this.deps.log.info(`scale agent: depth ${depth} → floor ${before.floor} → ${s.floor} (ceiling ${s.ceiling}); ${call}`);
+    if (before.floor !== s.floor)
+      this.deps.log.info(
+        `scale agent: depth ${depth} → floor ${before.floor} → ${s.floor} (ceiling ${s.ceiling}); ${call}`,
+      );
     return { kind: 'evaluated', depth, wanted, decision, call };
   }
 
@@ -119,7 +138,9 @@ export class ScaleAgent {
     let next: AgentState;
     if (settings.mode === 'dry-run' || !target) {
       const request = target?.describe(decision);
-      log.info(`scale agent (${settings.mode}, nothing sent): floor ${decision.floor}, ceiling ${decision.ceiling}${request ? `; would send ${request.method} ${request.url} ${JSON.stringify(request.body)}${request.note ? ` (${request.note})` : ''}` : '; no site configured'}`);
+      log.info(
+        `scale agent (${settings.mode}, nothing sent): floor ${decision.floor}, ceiling ${decision.ceiling}${request ? `; would send ${request.method} ${request.url} ${JSON.stringify(request.body)}${request.note ? ` (${request.note})` : ''}` : '; no site configured'}`,
+      );
       call = 'logged';
       next = { ...s, applied: { ...decision, by: 'dry-run', at: now } };
     } else {
@@ -130,12 +151,16 @@ export class ScaleAgent {
       } catch (e) {
         const err = ensureError(e);
         if (err instanceof AccessDeniedError) {
-          log.error(`scale agent disabled: ${err.message}. It makes no more management calls until leases/_scale/agent.json is deleted or the target changes.`);
+          log.error(
+            `scale agent disabled: ${err.message}. It makes no more management calls until leases/_scale/agent.json is deleted or the target changes.`,
+          );
           next = { ...s, disabled: { at: now, reason: err.message } };
           call = 'forbidden';
         } else if (err instanceof TransientError && err.retryAfterMs !== undefined) {
           const retryAt = now + err.retryAfterMs;
-          log.warn(`scale agent: ${err.message}; next attempt after ${Math.ceil(err.retryAfterMs / 1000)} s (Retry-After)`);
+          log.warn(
+            `scale agent: ${err.message}; next attempt after ${Math.ceil(err.retryAfterMs / 1000)} s (Retry-After)`,
+          );
           // The check comes a second after Retry-After, so it finds the evaluation due.
           next = { ...s, retryAt, wakeAt: retryAt + 1000, nextEvalAt: Math.max(s.nextEvalAt, retryAt) };
           call = 'throttled';
@@ -162,5 +187,10 @@ export class ScaleAgent {
 }
 
 function sameAs(applied: AgentState['applied'], d: ScaleDecision, mode: ScaleSettings['mode']): boolean {
-  return applied !== undefined && applied.by === (mode === 'apply' ? 'apply' : 'dry-run') && applied.floor === d.floor && applied.ceiling === d.ceiling;
+  return (
+    applied !== undefined &&
+    applied.by === (mode === 'apply' ? 'apply' : 'dry-run') &&
+    applied.floor === d.floor &&
+    applied.ceiling === d.ceiling
+  );
 }

@@ -17,7 +17,13 @@
  */
 import type * as AppService from '@azure/arm-appservice';
 import type { TokenCredential } from '@azure/core-auth';
-import { createHttpHeaders, createPipelineRequest, isRestError, type PipelineResponse, type TlsSettings } from '@azure/core-rest-pipeline';
+import {
+  createHttpHeaders,
+  createPipelineRequest,
+  isRestError,
+  type PipelineResponse,
+  type TlsSettings,
+} from '@azure/core-rest-pipeline';
 
 import type { ScalePlan, ScaleSettings, ScaleSite } from '../config/scale-rules';
 import { AccessDeniedError, PermanentError, TransientError } from '../errors';
@@ -37,14 +43,19 @@ export function retryAfterMs(value: string | undefined, now: number = Date.now()
 
 function failure(status: number, what: string, retryAfter: string | undefined, cause?: unknown): Error {
   if (status === 429) return new TransientError(`${what}: throttled (429)`, retryAfterMs(retryAfter), { cause });
-  if (status === 403) return new AccessDeniedError(`${what}: 403 Forbidden: the app's identity may not change the function app's scale settings (grant it the scaling agent's role on the site)`, { cause });
+  if (status === 403)
+    return new AccessDeniedError(
+      `${what}: 403 Forbidden: the app's identity may not change the function app's scale settings (grant it the scaling agent's role on the site)`,
+      { cause },
+    );
   if (status >= 500 || status === 408) return new TransientError(`${what}: HTTP ${status}`, undefined, { cause });
   return new PermanentError(`${what}: HTTP ${status}`, { cause });
 }
 
 /** Maps a RestError of the typed client the same way as a raw response. */
 function mapped(e: unknown, what: string): Error {
-  if (isRestError(e) && e.statusCode !== undefined) return failure(e.statusCode, what, e.response?.headers.get('retry-after'), e);
+  if (isRestError(e) && e.statusCode !== undefined)
+    return failure(e.statusCode, what, e.response?.headers.get('retry-after'), e);
   return e instanceof Error ? e : new Error(String(e));
 }
 
@@ -60,7 +71,11 @@ export interface ArmClientOptions {
  * The target for the configured site, or undefined without one: it describes requests at once
  * and builds the client (loading the SDK) on the first apply.
  */
-export function lazyArmScaleTarget(settings: ScaleSettings, drainFunction: string, credential: () => TokenCredential): ScaleTarget | undefined {
+export function lazyArmScaleTarget(
+  settings: ScaleSettings,
+  drainFunction: string,
+  credential: () => TokenCredential,
+): ScaleTarget | undefined {
   const site = settings.site;
   if (!site) return undefined;
   const requests = new ScaleRequests(settings.plan, site, ARM_ENDPOINT, drainFunction);
@@ -75,7 +90,12 @@ export function lazyArmScaleTarget(settings: ScaleSettings, drainFunction: strin
 }
 
 /** The target for the configured site and plan, over a client with no retries of its own. */
-export function createArmScaleTarget(settings: ScaleSettings, site: ScaleSite, drainFunction: string, options: ArmClientOptions): ArmScaleTarget {
+export function createArmScaleTarget(
+  settings: ScaleSettings,
+  site: ScaleSite,
+  drainFunction: string,
+  options: ArmClientOptions,
+): ArmScaleTarget {
   const endpoint = options.endpoint ?? ARM_ENDPOINT;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { WebSiteManagementClient } = require('@azure/arm-appservice') as typeof AppService;
@@ -118,7 +138,11 @@ export class ArmScaleTarget implements ScaleTarget {
     } catch (e) {
       throw mapped(e, `reading ${siteName}/config/web`);
     }
-    if (current.minimumElasticInstanceCount === want.minimumElasticInstanceCount && current.functionAppScaleLimit === want.functionAppScaleLimit) return 'unchanged';
+    if (
+      current.minimumElasticInstanceCount === want.minimumElasticInstanceCount &&
+      current.functionAppScaleLimit === want.functionAppScaleLimit
+    )
+      return 'unchanged';
     try {
       await this.client.webApps.updateConfiguration(resourceGroup, siteName, want);
     } catch (e) {
@@ -138,7 +162,14 @@ export class ArmScaleTarget implements ScaleTarget {
 
   /** One request through the client's own pipeline (credential, user agent, TLS settings). */
   private async send(method: 'GET' | 'PATCH', url: string, body: unknown, what: string): Promise<unknown> {
-    const request = createPipelineRequest({ url, method, headers: createHttpHeaders({ accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }) });
+    const request = createPipelineRequest({
+      url,
+      method,
+      headers: createHttpHeaders({
+        accept: 'application/json',
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      }),
+    });
     if (body !== undefined) request.body = JSON.stringify(body);
     let response: PipelineResponse;
     try {
@@ -146,7 +177,8 @@ export class ArmScaleTarget implements ScaleTarget {
     } catch (e) {
       throw mapped(e, what);
     }
-    if (response.status < 200 || response.status >= 300) throw failure(response.status, what, response.headers.get('retry-after'));
+    if (response.status < 200 || response.status >= 300)
+      throw failure(response.status, what, response.headers.get('retry-after'));
     try {
       return response.bodyAsText ? (JSON.parse(response.bodyAsText) as unknown) : undefined;
     } catch {

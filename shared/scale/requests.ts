@@ -47,7 +47,16 @@ export class ScaleRequests {
     return {
       method: 'PATCH',
       url: this.siteUrl,
-      body: { properties: { functionAppConfig: { scaleAndConcurrency: { alwaysReady: d.floor > 0 ? [{ name: this.drainEntry, instanceCount: d.floor }] : [], maximumInstanceCount: d.ceiling } } } },
+      body: {
+        properties: {
+          functionAppConfig: {
+            scaleAndConcurrency: {
+              alwaysReady: d.floor > 0 ? [{ name: this.drainEntry, instanceCount: d.floor }] : [],
+              maximumInstanceCount: d.ceiling,
+            },
+          },
+        },
+      },
       note: 'sent with the rest of functionAppConfig and the other alwaysReady entries as read from the site at apply time',
     };
   }
@@ -59,7 +68,10 @@ export class ScaleRequests {
   flexPatch(siteJson: unknown, d: ScaleDecision): Json | undefined {
     const props = isRecord(siteJson) ? siteJson.properties : undefined;
     const config = isRecord(props) ? props.functionAppConfig : undefined;
-    if (!isRecord(config)) throw new PermanentError('the site has no functionAppConfig: it is not a Flex Consumption app (set PUSHDRAIN_SCALE_PLAN=premium for Elastic Premium)');
+    if (!isRecord(config))
+      throw new PermanentError(
+        'the site has no functionAppConfig: it is not a Flex Consumption app (set PUSHDRAIN_SCALE_PLAN=premium for Elastic Premium)',
+      );
     const scale = isRecord(config.scaleAndConcurrency) ? config.scaleAndConcurrency : {};
     const entries = Array.isArray(scale.alwaysReady) ? (scale.alwaysReady as unknown[]).filter(isRecord) : [];
     const ours = entries.find((e) => e.name === this.drainEntry);
@@ -69,6 +81,13 @@ export class ScaleRequests {
     const alwaysReady = ours
       ? entries.flatMap((e) => (e === ours ? (d.floor > 0 ? [{ ...e, instanceCount: d.floor }] : []) : [e]))
       : [...entries, ...(d.floor > 0 ? [{ name: this.drainEntry, instanceCount: d.floor }] : [])];
-    return { properties: { functionAppConfig: { ...config, scaleAndConcurrency: { ...scale, alwaysReady, maximumInstanceCount: d.ceiling } } } };
+    return {
+      properties: {
+        functionAppConfig: {
+          ...config,
+          scaleAndConcurrency: { ...scale, alwaysReady, maximumInstanceCount: d.ceiling },
+        },
+      },
+    };
   }
 }

@@ -123,7 +123,11 @@ export class Activity {
     const byAt = new Map(this.points.map((p) => [p.at, p]));
     for (let at = Math.max(first.at, last - (this.keep - 1) * this.bucketMs); at <= last; at += this.bucketMs) {
       const p = byAt.get(at);
-      out.push(p ? { ...p, busy: this.busyIn(at) } : { at, storage: 0, billed: 0, chunks: 0, accepted: 0, drains: 0, busy: this.busyIn(at) });
+      out.push(
+        p
+          ? { ...p, busy: this.busyIn(at) }
+          : { at, storage: 0, billed: 0, chunks: 0, accepted: 0, drains: 0, busy: this.busyIn(at) },
+      );
     }
     return out;
   }

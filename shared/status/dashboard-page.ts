@@ -24,7 +24,8 @@ export function buildDashboardPage(dir: string = DASHBOARD_DIR): DashboardPage {
   const style = read('dashboard.css');
   const script = read('dashboard.js');
   const template = read('index.html');
-  if (!template.includes('/*STYLE*/') || !template.includes('/*SCRIPT*/')) throw new Error(`${join(dir, 'index.html')} lacks its /*STYLE*/ or /*SCRIPT*/ slot`);
+  if (!template.includes('/*STYLE*/') || !template.includes('/*SCRIPT*/'))
+    throw new Error(`${join(dir, 'index.html')} lacks its /*STYLE*/ or /*SCRIPT*/ slot`);
   const body = template.replace('/*STYLE*/', () => style).replace('/*SCRIPT*/', () => script);
   const csp = [
     "default-src 'none'",

@@ -96,7 +96,12 @@ export class DeadLetterTally {
         const inspection = await inspector.inspect();
         if (inspection.available) {
           this.record(
-            inspection.entities.map((e) => ({ entity: e.entity, deadLetters: e.deadLetters, truncated: e.deadLettersTruncated, ...(e.error !== undefined ? { error: e.error } : {}) })),
+            inspection.entities.map((e) => ({
+              entity: e.entity,
+              deadLetters: e.deadLetters,
+              truncated: e.deadLettersTruncated,
+              ...(e.error !== undefined ? { error: e.error } : {}),
+            })),
             at,
           );
         }

@@ -78,7 +78,14 @@ const LIST_LIMITS = { open: 100, recent: 20 };
 
 function parsePoison(text: string): PoisonEntry | undefined {
   try {
-    const r = JSON.parse(text) as { queue?: unknown; messageId?: unknown; reason?: unknown; at?: unknown; dequeueCount?: unknown; text?: unknown };
+    const r = JSON.parse(text) as {
+      queue?: unknown;
+      messageId?: unknown;
+      reason?: unknown;
+      at?: unknown;
+      dequeueCount?: unknown;
+      text?: unknown;
+    };
     if (typeof r.queue !== 'string' || typeof r.reason !== 'string') return undefined;
     let pointer: { batchId?: unknown; chunk?: unknown } = {};
     try {
@@ -116,23 +123,40 @@ export class StatusReporter {
     const queueNames = [...names.inputQueues(), names.resultsQueue];
     const [lines, serviceBus, batches] = await Promise.all([
       Promise.all(queueNames.map((q) => Promise.all([this.line(q, 1), this.line(names.poisonQueue(q), PEEK_POISON)]))),
-      inspector ? inspector.inspect() : Promise.resolve<BusInspection>({ available: false, reason: 'ServiceBusConnection is not configured for this app' }),
+      inspector
+        ? inspector.inspect()
+        : Promise.resolve<BusInspection>({
+            available: false,
+            reason: 'ServiceBusConnection is not configured for this app',
+          }),
       this.deps.batches.list(LIST_LIMITS),
     ]);
-    const queues: QueueStatus[] = lines.map(([main, poison]) => ({ ...main.line, role: main.line.name === names.resultsQueue ? 'output' : 'input', poison: poison.line }));
+    const queues: QueueStatus[] = lines.map(([main, poison]) => ({
+      ...main.line,
+      role: main.line.name === names.resultsQueue ? 'output' : 'input',
+      poison: poison.line,
+    }));
     const shown = lines.flatMap(([, poison]) => poison.peeked.map((m) => poisonEntry(poison.line.name, m)));
     activity.depths(Object.fromEntries(queues.map((q) => [q.name, q.depth])));
     const running = drains.runningDrains();
     const t = now();
     return {
       generatedAt: new Date(t).toISOString(),
-      instance: { id: instanceId, startedAt: new Date(activity.startedAt).toISOString(), uptimeSeconds: Math.round((t - activity.startedAt) / 1000) },
+      instance: {
+        id: instanceId,
+        startedAt: new Date(activity.startedAt).toISOString(),
+        uptimeSeconds: Math.round((t - activity.startedAt) / 1000),
+      },
       queues,
       poison: { total: queues.reduce((n, q) => n + q.poison.depth, 0), shown },
       serviceBus,
       drains: { running: drains.inProgress, tasks: running.reduce((n, d) => n + d.tasks, 0), byQueue: running },
       batches,
-      storage: { byOperation: meter.snapshot(), window: activity.window(WINDOW_SECONDS), statusRequests: statusMeter.snapshot() },
+      storage: {
+        byOperation: meter.snapshot(),
+        window: activity.window(WINDOW_SECONDS),
+        statusRequests: statusMeter.snapshot(),
+      },
       history: { bucketSeconds: activity.bucketMs / 1000, points: activity.history() },
     };
   }
@@ -146,10 +170,25 @@ export class StatusReporter {
     if (depth === 0) return { line: { name, depth, oldestAgeSeconds: null }, peeked: [] };
     const peeked = await this.deps.queues.peek(name, peekMax);
     const oldest = peeked[0];
-    return { line: { name, depth, oldestAgeSeconds: oldest ? Math.max(0, Math.round((this.deps.now() - oldest.insertedOn) / 1000)) : null }, peeked };
+    return {
+      line: {
+        name,
+        depth,
+        oldestAgeSeconds: oldest ? Math.max(0, Math.round((this.deps.now() - oldest.insertedOn) / 1000)) : null,
+      },
+      peeked,
+    };
   }
 }
 
 function poisonEntry(poisonQueue: string, m: PeekedMessage): PoisonEntry {
-  return parsePoison(m.text) ?? { queue: poisonQueue, messageId: m.id, reason: '(unreadable poison record)', at: new Date(m.insertedOn).toISOString(), dequeueCount: m.dequeueCount };
+  return (
+    parsePoison(m.text) ?? {
+      queue: poisonQueue,
+      messageId: m.id,
+      reason: '(unreadable poison record)',
+      at: new Date(m.insertedOn).toISOString(),
+      dequeueCount: m.dequeueCount,
+    }
+  );
 }

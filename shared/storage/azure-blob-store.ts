@@ -51,7 +51,10 @@ export class AzureBlobStore implements BlobStore {
   async write(ref: BlobRef, body: Buffer, options: WriteOptions): Promise<string | undefined> {
     try {
       const res = await this.blob(ref).upload(body, body.length, {
-        blobHTTPHeaders: { blobContentType: options.contentType, ...(options.contentEncoding ? { blobContentEncoding: options.contentEncoding } : {}) },
+        blobHTTPHeaders: {
+          blobContentType: options.contentType,
+          ...(options.contentEncoding ? { blobContentEncoding: options.contentEncoding } : {}),
+        },
         ...(options.condition ? { conditions: options.condition } : {}),
         ...(options.metadata ? { metadata: options.metadata } : {}),
       });
@@ -82,9 +85,16 @@ export class AzureBlobStore implements BlobStore {
   }
 
   async *list(container: ContainerKey, prefix?: string, options: ListOptions = {}): AsyncIterable<ListedBlob> {
-    const query = { ...(prefix !== undefined ? { prefix } : {}), ...(options.metadata ? { includeMetadata: true } : {}) };
+    const query = {
+      ...(prefix !== undefined ? { prefix } : {}),
+      ...(options.metadata ? { includeMetadata: true } : {}),
+    };
     for await (const item of this.container(container).listBlobsFlat(query)) {
-      yield { name: item.name, etag: item.properties.etag ?? '', ...(options.metadata ? { metadata: item.metadata ?? {} } : {}) };
+      yield {
+        name: item.name,
+        etag: item.properties.etag ?? '',
+        ...(options.metadata ? { metadata: item.metadata ?? {} } : {}),
+      };
     }
   }
 

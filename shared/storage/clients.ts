@@ -38,7 +38,9 @@ export interface StorageClientOptions {
 
 export function credentialFor(options: IdentityOptions): TokenCredential {
   if (options.credential?.toLowerCase() === 'managedidentity') {
-    return options.clientId ? new ManagedIdentityCredential({ clientId: options.clientId }) : new ManagedIdentityCredential();
+    return options.clientId
+      ? new ManagedIdentityCredential({ clientId: options.clientId })
+      : new ManagedIdentityCredential();
   }
   return new DefaultAzureCredential(options.clientId ? { managedIdentityClientId: options.clientId } : {});
 }
@@ -50,11 +52,16 @@ export function credentialFor(options: IdentityOptions): TokenCredential {
  */
 export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
   const core = (client as unknown as { storageClientContext?: { pipeline?: Pipeline } }).storageClientContext?.pipeline;
-  if (!core || typeof core.addPolicy !== 'function') throw new Error(`storage SDK pipeline shape changed: cannot attach ${policy.name}`);
+  if (!core || typeof core.addPolicy !== 'function')
+    throw new Error(`storage SDK pipeline shape changed: cannot attach ${policy.name}`);
   if (!core.getOrderedPolicies().some((p) => p.name === policy.name)) core.addPolicy(policy, { afterPhase: 'Retry' });
 }
 
-export function createStorageClients(connection: StorageConnection, meter: StorageMeter, tuning: StorageClientOptions = {}): StorageClients {
+export function createStorageClients(
+  connection: StorageConnection,
+  meter: StorageMeter,
+  tuning: StorageClientOptions = {},
+): StorageClients {
   const options = { retryOptions: RETRY };
   let clients: StorageClients;
   if (connection.kind === 'connectionString') {

@@ -49,7 +49,10 @@ export class BlobLeaseSlots implements DrainSlots {
         if (status === 409) return undefined; // leased by another drain
         if (status !== 404 || attempt > 0) throw e;
         // First use of this slot: create its (empty) blob, racing other creators harmlessly.
-        await this.blobs.write(ref, Buffer.alloc(0), { contentType: 'application/octet-stream', condition: { ifNoneMatch: '*' } });
+        await this.blobs.write(ref, Buffer.alloc(0), {
+          contentType: 'application/octet-stream',
+          condition: { ifNoneMatch: '*' },
+        });
       }
     }
     return undefined;
@@ -57,7 +60,11 @@ export class BlobLeaseSlots implements DrainSlots {
 
   private held(name: string, index: number, lease: BlobLeaseClient): HeldSlot {
     const timer = setInterval(() => {
-      lease.renewLease().catch((e: unknown) => this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`));
+      lease
+        .renewLease()
+        .catch((e: unknown) =>
+          this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`),
+        );
     }, RENEW_EVERY_MS);
     timer.unref();
     let released = false;

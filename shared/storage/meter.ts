@@ -71,7 +71,10 @@ export function meterDelta(after: MeterSnapshot, before: MeterSnapshot): MeterSn
 }
 
 /** Names an operation from the REST shape of the request (method, path, comp/restype). */
-export function classify(service: StorageService, request: Pick<PipelineRequest, 'method' | 'url' | 'headers'>): string {
+export function classify(
+  service: StorageService,
+  request: Pick<PipelineRequest, 'method' | 'url' | 'headers'>,
+): string {
   const url = new URL(request.url);
   const q = url.searchParams;
   const comp = q.get('comp');

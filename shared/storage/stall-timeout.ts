@@ -26,11 +26,14 @@ const IN_FLIGHT_CAP_BYTES = 16 * 1024 * 1024;
 const MIN_UPLOAD_BYTES_PER_MS = (1024 * 1024) / 1000;
 
 export function stallError(stallMs: number): RestError {
-  return new RestError(`Storage request made no progress for ${stallMs} ms; abandoned so that it can be retried`, { code: 'ETIMEDOUT' });
+  return new RestError(`Storage request made no progress for ${stallMs} ms; abandoned so that it can be retried`, {
+    code: 'ETIMEDOUT',
+  });
 }
 
 export function stallTimeoutPolicy(stallMs: number): PipelinePolicy {
-  if (!(Number.isFinite(stallMs) && stallMs > 0)) throw new RangeError(`stallMs must be a positive number, got ${stallMs}`);
+  if (!(Number.isFinite(stallMs) && stallMs > 0))
+    throw new RangeError(`stallMs must be a positive number, got ${stallMs}`);
   return { name: STALL_TIMEOUT_POLICY, sendRequest: (request, next) => attempt(request, next, stallMs) };
 }
 
@@ -72,7 +75,12 @@ async function attempt(request: PipelineRequest, next: SendRequest, stallMs: num
     handle = setTimeout(fire, boundMs).unref();
   };
 
-  const saved = { abortSignal: caller, body: request.body, onUploadProgress: request.onUploadProgress, onDownloadProgress: request.onDownloadProgress };
+  const saved = {
+    abortSignal: caller,
+    body: request.body,
+    onUploadProgress: request.onUploadProgress,
+    onDownloadProgress: request.onDownloadProgress,
+  };
   request.abortSignal = controller.signal;
   request.body = sliced(request) ?? request.body;
   request.onUploadProgress = (p) => (arm(), saved.onUploadProgress?.(p));

@@ -72,8 +72,16 @@ export class Sweeper {
     const { blobs, log } = this.deps;
     const kind = formatOf(name);
     const reject = async (message: string, details: unknown[] = []): Promise<SweepOutcome> => {
-      const report = { error: 'invalid_batch', file: name, message, details, rejectedAt: new Date(this.deps.now()).toISOString() };
-      await blobs.write(layout.rejection(name), Buffer.from(JSON.stringify(report, null, 2)), { contentType: 'application/json' });
+      const report = {
+        error: 'invalid_batch',
+        file: name,
+        message,
+        details,
+        rejectedAt: new Date(this.deps.now()).toISOString(),
+      };
+      await blobs.write(layout.rejection(name), Buffer.from(JSON.stringify(report, null, 2)), {
+        contentType: 'application/json',
+      });
       await this.move(name, 'rejected');
       log.warn(`incoming/${name} rejected: ${message}`);
       return { name, kind: 'rejected', error: message };
@@ -104,7 +112,10 @@ export class Sweeper {
 
   private source(name: string, gzip: boolean): BodySource {
     const ref = layout.file('incoming', name);
-    return () => (gzip ? inflateLimited(this.deps.blobs.stream(ref), this.deps.maxInflatedBytes) : limited(this.deps.blobs.stream(ref), this.deps.maxInflatedBytes));
+    return () =>
+      gzip
+        ? inflateLimited(this.deps.blobs.stream(ref), this.deps.maxInflatedBytes)
+        : limited(this.deps.blobs.stream(ref), this.deps.maxInflatedBytes);
   }
 
   /** Copy then delete: a crash in between leaves the file in both places, and the next run finds the same batch (same idempotency key). */

@@ -32,7 +32,11 @@ export class Pool {
 }
 
 /** Maps with bounded concurrency, keeping order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   const pool = new Pool(limit);
   for (let i = 0; i < items.length; i++) {

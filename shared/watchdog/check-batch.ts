@@ -62,8 +62,15 @@ export class Watchdog {
     }
     const settled = m.chunks - missing.length;
     const { reenqueued } = await this.repair(m, settled <= check.settledBefore);
-    const nextInMs = await this.deps.notifier.scheduleCheck({ v: 1, batchId: m.batchId, attempt: check.attempt + 1, settledBefore: settled });
-    log.warn(`batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`);
+    const nextInMs = await this.deps.notifier.scheduleCheck({
+      v: 1,
+      batchId: m.batchId,
+      attempt: check.attempt + 1,
+      settledBefore: settled,
+    });
+    log.warn(
+      `batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`,
+    );
     return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
   }
 
@@ -110,7 +117,9 @@ export class Watchdog {
     const sha256 = info.metadata.sha256;
     const count = Number(info.metadata.count);
     if (!sha256 || !Number.isInteger(count) || count < 1) {
-      this.deps.log.error(`batch ${batchId}: chunk blob ${ref.name} lacks its sha256/count metadata; cannot re-enqueue it`);
+      this.deps.log.error(
+        `batch ${batchId}: chunk blob ${ref.name} lacks its sha256/count metadata; cannot re-enqueue it`,
+      );
       return undefined;
     }
     return { v: 1, batchId, chunk, blob: ref.name, count, sha256, bytes: info.size };

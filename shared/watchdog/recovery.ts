@@ -118,7 +118,9 @@ export class Recovery {
     }
     if (m.notification === 'pending') {
       await notifier.accepted(batchId, m.queues);
-      await manifests.update(batchId, (cur) => (cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent' }));
+      await manifests.update(batchId, (cur) =>
+        cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent' },
+      );
       log.warn(`batch ${batchId}: notification that failed at ingest published by recovery`);
       return { batchId, kind: 'notified' };
     }
@@ -134,7 +136,9 @@ export class Recovery {
     }
     const { reenqueued, queues } = await watchdog.repair(m, false);
     for (const q of queues) woken.add(q);
-    const why = stalled ? `no progress for ${idleS} s` : `left open by a stopped process (no progress since ${new Date(last).toISOString()})`;
+    const why = stalled
+      ? `no progress for ${idleS} s`
+      : `left open by a stopped process (no progress since ${new Date(last).toISOString()})`;
     log.warn(`batch ${batchId}: ${why}; recovery woke its queues and re-enqueued ${reenqueued} lost pointers`);
     return { batchId, kind: 'repaired', reenqueued };
   }

@@ -113,38 +113,78 @@
     const pct = b.chunks > 0 ? (100 * settled) / b.chunks : 0;
     const fillEl = h('div', {});
     fillEl.style.width = `${pct.toFixed(1)}%`;
-    return h('div', { class: b.chunksFailed > 0 ? 'bar failed' : 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': b.chunks, 'aria-valuenow': settled, 'aria-label': `batch ${b.batchId}` }, fillEl);
+    return h(
+      'div',
+      {
+        class: b.chunksFailed > 0 ? 'bar failed' : 'bar',
+        role: 'progressbar',
+        'aria-valuemin': 0,
+        'aria-valuemax': b.chunks,
+        'aria-valuenow': settled,
+        'aria-label': `batch ${b.batchId}`,
+      },
+      fillEl,
+    );
   }
 
   function renderBatches(s, now) {
     const { open, recent, counts, scanned, truncated } = s.batches;
-    $('open-count').textContent = `${fmt(counts.accepted + counts.processing)} open of ${fmt(scanned)} batches${truncated ? ' (listing truncated)' : ''}`;
-    $('recent-count').textContent = `${fmt(counts.completed)} completed, ${fmt(counts.failed)} failed${recent.length > 10 ? '; the latest 10' : ''}`;
+    $('open-count').textContent =
+      `${fmt(counts.accepted + counts.processing)} open of ${fmt(scanned)} batches${truncated ? ' (listing truncated)' : ''}`;
+    $('recent-count').textContent =
+      `${fmt(counts.completed)} completed, ${fmt(counts.failed)} failed${recent.length > 10 ? '; the latest 10' : ''}`;
     fill(
       'open-batches',
       open.map((b) =>
-        h('tr', { 'data-batch': b.batchId }, h('td', {}, h('code', {}, b.batchId)), h('td', { class: `status status-${b.status}` }, b.status), h('td', {}, progress(b)), h('td', {}, `${fmt(b.chunksDone)}/${fmt(b.chunks)}${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}`), h('td', {}, fmt(b.transactions)), h('td', {}, since(b.submittedAt, now))),
-      ),
-    );
-    fill(
-      'recent-batches',
-      recent.slice(0, 10).map((b) =>
         h(
           'tr',
           { 'data-batch': b.batchId },
           h('td', {}, h('code', {}, b.batchId)),
-          h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
+          h('td', { class: `status status-${b.status}` }, b.status),
+          h('td', {}, progress(b)),
+          h(
+            'td',
+            {},
+            `${fmt(b.chunksDone)}/${fmt(b.chunks)}${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}`,
+          ),
           h('td', {}, fmt(b.transactions)),
-          h('td', {}, ms(b.latencyMs)),
-          h('td', {}, since(b.completedAt, now)),
-          h('td', {}, b.status === 'completed' ? [h('button', { type: 'button', onclick: () => download(b.batchId, 'json') }, 'JSON'), ' ', h('button', { type: 'button', onclick: () => download(b.batchId, 'csv') }, 'CSV')] : h('span', { class: 'muted' }, (b.error || '').slice(0, 80))),
+          h('td', {}, since(b.submittedAt, now)),
         ),
       ),
+    );
+    fill(
+      'recent-batches',
+      recent
+        .slice(0, 10)
+        .map((b) =>
+          h(
+            'tr',
+            { 'data-batch': b.batchId },
+            h('td', {}, h('code', {}, b.batchId)),
+            h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
+            h('td', {}, fmt(b.transactions)),
+            h('td', {}, ms(b.latencyMs)),
+            h('td', {}, since(b.completedAt, now)),
+            h(
+              'td',
+              {},
+              b.status === 'completed'
+                ? [
+                    h('button', { type: 'button', onclick: () => download(b.batchId, 'json') }, 'JSON'),
+                    ' ',
+                    h('button', { type: 'button', onclick: () => download(b.batchId, 'csv') }, 'CSV'),
+                  ]
+                : h('span', { class: 'muted' }, (b.error || '').slice(0, 80)),
+            ),
+          ),
+        ),
     );
   }
 
   async function download(batchId, kind) {
-    const res = await fetch(`batches/${encodeURIComponent(batchId)}/report${kind === 'csv' ? '?format=csv' : ''}`, { headers: headers(state.key) });
+    const res = await fetch(`batches/${encodeURIComponent(batchId)}/report${kind === 'csv' ? '?format=csv' : ''}`, {
+      headers: headers(state.key),
+    });
     if (!res.ok) return showError(`report ${batchId}: ${res.status}`);
     const url = URL.createObjectURL(await res.blob());
     const a = h('a', { href: url, download: `${batchId}.${kind}` });
@@ -160,17 +200,48 @@
       'queues',
       s.queues.map((q) => {
         const d = draining.get(q.name);
-        return h('tr', { 'data-queue': q.name }, h('td', {}, q.name), h('td', {}, q.role), h('td', { class: 'depth' }, fmt(q.depth)), h('td', {}, age(q.oldestAgeSeconds)), h('td', { class: 'poison-depth' }, fmt(q.poison.depth)), h('td', {}, age(q.poison.oldestAgeSeconds)), h('td', {}, d ? `${d.state}, ${d.tasks} tasks` : '–'));
+        return h(
+          'tr',
+          { 'data-queue': q.name },
+          h('td', {}, q.name),
+          h('td', {}, q.role),
+          h('td', { class: 'depth' }, fmt(q.depth)),
+          h('td', {}, age(q.oldestAgeSeconds)),
+          h('td', { class: 'poison-depth' }, fmt(q.poison.depth)),
+          h('td', {}, age(q.poison.oldestAgeSeconds)),
+          h('td', {}, d ? `${d.state}, ${d.tasks} tasks` : '–'),
+        );
       }),
     );
   }
 
   function renderPoison(s) {
-    $('poison-count').textContent = `${fmt(s.poison.total)} message(s)${s.poison.shown.length < s.poison.total ? `, ${s.poison.shown.length} shown` : ''}`;
+    $('poison-count').textContent =
+      `${fmt(s.poison.total)} message(s)${s.poison.shown.length < s.poison.total ? `, ${s.poison.shown.length} shown` : ''}`;
     fill(
       'poison',
       s.poison.shown.map((p) =>
-        h('tr', { 'data-poison': p.messageId }, h('td', {}, p.queue), h('td', {}, p.batchId ? h('code', {}, p.batchId) : '–'), h('td', {}, p.chunk ?? '–'), h('td', { class: 'reason' }, p.reason), h('td', {}, p.at ? new Date(p.at).toLocaleString() : '–'), h('td', {}, fmt(p.dequeueCount)), h('td', {}, p.batchId ? h('button', { type: 'button', class: 'redrive-batch', onclick: () => redrive({ batchId: p.batchId }) }, 'Redrive batch') : '')),
+        h(
+          'tr',
+          { 'data-poison': p.messageId },
+          h('td', {}, p.queue),
+          h('td', {}, p.batchId ? h('code', {}, p.batchId) : '–'),
+          h('td', {}, p.chunk ?? '–'),
+          h('td', { class: 'reason' }, p.reason),
+          h('td', {}, p.at ? new Date(p.at).toLocaleString() : '–'),
+          h('td', {}, fmt(p.dequeueCount)),
+          h(
+            'td',
+            {},
+            p.batchId
+              ? h(
+                  'button',
+                  { type: 'button', class: 'redrive-batch', onclick: () => redrive({ batchId: p.batchId }) },
+                  'Redrive batch',
+                )
+              : '',
+          ),
+        ),
       ),
     );
   }
@@ -180,12 +251,17 @@
     const out = $(dead ? 'dead-letter-result' : 'redrive-result');
     out.textContent = 'redriving…';
     try {
-      const res = await fetch('admin/redrive', { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) }, body: JSON.stringify(body) });
+      const res = await fetch('admin/redrive', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
+        body: JSON.stringify(body),
+      });
       const json = await res.json().catch(() => ({}));
       if (res.status === 401 || res.status === 403) out.textContent = `the admin key was refused (${res.status})`;
       else if (!res.ok) out.textContent = `redrive failed: ${json.message || res.status}`;
       else if (dead) out.textContent = deadLetterOutcome(json);
-      else out.textContent = `moved ${json.moved} message(s) back${json.reopenedBatches.length ? `; reopened ${json.reopenedBatches.join(', ')}` : ''}`;
+      else
+        out.textContent = `moved ${json.moved} message(s) back${json.reopenedBatches.length ? `; reopened ${json.reopenedBatches.join(', ')}` : ''}`;
     } catch (e) {
       out.textContent = `redrive failed: ${e.message}`;
     }
@@ -193,9 +269,17 @@
   }
 
   function deadLetterOutcome(r) {
-    const where = Object.entries(r.byEntity).filter(([, n]) => n > 0).map(([e, n]) => `${e}: ${n}`);
+    const where = Object.entries(r.byEntity)
+      .filter(([, n]) => n > 0)
+      .map(([e, n]) => `${e}: ${n}`);
     const failed = Object.entries(r.failed).map(([e, err]) => `${e} failed: ${err}`);
-    return [`resubmitted ${r.moved} dead letter(s)${where.length ? ` (${where.join(', ')})` : ''}`, r.kept.length ? `${r.kept.length} kept (unreadable)` : '', ...failed].filter(Boolean).join('; ');
+    return [
+      `resubmitted ${r.moved} dead letter(s)${where.length ? ` (${where.join(', ')})` : ''}`,
+      r.kept.length ? `${r.kept.length} kept (unreadable)` : '',
+      ...failed,
+    ]
+      .filter(Boolean)
+      .join('; ');
   }
 
   function renderBus(s) {
@@ -208,22 +292,60 @@
     }
     $('bus-note').textContent = `Counted by peeking (Listen right only), up to ${bus.limit} per entity.`;
     const at = (truncated, n) => `${truncated ? '≥' : ''}${fmt(n)}`;
-    fill('bus', bus.entities.map((e) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', {}, at(e.truncated, e.active)), h('td', {}, fmt(e.scheduled)), h('td', { class: 'dead' }, at(e.deadLettersTruncated, e.deadLetters)), h('td', { class: 'muted' }, e.error || ''))));
-    fill('dead-letters', bus.entities.flatMap((e) => e.deadLettered.map((d) => h('tr', { 'data-entity': e.entity }, h('td', {}, e.entity), h('td', { class: 'reason' }, d.reason), h('td', { class: 'reason' }, d.description || ''), h('td', {}, new Date(d.enqueuedAt).toLocaleString()), h('td', {}, h('code', {}, d.body))))));
+    fill(
+      'bus',
+      bus.entities.map((e) =>
+        h(
+          'tr',
+          { 'data-entity': e.entity },
+          h('td', {}, e.entity),
+          h('td', {}, at(e.truncated, e.active)),
+          h('td', {}, fmt(e.scheduled)),
+          h('td', { class: 'dead' }, at(e.deadLettersTruncated, e.deadLetters)),
+          h('td', { class: 'muted' }, e.error || ''),
+        ),
+      ),
+    );
+    fill(
+      'dead-letters',
+      bus.entities.flatMap((e) =>
+        e.deadLettered.map((d) =>
+          h(
+            'tr',
+            { 'data-entity': e.entity },
+            h('td', {}, e.entity),
+            h('td', { class: 'reason' }, d.reason),
+            h('td', { class: 'reason' }, d.description || ''),
+            h('td', {}, new Date(d.enqueuedAt).toLocaleString()),
+            h('td', {}, h('code', {}, d.body)),
+          ),
+        ),
+      ),
+    );
   }
 
   function renderCost(s) {
     const w = s.storage.window;
     const status = s.storage.statusRequests.total || 0;
     $('cost').replaceChildren(
-      tile(`Storage tx per 1,000 business tx (last ${age(w.seconds)})`, w.perThousand === null ? '–' : w.perThousand.toFixed(1)),
+      tile(
+        `Storage tx per 1,000 business tx (last ${age(w.seconds)})`,
+        w.perThousand === null ? '–' : w.perThousand.toFixed(1),
+      ),
       // Only time with no work in flight counts as idle; under a minute of it is no figure at all.
-      w.idlePerHour === null ? tile('idle Storage tx per hour', 'no idle period yet') : tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, fmt(Math.round(w.idlePerHour))),
+      w.idlePerHour === null
+        ? tile('idle Storage tx per hour', 'no idle period yet')
+        : tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, fmt(Math.round(w.idlePerHour))),
       tile(`Storage tx in window, ${fmt(w.businessTransactions)} billed`, fmt(w.storageTransactions)),
       tile('Storage tx since start', fmt(s.storage.byOperation.total)),
       tile('Storage tx of status reads', fmt(status)),
     );
-    fill('storage-ops', Object.entries(s.storage.byOperation).filter(([k]) => k !== 'total').map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', {}, fmt(v)))));
+    fill(
+      'storage-ops',
+      Object.entries(s.storage.byOperation)
+        .filter(([k]) => k !== 'total')
+        .map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', {}, fmt(v)))),
+    );
   }
 
   // ---- charts: hand-drawn SVG polylines over the history buckets ----
@@ -266,7 +388,9 @@
         if (run.length > 1) parts.push(svg('polyline', { class: `s${k % 6}`, points: run.join(' ') }));
         run = [];
       };
-      s.values.forEach((v, i) => (v === null ? flush() : run.push(`${x(i + n - s.values.length).toFixed(1)},${y(v).toFixed(1)}`)));
+      s.values.forEach((v, i) =>
+        v === null ? flush() : run.push(`${x(i + n - s.values.length).toFixed(1)},${y(v).toFixed(1)}`),
+      );
       flush();
     });
     el.replaceChildren(...parts);
@@ -277,7 +401,10 @@
     const points = s.history.points.slice(-90); // the last 15 minutes of 10 s buckets
     const minutes = Math.max(1, Math.round((points.length * s.history.bucketSeconds) / 60));
     const queues = s.queues.map((q) => q.name);
-    const depthSeries = queues.map((q) => ({ name: q, values: points.map((p) => (p.depths && q in p.depths ? p.depths[q] : null)) }));
+    const depthSeries = queues.map((q) => ({
+      name: q,
+      values: points.map((p) => (p.depths && q in p.depths ? p.depths[q] : null)),
+    }));
     // Chunks are queue messages, so what was billed per bucket reads on the same scale as the depths.
     depthSeries.push({ name: 'chunks billed', values: points.map((p) => p.chunks ?? 0) });
     chart('chart-depth', 'legend-depth', depthSeries, minutes);
@@ -304,13 +431,22 @@
     const id = $('find-id').value.trim();
     const out = $('find-result');
     if (!id) return;
-    const res = await fetch(`batches/${encodeURIComponent(id)}`, { headers: headers(state.key) }).catch((err) => ({ ok: false, status: err.message }));
+    const res = await fetch(`batches/${encodeURIComponent(id)}`, { headers: headers(state.key) }).catch((err) => ({
+      ok: false,
+      status: err.message,
+    }));
     if (!res.ok) {
       out.textContent = res.status === 404 ? `no batch ${id}` : `lookup failed: ${res.status}`;
       return;
     }
     const b = await res.json();
-    out.replaceChildren(h('code', {}, b.batchId), ' ', h('span', { class: `status-${b.status}` }, b.status), ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`, b.error ? h('div', { class: 'status-failed' }, b.error) : '');
+    out.replaceChildren(
+      h('code', {}, b.batchId),
+      ' ',
+      h('span', { class: `status-${b.status}` }, b.status),
+      ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`,
+      b.error ? h('div', { class: 'status-failed' }, b.error) : '',
+    );
   });
   $('redrive-form').addEventListener('submit', (e) => {
     e.preventDefault();

@@ -55,9 +55,31 @@ function selfSigned(): { key: string; cert: string } {
     const key = join(dir, 'key.pem');
     const cert = join(dir, 'cert.pem');
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+        ],
+        { stdio: 'ignore' },
+      );
     } catch (e) {
-      throw new Error(`the management-endpoint tests need openssl to make a throw-away certificate: ${(e as Error).message}`);
+      throw new Error(
+        `the management-endpoint tests need openssl to make a throw-away certificate: ${(e as Error).message}`,
+      );
     }
     return { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
   } finally {
@@ -76,9 +98,19 @@ export function flexSite(maximumInstanceCount = 100): Record<string, unknown> {
     properties: {
       state: 'Running',
       functionAppConfig: {
-        deployment: { storage: { type: 'blobContainer', value: 'https://st.blob.core.windows.net/app-package', authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: '/subscriptions/x/id' } } },
+        deployment: {
+          storage: {
+            type: 'blobContainer',
+            value: 'https://st.blob.core.windows.net/app-package',
+            authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: '/subscriptions/x/id' },
+          },
+        },
         runtime: { name: 'node', version: '20' },
-        scaleAndConcurrency: { alwaysReady: [{ name: 'http', instanceCount: 1 }], maximumInstanceCount, instanceMemoryMB: 2048 },
+        scaleAndConcurrency: {
+          alwaysReady: [{ name: 'http', instanceCount: 1 }],
+          maximumInstanceCount,
+          instanceMemoryMB: 2048,
+        },
       },
     },
   };
@@ -88,7 +120,14 @@ export async function startArmEndpoint(): Promise<ArmEndpoint> {
   const { key, cert } = selfSigned();
   const requests: RecordedRequest[] = [];
   let cursor = 0;
-  const state = { site: flexSite(), webConfig: { minimumElasticInstanceCount: 1, functionAppScaleLimit: 20, numberOfWorkers: 1 } as Record<string, unknown>, faults: [] as Fault[] };
+  const state = {
+    site: flexSite(),
+    webConfig: { minimumElasticInstanceCount: 1, functionAppScaleLimit: 20, numberOfWorkers: 1 } as Record<
+      string,
+      unknown
+    >,
+    faults: [] as Fault[],
+  };
   const server: Server = createServer({ key, cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -109,18 +148,29 @@ export async function startArmEndpoint(): Promise<ArmEndpoint> {
       const fault = state.faults[0];
       if (fault && (!fault.method || fault.method === req.method)) {
         state.faults.shift();
-        send(fault.status, { error: { code: fault.status === 429 ? 'TooManyRequests' : 'AuthorizationFailed', message: `injected ${fault.status}` } }, fault.headers);
+        send(
+          fault.status,
+          {
+            error: {
+              code: fault.status === 429 ? 'TooManyRequests' : 'AuthorizationFailed',
+              message: `injected ${fault.status}`,
+            },
+          },
+          fault.headers,
+        );
         return;
       }
       const route = path.split('?')[0] ?? '';
       if (/\/providers\/Microsoft\.Web\/sites\/[^/]+\/config\/web$/.test(route)) {
-        if (req.method === 'PATCH') Object.assign(state.webConfig, (body as { properties?: object } | undefined)?.properties ?? {});
+        if (req.method === 'PATCH')
+          Object.assign(state.webConfig, (body as { properties?: object } | undefined)?.properties ?? {});
         send(200, { id: `${route}`, name: 'web', type: 'Microsoft.Web/sites/config', properties: state.webConfig });
         return;
       }
       if (/\/providers\/Microsoft\.Web\/sites\/[^/]+$/.test(route)) {
         if (req.method === 'PATCH') {
-          const patch = (body as { properties?: { functionAppConfig?: unknown } } | undefined)?.properties?.functionAppConfig;
+          const patch = (body as { properties?: { functionAppConfig?: unknown } } | undefined)?.properties
+            ?.functionAppConfig;
           if (patch !== undefined) (state.site.properties as Record<string, unknown>).functionAppConfig = patch;
         }
         send(200, state.site);

@@ -9,7 +9,10 @@ const BLOCK = 16 * 1024 * 1024;
 
 /** gzip of `pattern` repeated to `bytes` bytes (cut at the end), as one gzip member. */
 export async function gzipBomb(pattern: string | number, bytes: number, level = 1): Promise<Buffer> {
-  const block = typeof pattern === 'number' ? Buffer.alloc(BLOCK, pattern) : Buffer.from(pattern.repeat(Math.ceil(BLOCK / pattern.length)).slice(0, BLOCK));
+  const block =
+    typeof pattern === 'number'
+      ? Buffer.alloc(BLOCK, pattern)
+      : Buffer.from(pattern.repeat(Math.ceil(BLOCK / pattern.length)).slice(0, BLOCK));
   const gzip = createGzip({ level });
   const out: Buffer[] = [];
   gzip.on('data', (d: Buffer) => out.push(d));
@@ -18,7 +21,8 @@ export async function gzipBomb(pattern: string | number, bytes: number, level = 
     gzip.once('error', reject);
   });
   for (let written = 0; written < bytes; written += BLOCK) {
-    if (!gzip.write(block.subarray(0, Math.min(BLOCK, bytes - written)))) await new Promise((r) => gzip.once('drain', r));
+    if (!gzip.write(block.subarray(0, Math.min(BLOCK, bytes - written))))
+      await new Promise((r) => gzip.once('drain', r));
   }
   gzip.end();
   await ended;
@@ -29,7 +33,9 @@ export async function gzipBomb(pattern: string | number, bytes: number, level = 
 export function validBatch(n: number): Buffer {
   const lines: string[] = [];
   for (let i = 0; i < n; i++) {
-    lines.push(`{"id":"t${i}","account":"a${i % 1000}","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":${100 + (i % 97)},"currency":"EUR","region":"EU"}`);
+    lines.push(
+      `{"id":"t${i}","account":"a${i % 1000}","timestamp":"2026-03-01T10:00:00Z","type":"charge","amount":${100 + (i % 97)},"currency":"EUR","region":"EU"}`,
+    );
   }
   return Buffer.from(lines.join('\n'));
 }

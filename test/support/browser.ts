@@ -27,14 +27,24 @@ export interface Browser {
 
 /** A headless Chromium with a fresh profile, removed on close. */
 export async function launchBrowser(viewport = { width: 1280, height: 900 }): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium is required here (PUSHDRAIN_BROWSER_TESTS=required) but ${CHROMIUM} is missing: ${INSTALL_COMMAND}`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `Chromium is required here (PUSHDRAIN_BROWSER_TESTS=required) but ${CHROMIUM} is missing: ${INSTALL_COMMAND}`,
+    );
   const profile = mkdtempSync(join(tmpdir(), 'pushdrain-chromium-'));
   // launchPersistentContext passes --user-data-dir itself: a fresh profile every run.
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
   return {
     context,

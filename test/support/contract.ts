@@ -20,9 +20,21 @@ export const HTTP_CONTRACT = [
 export const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
 export const TOPIC_CONTRACT = [
   { name: 'drain', topic: 'work-detected', subscription: 'drain', role: 'input', connection: 'ServiceBusConnection' },
-  { name: 'aggregate', topic: 'work-detected', subscription: 'aggregate', role: 'output', connection: 'ServiceBusConnection' },
+  {
+    name: 'aggregate',
+    topic: 'work-detected',
+    subscription: 'aggregate',
+    role: 'output',
+    connection: 'ServiceBusConnection',
+  },
   // The scaling agent: every event (and its own scheduled checks) is a load signal.
-  { name: 'scaleAgent', topic: 'work-detected', subscription: 'scale', role: undefined, connection: 'ServiceBusConnection' },
+  {
+    name: 'scaleAgent',
+    topic: 'work-detected',
+    subscription: 'scale',
+    role: undefined,
+    connection: 'ServiceBusConnection',
+  },
 ];
 export const QUEUE_CONTRACT = [{ name: 'watchdog', queue: WATCHDOG_QUEUE, connection: 'ServiceBusConnection' }];
 
@@ -42,14 +54,24 @@ export function contractProblems(functions: readonly CapturedFunction[]): string
       return;
     }
     for (const [key, value] of Object.entries(wanted)) {
-      const actual = key === 'methods' && Array.isArray(t.methods) ? (t.methods as string[]).map((m) => m.toUpperCase()) : t[key];
-      if (JSON.stringify(actual) !== JSON.stringify(value)) problems.push(`${name}.${key} is ${JSON.stringify(actual)}, the contract says ${JSON.stringify(value)}`);
+      const actual =
+        key === 'methods' && Array.isArray(t.methods) ? (t.methods as string[]).map((m) => m.toUpperCase()) : t[key];
+      if (JSON.stringify(actual) !== JSON.stringify(value))
+        problems.push(`${name}.${key} is ${JSON.stringify(actual)}, the contract says ${JSON.stringify(value)}`);
     }
   };
-  for (const c of HTTP_CONTRACT) expect(c.name, { type: 'httpTrigger', route: c.route, methods: c.methods, authLevel: c.authLevel });
+  for (const c of HTTP_CONTRACT)
+    expect(c.name, { type: 'httpTrigger', route: c.route, methods: c.methods, authLevel: c.authLevel });
   for (const c of TIMER_CONTRACT) expect(c.name, { type: 'timerTrigger', schedule: c.schedule });
-  for (const c of TOPIC_CONTRACT) expect(c.name, { type: 'serviceBusTrigger', topicName: c.topic, subscriptionName: c.subscription, connection: c.connection });
-  for (const c of QUEUE_CONTRACT) expect(c.name, { type: 'serviceBusTrigger', queueName: c.queue, connection: c.connection });
+  for (const c of TOPIC_CONTRACT)
+    expect(c.name, {
+      type: 'serviceBusTrigger',
+      topicName: c.topic,
+      subscriptionName: c.subscription,
+      connection: c.connection,
+    });
+  for (const c of QUEUE_CONTRACT)
+    expect(c.name, { type: 'serviceBusTrigger', queueName: c.queue, connection: c.connection });
   const known = new Set([...HTTP_CONTRACT, ...TIMER_CONTRACT, ...TOPIC_CONTRACT, ...QUEUE_CONTRACT].map((c) => c.name));
   for (const f of functions) if (!known.has(f.name)) problems.push(`${f.name} is registered but not in the contract`);
   return problems;

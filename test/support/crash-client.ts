@@ -108,7 +108,12 @@ export async function statusOf(host: HostProcess, batchId: string): Promise<Batc
 }
 
 /** A stream that hands the body over in pieces with pauses, so a kill can land while it is in flight. */
-export function slowBody(body: Buffer, onSent: (bytes: number) => void, pieceBytes = 64 * 1024, pauseMs = 8): ReadableStream<Uint8Array> {
+export function slowBody(
+  body: Buffer,
+  onSent: (bytes: number) => void,
+  pieceBytes = 64 * 1024,
+  pauseMs = 8,
+): ReadableStream<Uint8Array> {
   let offset = 0;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -126,7 +131,11 @@ export function slowBody(body: Buffer, onSent: (bytes: number) => void, pieceByt
  * Polls every accepted, unfinished batch and records when it completed. A `failed` batch
  * fails the test. stop() ends the loop.
  */
-export function watchCompletions(host: HostProcess, batches: () => readonly SoakBatch[], everyMs = 200): { stop(): Promise<void>; failures: string[] } {
+export function watchCompletions(
+  host: HostProcess,
+  batches: () => readonly SoakBatch[],
+  everyMs = 200,
+): { stop(): Promise<void>; failures: string[] } {
   let running = true;
   const failures: string[] = [];
   const loop = (async () => {

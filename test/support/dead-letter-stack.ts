@@ -11,7 +11,9 @@ import type { LocalStack } from './local-stack';
 
 /** The drain slots' container; delete it to make drains fail, create it again to fix them. */
 export function slotContainer(stack: LocalStack): ContainerClient {
-  return BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(`${stack.prefix}leases`);
+  return BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(
+    `${stack.prefix}leases`,
+  );
 }
 
 /**
@@ -22,7 +24,12 @@ export function slotContainer(stack: LocalStack): ContainerClient {
 export async function wakeForSlots(stack: LocalStack, queues: readonly string[]): Promise<void> {
   const sender = stack.bus.client().createSender(TOPIC);
   try {
-    await sender.sendMessages(queues.map((queueName) => ({ body: { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role: 'input', fanOut: true }, applicationProperties: { role: 'input', queueName } })));
+    await sender.sendMessages(
+      queues.map((queueName) => ({
+        body: { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role: 'input', fanOut: true },
+        applicationProperties: { role: 'input', queueName },
+      })),
+    );
   } finally {
     await sender.close();
   }

@@ -57,6 +57,7 @@ export function run(command: string, args: string[], options: { cwd: string; tim
  */
 export async function buildDotnetProject(projectDir: string, timeoutMs = 8 * 60_000): Promise<Finished> {
   const built = await run('dotnet', ['build', '-c', 'Release', '-nologo', '-v', 'q'], { cwd: projectDir, timeoutMs });
-  if (built.code !== 0) throw new Error(`dotnet build in ${projectDir} failed (exit ${String(built.code)}):\n${built.output.slice(-4000)}`);
+  if (built.code !== 0)
+    throw new Error(`dotnet build in ${projectDir} failed (exit ${String(built.code)}):\n${built.output.slice(-4000)}`);
   return built;
 }

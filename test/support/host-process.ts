@@ -39,7 +39,12 @@ export interface HostProcessOptions {
 }
 
 /** `port` undefined: PORT as `env` (or this process) has it. */
-function spawnHost(env: HostEnv, port: number | undefined, onOutput: (text: string) => void, options: HostProcessOptions = {}): ChildProcess {
+function spawnHost(
+  env: HostEnv,
+  port: number | undefined,
+  onOutput: (text: string) => void,
+  options: HostProcessOptions = {},
+): ChildProcess {
   const root = repoRoot();
   const child = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'start.js')], {
     cwd: root,
@@ -52,13 +57,18 @@ function spawnHost(env: HostEnv, port: number | undefined, onOutput: (text: stri
 }
 
 const exited = (c: ChildProcess): Promise<number | null> =>
-  c.exitCode !== null || c.signalCode !== null ? Promise.resolve(c.exitCode) : new Promise((r) => c.once('exit', (code) => r(code)));
+  c.exitCode !== null || c.signalCode !== null
+    ? Promise.resolve(c.exitCode)
+    : new Promise((r) => c.once('exit', (code) => r(code)));
 
 /**
  * Runs a host that should refuse to start: its exit code and all it printed (SIGKILL after
  * `timeoutMs`). PORT is taken from `env` (default 0).
  */
-export async function runHostToExit(env: HostEnv, timeoutMs = 30_000): Promise<{ code: number | null; output: string }> {
+export async function runHostToExit(
+  env: HostEnv,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; output: string }> {
   let output = '';
   const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -67,7 +77,12 @@ export async function runHostToExit(env: HostEnv, timeoutMs = 30_000): Promise<{
   return { code, output };
 }
 
-export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 30_000, options: HostProcessOptions = {}): Promise<HostProcess> {
+export async function startHostProcess(
+  env: HostEnv,
+  port = 0,
+  startTimeoutMs = 30_000,
+  options: HostProcessOptions = {},
+): Promise<HostProcess> {
   let out = '';
   let child: ChildProcess | undefined;
   let actualPort = port;
@@ -76,18 +91,31 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
   const launch = async (): Promise<void> => {
     const mark = out.length;
     const c = (child = spawnHost(env, actualPort, (text) => (out += text), options));
-    actualPort = await until('the local host to listen', startTimeoutMs, () => {
-      if (c.exitCode !== null) throw new Error(`the local host exited with ${c.exitCode}:\n${out.slice(-3000)}`);
-      const m = /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(out.slice(mark));
-      return m?.[1] ? Number(m[1]) : undefined;
-    }, { context });
+    actualPort = await until(
+      'the local host to listen',
+      startTimeoutMs,
+      () => {
+        if (c.exitCode !== null) throw new Error(`the local host exited with ${c.exitCode}:\n${out.slice(-3000)}`);
+        const m = /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(out.slice(mark));
+        return m?.[1] ? Number(m[1]) : undefined;
+      },
+      { context },
+    );
   };
   await launch();
   return {
-    get base() { return `http://localhost:${actualPort}`; },
-    get port() { return actualPort; },
-    get pid() { return child?.pid; },
-    get kills() { return kills; },
+    get base() {
+      return `http://localhost:${actualPort}`;
+    },
+    get port() {
+      return actualPort;
+    },
+    get pid() {
+      return child?.pid;
+    },
+    get kills() {
+      return kills;
+    },
     output: () => out,
     until: (what, timeoutMs, probe) => until(what, timeoutMs, probe, { context }),
     kill: async () => {
@@ -104,7 +132,10 @@ export async function startHostProcess(env: HostEnv, port = 0, startTimeoutMs = 
       const c = child;
       c.kill('SIGINT');
       let timer: NodeJS.Timeout | undefined;
-      const code = await Promise.race([exited(c), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+      const code = await Promise.race([
+        exited(c),
+        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
+      ]);
       clearTimeout(timer); // else the test process waits out the full timeout before it can exit
       if (code === 'timeout') {
         c.kill('SIGKILL');

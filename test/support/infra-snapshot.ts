@@ -60,7 +60,8 @@ export const leafName = (r: PredictedResource): string => r.name.split('/').pop(
 /** The function app's settings as deployed in one variant. */
 export function appSettingsOf(variant: Variant = 'default'): Record<string, string> {
   const config = resourcesOf('Microsoft.Web/sites/config', variant).filter((r) => r.name.endsWith('/appsettings'));
-  if (config.length !== 1) throw new Error(`${variant} snapshot: expected one appsettings config, found ${config.length}`);
+  if (config.length !== 1)
+    throw new Error(`${variant} snapshot: expected one appsettings config, found ${config.length}`);
   return config[0]!.properties as Record<string, string>;
 }
 
@@ -108,7 +109,12 @@ export function roleAssignmentsOf(variant: Variant = 'default'): RoleAssignment[
       /^(\/subscriptions\/.+)\/providers\/Microsoft\.Authorization\/roleAssignments\/[^/]+$/.exec(r.id)?.[1];
     if (!scope) throw new Error(`${variant} snapshot: role assignment with no scope: ${r.id}`);
     const p = r.properties as { roleDefinitionId: string; principalId: string; principalType: string };
-    return { scope, role: p.roleDefinitionId.split('/').pop()!, principalId: p.principalId, principalType: p.principalType };
+    return {
+      scope,
+      role: p.roleDefinitionId.split('/').pop()!,
+      principalId: p.principalId,
+      principalType: p.principalType,
+    };
   });
 }
 

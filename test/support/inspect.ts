@@ -2,7 +2,10 @@
 import type { AppParts } from '../../shared/app';
 import { type ContainerKey, CONTAINERS } from '../../shared/names';
 
-export async function blobNames(parts: AppParts, keys: readonly ContainerKey[] = CONTAINERS.filter((k) => k !== 'leases')): Promise<string[]> {
+export async function blobNames(
+  parts: AppParts,
+  keys: readonly ContainerKey[] = CONTAINERS.filter((k) => k !== 'leases'),
+): Promise<string[]> {
   const out: string[] = [];
   for (const key of keys) {
     for await (const b of parts.blobs.list(key)) out.push(`${key}/${b.name}`);

@@ -20,7 +20,11 @@ export function context(functionName = 'test'): InvocationContext {
   });
 }
 
-export async function post(app: PushdrainApp, body: Buffer | string, headers: Record<string, string> = {}): Promise<HttpResponseInit> {
+export async function post(
+  app: PushdrainApp,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<HttpResponseInit> {
   const req = new HttpRequest({
     method: 'POST',
     url: 'http://localhost:7071/api/batches',
@@ -31,11 +35,28 @@ export async function post(app: PushdrainApp, body: Buffer | string, headers: Re
 }
 
 export async function status(app: PushdrainApp, batchId: string): Promise<HttpResponseInit> {
-  return getBatch(app, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }), context('getBatch'));
+  return getBatch(
+    app,
+    new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }),
+    context('getBatch'),
+  );
 }
 
-export async function report(app: PushdrainApp, batchId: string, query: Record<string, string> = {}): Promise<HttpResponseInit> {
-  return getBatchReport(app, new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}/report`, params: { batchId }, query }), context('getBatchReport'));
+export async function report(
+  app: PushdrainApp,
+  batchId: string,
+  query: Record<string, string> = {},
+): Promise<HttpResponseInit> {
+  return getBatchReport(
+    app,
+    new HttpRequest({
+      method: 'GET',
+      url: `http://localhost/api/batches/${batchId}/report`,
+      params: { batchId },
+      query,
+    }),
+    context('getBatchReport'),
+  );
 }
 
 export interface PumpResult {
@@ -47,7 +68,12 @@ export interface PumpResult {
  * Feeds events to the handlers until `done()` holds or the time runs out. Events with a
  * delay (scheduled continuations) fire after it, like a scheduled Service Bus message.
  */
-export async function pump(app: PushdrainApp, events: CapturingPublisher, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<PumpResult> {
+export async function pump(
+  app: PushdrainApp,
+  events: CapturingPublisher,
+  done: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<PumpResult> {
   const inflight = new Set<Promise<unknown>>();
   // Scheduled events not yet fired: handed back to the publisher when this pump returns, so a
   // later pump still delivers them (as Service Bus would: a scheduled message is not lost).

@@ -73,7 +73,11 @@ export async function submitHeld(stack: LocalStack, ndjson: Buffer): Promise<{ b
   await waitQuiet(stack);
   stack.bus.broker.faults.serverBusy(1000);
   try {
-    const res = await fetch(`${stack.host.base}/api/batches`, { method: 'POST', body: ndjson, headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY } });
+    const res = await fetch(`${stack.host.base}/api/batches`, {
+      method: 'POST',
+      body: ndjson,
+      headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY },
+    });
     if (res.status !== 202) throw new Error(`submit: HTTP ${res.status}: ${await res.text()}`);
     return (await res.json()) as { batchId: string; chunks: number };
   } finally {
@@ -82,10 +86,19 @@ export async function submitHeld(stack: LocalStack, ndjson: Buffer): Promise<{ b
 }
 
 /** Delivers WorkDetected for these queues, as ingest would have. */
-export async function wake(stack: LocalStack, queues: readonly string[], role: 'input' | 'output' = 'input'): Promise<void> {
+export async function wake(
+  stack: LocalStack,
+  queues: readonly string[],
+  role: 'input' | 'output' = 'input',
+): Promise<void> {
   const sender = stack.bus.client().createSender(TOPIC);
   try {
-    await sender.sendMessages(queues.map((queueName) => ({ body: { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role }, applicationProperties: { role } })));
+    await sender.sendMessages(
+      queues.map((queueName) => ({
+        body: { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role },
+        applicationProperties: { role },
+      })),
+    );
   } finally {
     await sender.close();
   }
@@ -101,9 +114,18 @@ export const REPO_ROOT = findRepoRoot(__dirname);
 export const CLI = join(REPO_ROOT, 'tools', 'cli', 'pushdrain.js');
 
 /** Runs the real binary as a child, with pipes (not a terminal), bounded in time. */
-export function runCli(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 180_000, stdin?: Buffer): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  timeoutMs = 180_000,
+  stdin?: Buffer,
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
     child.stdin?.end(stdin);
     let stdout = '';
     let stderr = '';

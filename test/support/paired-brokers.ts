@@ -23,13 +23,19 @@ export interface PairedBrokers {
   close(): Promise<void>;
 }
 
-export async function startPairedBrokers(options: { backlogQueueCount?: number; primaryEntities?: EntitiesConfig } = {}): Promise<PairedBrokers> {
+export async function startPairedBrokers(
+  options: { backlogQueueCount?: number; primaryEntities?: EntitiesConfig } = {},
+): Promise<PairedBrokers> {
   const count = options.backlogQueueCount ?? 2;
   const [primary, secondary] = await Promise.all([
     startTestBroker({ entities: options.primaryEntities ?? loadEntitiesConfig() }),
     startTestBroker({ entities: backlogEntities(count) }),
   ]);
-  const peekAll = async (harness: BrokerHarness, path: string, subscription?: string): Promise<ServiceBusReceivedMessage[]> => {
+  const peekAll = async (
+    harness: BrokerHarness,
+    path: string,
+    subscription?: string,
+  ): Promise<ServiceBusReceivedMessage[]> => {
     const client = harness.client();
     const receiver = subscription ? client.createReceiver(path, subscription) : client.createReceiver(path);
     try {

@@ -14,9 +14,17 @@ async function poll<T>(probe: Probe<T>, timeoutMs: number, everyMs: number): Pro
 }
 
 /** The probe's first value other than undefined; after `timeoutMs`, an error naming `what`, plus `context()` (a host's output, say). */
-export async function until<T>(what: string, timeoutMs: number, probe: Probe<T>, options: { everyMs?: number; context?: () => string } = {}): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  probe: Probe<T>,
+  options: { everyMs?: number; context?: () => string } = {},
+): Promise<T> {
   const value = await poll(probe, timeoutMs, options.everyMs ?? 100);
-  if (value === undefined) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${options.context ? `\n${options.context()}` : ''}`);
+  if (value === undefined)
+    throw new Error(
+      `timed out after ${timeoutMs} ms waiting for ${what}${options.context ? `\n${options.context()}` : ''}`,
+    );
   return value;
 }
 

@@ -15,8 +15,15 @@ export const readRepoFile = (relPath: string): string => readFileSync(join(repoR
  */
 export function repoFiles(): string[] {
   const root = repoRoot();
-  const git = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' });
-  if (git.status === 0) return git.stdout.split('\0').filter((f) => f !== '' && existsSync(join(root, f))).sort();
+  const git = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (git.status === 0)
+    return git.stdout
+      .split('\0')
+      .filter((f) => f !== '' && existsSync(join(root, f)))
+      .sort();
   const walk = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
       if (!e.isDirectory()) return [relative(root, join(dir, e.name)).split('\\').join('/')];

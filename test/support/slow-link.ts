@@ -3,7 +3,7 @@
  * mid-body: what a slow network and a connection that dies after its headers look like to a
  * client. (The fault proxy's `stall` holds a request before anything is answered.)
  */
-import { connect,createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface SlowLink {
   readonly port: number;

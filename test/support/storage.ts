@@ -64,14 +64,24 @@ export interface RawStorage {
 export function rawStorage(settings: Settings): RawStorage {
   const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const clients = createStorageClients(settings.storage, new StorageMeter());
-  return { queue: (name) => clients.queues.getQueueClient(name), container: (key) => clients.blobs.getContainerClient(names.container(key)) };
+  return {
+    queue: (name) => clients.queues.getQueueClient(name),
+    container: (key) => clients.blobs.getContainerClient(names.container(key)),
+  };
 }
 
 /** Lease-based drain slots over the `leases` container of these settings, as the composition root builds them, with a meter of their own. */
 export function leaseSlots(settings: Settings, perQueue: number): BlobLeaseSlots & { meter: StorageMeter } {
   const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const meter = new StorageMeter();
-  return Object.assign(new BlobLeaseSlots(new AzureBlobStore(createStorageClients(settings.storage, meter).blobs, names.container), perQueue, quietLog), { meter });
+  return Object.assign(
+    new BlobLeaseSlots(
+      new AzureBlobStore(createStorageClients(settings.storage, meter).blobs, names.container),
+      perQueue,
+      quietLog,
+    ),
+    { meter },
+  );
 }
 
 export interface TestRuntime {
@@ -92,7 +102,10 @@ export async function testRuntime(env: Record<string, string> = {}, options: App
   const events = new CapturingPublisher();
   const settings = testSettings(env);
   const { app, parts } = composedApp(settings, { publisher: events, log: quietLog, ...options });
-  const { app: observer, parts: observerParts } = composedApp(settings, { publisher: new CapturingPublisher(), log: quietLog });
+  const { app: observer, parts: observerParts } = composedApp(settings, {
+    publisher: new CapturingPublisher(),
+    log: quietLog,
+  });
   open.add(app);
   open.add(observer);
   await app.ready();
@@ -138,7 +151,10 @@ export function useProxiedStorage(): ProxiedStorage {
   let connectionString = '';
   before(async () => {
     const azurite = await storageUp(); // already up: useStorage's hook ran first
-    proxy = await startStorageProxy({ blobPort: azurite.blobPort, queuePort: azurite.queuePort }, { stallMaxMs: 2_000 });
+    proxy = await startStorageProxy(
+      { blobPort: azurite.blobPort, queuePort: azurite.queuePort },
+      { stallMaxMs: 2_000 },
+    );
     connectionString = proxy.connectionString(azurite.connectionString);
   });
   after(async () => {

@@ -4,7 +4,7 @@
  * (the same run, the same data).
  */
 import type { MeterSnapshot } from '../../shared/storage/meter';
-import { BASELINES, type DesignName,DESIGNS } from './app';
+import { BASELINES, type DesignName, DESIGNS } from './app';
 import type { IdleResult } from './scenarios/idle';
 import type { LatencyTrial } from './scenarios/latency';
 import type { LimitRun } from './scenarios/limit';
@@ -12,7 +12,7 @@ import type { MemoryResultRun } from './scenarios/memory';
 import type { ThroughputRunRecord } from './scenarios/throughput-runs';
 import type { TrickleRun } from './scenarios/trickle';
 import type { WakeTrial } from './scenarios/wake';
-import { percentile, ratioSummary, summarize,type Summary } from './stats';
+import { percentile, ratioSummary, summarize, type Summary } from './stats';
 import type { HotFunction } from './support/profiler';
 import { serviceBusOperations } from './support/service-bus';
 
@@ -20,7 +20,15 @@ type PerDesign<T> = Partial<Record<DesignName, T>>;
 type Ratios = PerDesign<Summary>;
 
 export interface ThroughputFigures {
-  perDesign: PerDesign<{ transactions: number; batches: number; tps: Summary; cpuPerMillion: Summary; azuriteCpuPerMillion: Summary; peakRssMb: Summary; verified: boolean }>;
+  perDesign: PerDesign<{
+    transactions: number;
+    batches: number;
+    tps: Summary;
+    cpuPerMillion: Summary;
+    azuriteCpuPerMillion: Summary;
+    peakRssMb: Summary;
+    verified: boolean;
+  }>;
   /** pushdrain tps ÷ baseline tps (above 1: pushdrain is faster). */
   tpsRatio: Ratios;
   /** pushdrain CPU per 1M ÷ baseline's (below 1: pushdrain uses less). */
@@ -77,7 +85,14 @@ export interface TrickleFigures {
 }
 
 export interface MemoryFigures {
-  sizes: { transactions: number; fileMb: number; peakRssMb: Summary; startRssMb: Summary; peakHeapUsedMb: Summary; ingestSeconds: Summary }[];
+  sizes: {
+    transactions: number;
+    fileMb: number;
+    peakRssMb: Summary;
+    startRssMb: Summary;
+    peakHeapUsedMb: Summary;
+    ingestSeconds: Summary;
+  }[];
 }
 
 export interface LimitFigures {
@@ -207,7 +222,12 @@ export function latencyFigures(trials: readonly (WakeTrial | LatencyTrial)[]): L
     p50[d] = reps.map((v) => percentile(v, 50));
     p95[d] = reps.map((v) => percentile(v, 95));
     const first = ts[0];
-    perDesign[d] = { trials: ts.length, p50: summarize(p50[d]), p95: summarize(p95[d]), ...(first && 'transactions' in first ? { transactions: first.transactions } : {}) };
+    perDesign[d] = {
+      trials: ts.length,
+      p50: summarize(p50[d]),
+      p95: summarize(p95[d]),
+      ...(first && 'transactions' in first ? { transactions: first.transactions } : {}),
+    };
   }
   return { perDesign, p50Ratio: ratios(p50), p95Ratio: ratios(p95) };
 }
@@ -231,7 +251,13 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
       p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
     };
   }
-  return { batches: runs[0]?.batches ?? 0, gapSeconds: gapMs / 1000, perDesign, ratio: ratios(per1000), p50Ratio: ratios(p50) };
+  return {
+    batches: runs[0]?.batches ?? 0,
+    gapSeconds: gapMs / 1000,
+    perDesign,
+    ratio: ratios(per1000),
+    p50Ratio: ratios(p50),
+  };
 }
 
 export function memoryFigures(runs: readonly MemoryResultRun[]): MemoryFigures {

@@ -14,7 +14,18 @@ import type { WakeConfig } from './scenarios/wake';
 import type { PeerConfig } from './scenarios/webjobs-peer';
 import { type BatchSpec, batchSpecs } from './support/data';
 
-export const SCENARIOS = ['throughput', 'storage', 'idle', 'wake', 'latency', 'trickle', 'memory', 'limit', 'broker', 'scaleout'] as const;
+export const SCENARIOS = [
+  'throughput',
+  'storage',
+  'idle',
+  'wake',
+  'latency',
+  'trickle',
+  'memory',
+  'limit',
+  'broker',
+  'scaleout',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -58,15 +69,39 @@ export function fullConfig(): BenchConfig {
   return {
     mode: 'full',
     // Two hosts of five queues; the idle window holds about three capped polls per queue.
-    webjobsPeer: { peers: 2, settleMaxMs: 300_000, idleWindowMs: 180_000, wakeSpreadMs: 60_000, trickleMessages: 10, trickleGapMs: 8_000 },
+    webjobsPeer: {
+      peers: 2,
+      settleMaxMs: 300_000,
+      idleWindowMs: 180_000,
+      wakeSpreadMs: 60_000,
+      trickleMessages: 10,
+      trickleGapMs: 8_000,
+    },
     seed: 20_261_120,
     throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
     idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
-    wake: { reps: 3, trialsPerRep: 5, baselineTrialsPerRep: 10, settleMs: 2_000, spreadMs: 3_000, classicWave: 5, pushdrainApps: 8, idleMinMs: 10 * 60_000, idleMaxMs: 20 * 60_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: true },
+    wake: {
+      reps: 3,
+      trialsPerRep: 5,
+      baselineTrialsPerRep: 10,
+      settleMs: 2_000,
+      spreadMs: 3_000,
+      classicWave: 5,
+      pushdrainApps: 8,
+      idleMinMs: 10 * 60_000,
+      idleMaxMs: 20 * 60_000,
+      quietMs: DRAIN_QUIET_MS,
+      pushdrainWarmup: true,
+    },
     latency: {
       reps: 3,
       trialsPerRep: 3,
-      batchSize: { pushdrain: 10_000, 'classic-poller': 10_000, 'functions-queue': 10_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      batchSize: {
+        pushdrain: 10_000,
+        'classic-poller': 10_000,
+        'functions-queue': 10_000,
+        'no-claim-check': 100,
+      } satisfies Record<DesignName, number>,
       gapMinMs: 500,
       gapMaxMs: 1_500,
     },
@@ -75,7 +110,12 @@ export function fullConfig(): BenchConfig {
     trickle: {
       reps: 1,
       batches: 10,
-      batchSize: { pushdrain: 1_000, 'classic-poller': 1_000, 'functions-queue': 1_000, 'no-claim-check': 100 } satisfies Record<DesignName, number>,
+      batchSize: {
+        pushdrain: 1_000,
+        'classic-poller': 1_000,
+        'functions-queue': 1_000,
+        'no-claim-check': 100,
+      } satisfies Record<DesignName, number>,
       gapMs: 8_000,
       quietMs: DRAIN_QUIET_MS,
     },
@@ -85,7 +125,18 @@ export function fullConfig(): BenchConfig {
     // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
     // drain per 32 queued makes each of the 4 queues want 16 drains (64 events, 4 instances at 16).
     // At most 4 instances: each is a Node process on the same 2 cores (and Azurite with them).
-    scaleOut: { batches, chunkSize: 500, messagesPerDrain: 32, dequeueBatchSize: 8, maxDequeueTasks: 4, messagesPerTask: 8, maxInstances: 4, coolDownMs: 5_000, intervalMs: 1_000, timeoutMs: 15 * 60_000 },
+    scaleOut: {
+      batches,
+      chunkSize: 500,
+      messagesPerDrain: 32,
+      dequeueBatchSize: 8,
+      maxDequeueTasks: 4,
+      messagesPerTask: 8,
+      maxInstances: 4,
+      coolDownMs: 5_000,
+      intervalMs: 1_000,
+      timeoutMs: 15 * 60_000,
+    },
   };
 }
 
@@ -99,7 +150,19 @@ export function quickConfig(): BenchConfig {
     throughput: { reps: 1, batches, noClaimCheckBatches: batchSpecs(1, 30, 9_500), profile: true },
     idle: { reps: 1, functionsAppsPerRep: 1, windowMs: 1_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
     // Seconds, not minutes: a short simulated idle, and pushdrain trials on fresh (idle) apps.
-    wake: { reps: 1, trialsPerRep: 1, baselineTrialsPerRep: 1, settleMs: 100, spreadMs: 100, classicWave: 1, pushdrainApps: 1, idleMinMs: 500, idleMaxMs: 1_000, quietMs: DRAIN_QUIET_MS, pushdrainWarmup: false },
+    wake: {
+      reps: 1,
+      trialsPerRep: 1,
+      baselineTrialsPerRep: 1,
+      settleMs: 100,
+      spreadMs: 100,
+      classicWave: 1,
+      pushdrainApps: 1,
+      idleMinMs: 500,
+      idleMaxMs: 1_000,
+      quietMs: DRAIN_QUIET_MS,
+      pushdrainWarmup: false,
+    },
     latency: {
       reps: 1,
       trialsPerRep: 1,
@@ -117,6 +180,18 @@ export function quickConfig(): BenchConfig {
     memory: { sizes: [300, 1_000], reps: 1 },
     limit: { reps: 1, batches: batches.slice(0, 1) },
     broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
-    scaleOut: { batches: batchSpecs(2, 5_000, 9_100), chunkSize: 50, messagesPerDrain: 8, dequeueBatchSize: 4, maxDequeueTasks: 2, messagesPerTask: 4, maxInstances: 3, visibilityTimeoutSeconds: 5, coolDownMs: 2_000, intervalMs: 500, timeoutMs: 3 * 60_000 },
+    scaleOut: {
+      batches: batchSpecs(2, 5_000, 9_100),
+      chunkSize: 50,
+      messagesPerDrain: 8,
+      dequeueBatchSize: 4,
+      maxDequeueTasks: 2,
+      messagesPerTask: 4,
+      maxInstances: 3,
+      visibilityTimeoutSeconds: 5,
+      coolDownMs: 2_000,
+      intervalMs: 500,
+      timeoutMs: 3 * 60_000,
+    },
   };
 }

@@ -16,7 +16,14 @@ import { layout } from '../../shared/layout';
 import { entityNames } from '../../shared/names';
 import { mapLimit } from '../../shared/util/pool';
 import { launchBrowser } from '../../test/support/browser';
-import { LOCAL_KEY, type LocalStack, startLocalStack, statusOf, submitHeld, wake } from '../../test/support/local-stack';
+import {
+  LOCAL_KEY,
+  type LocalStack,
+  startLocalStack,
+  statusOf,
+  submitHeld,
+  wake,
+} from '../../test/support/local-stack';
 import { generate, toNdjson } from '../testkit/generate';
 
 const PARTITIONS = 4;
@@ -27,7 +34,11 @@ async function fill(stack: LocalStack, batches: number): Promise<number> {
     Array.from({ length: batches }, (_, i) => i),
     8,
     async (i) => {
-      const res = await fetch(`${stack.host.base}/api/batches`, { method: 'POST', body: toNdjson(generate(20, 10_000 + i, 5)), headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY } });
+      const res = await fetch(`${stack.host.base}/api/batches`, {
+        method: 'POST',
+        body: toNdjson(generate(20, 10_000 + i, 5)),
+        headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY },
+      });
       if (res.status !== 202) throw new Error(`batch ${i}: HTTP ${res.status} ${await res.text()}`);
     },
   );
@@ -46,10 +57,20 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { batches: { type: 'string', default: '1000' }, runs: { type: 'string', default: '5' }, screenshot: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      batches: { type: 'string', default: '1000' },
+      runs: { type: 'string', default: '5' },
+      screenshot: { type: 'string' },
+    },
+  });
   const batches = Number(values.batches);
   const runs = Number(values.runs);
-  const stack = await startLocalStack({ PUSHDRAIN_CHUNK_SIZE: '500', PUSHDRAIN_PARTITIONS: String(PARTITIONS), PUSHDRAIN_MAX_IDLE_MS: '1000' });
+  const stack = await startLocalStack({
+    PUSHDRAIN_CHUNK_SIZE: '500',
+    PUSHDRAIN_PARTITIONS: String(PARTITIONS),
+    PUSHDRAIN_MAX_IDLE_MS: '1000',
+  });
   const browser = await launchBrowser({ width: 1280, height: 900 });
   try {
     const fillMs = await fill(stack, batches);
@@ -77,8 +98,16 @@ async function main(): Promise<void> {
     const s = await statusOf(stack);
     const result = {
       batchesInHistory: s.batches.scanned,
-      statusApi: { medianMs: Math.round(median(apiMs)), responseBytes: bytes, storageRequestsPerCall: undefined as number | undefined },
-      page: { medianMsToDataRendered: Math.round(median(loadMs)), medianMsToDomContentLoaded: Math.round(median(domMs)), runs: loadMs.map(Math.round) },
+      statusApi: {
+        medianMs: Math.round(median(apiMs)),
+        responseBytes: bytes,
+        storageRequestsPerCall: undefined as number | undefined,
+      },
+      page: {
+        medianMsToDataRendered: Math.round(median(loadMs)),
+        medianMsToDomContentLoaded: Math.round(median(domMs)),
+        runs: loadMs.map(Math.round),
+      },
     };
     const before = (await statusOf(stack)).storage.statusRequests.total ?? 0;
     const after = (await statusOf(stack)).storage.statusRequests.total ?? 0;
@@ -89,7 +118,9 @@ async function main(): Promise<void> {
       const names = entityNames(stack.prefix, PARTITIONS);
       // A batch with a corrupt chunk: it fails, and its chunk sits in poison with the reason.
       const poisoned = await submitHeld(stack, toNdjson(generate(1000, 77, 20)));
-      const work = BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(`${stack.prefix}work`);
+      const work = BlobServiceClient.fromConnectionString(stack.azurite.connectionString).getContainerClient(
+        `${stack.prefix}work`,
+      );
       await work.getBlockBlobClient(layout.chunk(poisoned.batchId, 1).name).uploadData(Buffer.from('not gzip at all'));
       await wake(stack, names.inputQueues());
       // A larger batch, half its partitions woken: in flight, with a backlog on the others.

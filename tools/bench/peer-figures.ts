@@ -26,7 +26,8 @@ function quantile(values: readonly number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
-const scale = (m: Record<string, number>, k: number): Record<string, number> => Object.fromEntries(Object.entries(m).map(([op, n]) => [op, n * k]));
+const scale = (m: Record<string, number>, k: number): Record<string, number> =>
+  Object.fromEntries(Object.entries(m).map(([op, n]) => [op, n * k]));
 
 export function peerFigures(r: PeerResult): PeerFigures {
   const settled = r.settleMs.filter((s): s is number => s !== undefined);
@@ -47,19 +48,35 @@ export function peerFigures(r: PeerResult): PeerFigures {
 }
 
 const num = (n: number | undefined, digits = 0): string =>
-  n !== undefined && Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a';
-const error = (port: number | undefined, real: number): string => (port === undefined || !Number.isFinite(port) || real === 0 ? 'n/a' : `${port >= real ? '+' : ''}${num(((port - real) / real) * 100)} %`);
+  n !== undefined && Number.isFinite(n)
+    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : 'n/a';
+const error = (port: number | undefined, real: number): string =>
+  port === undefined || !Number.isFinite(port) || real === 0
+    ? 'n/a'
+    : `${port >= real ? '+' : ''}${num(((port - real) / real) * 100)} %`;
 
 /** Markdown rows: the real trigger, the port, and the port's error, for what both measure. */
-export function renderPeerSection(p: PeerFigures, port: { idle?: IdleFigures; wake?: LatencyFigures; trickle?: TrickleFigures }): string[] {
+export function renderPeerSection(
+  p: PeerFigures,
+  port: { idle?: IdleFigures; wake?: LatencyFigures; trickle?: TrickleFigures },
+): string[] {
   const idle = port.idle?.perDesign['functions-queue'];
   const portIdle = idle && port.idle ? idle.perHour.median / port.idle.queuesPerApp : undefined;
   const portWake = port.wake?.perDesign['functions-queue']?.p50.median;
   const tr = port.trickle?.perDesign['functions-queue'];
   // A 1,000-transaction batch is two queue messages for the port (its pointer, chunkSize 2,000,
   // and its result), one for the peer, whose function writes nothing: so the port's per message.
-  const portQueueOps = tr ? (['queue.get', 'queue.delete', 'queue.update'] as const).reduce((a, op) => a + (tr.byOperation[op]?.median ?? 0), 0) / 2 : undefined;
-  const realQueueOps = (['queue.get', 'queue.delete', 'queue.update'] as const).reduce((a, op) => a + (p.trickle.perMessage[op] ?? 0), 0);
+  const portQueueOps = tr
+    ? (['queue.get', 'queue.delete', 'queue.update'] as const).reduce(
+        (a, op) => a + (tr.byOperation[op]?.median ?? 0),
+        0,
+      ) / 2
+    : undefined;
+  const realQueueOps = (['queue.get', 'queue.delete', 'queue.update'] as const).reduce(
+    (a, op) => a + (p.trickle.perMessage[op] ?? 0),
+    0,
+  );
   const byOp = (m: Record<string, number>): string =>
     Object.entries(m)
       .filter(([op]) => op !== 'total')

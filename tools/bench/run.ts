@@ -11,8 +11,17 @@ import { parseArgs } from 'node:util';
 import { defaultTuning } from '../../shared/config/settings';
 import { findRepoRoot } from '../devstack/host/registry';
 import { rng } from '../testkit/generate';
-import { idleFigures, latencyFigures, limitFigures, memoryFigures, type ProfileFigures, storageFigures, throughputFigures, trickleFigures } from './analyze';
-import { type DesignName,DESIGNS } from './app';
+import {
+  idleFigures,
+  latencyFigures,
+  limitFigures,
+  memoryFigures,
+  type ProfileFigures,
+  storageFigures,
+  throughputFigures,
+  trickleFigures,
+} from './analyze';
+import { type DesignName, DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { peerFigures } from './peer-figures';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
@@ -73,12 +82,16 @@ function parseCli(argv: string[], root: string): Cli | undefined {
   });
   if (values.help) return undefined;
   const wanted = (values.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim());
-  for (const w of wanted) if (!(SCENARIOS as readonly string[]).includes(w)) throw new Error(`--only: unknown scenario "${w}" (known: ${SCENARIOS.join(', ')})`);
+  for (const w of wanted)
+    if (!(SCENARIOS as readonly string[]).includes(w))
+      throw new Error(`--only: unknown scenario "${w}" (known: ${SCENARIOS.join(', ')})`);
   const only = new Set(wanted as ScenarioName[]);
   if (only.has('storage')) only.add('throughput');
   const config = values.quick ? quickConfig() : fullConfig();
   const designs = (values.designs ?? DESIGNS.join(',')).split(',').map((d) => d.trim());
-  for (const d of designs) if (!(DESIGNS as readonly string[]).includes(d)) throw new Error(`--designs: unknown design "${d}" (known: ${DESIGNS.join(', ')})`);
+  for (const d of designs)
+    if (!(DESIGNS as readonly string[]).includes(d))
+      throw new Error(`--designs: unknown design "${d}" (known: ${DESIGNS.join(', ')})`);
   const count = (flag: string, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
@@ -88,24 +101,46 @@ function parseCli(argv: string[], root: string): Cli | undefined {
   const batches = count('batches', values.batches);
   const batchSize = count('batch-size', values['batch-size']);
   const reps = count('reps', values.reps);
-  const trickle = { batches: count('trickle-batches', values['trickle-batches']), gapMs: count('trickle-gap-ms', values['trickle-gap-ms']), reps: count('trickle-reps', values['trickle-reps']) };
+  const trickle = {
+    batches: count('trickle-batches', values['trickle-batches']),
+    gapMs: count('trickle-gap-ms', values['trickle-gap-ms']),
+    reps: count('trickle-reps', values['trickle-reps']),
+  };
   for (const [k, v] of Object.entries(trickle)) if (v !== undefined) config.trickle[k as keyof typeof trickle] = v;
-  const overridden = batches !== undefined || batchSize !== undefined || reps !== undefined || values.designs !== undefined || Object.values(trickle).some((v) => v !== undefined);
+  const overridden =
+    batches !== undefined ||
+    batchSize !== undefined ||
+    reps !== undefined ||
+    values.designs !== undefined ||
+    Object.values(trickle).some((v) => v !== undefined);
   if (batches !== undefined || batchSize !== undefined) {
     const first = config.throughput.batches[0]!;
-    config.throughput.batches = batchSpecs(batches ?? config.throughput.batches.length, batchSize ?? first.count, first.seed);
+    config.throughput.batches = batchSpecs(
+      batches ?? config.throughput.batches.length,
+      batchSize ?? first.count,
+      first.seed,
+    );
   }
   if (reps !== undefined) config.throughput.reps = reps;
   // A partial or resized run must not overwrite the published figures.
   const everything = SCENARIOS.every((s) => only.has(s)) && !overridden;
-  const markdown = values['no-markdown'] ? undefined : (values.markdown ?? (config.mode === 'full' && everything ? join(root, 'BENCHMARKS.md') : undefined));
-  return { config, only, designs: designs as DesignName[], out: values.out ?? join(root, 'tools', 'bench', 'results', config.mode === 'full' ? 'latest.json' : 'quick.json'), markdown };
+  const markdown = values['no-markdown']
+    ? undefined
+    : (values.markdown ?? (config.mode === 'full' && everything ? join(root, 'BENCHMARKS.md') : undefined));
+  return {
+    config,
+    only,
+    designs: designs as DesignName[],
+    out: values.out ?? join(root, 'tools', 'bench', 'results', config.mode === 'full' ? 'latest.json' : 'quick.json'),
+    markdown,
+  };
 }
 
 function machine(): MachineInfo {
   let azurite = 'unknown';
   try {
-    azurite = (JSON.parse(readFileSync(require.resolve('azurite/package.json'), 'utf8')) as { version: string }).version;
+    azurite = (JSON.parse(readFileSync(require.resolve('azurite/package.json'), 'utf8')) as { version: string })
+      .version;
   } catch {
     // reported as unknown
   }
@@ -118,14 +153,21 @@ function machine(): MachineInfo {
     azurite,
     sharedMachine: `Load average when the run started: ${loadavg()
       .map((l) => l.toFixed(2))
-      .join(' / ')} (1/5/15 min); CPU figures are per process, so other work on the machine moves times, not CPU seconds.`,
+      .join(
+        ' / ',
+      )} (1/5/15 min); CPU figures are per process, so other work on the machine moves times, not CPU seconds.`,
   };
 }
 
 const PUSHDRAIN_PATH =
   'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler. Service Bus operations are counted by the broker.';
 
-async function timed<T>(timings: Record<string, number>, name: string, log: (l: string) => void, fn: () => Promise<T>): Promise<T> {
+async function timed<T>(
+  timings: Record<string, number>,
+  name: string,
+  log: (l: string) => void,
+  fn: () => Promise<T>,
+): Promise<T> {
   const t0 = Date.now();
   log(`${name}…`);
   try {
@@ -144,7 +186,8 @@ async function main(): Promise<void> {
     return;
   }
   const { config: cfg, only, designs } = cli;
-  const log = (line: string): void => console.log(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+  const log = (line: string): void =>
+    console.log(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
   const t0 = Date.now();
   const startedAt = new Date().toISOString();
   const host = machine();
@@ -155,7 +198,12 @@ async function main(): Promise<void> {
 
   const env = await timed(timings, 'setup', log, async () => {
     // Generate (or find cached) every input before anything is timed.
-    for (const spec of [...cfg.throughput.batches, ...cfg.throughput.noClaimCheckBatches, ...(only.has('scaleout') ? cfg.scaleOut.batches : [])]) batchFile(spec);
+    for (const spec of [
+      ...cfg.throughput.batches,
+      ...cfg.throughput.noClaimCheckBatches,
+      ...(only.has('scaleout') ? cfg.scaleOut.batches : []),
+    ])
+      batchFile(spec);
     return startEnv(pushdrainAppCount(cfg));
   });
   const azuritePid = findAzuritePid();
@@ -164,10 +212,14 @@ async function main(): Promise<void> {
     const limitRuns: LimitRun[] = [];
     const limitJob = async (): Promise<void> => {
       const t = Date.now();
-      const run = await runChild<LimitRun>({ kind: 'limit', batches: cfg.limit.batches } satisfies LimitJob, { timeoutMs: 600_000 });
+      const run = await runChild<LimitRun>({ kind: 'limit', batches: cfg.limit.batches } satisfies LimitJob, {
+        timeoutMs: 600_000,
+      });
       limitRuns.push(run);
       timings.limit = (timings.limit ?? 0) + (Date.now() - t) / 1000;
-      log(`  machine limit: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, CPU ${run.cpuSeconds.toFixed(1)} s`);
+      log(
+        `  machine limit: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, CPU ${run.cpuSeconds.toFixed(1)} s`,
+      );
     };
     if (only.has('throughput')) {
       throughputRuns = await timed(timings, 'throughput', log, () =>
@@ -182,11 +234,17 @@ async function main(): Promise<void> {
         }),
       );
       // Repo-relative, so the committed results name no path of the machine that ran them.
-      raw.throughput = throughputRuns.map((r) => (r.profileFile ? { ...r, profileFile: relative(root, r.profileFile) } : r));
+      raw.throughput = throughputRuns.map((r) =>
+        r.profileFile ? { ...r, profileFile: relative(root, r.profileFile) } : r,
+      );
       results.throughput = throughputFigures(throughputRuns);
       results.storage = storageFigures(throughputRuns);
       const profiled = throughputRuns.find((r) => r.profileFile && r.design === 'pushdrain');
-      if (profiled?.profileFile) results.profile = { file: relative(root, profiled.profileFile), ...topFunctions(profiled.profileFile, 5, root) } satisfies ProfileFigures;
+      if (profiled?.profileFile)
+        results.profile = {
+          file: relative(root, profiled.profileFile),
+          ...topFunctions(profiled.profileFile, 5, root),
+        } satisfies ProfileFigures;
     }
     // The real trigger's costs are set by its timers, like the port's, so it runs beside them.
     let peerJob: Promise<PeerResult> | undefined;
@@ -217,27 +275,43 @@ async function main(): Promise<void> {
       const trickle = await timed(timings, 'trickle', log, () => runTrickle(env, cfg.trickle, designs, random));
       raw.trickle = trickle;
       results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
-      for (const t of trickle) log(`  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`);
+      for (const t of trickle)
+        log(
+          `  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`,
+        );
     }
     if (peerJob) {
       const peer = await peerJob;
       raw.webjobsPeer = peer;
       results.webjobsPeer = peerFigures(peer);
-      log(`  webjobs peer: settle ${results.webjobsPeer.settleSeconds.toFixed(0)} s, idle ${(results.webjobsPeer.idlePerQueueHour.total ?? 0).toFixed(1)} tx per queue-hour, wake p50 ${results.webjobsPeer.wake.p50Ms} ms`);
+      log(
+        `  webjobs peer: settle ${results.webjobsPeer.settleSeconds.toFixed(0)} s, idle ${(results.webjobsPeer.idlePerQueueHour.total ?? 0).toFixed(1)} tx per queue-hour, wake p50 ${results.webjobsPeer.wake.p50Ms} ms`,
+      );
     }
     if (only.has('memory')) {
-      const memory = await timed(timings, 'memory', log, () => runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }));
+      const memory = await timed(timings, 'memory', log, () =>
+        runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }),
+      );
       raw.memory = memory;
       results.memory = memoryFigures(memory);
     }
     if (only.has('scaleout')) {
-      const instanceLog = join(root, 'tools', 'bench', 'results', `scaleout-instances${cfg.mode === 'quick' ? '-quick' : ''}.log`);
-      results.scaleOut = await timed(timings, 'scaleout', log, () => runScaleOut({ ...cfg.scaleOut, instanceLog }, log));
+      const instanceLog = join(
+        root,
+        'tools',
+        'bench',
+        'results',
+        `scaleout-instances${cfg.mode === 'quick' ? '-quick' : ''}.log`,
+      );
+      results.scaleOut = await timed(timings, 'scaleout', log, () =>
+        runScaleOut({ ...cfg.scaleOut, instanceLog }, log),
+      );
     }
     if (only.has('limit')) {
-      if (limitRuns.length === 0) await timed(timings, 'limit', log, async () => {
-        for (let i = 0; i < cfg.limit.reps; i++) await limitJob();
-      });
+      if (limitRuns.length === 0)
+        await timed(timings, 'limit', log, async () => {
+          for (let i = 0; i < cfg.limit.reps; i++) await limitJob();
+        });
       raw.limit = limitRuns;
       const ours = throughputRuns.filter((r) => r.design === 'pushdrain').sort((a, b) => a.rep - b.rep);
       results.limit = limitFigures(limitRuns, ours);
@@ -249,9 +323,13 @@ async function main(): Promise<void> {
         for (let rep = 0; rep < reps; rep++) {
           // Alternate which goes first, so a drift on a shared machine weighs on both sides.
           for (const durable of rep % 2 === 0 ? [false, true] : [true, false]) {
-            const run = await runChild<BrokerRun>({ kind: 'broker', durable, ...sizes } satisfies BrokerJob, { timeoutMs: 300_000 });
+            const run = await runChild<BrokerRun>({ kind: 'broker', durable, ...sizes } satisfies BrokerJob, {
+              timeoutMs: 300_000,
+            });
             out.push(run);
-            log(`  broker ${durable ? 'durable  ' : 'in memory'}: send ${run.sendOnePerSec.toFixed(0)}/s (1 sender), ${run.sendManyPerSec.toFixed(0)}/s (${sizes.senders}), receive+complete ${run.receiveCompletePerSec.toFixed(0)}/s`);
+            log(
+              `  broker ${durable ? 'durable  ' : 'in memory'}: send ${run.sendOnePerSec.toFixed(0)}/s (1 sender), ${run.sendManyPerSec.toFixed(0)}/s (${sizes.senders}), receive+complete ${run.receiveCompletePerSec.toFixed(0)}/s`,
+            );
           }
         }
         return out;
@@ -280,7 +358,9 @@ async function main(): Promise<void> {
   writeJson(cli.out, finished);
   if (cli.markdown) writeMarkdown(cli.markdown, finished);
   console.log(`\n${renderTables(finished)}\n`);
-  console.log(`wrote ${cli.out}${cli.markdown ? ` and ${cli.markdown}` : ''}; bench wall time ${finished.wallSeconds.toFixed(0)} s`);
+  console.log(
+    `wrote ${cli.out}${cli.markdown ? ` and ${cli.markdown}` : ''}; bench wall time ${finished.wallSeconds.toFixed(0)} s`,
+  );
   for (const l of keyRatios(finished)) log(l);
 }
 

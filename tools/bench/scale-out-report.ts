@@ -11,17 +11,29 @@ export function scaleOutSection(r: ScaleOutRun): string {
     '',
     `Input messages processed in all: ${n(input)} for ${n(r.chunks)} chunks${input > r.chunks ? ` (${n(input - r.chunks)} processed twice: redelivered after their visibility timeout, or the delete of a finished message came too late; the map step and the fold are idempotent)` : ''}.`,
     '',
-    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); active messages ${Object.entries(r.after.subscriptions).map(([k, v]) => `${k} ${v}`).join(', ')}; ${r.after.scheduledOnTopic} scheduled on the topic; ${n(r.after.queuedMessages)} messages left in the Storage queues.`,
+    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); active messages ${Object.entries(
+      r.after.subscriptions,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(
+        ', ',
+      )}; ${r.after.scheduledOnTopic} scheduled on the topic; ${n(r.after.queuedMessages)} messages left in the Storage queues.`,
     '',
     '| instance | started (s) | stopped (s) | exit | input messages | share of input | result messages | fan-out events published |',
     '|---|---|---|---|---|---|---|---|',
-    ...r.shares.map((x) => `| ${x.name} | ${s(x.startedAtMs)} | ${s(x.stoppedAtMs)} | ${x.exitCode === undefined ? '—' : x.exitCode === null ? 'killed' : x.exitCode} | ${n(x.input)} | ${input > 0 ? ((100 * x.input) / input).toFixed(1) : '0'} % | ${n(x.output)} | ${n(x.fanOutPublished)} |`),
+    ...r.shares.map(
+      (x) =>
+        `| ${x.name} | ${s(x.startedAtMs)} | ${s(x.stoppedAtMs)} | ${x.exitCode === undefined ? '—' : x.exitCode === null ? 'killed' : x.exitCode} | ${n(x.input)} | ${input > 0 ? ((100 * x.input) / input).toFixed(1) : '0'} % | ${n(x.output)} | ${n(x.fanOutPublished)} |`,
+    ),
     '',
     'Controller decisions (the first, and every one that added or removed an instance or changed the desired count):',
     '',
     '| t (s) | active messages (all functions) | of which drain | instances | desired | action |',
     '|---|---|---|---|---|---|',
-    ...r.decisions.map((d) => `| ${s(d.atMs)} | ${d.active} | ${d.drainActive} | ${d.before} | ${d.desired} | ${d.added ? `+${d.added}` : d.removed.length ? `stopped ${d.removed.join(', ')}` : 'hold'} |`),
+    ...r.decisions.map(
+      (d) =>
+        `| ${s(d.atMs)} | ${d.active} | ${d.drainActive} | ${d.before} | ${d.desired} | ${d.added ? `+${d.added}` : d.removed.length ? `stopped ${d.removed.join(', ')}` : 'hold'} |`,
+    ),
     '',
     `Instances over time (every 5 s from the controller's start; active messages in brackets): ${r.timeline
       .filter((t, i) => i % 5 === 0)

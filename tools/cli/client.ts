@@ -58,7 +58,10 @@ export function parseBody(text: string): unknown {
 
 function failure(what: string, res: Response): CliError {
   const body = parseBody(res.text) as ErrorBody | undefined;
-  const reason = res.status === 401 || res.status === 403 ? 'the key was refused (use --key, or PUSHDRAIN_KEY; redrive needs the admin key)' : (body?.message ?? (res.text.slice(0, 200) || 'no body'));
+  const reason =
+    res.status === 401 || res.status === 403
+      ? 'the key was refused (use --key, or PUSHDRAIN_KEY; redrive needs the admin key)'
+      : (body?.message ?? (res.text.slice(0, 200) || 'no body'));
   return new CliError(`${what}: HTTP ${res.status}: ${reason}`, exitFor(res.status), body, res.status);
 }
 
@@ -72,7 +75,8 @@ export class ApiClient {
     } catch {
       throw new CliError(`--url "${options.url}" is not a URL`, EXIT.usage);
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new CliError(`--url must be http(s), got ${u.protocol}`, EXIT.usage);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new CliError(`--url must be http(s), got ${u.protocol}`, EXIT.usage);
     this.base = u.toString().replace(/\/+$/, '');
   }
 
@@ -85,7 +89,11 @@ export class ApiClient {
   }
 
   /** One request; network failures become CliError(unavailable). Non-2xx is returned, not thrown. */
-  async send(method: string, path: string, init: { body?: string; headers?: Record<string, string>; key?: string } = {}): Promise<Response> {
+  async send(
+    method: string,
+    path: string,
+    init: { body?: string; headers?: Record<string, string>; key?: string } = {},
+  ): Promise<Response> {
     let res: globalThis.Response;
     try {
       res = await fetch(this.url(path), {
@@ -108,7 +116,11 @@ export class ApiClient {
   }
 
   async postJson<T>(what: string, path: string, body: unknown, key?: string): Promise<T> {
-    const res = await this.send('POST', path, { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' }, ...(key !== undefined ? { key } : {}) });
+    const res = await this.send('POST', path, {
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' },
+      ...(key !== undefined ? { key } : {}),
+    });
     if (res.status < 200 || res.status >= 300) throw failure(what, res);
     return parseBody(res.text) as T;
   }
@@ -117,20 +129,29 @@ export class ApiClient {
    * POST a (large) body in slices, reporting bytes handed to the socket, and resolve with the
    * answer. node:http rather than fetch: fetch cannot report upload progress.
    */
-  upload(path: string, body: Buffer, headers: Record<string, string>, onProgress: (sent: number) => void): Promise<Response> {
+  upload(
+    path: string,
+    body: Buffer,
+    headers: Record<string, string>,
+    onProgress: (sent: number) => void,
+  ): Promise<Response> {
     const target = new URL(this.url(path));
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = send(target, { method: 'POST', headers: this.headers({ ...headers, 'Content-Length': String(body.length) }) }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => {
-          const h = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-          resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(parts).toString('utf8') });
-        });
-        res.on('error', (e) => reject(unreachable(this.base, e)));
-      });
+      const req = send(
+        target,
+        { method: 'POST', headers: this.headers({ ...headers, 'Content-Length': String(body.length) }) },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (d: Buffer) => parts.push(d));
+          res.on('end', () => {
+            const h = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
+            resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(parts).toString('utf8') });
+          });
+          res.on('error', (e) => reject(unreachable(this.base, e)));
+        },
+      );
       req.on('error', (e) => reject(unreachable(this.base, e)));
       const SLICE = 256 * 1024;
       let offset = 0;
@@ -154,8 +175,12 @@ export class ApiClient {
 
 function unreachable(base: string, e: unknown): CliError {
   const err = e as { message?: string; cause?: { code?: string; message?: string }; name?: string };
-  const why = err.name === 'TimeoutError' ? 'timed out' : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
-  return new CliError(`cannot reach ${base}: ${why} (is the app running? set --url or PUSHDRAIN_URL)`, EXIT.unavailable);
+  const why =
+    err.name === 'TimeoutError' ? 'timed out' : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
+  return new CliError(
+    `cannot reach ${base}: ${why} (is the app running? set --url or PUSHDRAIN_URL)`,
+    EXIT.unavailable,
+  );
 }
 
 export { failure as httpFailure };

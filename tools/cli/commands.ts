@@ -22,15 +22,23 @@ const out = (text: string): void => console.log(text);
 const printJson = (v: unknown): void => out(JSON.stringify(v, null, 2));
 
 function statusColor(paint: Painter, status: string): string {
-  return status === 'completed' ? paint('green', status) : status === 'failed' ? paint('red', status) : paint('yellow', status);
+  return status === 'completed'
+    ? paint('green', status)
+    : status === 'failed'
+      ? paint('red', status)
+      : paint('yellow', status);
 }
 
 export async function batchStatus(ctx: Ctx, batchId: string): Promise<number> {
   const s = await ctx.client.json<BatchStatusBody>(`batch ${batchId}`, `/api/batches/${encodeURIComponent(batchId)}`);
   if (ctx.json) printJson(s);
   else {
-    const latency = s.completedAt ? `, ${duration(Date.parse(s.completedAt) - Date.parse(s.submittedAt))} from submission` : '';
-    out(`${s.batchId}: ${statusColor(ctx.paint, s.status)}, ${num(s.chunksDone)}/${num(s.chunks)} chunks done${s.chunksFailed ? `, ${num(s.chunksFailed)} failed` : ''}, ${num(s.transactions)} transactions, submitted ${s.submittedAt}${latency}`);
+    const latency = s.completedAt
+      ? `, ${duration(Date.parse(s.completedAt) - Date.parse(s.submittedAt))} from submission`
+      : '';
+    out(
+      `${s.batchId}: ${statusColor(ctx.paint, s.status)}, ${num(s.chunksDone)}/${num(s.chunks)} chunks done${s.chunksFailed ? `, ${num(s.chunksFailed)} failed` : ''}, ${num(s.transactions)} transactions, submitted ${s.submittedAt}${latency}`,
+    );
     if (s.error) out(`error: ${s.error}`);
   }
   return EXIT.ok;
@@ -50,10 +58,16 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
   const dead = s.serviceBus.available ? s.serviceBus.entities.reduce((n, e) => n + e.deadLetters, 0) : undefined;
   const w = s.storage.window;
   out(`instance ${s.instance.id}, up ${age(s.instance.uptimeSeconds)}, at ${s.generatedAt}`);
-  out(`queued: ${num(queued)} message(s) over ${s.queues.length} queues; poison: ${num(s.poison.total)}; dead letters: ${dead === undefined ? `unknown (${s.serviceBus.available ? '' : s.serviceBus.reason})` : num(dead)}`);
+  out(
+    `queued: ${num(queued)} message(s) over ${s.queues.length} queues; poison: ${num(s.poison.total)}; dead letters: ${dead === undefined ? `unknown (${s.serviceBus.available ? '' : s.serviceBus.reason})` : num(dead)}`,
+  );
   out(`drains here: ${num(s.drains.running)} running, ${num(s.drains.tasks)} tasks`);
-  out(`batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`);
-  out(`storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${w.idlePerHour === null ? 'no idle period yet' : `idle ${w.idlePerHour} per hour`}`);
+  out(
+    `batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`,
+  );
+  out(
+    `storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${w.idlePerHour === null ? 'no idle period yet' : `idle ${w.idlePerHour} per hour`}`,
+  );
   return EXIT.ok;
 }
 
@@ -72,7 +86,12 @@ export async function report(ctx: Ctx, batchId: string, csv: boolean, file: stri
   if (res.status === 409) {
     const s = (JSON.parse(res.text) as { status?: string }).status ?? 'unfinished';
     if (s === 'failed') throw await failedBatch(ctx, batchId);
-    throw new CliError(`batch ${batchId} is ${s}: no report yet`, EXIT.notReady, { error: 'not_ready', status: s }, 409);
+    throw new CliError(
+      `batch ${batchId} is ${s}: no report yet`,
+      EXIT.notReady,
+      { error: 'not_ready', status: s },
+      409,
+    );
   }
   if (res.status !== 200) throw httpFailure(`report of ${batchId}`, res);
   if (file !== undefined) {
@@ -90,17 +109,45 @@ export async function report(ctx: Ctx, batchId: string, csv: boolean, file: stri
   else {
     const r = JSON.parse(res.text) as Report;
     out(`report ${r.batchId}: ${num(r.transactions)} transactions, ${num(r.rows.length)} account/currency rows`);
-    out(table(['currency', 'transactions', 'charges', 'refunds', 'net', 'tax', 'total'], r.totals.map((t) => [t.currency, num(t.transactions), money(t.charges, t.currency), money(t.refunds, t.currency), money(t.net, t.currency), money(t.tax, t.currency), money(t.total, t.currency)]), [1, 2, 3, 4, 5, 6]));
+    out(
+      table(
+        ['currency', 'transactions', 'charges', 'refunds', 'net', 'tax', 'total'],
+        r.totals.map((t) => [
+          t.currency,
+          num(t.transactions),
+          money(t.charges, t.currency),
+          money(t.refunds, t.currency),
+          money(t.net, t.currency),
+          money(t.tax, t.currency),
+          money(t.total, t.currency),
+        ]),
+        [1, 2, 3, 4, 5, 6],
+      ),
+    );
     const shown = r.rows.slice(0, 20);
     out('');
-    out(table(['account', 'currency', 'transactions', 'total'], shown.map((row) => [row.account, row.currency, num(row.transactions), money(row.total, row.currency)]), [2, 3]));
-    if (r.rows.length > shown.length) out(`… ${num(r.rows.length - shown.length)} more rows: pushdrain report ${r.batchId} --csv -o ${r.batchId}.csv`);
+    out(
+      table(
+        ['account', 'currency', 'transactions', 'total'],
+        shown.map((row) => [row.account, row.currency, num(row.transactions), money(row.total, row.currency)]),
+        [2, 3],
+      ),
+    );
+    if (r.rows.length > shown.length)
+      out(`… ${num(r.rows.length - shown.length)} more rows: pushdrain report ${r.batchId} --csv -o ${r.batchId}.csv`);
   }
   return EXIT.ok;
 }
 
 function batchRow(b: BatchSummary, paint: Painter): string[] {
-  return [b.batchId, statusColor(paint, b.status), `${num(b.chunksDone)}/${num(b.chunks)}${b.chunksFailed ? ` (${num(b.chunksFailed)} failed)` : ''}`, num(b.transactions), b.submittedAt, duration(b.latencyMs)];
+  return [
+    b.batchId,
+    statusColor(paint, b.status),
+    `${num(b.chunksDone)}/${num(b.chunks)}${b.chunksFailed ? ` (${num(b.chunksFailed)} failed)` : ''}`,
+    num(b.transactions),
+    b.submittedAt,
+    duration(b.latencyMs),
+  ];
 }
 
 export async function batches(ctx: Ctx): Promise<number> {
@@ -112,10 +159,26 @@ export async function batches(ctx: Ctx): Promise<number> {
   const { open, recent, counts, scanned, truncated } = s.batches;
   const head = ['batch', 'status', 'chunks', 'transactions', 'submitted', 'latency'];
   out(`open (${num(counts.accepted + counts.processing)}):`);
-  out(open.length > 0 ? table(head, open.map((b) => batchRow(b, ctx.paint)), [3]) : '  none');
+  out(
+    open.length > 0
+      ? table(
+          head,
+          open.map((b) => batchRow(b, ctx.paint)),
+          [3],
+        )
+      : '  none',
+  );
   out('');
   out(`recent (${num(counts.completed)} completed, ${num(counts.failed)} failed):`);
-  out(recent.length > 0 ? table(head, recent.map((b) => batchRow(b, ctx.paint)), [3]) : '  none');
+  out(
+    recent.length > 0
+      ? table(
+          head,
+          recent.map((b) => batchRow(b, ctx.paint)),
+          [3],
+        )
+      : '  none',
+  );
   if (truncated) out(`(the listing stopped after ${num(scanned)} batches)`);
   return EXIT.ok;
 }
@@ -132,30 +195,58 @@ export async function queues(ctx: Ctx): Promise<number> {
       ['queue', 'depth', 'oldest', 'poison', 'oldest poison', 'drain here'],
       s.queues.map((q) => {
         const d = draining.get(q.name);
-        return [q.name, num(q.depth), age(q.oldestAgeSeconds), q.poison.depth > 0 ? ctx.paint('red', num(q.poison.depth)) : '0', age(q.poison.oldestAgeSeconds), d ? `${d.state}, ${d.tasks} tasks` : '–'];
+        return [
+          q.name,
+          num(q.depth),
+          age(q.oldestAgeSeconds),
+          q.poison.depth > 0 ? ctx.paint('red', num(q.poison.depth)) : '0',
+          age(q.poison.oldestAgeSeconds),
+          d ? `${d.state}, ${d.tasks} tasks` : '–',
+        ];
       }),
       [1, 3],
     ),
   );
   out(`drains running here: ${num(s.drains.running)} (${num(s.drains.tasks)} tasks)`);
-  for (const p of s.poison.shown.slice(0, 10)) out(`poison: ${p.queue} ${p.batchId ?? '?'} chunk ${p.chunk ?? '?'}: ${p.reason} (${p.at})`);
+  for (const p of s.poison.shown.slice(0, 10))
+    out(`poison: ${p.queue} ${p.batchId ?? '?'} chunk ${p.chunk ?? '?'}: ${p.reason} (${p.at})`);
   out('');
   if (!s.serviceBus.available) out(`Service Bus: not available: ${s.serviceBus.reason}`);
   else {
     const bus = s.serviceBus;
     const n = (v: number, truncated: boolean): string => `${truncated ? '≥' : ''}${num(v)}`;
-    out(table(['Service Bus entity', 'active', 'scheduled', 'dead letters', 'note'], bus.entities.map((e) => [e.entity, n(e.active, e.truncated), num(e.scheduled), e.deadLetters > 0 ? ctx.paint('red', n(e.deadLetters, e.deadLettersTruncated)) : '0', e.error ?? '']), [1, 2, 3]));
-    for (const e of bus.entities) for (const d of e.deadLettered.slice(0, 5)) out(`dead letter: ${e.entity}: ${d.reason}${d.description ? `: ${d.description}` : ''} (${d.enqueuedAt})`);
+    out(
+      table(
+        ['Service Bus entity', 'active', 'scheduled', 'dead letters', 'note'],
+        bus.entities.map((e) => [
+          e.entity,
+          n(e.active, e.truncated),
+          num(e.scheduled),
+          e.deadLetters > 0 ? ctx.paint('red', n(e.deadLetters, e.deadLettersTruncated)) : '0',
+          e.error ?? '',
+        ]),
+        [1, 2, 3],
+      ),
+    );
+    for (const e of bus.entities)
+      for (const d of e.deadLettered.slice(0, 5))
+        out(`dead letter: ${e.entity}: ${d.reason}${d.description ? `: ${d.description}` : ''} (${d.enqueuedAt})`);
   }
   return EXIT.ok;
 }
 
 export async function redrive(ctx: Ctx, o: { queue?: string; batch?: string; max?: number }): Promise<number> {
-  const body = { ...(o.queue !== undefined ? { queue: o.queue } : {}), ...(o.batch !== undefined ? { batchId: o.batch } : {}), ...(o.max !== undefined ? { max: o.max } : {}) };
+  const body = {
+    ...(o.queue !== undefined ? { queue: o.queue } : {}),
+    ...(o.batch !== undefined ? { batchId: o.batch } : {}),
+    ...(o.max !== undefined ? { max: o.max } : {}),
+  };
   const r = await ctx.client.postJson<RedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
   if (ctx.json) printJson(r);
   else {
-    const where = Object.entries(r.byQueue).map(([q, k]) => `${q}: ${k}`).join(', ');
+    const where = Object.entries(r.byQueue)
+      .map(([q, k]) => `${q}: ${k}`)
+      .join(', ');
     out(`moved ${num(r.moved)} poison message(s) back${where ? ` (${where})` : ''}; ${num(r.skipped)} skipped`);
     if (r.reopenedBatches.length > 0) out(`reopened: ${r.reopenedBatches.join(', ')}`);
   }
@@ -164,12 +255,19 @@ export async function redrive(ctx: Ctx, o: { queue?: string; batch?: string; max
 
 /** Exit 7 (unavailable) when an entity failed part-way; what moved is printed all the same. */
 export async function redriveDeadLetters(ctx: Ctx, o: { entity?: string; max?: number }): Promise<number> {
-  const body = { deadLetters: true, ...(o.entity !== undefined ? { entity: o.entity } : {}), ...(o.max !== undefined ? { max: o.max } : {}) };
+  const body = {
+    deadLetters: true,
+    ...(o.entity !== undefined ? { entity: o.entity } : {}),
+    ...(o.max !== undefined ? { max: o.max } : {}),
+  };
   const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
   const failed = Object.entries(r.failed);
   if (ctx.json) printJson(r);
   else {
-    const where = Object.entries(r.byEntity).filter(([, k]) => k > 0).map(([e, k]) => `${e}: ${k}`).join(', ');
+    const where = Object.entries(r.byEntity)
+      .filter(([, k]) => k > 0)
+      .map(([e, k]) => `${e}: ${k}`)
+      .join(', ');
     out(`resubmitted ${num(r.moved)} dead letter(s)${where ? ` (${where})` : ''}; ${num(r.kept.length)} kept`);
     for (const k of r.kept) out(`kept: ${k.entity} #${k.sequenceNumber} (${k.deadLetterReason}): ${k.problem}`);
     for (const [entity, error] of failed) out(ctx.paint('red', `failed: ${entity}: ${error}`));

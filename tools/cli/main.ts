@@ -21,15 +21,18 @@ interface Globals {
   json?: boolean;
 }
 
-const wholeNumber = (name: string) => (v: string): number => {
-  if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`${name} must be a whole number`);
-  return Number(v);
-};
+const wholeNumber =
+  (name: string) =>
+  (v: string): number => {
+    if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    return Number(v);
+  };
 
 /** dist/tools/cli → the package's own package.json. */
 function version(): string {
   try {
-    return (JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'unknown';
   }
@@ -50,54 +53,99 @@ export function program(run: (code: number) => void): Command {
     .description('Operate a pushdrain app: submit batches and follow them, read reports, watch queues, redrive poison.')
     .version(version())
     .addOption(new Option('--url <url>', 'the app').env('PUSHDRAIN_URL').default('http://localhost:7071'))
-    .addOption(new Option('--key <key>', 'function key, sent as x-functions-key (any key works locally)').env('PUSHDRAIN_KEY'))
-    .addOption(new Option('--admin-key <key>', 'admin (master) key, for redrive; defaults to --key').env('PUSHDRAIN_ADMIN_KEY'))
+    .addOption(
+      new Option('--key <key>', 'function key, sent as x-functions-key (any key works locally)').env('PUSHDRAIN_KEY'),
+    )
+    .addOption(
+      new Option('--admin-key <key>', 'admin (master) key, for redrive; defaults to --key').env('PUSHDRAIN_ADMIN_KEY'),
+    )
     .option('--json', 'machine-readable output on stdout, no progress')
     .showHelpAfterError('(pushdrain --help lists the commands and options)')
     .exitOverride();
 
   p.command('submit')
-    .description('submit a batch file (NDJSON or a JSON array; `-` reads stdin), gzip-compressed, and follow it to the end')
+    .description(
+      'submit a batch file (NDJSON or a JSON array; `-` reads stdin), gzip-compressed, and follow it to the end',
+    )
     .argument('<file>', 'batch file, or - for stdin')
-    .addOption(new Option('--format <format>', 'body format (default: from the file name, else sniffed)').choices(['ndjson', 'json']))
+    .addOption(
+      new Option('--format <format>', 'body format (default: from the file name, else sniffed)').choices([
+        'ndjson',
+        'json',
+      ]),
+    )
     .option('--idempotency-key <key>', 'use this Idempotency-Key instead of one derived from the content')
     .option('--no-idempotency', 'send no Idempotency-Key (a re-run makes a new batch)')
     .option('--no-wait', 'return once the batch is accepted (202)')
     .option('--timeout <seconds>', 'stop waiting after this long', wholeNumber('--timeout'), 600)
     .option('--poll <ms>', 'status poll interval while waiting', wholeNumber('--poll'), 500)
     .option('--quiet', 'no progress bars')
-    .action(async (file: string, o: { format?: 'ndjson' | 'json'; idempotencyKey?: string; idempotency: boolean; wait: boolean; timeout: number; poll: number; quiet?: boolean }, cmd: Command) => {
-      const ctx = context(cmd);
-      const outcome = await submit(
-        ctx.client,
-        file,
-        {
-          ...(o.format ? { format: o.format } : {}),
-          idempotencyKey: o.idempotency ? o.idempotencyKey : false,
-          wait: o.wait,
-          timeoutSeconds: o.timeout,
-          pollMs: Math.max(100, o.poll),
-          json: ctx.json,
-          progress: !ctx.json && o.quiet !== true,
+    .action(
+      async (
+        file: string,
+        o: {
+          format?: 'ndjson' | 'json';
+          idempotencyKey?: string;
+          idempotency: boolean;
+          wait: boolean;
+          timeout: number;
+          poll: number;
+          quiet?: boolean;
         },
-        ctx.paint,
-      );
-      if (ctx.json) console.log(JSON.stringify({ ...outcome.accepted, ...(outcome.final ? { final: outcome.final } : {}), ...(outcome.report ? { totals: outcome.report.totals, report: ctx.client.url(`/api/batches/${outcome.accepted.batchId}/report`) } : {}) }, null, 2));
-      else if (!o.wait) console.log(outcome.accepted.batchId);
-      run(outcome.exitCode);
-    });
+        cmd: Command,
+      ) => {
+        const ctx = context(cmd);
+        const outcome = await submit(
+          ctx.client,
+          file,
+          {
+            ...(o.format ? { format: o.format } : {}),
+            idempotencyKey: o.idempotency ? o.idempotencyKey : false,
+            wait: o.wait,
+            timeoutSeconds: o.timeout,
+            pollMs: Math.max(100, o.poll),
+            json: ctx.json,
+            progress: !ctx.json && o.quiet !== true,
+          },
+          ctx.paint,
+        );
+        if (ctx.json)
+          console.log(
+            JSON.stringify(
+              {
+                ...outcome.accepted,
+                ...(outcome.final ? { final: outcome.final } : {}),
+                ...(outcome.report
+                  ? {
+                      totals: outcome.report.totals,
+                      report: ctx.client.url(`/api/batches/${outcome.accepted.batchId}/report`),
+                    }
+                  : {}),
+              },
+              null,
+              2,
+            ),
+          );
+        else if (!o.wait) console.log(outcome.accepted.batchId);
+        run(outcome.exitCode);
+      },
+    );
 
   p.command('status')
     .description('one batch (with BATCH), or the whole system')
     .argument('[batch]', 'batch id')
-    .action(async (batch: string | undefined, _o: unknown, cmd: Command) => run(batch ? await batchStatus(context(cmd), batch) : await systemStatus(context(cmd))));
+    .action(async (batch: string | undefined, _o: unknown, cmd: Command) =>
+      run(batch ? await batchStatus(context(cmd), batch) : await systemStatus(context(cmd))),
+    );
 
   p.command('report')
     .description("a completed batch's report: totals and rows (JSON), or CSV")
     .argument('<batch>', 'batch id')
     .option('--csv', 'CSV instead of JSON')
     .option('-o, --output <file>', 'write to FILE instead of stdout')
-    .action(async (batch: string, o: { csv?: boolean; output?: string }, cmd: Command) => run(await report(context(cmd), batch, o.csv === true, o.output)));
+    .action(async (batch: string, o: { csv?: boolean; output?: string }, cmd: Command) =>
+      run(await report(context(cmd), batch, o.csv === true, o.output)),
+    );
 
   p.command('batches')
     .description('open batches with their progress, and the latest finished ones with their latency')
@@ -108,16 +156,35 @@ export function program(run: (code: number) => void): Command {
     .action(async (_o: unknown, cmd: Command) => run(await queues(context(cmd))));
 
   p.command('redrive')
-    .description('move poison messages back to their queues after a fix, or resubmit Service Bus dead letters (admin key)')
+    .description(
+      'move poison messages back to their queues after a fix, or resubmit Service Bus dead letters (admin key)',
+    )
     .option('--queue <queue>', 'only this source queue (e.g. work-0)')
     .option('--batch <batchId>', 'only messages of this batch')
-    .addOption(new Option('--dead-letters', "resubmit the Service Bus dead letters of the app's subscriptions and batch-watchdog instead of Storage poison").conflicts(['queue', 'batch']))
-    .option('--entity <entity>', 'with --dead-letters: only this entity (e.g. work-detected/Subscriptions/drain, batch-watchdog)')
+    .addOption(
+      new Option(
+        '--dead-letters',
+        "resubmit the Service Bus dead letters of the app's subscriptions and batch-watchdog instead of Storage poison",
+      ).conflicts(['queue', 'batch']),
+    )
+    .option(
+      '--entity <entity>',
+      'with --dead-letters: only this entity (e.g. work-detected/Subscriptions/drain, batch-watchdog)',
+    )
     .option('--max <n>', 'at most this many (default 1000)', wholeNumber('--max'))
-    .action(async (o: { queue?: string; batch?: string; deadLetters?: boolean; entity?: string; max?: number }, cmd: Command) => {
-      if (o.entity !== undefined && o.deadLetters !== true) cmd.error("error: option '--entity <entity>' needs '--dead-letters'", { exitCode: EXIT.usage, code: 'pushdrain.entityWithoutDeadLetters' });
-      run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
-    });
+    .action(
+      async (
+        o: { queue?: string; batch?: string; deadLetters?: boolean; entity?: string; max?: number },
+        cmd: Command,
+      ) => {
+        if (o.entity !== undefined && o.deadLetters !== true)
+          cmd.error("error: option '--entity <entity>' needs '--dead-letters'", {
+            exitCode: EXIT.usage,
+            code: 'pushdrain.entityWithoutDeadLetters',
+          });
+        run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
+      },
+    );
 
   return p;
 }
@@ -126,11 +193,29 @@ export function program(run: (code: number) => void): Command {
 function fail(e: unknown, json: boolean): number {
   if (e instanceof CommanderError) {
     // Help and version are exits too; commander has already printed them.
-    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help'
+      ? EXIT.ok
+      : EXIT.usage;
   }
   if (e instanceof CliError) {
-    if (json) console.log(JSON.stringify({ error: e.body?.error ?? 'cli_error', message: e.message, ...(e.body?.details ? { details: e.body.details } : {}), ...(e.httpStatus ? { httpStatus: e.httpStatus } : {}), exitCode: e.exitCode }, null, 2));
-    const text = e.exitCode === EXIT.rejected && e.body && !e.message.startsWith('rejected') ? describeRejection(e.body, e.httpStatus ?? 0).join('\n') : e.message;
+    if (json)
+      console.log(
+        JSON.stringify(
+          {
+            error: e.body?.error ?? 'cli_error',
+            message: e.message,
+            ...(e.body?.details ? { details: e.body.details } : {}),
+            ...(e.httpStatus ? { httpStatus: e.httpStatus } : {}),
+            exitCode: e.exitCode,
+          },
+          null,
+          2,
+        ),
+      );
+    const text =
+      e.exitCode === EXIT.rejected && e.body && !e.message.startsWith('rejected')
+        ? describeRejection(e.body, e.httpStatus ?? 0).join('\n')
+        : e.message;
     process.stderr.write(`pushdrain: ${text}\n`);
     return e.exitCode;
   }

@@ -25,7 +25,8 @@ export function painter(stream: Stream): Painter {
   return (color, text) => (on ? `\x1b[${CODES[color]}m${text}\x1b[0m` : text);
 }
 
-export const num = (n: number | null | undefined): string => (n === null || n === undefined ? '–' : n.toLocaleString('en-US'));
+export const num = (n: number | null | undefined): string =>
+  n === null || n === undefined ? '–' : n.toLocaleString('en-US');
 
 export function age(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined) return '–';
@@ -49,18 +50,25 @@ export function bytes(n: number): string {
 export function money(minor: number, currency: string): string {
   let digits = 2;
   try {
-    digits = new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    digits =
+      new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
   } catch {
     // an unknown code keeps two decimals
   }
-  return (minor / 10 ** digits).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  return (minor / 10 ** digits).toLocaleString('en-US', {
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  });
 }
 
- 
 const visible = (s: string): number => s.replace(/\x1b\[[0-9;]*m/g, '').length;
 
 /** Left-aligned columns, numbers (the `numeric` column indexes) right-aligned; colour-aware widths. */
-export function table(head: readonly string[], rows: readonly (readonly string[])[], numeric: readonly number[] = []): string {
+export function table(
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  numeric: readonly number[] = [],
+): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => visible(r[i] ?? ''))));
   const pad = (c: string, i: number): string => {
     const fill = ' '.repeat(Math.max(0, (widths[i] ?? 0) - visible(c)));
@@ -105,7 +113,13 @@ export function changedLinesOnly(stream: Stream, quietMs = 10_000, now: () => nu
  * line without escape codes whenever it changes (checked every `plainEveryMs`). Silent when
  * `enabled` is false.
  */
-export function progressBar(label: string, unit: string, enabled: boolean, plainEveryMs = 1000, stream: Stream = process.stderr): Progress {
+export function progressBar(
+  label: string,
+  unit: string,
+  enabled: boolean,
+  plainEveryMs = 1000,
+  stream: Stream = process.stderr,
+): Progress {
   if (!enabled) return { start: () => {}, update: () => {}, setTotal: () => {}, stop: () => {} };
   const tty = stream.isTTY === true;
   const bar = new SingleBar({

@@ -9,7 +9,9 @@ try {
   cli = require(join(__dirname, '..', '..', 'dist', 'tools', 'cli', 'main.js'));
 } catch (e) {
   if (e && e.code === 'MODULE_NOT_FOUND' && String(e.message).includes(join('dist', 'tools', 'cli', 'main.js'))) {
-    process.stderr.write(`pushdrain: the CLI is not built yet: run \`npm run build\` in ${join(__dirname, '..', '..')}\n`);
+    process.stderr.write(
+      `pushdrain: the CLI is not built yet: run \`npm run build\` in ${join(__dirname, '..', '..')}\n`,
+    );
     process.exit(1);
   }
   throw e;

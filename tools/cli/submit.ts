@@ -72,13 +72,19 @@ export function contentKey(content: Buffer): string {
 
 export function describeRejection(body: ErrorBody | undefined, status: number): string[] {
   const lines = [`rejected (HTTP ${status}${body?.error ? `, ${body.error}` : ''}): ${body?.message ?? 'no details'}`];
-  for (const d of (body?.details ?? []).slice(0, 20)) lines.push(`  ${d.line > 0 ? `line ${d.line}` : 'request'}, ${d.field}: ${d.message}`);
+  for (const d of (body?.details ?? []).slice(0, 20))
+    lines.push(`  ${d.line > 0 ? `line ${d.line}` : 'request'}, ${d.field}: ${d.message}`);
   const more = (body?.details?.length ?? 0) - 20;
   if (more > 0) lines.push(`  … and ${more} more`);
   return lines;
 }
 
-export async function submit(client: ApiClient, file: string, o: SubmitOptions, paint: Painter): Promise<SubmitOutcome> {
+export async function submit(
+  client: ApiClient,
+  file: string,
+  o: SubmitOptions,
+  paint: Painter,
+): Promise<SubmitOutcome> {
   const raw = await readInput(file);
   const gzipped = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b;
   const content = gzipped ? await promisify(gunzip)(raw) : raw;
@@ -90,10 +96,14 @@ export async function submit(client: ApiClient, file: string, o: SubmitOptions, 
   };
   // Progress and notes go to stderr, so their colour follows stderr, not stdout.
   const note = painter(process.stderr);
-  say(`${file === '-' ? 'stdin' : file}: ${bytes(content.length)} ${format}, ${bytes(body.length)} gzip${key ? `, Idempotency-Key ${key.slice(0, 19)}…` : ''}`);
+  say(
+    `${file === '-' ? 'stdin' : file}: ${bytes(content.length)} ${format}, ${bytes(body.length)} gzip${key ? `, Idempotency-Key ${key.slice(0, 19)}…` : ''}`,
+  );
 
   const accepted = await upload(client, body, format, key, o, say);
-  say(`${accepted.replayed ? 'already submitted (same content): ' : 'accepted: '}batch ${note('bold', accepted.batchId)}, ${num(accepted.transactions)} transactions in ${num(accepted.chunks)} chunks`);
+  say(
+    `${accepted.replayed ? 'already submitted (same content): ' : 'accepted: '}batch ${note('bold', accepted.batchId)}, ${num(accepted.transactions)} transactions in ${num(accepted.chunks)} chunks`,
+  );
   if (!o.wait) return { accepted, exitCode: EXIT.ok };
 
   const final = await follow(client, accepted, o);
@@ -103,21 +113,43 @@ export async function submit(client: ApiClient, file: string, o: SubmitOptions, 
     return { accepted, final, exitCode: EXIT.failed };
   }
   if (final.status !== 'completed') {
-    say(note('yellow', `batch ${final.batchId} is still ${final.status} after ${o.timeoutSeconds} s (${final.chunksDone}/${final.chunks} chunks); follow it with: pushdrain status ${final.batchId}`));
+    say(
+      note(
+        'yellow',
+        `batch ${final.batchId} is still ${final.status} after ${o.timeoutSeconds} s (${final.chunksDone}/${final.chunks} chunks); follow it with: pushdrain status ${final.batchId}`,
+      ),
+    );
     return { accepted, final, exitCode: EXIT.notReady };
   }
   const report = await client.json<Report>(`report of ${final.batchId}`, `/api/batches/${final.batchId}/report`);
   if (!o.json) {
     const latency = final.completedAt ? Date.parse(final.completedAt) - Date.parse(final.submittedAt) : undefined;
-    console.log(`${paint('green', 'completed')}: batch ${final.batchId}, ${num(final.transactions)} transactions in ${num(final.chunks)} chunks, ${duration(latency)} from submission`);
-    console.log(`totals: ${report.totals.map((t) => `${t.currency} ${money(t.total, t.currency)} (${num(t.transactions)} tx, tax ${money(t.tax, t.currency)})`).join(' · ')}`);
-    console.log(`report: ${client.url(`/api/batches/${final.batchId}/report`)}  (CSV: pushdrain report ${final.batchId} --csv -o ${final.batchId}.csv)`);
+    console.log(
+      `${paint('green', 'completed')}: batch ${final.batchId}, ${num(final.transactions)} transactions in ${num(final.chunks)} chunks, ${duration(latency)} from submission`,
+    );
+    console.log(
+      `totals: ${report.totals.map((t) => `${t.currency} ${money(t.total, t.currency)} (${num(t.transactions)} tx, tax ${money(t.tax, t.currency)})`).join(' · ')}`,
+    );
+    console.log(
+      `report: ${client.url(`/api/batches/${final.batchId}/report`)}  (CSV: pushdrain report ${final.batchId} --csv -o ${final.batchId}.csv)`,
+    );
   }
   return { accepted, final, report, exitCode: EXIT.ok };
 }
 
-async function upload(client: ApiClient, body: Buffer, format: 'ndjson' | 'json', key: string | undefined, o: SubmitOptions, say: (l: string) => void): Promise<Accepted> {
-  const headers: Record<string, string> = { 'Content-Type': MEDIA[format], 'Content-Encoding': 'gzip', ...(key ? { 'Idempotency-Key': key } : {}) };
+async function upload(
+  client: ApiClient,
+  body: Buffer,
+  format: 'ndjson' | 'json',
+  key: string | undefined,
+  o: SubmitOptions,
+  say: (l: string) => void,
+): Promise<Accepted> {
+  const headers: Record<string, string> = {
+    'Content-Type': MEDIA[format],
+    'Content-Encoding': 'gzip',
+    ...(key ? { 'Idempotency-Key': key } : {}),
+  };
   // Bounded: Retry-After answers (ingest in progress, 503) are honoured a few times.
   for (let attempt = 1; ; attempt++) {
     const bar = progressBar('upload', 'bytes', o.progress);
@@ -142,13 +174,20 @@ async function upload(client: ApiClient, body: Buffer, format: 'ndjson' | 'json'
       return { ...b, replayed: res.headers.get('idempotent-replayed') === 'true' };
     }
     const retryAfter = Number(res.headers.get('retry-after') ?? 'NaN');
-    if ((res.status === 503 || res.status === 409 || res.status === 429) && Number.isFinite(retryAfter) && attempt < 5) {
+    if (
+      (res.status === 503 || res.status === 409 || res.status === 429) &&
+      Number.isFinite(retryAfter) &&
+      attempt < 5
+    ) {
       say(`HTTP ${res.status}, retrying in ${retryAfter} s (attempt ${attempt} of 5)`);
       await new Promise((r) => setTimeout(r, Math.min(60, retryAfter) * 1000));
       continue;
     }
     const err = parseBody(res.text) as ErrorBody | undefined;
-    const lines = exitFor(res.status) === EXIT.rejected ? describeRejection(err, res.status) : [`HTTP ${res.status}: ${err?.message ?? res.text.slice(0, 200)}`];
+    const lines =
+      exitFor(res.status) === EXIT.rejected
+        ? describeRejection(err, res.status)
+        : [`HTTP ${res.status}: ${err?.message ?? res.text.slice(0, 200)}`];
     throw new CliError(lines.join('\n'), exitFor(res.status), err, res.status);
   }
 }
@@ -162,7 +201,9 @@ async function follow(client: ApiClient, a: Accepted, o: SubmitOptions): Promise
   try {
     for (let i = 0; i < 1_000_000; i++) {
       last = await client.json<BatchStatusBody>(`status of ${a.batchId}`, `/api/batches/${a.batchId}`);
-      bar.update(last.chunksDone + last.chunksFailed, { note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '' });
+      bar.update(last.chunksDone + last.chunksFailed, {
+        note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '',
+      });
       if (last.status === 'completed' || last.status === 'failed' || Date.now() >= deadline) break;
       await new Promise((r) => setTimeout(r, o.pollMs));
     }

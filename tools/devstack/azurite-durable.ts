@@ -24,7 +24,9 @@ interface LokiModule {
     autosaveEnable: (this: LokiDb, ...args: unknown[]) => unknown;
     close: (this: LokiDb, callback?: (...args: unknown[]) => void) => unknown;
   };
-  LokiFsAdapter: { prototype: { saveDatabase: (file: string, data: string, callback: (err?: Error | null) => void) => void } };
+  LokiFsAdapter: {
+    prototype: { saveDatabase: (file: string, data: string, callback: (err?: Error | null) => void) => void };
+  };
 }
 
 type Held = 'writeHead' | 'write' | 'end' | 'flushHeaders';
@@ -49,7 +51,8 @@ export function installDurableSaves(lokiPath: string, onClosed: () => void): voi
       if (open_.delete(this) && open_.size === 0) onClosed();
     });
   };
-  Loki.LokiFsAdapter.prototype.saveDatabase = (file, data, callback) => void writeFileDurably(file, data, '~').then(() => callback(null), callback);
+  Loki.LokiFsAdapter.prototype.saveDatabase = (file, data, callback) =>
+    void writeFileDurably(file, data, '~').then(() => callback(null), callback);
 
   // Wrapped, and called with the server as `this`.
   // eslint-disable-next-line @typescript-eslint/unbound-method
@@ -74,7 +77,10 @@ function holdUntilSaved(req: http.IncomingMessage, res: http.ServerResponse, dbs
   let state: 'first' | 'holding' | 'passing' = 'first';
   const queued: (() => void)[] = [];
   const target = res as unknown as Record<Held, (...args: unknown[]) => unknown>;
-  const originals = Object.fromEntries(HELD.map((m) => [m, target[m]])) as Record<Held, (...args: unknown[]) => unknown>;
+  const originals = Object.fromEntries(HELD.map((m) => [m, target[m]])) as Record<
+    Held,
+    (...args: unknown[]) => unknown
+  >;
   const release = (err: Error | undefined): void => {
     state = 'passing';
     if (err) {

@@ -58,9 +58,21 @@ function azuriteScript(): string {
 
 export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
   if (options.location) {
-    await waitForPrevious(options.location, options.previousExitWaitMs ?? PREVIOUS_EXIT_WAIT_MS, options.log ?? ((): void => undefined));
+    await waitForPrevious(
+      options.location,
+      options.previousExitWaitMs ?? PREVIOUS_EXIT_WAIT_MS,
+      options.log ?? ((): void => undefined),
+    );
   }
-  const args = [azuriteScript(), '--blobPort', String(options.blobPort ?? 0), '--queuePort', String(options.queuePort ?? 0), '--tablePort', '0'];
+  const args = [
+    azuriteScript(),
+    '--blobPort',
+    String(options.blobPort ?? 0),
+    '--queuePort',
+    String(options.queuePort ?? 0),
+    '--tablePort',
+    '0',
+  ];
   args.push('--skipApiVersionCheck', '--loose', '--disableTelemetry');
   if (options.location) args.push('--location', options.location);
   else args.push('--inMemoryPersistence');
@@ -88,7 +100,10 @@ function waitForPorts(child: ChildProcess, timeoutMs: number): Promise<{ blobPor
     let out = '';
     let blobPort: number | undefined;
     let queuePort: number | undefined;
-    const timer = setTimeout(() => fail(new Error(`Azurite did not start within ${timeoutMs} ms:\n${out.slice(-2000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new Error(`Azurite did not start within ${timeoutMs} ms:\n${out.slice(-2000)}`)),
+      timeoutMs,
+    );
     const fail = (e: Error): void => {
       clearTimeout(timer);
       child.kill('SIGKILL');
@@ -117,7 +132,10 @@ function startFailure(code: number | null, out: string): Error {
   const inUse = /EADDRINUSE[^\n]*?:(\d+)\b/.exec(out);
   if (inUse?.[1]) {
     const port = Number(inUse[1]);
-    return Object.assign(new Error(`Azurite cannot listen on port ${port}: it is already in use`), { code: 'EADDRINUSE', port });
+    return Object.assign(new Error(`Azurite cannot listen on port ${port}: it is already in use`), {
+      code: 'EADDRINUSE',
+      port,
+    });
   }
   return new Error(`Azurite exited with code ${code}:\n${out.slice(-2000)}`);
 }
@@ -134,7 +152,9 @@ async function waitForPrevious(location: string, waitMs: number, log: (line: str
   const deadline = Date.now() + waitMs;
   while (isAzuriteChild(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   if (!isAzuriteChild(pid)) return;
-  log(`The previous Azurite (pid ${pid}) did not exit within ${waitMs / 1000} s: killing it (every write it answered is on disk).`);
+  log(
+    `The previous Azurite (pid ${pid}) did not exit within ${waitMs / 1000} s: killing it (every write it answered is on disk).`,
+  );
   process.kill(pid, 'SIGKILL');
   for (let i = 0; i < 50 && isAzuriteChild(pid); i++) await new Promise((r) => setTimeout(r, 100));
 }

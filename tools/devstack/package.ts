@@ -44,7 +44,11 @@ export function folderSize(dir: string): { files: number; bytes: number } {
 }
 
 /** Runs npm in `cwd`; its output is kept and shown only when it fails. */
-export function npm(cwd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): { ms: number; output: string } {
+export function npm(
+  cwd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): { ms: number; output: string } {
   const started = Date.now();
   // npm is npm.cmd on Windows, which only a shell can start.
   const r = spawnSync('npm', args, {
@@ -57,7 +61,10 @@ export function npm(cwd: string, args: string[], opts: { env?: NodeJS.ProcessEnv
   });
   if (r.error) throw r.error;
   const output = `${r.stdout}${r.stderr}`;
-  if (r.status !== 0) throw new Error(`npm ${args.join(' ')} failed in ${cwd} (exit ${String(r.status ?? r.signal)}):\n${output.slice(-4000)}`);
+  if (r.status !== 0)
+    throw new Error(
+      `npm ${args.join(' ')} failed in ${cwd} (exit ${String(r.status ?? r.signal)}):\n${output.slice(-4000)}`,
+    );
   return { ms: Date.now() - started, output };
 }
 
@@ -79,7 +86,9 @@ export function assemblePrebuilt(root: string, out: string): PackageSummary {
   if (!isReplaceable(to)) throw new Error(`refusing to empty ${to}: it holds files that are not a package's`);
   const entries = join(from, 'dist', 'functions');
   if (!existsSync(entries) || !readdirSync(entries).some((f) => f.endsWith('.js'))) {
-    throw new Error(`${relative(process.cwd(), entries) || entries} has no compiled functions: run "npm run build" first`);
+    throw new Error(
+      `${relative(process.cwd(), entries) || entries} has no compiled functions: run "npm run build" first`,
+    );
   }
   rmSync(to, { recursive: true, force: true });
   mkdirSync(to, { recursive: true });
@@ -98,8 +107,14 @@ function main(): void {
   const out = resolve(process.argv[2] ?? join(root, 'dist-package'));
   const summary = assemblePrebuilt(root, out);
   // The package must load on its own: the same registration capture the tests use, in a fresh process.
-  const check = spawnSync(process.execPath, [join(__dirname, 'host', 'print-registrations.js'), out], { encoding: 'utf8', timeout: 60_000 });
-  const names = check.status === 0 ? (JSON.parse(check.stdout) as { functions: { name: string }[] }).functions.map((f) => f.name) : [];
+  const check = spawnSync(process.execPath, [join(__dirname, 'host', 'print-registrations.js'), out], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const names =
+    check.status === 0
+      ? (JSON.parse(check.stdout) as { functions: { name: string }[] }).functions.map((f) => f.name)
+      : [];
   if (names.length === 0) throw new Error(`the package in ${out} registers no function:\n${check.stderr}`);
   console.log(`package: ${out}`);
   console.log(`  ${summary.files} files, ${(summary.bytes / 1e6).toFixed(1)} MB; functions: ${names.join(', ')}`);

@@ -8,7 +8,9 @@ export class PortInUseError extends Error {
     readonly port: number,
     readonly setting: string,
   ) {
-    super(`${component} cannot listen on port ${port}: it is already in use (another npm start?). Set ${setting} to a free port, or ${setting}=0 for any.`);
+    super(
+      `${component} cannot listen on port ${port}: it is already in use (another npm start?). Set ${setting} to a free port, or ${setting}=0 for any.`,
+    );
     this.name = 'PortInUseError';
   }
 }

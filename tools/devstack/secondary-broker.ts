@@ -22,7 +22,12 @@ export const DEFAULT_SECONDARY_PORT = 5673;
 
 export function secondaryAsked(env: NodeJS.ProcessEnv, argv: readonly string[]): boolean {
   // Not strict: npm start's other flags (--instances) are read by the part they start.
-  const { secondary } = parseArgs({ args: [...argv], options: { secondary: { type: 'boolean' } }, strict: false, allowPositionals: true }).values;
+  const { secondary } = parseArgs({
+    args: [...argv],
+    options: { secondary: { type: 'boolean' } },
+    strict: false,
+    allowPositionals: true,
+  }).values;
   return secondary === true || env.SERVICEBUS_SECONDARY === '1';
 }
 
@@ -49,14 +54,19 @@ export function startSecondaryBroker({ env, port, dataRoot }: SecondaryOptions):
     dataDir: secondaryDataDir(env, dataRoot),
     onFatal: (err) => {
       // Stop rather than acknowledge a backlog message that is not on disk.
-      console.error(`pushdrain: the secondary broker cannot write its journal (${err.message}); stopping so nothing unsaved is acknowledged.`);
+      console.error(
+        `pushdrain: the secondary broker cannot write its journal (${err.message}); stopping so nothing unsaved is acknowledged.`,
+      );
       process.exit(1);
     },
   });
 }
 
 /** Starts it when asked and no secondary is configured; sets ServiceBusSecondaryConnection for the host. */
-export async function startSecondaryIfAsked(argv: readonly string[], options: SecondaryOptions): Promise<Broker | undefined> {
+export async function startSecondaryIfAsked(
+  argv: readonly string[],
+  options: SecondaryOptions,
+): Promise<Broker | undefined> {
   const { env } = options;
   if (!secondaryAsked(env, argv) || isSet(env, SECONDARY_CONNECTION)) return undefined;
   const broker = await startSecondaryBroker(options);
@@ -68,7 +78,8 @@ async function main(): Promise<void> {
   const env = process.env;
   const raw = env.SERVICEBUS_SECONDARY_PORT;
   const port = raw === undefined || raw === '' ? DEFAULT_SECONDARY_PORT : Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`Invalid setting SERVICEBUS_SECONDARY_PORT: "${raw}" is not a TCP port (0-65535)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new Error(`Invalid setting SERVICEBUS_SECONDARY_PORT: "${raw}" is not a TCP port (0-65535)`);
   const broker = await startSecondaryBroker({ env, port, dataRoot: resolve(env.PUSHDRAIN_DATA_DIR ?? '') });
   console.log(`Secondary development Service Bus broker on port ${broker.port}`);
   console.log(broker.connectionString);

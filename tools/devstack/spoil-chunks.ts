@@ -30,7 +30,9 @@ export async function spoilChunks({ blobs, batchId, prefix = '' }: SpoilOptions)
     const chunk = Number(blob.name.slice(dir.length).replace(/\.ndjson\.gz$/, ''));
     if (!Number.isInteger(chunk)) continue;
     if (await results.getBlockBlobClient(layout.result(batchId, chunk).name).exists()) continue;
-    await work.getBlockBlobClient(blob.name).uploadData(Buffer.from('not gzip: spoiled on purpose by tools/devstack/spoil-chunks'));
+    await work
+      .getBlockBlobClient(blob.name)
+      .uploadData(Buffer.from('not gzip: spoiled on purpose by tools/devstack/spoil-chunks'));
     spoiled.push(chunk);
   }
   return spoiled.sort((a, b) => a - b);
@@ -40,10 +42,21 @@ async function main(): Promise<void> {
   const batchId = process.argv[2];
   if (!batchId) throw new Error('usage: node dist/tools/devstack/spoil-chunks.js <batchId>');
   const env = process.env;
-  const connection = env.StorageConnection || azuriteConnectionString(Number(env.AZURITE_BLOB_PORT || 10000), Number(env.AZURITE_QUEUE_PORT || 10001));
-  if (!connection.includes(`AccountName=${DEV_ACCOUNT};`)) throw new Error(`spoil-chunks works only on the local Azurite account (${DEV_ACCOUNT})`);
-  const spoiled = await spoilChunks({ blobs: BlobServiceClient.fromConnectionString(connection), batchId, prefix: env.PUSHDRAIN_NAME_PREFIX ?? '' });
-  console.log(spoiled.length > 0 ? `spoiled chunk(s) ${spoiled.join(', ')} of ${batchId}: they will go to poison and the batch will end failed` : `no chunk of ${batchId} is left to spoil (all billed already, or no such batch)`);
+  const connection =
+    env.StorageConnection ||
+    azuriteConnectionString(Number(env.AZURITE_BLOB_PORT || 10000), Number(env.AZURITE_QUEUE_PORT || 10001));
+  if (!connection.includes(`AccountName=${DEV_ACCOUNT};`))
+    throw new Error(`spoil-chunks works only on the local Azurite account (${DEV_ACCOUNT})`);
+  const spoiled = await spoilChunks({
+    blobs: BlobServiceClient.fromConnectionString(connection),
+    batchId,
+    prefix: env.PUSHDRAIN_NAME_PREFIX ?? '',
+  });
+  console.log(
+    spoiled.length > 0
+      ? `spoiled chunk(s) ${spoiled.join(', ')} of ${batchId}: they will go to poison and the batch will end failed`
+      : `no chunk of ${batchId} is left to spoil (all billed already, or no such batch)`,
+  );
 }
 
 if (require.main === module) {

@@ -39,7 +39,8 @@ function port(name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number (0-65535), got "${raw}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`${name} must be a port number (0-65535), got "${raw}"`);
   return n;
 }
 
@@ -69,36 +70,57 @@ async function main(): Promise<void> {
   const busData = dataDirFromEnv(env.SERVICEBUS_DATA_DIR, dataRoot);
   if (embeddedBus) {
     const busPort = port('SERVICEBUS_PORT', 5672);
-    broker = await listening([{ component: 'The development Service Bus broker', setting: 'SERVICEBUS_PORT', port: busPort }], () =>
-      startBroker({
-        port: busPort,
-        dataDir: busData,
-        onFatal: (err) => {
-          console.error(`pushdrain: the development broker cannot write its journal (${err.message}); stopping so nothing unsaved is acknowledged.`);
-          process.exit(1);
-        },
-      }),
+    broker = await listening(
+      [{ component: 'The development Service Bus broker', setting: 'SERVICEBUS_PORT', port: busPort }],
+      () =>
+        startBroker({
+          port: busPort,
+          dataDir: busData,
+          onFatal: (err) => {
+            console.error(
+              `pushdrain: the development broker cannot write its journal (${err.message}); stopping so nothing unsaved is acknowledged.`,
+            );
+            process.exit(1);
+          },
+        }),
     );
     env.ServiceBusConnection = broker.connectionString;
   }
-  const secondary = await startSecondaryIfAsked(process.argv.slice(2), { env, port: port('SERVICEBUS_SECONDARY_PORT', DEFAULT_SECONDARY_PORT), dataRoot });
+  const secondary = await startSecondaryIfAsked(process.argv.slice(2), {
+    env,
+    port: port('SERVICEBUS_SECONDARY_PORT', DEFAULT_SECONDARY_PORT),
+    dataRoot,
+  });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
-  const host = await listening([{ component: 'The local Functions host (HTTP)', setting: 'PORT', port: httpPort }], () => startLocalHost({ root, port: httpPort }));
+  const host = await listening(
+    [{ component: 'The local Functions host (HTTP)', setting: 'PORT', port: httpPort }],
+    () => startLocalHost({ root, port: httpPort }),
+  );
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
     `  HTTP       ${host.http.url}/api  (function keys are not checked locally: any key or none)`,
-    ...host.routes.map((r) => `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`),
+    ...host.routes.map(
+      (r) =>
+        `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`,
+    ),
     `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
     `  ServiceBus ${embeddedBus ? `embedded development broker, ${describeData(busData)}` : 'from ServiceBusConnection'}`,
     `             ${describe(env.ServiceBusConnection, embeddedBus)}`,
-    ...(secondary ? [`  Secondary  embedded development broker (backlog queues; npm start -- --secondary), ${describeData(secondaryDataDir(env, dataRoot))}`, `             ${secondary.connectionString}`] : []),
+    ...(secondary
+      ? [
+          `  Secondary  embedded development broker (backlog queues; npm start -- --secondary), ${describeData(secondaryDataDir(env, dataRoot))}`,
+          `             ${secondary.connectionString}`,
+        ]
+      : []),
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
-    ...host.timers.schedules.map((s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`),
+    ...host.timers.schedules.map(
+      (s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`,
+    ),
     'Press Ctrl-C to stop.',
     '',
   ];
@@ -138,7 +160,9 @@ async function recoverAtStart(host: LocalHost, started: number): Promise<void> {
     const acted = actions.filter((a) => ACTED.has(a.kind));
     if (acted.length === 0) return;
     const depths = Object.entries(queued).map(([q, n]) => `${q}=${n}`);
-    console.log(`Recovery: ${acted.length} open batch(es) (${acted.map((a) => `${a.batchId} ${a.kind}`).join(', ')}); queued: ${depths.join(' ') || 'nothing'}`);
+    console.log(
+      `Recovery: ${acted.length} open batch(es) (${acted.map((a) => `${a.batchId} ${a.kind}`).join(', ')}); queued: ${depths.join(' ') || 'nothing'}`,
+    );
   } catch (e) {
     // Not fatal: the timer sweep runs the same recovery later.
     console.warn(`Recovery at start-up failed, the sweep will retry it: ${(e as Error).message}`);

@@ -31,8 +31,15 @@ export interface OracleRow {
   total: number;
 }
 
-export function expectedReport(txns: Iterable<OracleTxn>): { transactions: number; rows: OracleRow[]; totals: OracleRow[] } {
-  const rows = new Map<string, { account: string; currency: string; n: number; c: bigint; r: bigint; net: bigint; tax: bigint }>();
+export function expectedReport(txns: Iterable<OracleTxn>): {
+  transactions: number;
+  rows: OracleRow[];
+  totals: OracleRow[];
+} {
+  const rows = new Map<
+    string,
+    { account: string; currency: string; n: number; c: bigint; r: bigint; net: bigint; tax: bigint }
+  >();
   let count = 0;
   for (const t of txns) {
     count++;
@@ -53,7 +60,13 @@ export function expectedReport(txns: Iterable<OracleTxn>): { transactions: numbe
     }
     rows.set(key, row);
   }
-  const toRow = (r: { n: number; c: bigint; r: bigint; net: bigint; tax: bigint }): Omit<OracleRow, 'account' | 'currency'> => ({
+  const toRow = (r: {
+    n: number;
+    c: bigint;
+    r: bigint;
+    net: bigint;
+    tax: bigint;
+  }): Omit<OracleRow, 'account' | 'currency'> => ({
     transactions: r.n,
     charges: Number(r.c),
     refunds: Number(r.r),
@@ -61,7 +74,9 @@ export function expectedReport(txns: Iterable<OracleTxn>): { transactions: numbe
     tax: Number(r.tax),
     total: Number(r.net + r.tax),
   });
-  const sorted = [...rows.values()].sort((a, b) => (a.account === b.account ? (a.currency < b.currency ? -1 : 1) : a.account < b.account ? -1 : 1));
+  const sorted = [...rows.values()].sort((a, b) =>
+    a.account === b.account ? (a.currency < b.currency ? -1 : 1) : a.account < b.account ? -1 : 1,
+  );
   const totals = new Map<string, { n: number; c: bigint; r: bigint; net: bigint; tax: bigint }>();
   for (const r of sorted) {
     const t = totals.get(r.currency) ?? { n: 0, c: 0n, r: 0n, net: 0n, tax: 0n };
@@ -75,6 +90,8 @@ export function expectedReport(txns: Iterable<OracleTxn>): { transactions: numbe
   return {
     transactions: count,
     rows: sorted.map((r) => ({ account: r.account, currency: r.currency, ...toRow(r) })),
-    totals: [...totals.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, t]) => ({ currency, ...toRow(t) })),
+    totals: [...totals.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([currency, t]) => ({ currency, ...toRow(t) })),
   };
 }

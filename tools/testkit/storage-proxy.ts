@@ -14,7 +14,15 @@
  * injection is counted by kind (`counts()`), for assertions and closing notes.
  */
 import { randomUUID } from 'node:crypto';
-import { Agent, createServer, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request as httpRequest,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 import { rng } from './generate';
@@ -95,7 +103,11 @@ export interface UpstreamPorts {
 
 const ERROR_BODY: Record<'status503' | 'status500', { status: number; code: string; message: string }> = {
   status503: { status: 503, code: 'ServerBusy', message: 'The server is busy.' },
-  status500: { status: 500, code: 'InternalError', message: 'The server encountered an internal error. Please retry the request.' },
+  status500: {
+    status: 500,
+    code: 'InternalError',
+    message: 'The server encountered an internal error. Please retry the request.',
+  },
 };
 
 /** Connection-level headers a proxy must not pass on. */
@@ -171,7 +183,10 @@ export function proxiedConnectionString(connectionString: string, ports: Partial
       return `${key}=${url.toString().replace(/\/$/, '')}`;
     });
   const wanted = endpoints.filter(([, p]) => p !== undefined).length;
-  if (seen !== wanted) throw new Error('proxiedConnectionString: the connection string must name BlobEndpoint and QueueEndpoint explicitly');
+  if (seen !== wanted)
+    throw new Error(
+      'proxiedConnectionString: the connection string must name BlobEndpoint and QueueEndpoint explicitly',
+    );
   return `${out.join(';')};`;
 }
 
@@ -202,7 +217,11 @@ export class StorageProxy {
   }
 
   private static zero(): ProxyCounts {
-    return { requests: 0, forwarded: 0, injected: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number> };
+    return {
+      requests: 0,
+      forwarded: 0,
+      injected: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
+    };
   }
 
   /** The same connection string, with both endpoints pointing at this proxy. */
@@ -213,7 +232,8 @@ export class StorageProxy {
   /** Faults the next `times` matching requests (after `skip`) with `kind`. */
   inject(kind: FaultKind, options: InjectOptions = {}): ScriptedFault {
     const times = options.times ?? 1;
-    if (!(times >= 0) || !(options.skip === undefined || options.skip >= 0)) throw new Error('inject: times and skip must be non-negative');
+    if (!(times >= 0) || !(options.skip === undefined || options.skip >= 0))
+      throw new Error('inject: times and skip must be non-negative');
     const rule = new Rule(kind, times, options.skip ?? 0, options.match);
     this.rules.push(rule);
     return rule;
@@ -223,7 +243,8 @@ export class StorageProxy {
   chaos(options: ChaosOptions): void {
     const rates = FAULT_KINDS.map((k): [FaultKind, number] => [k, options.rates[k] ?? 0]).filter(([, p]) => p > 0);
     const sum = rates.reduce((a, [, p]) => a + p, 0);
-    if (rates.some(([, p]) => !(p <= 1)) || sum > 1) throw new Error(`chaos: rates must be probabilities summing to at most 1 (got ${sum})`);
+    if (rates.some(([, p]) => !(p <= 1)) || sum > 1)
+      throw new Error(`chaos: rates must be probabilities summing to at most 1 (got ${sum})`);
     this.chaosState = { random: rng(options.seed), rates, match: options.match };
   }
 
@@ -396,4 +417,5 @@ export class StorageProxy {
 }
 
 /** Starts a proxy in front of an Azurite (or anything with blob and queue ports). */
-export const startStorageProxy = (upstream: UpstreamPorts, options: StorageProxyOptions = {}): Promise<StorageProxy> => StorageProxy.start(upstream, options);
+export const startStorageProxy = (upstream: UpstreamPorts, options: StorageProxyOptions = {}): Promise<StorageProxy> =>
+  StorageProxy.start(upstream, options);

@@ -30,7 +30,11 @@ export function startClassicPoller(deps: ListenerDeps): Listener {
         await interruptibleSleep(CLASSIC_POLL_MS, stopping.fired);
         continue;
       }
-      await Promise.all(messages.map((m) => processAndDelete(deps.queue, deps.processor, m, deps.log, { maxDequeueCount: deps.maxDequeueCount })));
+      await Promise.all(
+        messages.map((m) =>
+          processAndDelete(deps.queue, deps.processor, m, deps.log, { maxDequeueCount: deps.maxDequeueCount }),
+        ),
+      );
     }
   };
   const loop = run();

@@ -64,7 +64,12 @@ export class RandomizedExponentialBackoff {
  * "after a long idle" without waiting it out: at the 60 s cap the state no longer changes,
  * so only the phase (time to the next poll) matters, and that is what this returns.
  */
-export function idleState(idleMs: number, minMs: number, maxMs: number, random: () => number): { state: BackoffState; untilNextPollMs: number; polls: number } {
+export function idleState(
+  idleMs: number,
+  minMs: number,
+  maxMs: number,
+  random: () => number,
+): { state: BackoffState; untilNextPollMs: number; polls: number } {
   const b = new RandomizedExponentialBackoff(minMs, maxMs, random);
   let t = b.next(true); // the first empty poll after work waits the minimum
   let polls = 0;

@@ -8,7 +8,12 @@
  */
 import { ensureError } from '../../../shared/errors';
 import type { QueueMessage } from '../../../shared/ports';
-import { FUNCTIONS_MAX_POLL_MS, FUNCTIONS_MIN_POLL_MS, idleState, RandomizedExponentialBackoff } from './functions-backoff';
+import {
+  FUNCTIONS_MAX_POLL_MS,
+  FUNCTIONS_MIN_POLL_MS,
+  idleState,
+  RandomizedExponentialBackoff,
+} from './functions-backoff';
 import { interruptibleSleep, processAndDelete, Signal } from './handle';
 import { type Listener, LISTENER_MAX_RUN_MS, type ListenerDeps } from './listener';
 

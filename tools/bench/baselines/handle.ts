@@ -14,7 +14,13 @@ export interface HandleOptions {
 }
 
 /** True when the message was processed and deleted. */
-export async function processAndDelete(queue: DrainQueue, processor: MessageProcessor, m: QueueMessage, log: Logger, options: HandleOptions): Promise<boolean> {
+export async function processAndDelete(
+  queue: DrainQueue,
+  processor: MessageProcessor,
+  m: QueueMessage,
+  log: Logger,
+  options: HandleOptions,
+): Promise<boolean> {
   try {
     if (m.dequeueCount > options.maxDequeueCount) {
       await poison(queue, processor, m, `dequeued ${m.dequeueCount} times (max ${options.maxDequeueCount})`);
@@ -24,7 +30,9 @@ export async function processAndDelete(queue: DrainQueue, processor: MessageProc
   } catch (e) {
     const err = ensureError(e);
     if (err instanceof PermanentError) {
-      await poison(queue, processor, m, err.message).catch((pe: unknown) => log.error(`${queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`));
+      await poison(queue, processor, m, err.message).catch((pe: unknown) =>
+        log.error(`${queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`),
+      );
     } else {
       log.warn(`${queue.name}: message ${m.id} failed: ${err.message}`);
       await options.onFailure?.(m).catch(() => undefined);

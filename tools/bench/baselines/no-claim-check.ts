@@ -74,7 +74,13 @@ async function submitInline(ctx: AppParts, body: Buffer): Promise<string> {
     await pool.run(() => ctx.queues.send(queue, message));
   }
   await pool.drain();
-  const accept = (cur: Manifest): Manifest => ({ ...cur, state: 'accepted', acceptedAt: new Date(ctx.clock.now()).toISOString(), chunks: chunk, queues: [...touches.values()] });
+  const accept = (cur: Manifest): Manifest => ({
+    ...cur,
+    state: 'accepted',
+    acceptedAt: new Date(ctx.clock.now()).toISOString(),
+    chunks: chunk,
+    queues: [...touches.values()],
+  });
   let accepted = accept(manifest);
   if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
     // Results were recorded meanwhile: merge with them.
@@ -99,12 +105,18 @@ function inlineMapProcessor(ctx: AppParts): MessageProcessor {
       const r = validateTransaction(msg.txn, 1);
       if ('errors' in r) throw new PermanentError('message does not hold a valid transaction');
       const { body } = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
-      await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, { contentType: 'application/x-ndjson', contentEncoding: 'gzip' });
+      await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, {
+        contentType: 'application/x-ndjson',
+        contentEncoding: 'gzip',
+      });
       await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
     },
   };
 }
 
 export function startNoClaimCheck(options: AppOptions): Promise<BenchApp> {
-  return startPollingApp({ design: 'no-claim-check', listener: startFunctionsQueueListener, map: inlineMapProcessor, submit: submitInline }, options);
+  return startPollingApp(
+    { design: 'no-claim-check', listener: startFunctionsQueueListener, map: inlineMapProcessor, submit: submitInline },
+    options,
+  );
 }

@@ -44,7 +44,12 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
   const parts = composeApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
   const runtime = new PushdrainApp(parts);
   await runtime.ready();
-  const { names, settings: { tuning }, queues, reduce } = parts;
+  const {
+    names,
+    settings: { tuning },
+    queues,
+    reduce,
+  } = parts;
   // Releasing a message early (visibility 0) is a baseline's own move; no port offers it. Same meter.
   const sdk = createStorageClients(settings.storage, meter).queues;
   const random = options.random ?? Math.random;

@@ -48,7 +48,14 @@ function trigger(name: string, topic: string, subscription: string, app: Pushdra
   return {
     name,
     bindings: {
-      message: { type: 'serviceBusTrigger', direction: 'in', name: 'message', connection: 'ServiceBusConnection', topicName: topic, subscriptionName: subscription },
+      message: {
+        type: 'serviceBusTrigger',
+        direction: 'in',
+        name: 'message',
+        connection: 'ServiceBusConnection',
+        topicName: topic,
+        subscriptionName: subscription,
+      },
     },
     // The body of the two registrations in functions/drain.ts, with this app's runtime.
     handler: async (body: unknown, context: unknown) => {
@@ -63,10 +70,15 @@ export function startPushdrain(options: AppOptions): BenchApp {
   const settings = appSettings({ storage: options.storage, serviceBus: sb.connectionString }, options.prefix);
   const meter = options.meter ?? new StorageMeter();
   if (!settings.serviceBus) throw new Error('unreachable: ServiceBusConnection was set');
-  const publisher = new CountingPublisher(new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic));
+  const publisher = new CountingPublisher(
+    new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic),
+  );
   const runtime = createApp(settings, { publisher, meter, log: benchLog });
   const host: ServiceBusHost = startServiceBusTriggers(
-    [trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime), trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime)],
+    [
+      trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime),
+      trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime),
+    ],
     { ServiceBusConnection: sb.connectionString },
     serviceBusOptions(findRepoRoot(__dirname)),
     hostLog,

@@ -12,7 +12,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 
 import { startBroker } from '../../devstack/servicebus/broker';
 import type { JournalStats } from '../../devstack/servicebus/journal';
-import { ratioSummary, summarize,type Summary } from '../stats';
+import { ratioSummary, summarize, type Summary } from '../stats';
 
 export interface BrokerConfig {
   reps: number;
@@ -48,12 +48,16 @@ export async function brokerJob(job: BrokerJob): Promise<BrokerRun> {
     compactAtBytes: COMPACT_AT_BYTES,
     notice: () => undefined,
   });
-  const client = new ServiceBusClient(broker.connectionString, { retryOptions: { retryDelayInMs: 100, maxRetries: 3 } });
+  const client = new ServiceBusClient(broker.connectionString, {
+    retryOptions: { retryDelayInMs: 100, maxRetries: 3 },
+  });
   try {
     const one = Math.max(1, Math.floor(job.messages / 10));
     const sendOnePerSec = await rate(one, () => sendAll(client, one, 1));
     const sendManyPerSec = await rate(job.messages, () => sendAll(client, job.messages, job.senders));
-    const receiveCompletePerSec = await rate(one + job.messages, () => receiveAll(client, one + job.messages, job.receivers));
+    const receiveCompletePerSec = await rate(one + job.messages, () =>
+      receiveAll(client, one + job.messages, job.receivers),
+    );
     return { durable: job.durable, sendOnePerSec, sendManyPerSec, receiveCompletePerSec, journal: broker.journal() };
   } finally {
     await client.close();
@@ -120,9 +124,18 @@ export function brokerFigures(runs: readonly BrokerRun[], messages: number): Bro
     memory: side(mem),
     durable: side(dur),
     ratio: {
-      sendOne: ratioSummary(dur.map((r) => r.sendOnePerSec), mem.map((r) => r.sendOnePerSec)),
-      sendMany: ratioSummary(dur.map((r) => r.sendManyPerSec), mem.map((r) => r.sendManyPerSec)),
-      receiveComplete: ratioSummary(dur.map((r) => r.receiveCompletePerSec), mem.map((r) => r.receiveCompletePerSec)),
+      sendOne: ratioSummary(
+        dur.map((r) => r.sendOnePerSec),
+        mem.map((r) => r.sendOnePerSec),
+      ),
+      sendMany: ratioSummary(
+        dur.map((r) => r.sendManyPerSec),
+        mem.map((r) => r.sendManyPerSec),
+      ),
+      receiveComplete: ratioSummary(
+        dur.map((r) => r.receiveCompletePerSec),
+        mem.map((r) => r.receiveCompletePerSec),
+      ),
     },
     journal: {
       opsPerCommit: summarize(j.map((s) => s.operations / Math.max(1, s.commits))),

@@ -12,9 +12,9 @@
  * measured by running it once on an idle app and added to the hourly figure.
  */
 import { entityNames } from '../../../shared/names';
-import { meterDelta,type MeterSnapshot } from '../../../shared/storage/meter';
+import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
-import { type DesignName,DESIGNS } from '../app';
+import { type DesignName, DESIGNS } from '../app';
 import { batchBody } from '../support/data';
 import type { BenchEnv } from '../support/env';
 import { type FleetApp, sleep, startFleetApp, stopFleetApp } from '../support/fleet';
@@ -81,13 +81,17 @@ interface Timeline {
 /** One run per design and repetition: the average over that repetition's apps. */
 function perRepRuns(fleet: readonly { design: DesignName; rep: number }[], lines: readonly Timeline[]): IdleRun[] {
   const groups = new Map<string, number[]>();
-  fleet.forEach(({ design, rep }, i) => groups.set(`${design}\u0000${rep}`, [...(groups.get(`${design}\u0000${rep}`) ?? []), i]));
+  fleet.forEach(({ design, rep }, i) =>
+    groups.set(`${design}\u0000${rep}`, [...(groups.get(`${design}\u0000${rep}`) ?? []), i]),
+  );
   const average = (idx: number[], pick: (t: Timeline) => MeterSnapshot): MeterSnapshot => {
     const sum: MeterSnapshot = {};
-    for (const i of idx) for (const [op, n] of Object.entries(pick(lines[i]!))) sum[op] = (sum[op] ?? 0) + n / idx.length;
+    for (const i of idx)
+      for (const [op, n] of Object.entries(pick(lines[i]!))) sum[op] = (sum[op] ?? 0) + n / idx.length;
     return sum;
   };
-  const sent = (idx: number[], from: 0 | 2): number => idx.reduce((a, i) => a + (lines[i]!.sent[from + 1]! - lines[i]!.sent[from]), 0) / idx.length;
+  const sent = (idx: number[], from: 0 | 2): number =>
+    idx.reduce((a, i) => a + (lines[i]!.sent[from + 1]! - lines[i]!.sent[from]), 0) / idx.length;
   return [...groups.entries()].map(([key, idx]) => {
     const [design, rep] = key.split('\u0000') as [DesignName, string];
     return {
@@ -107,12 +111,19 @@ export async function runIdle(env: BenchEnv, cfg: IdleConfig, random: () => numb
   try {
     const wanted: { design: DesignName; rep: number }[] = [];
     for (let rep = 0; rep < cfg.reps; rep++) {
-      for (const design of DESIGNS) for (let k = 0; k < (FUNCTIONS_STYLE.has(design) ? cfg.functionsAppsPerRep : 1); k++) wanted.push({ design, rep });
+      for (const design of DESIGNS)
+        for (let k = 0; k < (FUNCTIONS_STYLE.has(design) ? cfg.functionsAppsPerRep : 1); k++)
+          wanted.push({ design, rep });
     }
     // Started together; each one pushed as soon as it is up, so a failure still stops the rest.
     await Promise.all(wanted.map(async (w) => fleet.push({ ...w, f: await startFleetApp(env, w.design, { random }) })));
     const body = batchBody({ count: cfg.warmTransactions, seed: 77 });
-    const brokerAt: { a0: StatsSnapshot[]; a1: StatsSnapshot[]; b0: StatsSnapshot[]; b1: StatsSnapshot[] } = { a0: [], a1: [], b0: [], b1: [] };
+    const brokerAt: { a0: StatsSnapshot[]; a1: StatsSnapshot[]; b0: StatsSnapshot[]; b1: StatsSnapshot[] } = {
+      a0: [],
+      a1: [],
+      b0: [],
+      b1: [],
+    };
     // Each app on its own clock: window A opens the moment its own batch has completed.
     const lines = await Promise.all(
       fleet.map(async ({ design, f }): Promise<Timeline> => {
@@ -143,13 +154,20 @@ export async function runIdle(env: BenchEnv, cfg: IdleConfig, random: () => numb
       sweepRun = meterDelta(first.f.app.meter.snapshot(), before);
     }
     // pushdrain apps are the broker's only users here; their windows open within moments of each other.
-    const span = (from: StatsSnapshot[], to: StatsSnapshot[]): Record<string, number> => (from.length > 0 && to.length > 0 ? statsDelta(to[to.length - 1]!, from[0]!) : {});
+    const span = (from: StatsSnapshot[], to: StatsSnapshot[]): Record<string, number> =>
+      from.length > 0 && to.length > 0 ? statsDelta(to[to.length - 1]!, from[0]!) : {};
     return {
       windowMs: cfg.windowMs,
-      queuesPerApp: first ? entityNames(first.f.app.settings.namePrefix, first.f.app.settings.tuning.partitions).inputQueues().length + 1 : 0,
+      queuesPerApp: first
+        ? entityNames(first.f.app.settings.namePrefix, first.f.app.settings.tuning.partitions).inputQueues().length + 1
+        : 0,
       functionsAppsPerRep: cfg.functionsAppsPerRep,
       runs: perRepRuns(fleet, lines),
-      broker: { afterWork: span(brokerAt.a0, brokerAt.a1), steady: span(brokerAt.b0, brokerAt.b1), pushdrainApps: fleet.filter(({ design }) => design === 'pushdrain').length },
+      broker: {
+        afterWork: span(brokerAt.a0, brokerAt.a1),
+        steady: span(brokerAt.b0, brokerAt.b1),
+        pushdrainApps: fleet.filter(({ design }) => design === 'pushdrain').length,
+      },
       sweepRun,
       sweepPeriodMs: cfg.sweepPeriodMs,
     };

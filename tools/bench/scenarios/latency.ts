@@ -29,7 +29,12 @@ export interface LatencyTrial {
 
 const TIMEOUT_MS = 300_000;
 
-export async function runLatency(env: BenchEnv, cfg: LatencyConfig, designs: readonly DesignName[], random: () => number): Promise<LatencyTrial[]> {
+export async function runLatency(
+  env: BenchEnv,
+  cfg: LatencyConfig,
+  designs: readonly DesignName[],
+  random: () => number,
+): Promise<LatencyTrial[]> {
   const out: LatencyTrial[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
     const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
@@ -38,7 +43,10 @@ export async function runLatency(env: BenchEnv, cfg: LatencyConfig, designs: rea
       try {
         const spec = (i: number): BatchSpec => ({ count: cfg.batchSize[design], seed: 300 + i });
         // Warm-up: connections, JIT and a first drain; its size does not matter, so keep it small.
-        await f.watcher.wait([await f.app.submit(batchBody({ count: Math.min(1_000, cfg.batchSize[design]), seed: 300 }))], TIMEOUT_MS);
+        await f.watcher.wait(
+          [await f.app.submit(batchBody({ count: Math.min(1_000, cfg.batchSize[design]), seed: 300 }))],
+          TIMEOUT_MS,
+        );
         for (let i = 1; i <= cfg.trialsPerRep; i++) {
           await sleep(cfg.gapMinMs + random() * (cfg.gapMaxMs - cfg.gapMinMs));
           const body = batchBody(spec(i));

@@ -65,7 +65,10 @@ export async function memoryFile(transactions: number, sources: readonly BatchSp
 }
 
 export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
-  const parts = composeApp(appSettings({ storage: job.storage }, job.prefix), { publisher: new NullPublisher(), log: benchLog });
+  const parts = composeApp(appSettings({ storage: job.storage }, job.prefix), {
+    publisher: new NullPublisher(),
+    log: benchLog,
+  });
   const app = new PushdrainApp(parts);
   try {
     await app.ready();
@@ -78,7 +81,8 @@ export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
     const outcomes = await parts.sweeper.incoming().finally(() => clearInterval(sampler));
     const ingestMs = Date.now() - t0;
     const o = outcomes.find((x) => x.name === INCOMING_NAME);
-    if (o?.kind !== 'ingested' || o.result.transactions !== job.transactions) throw new Error(`sweep did not ingest the file: ${JSON.stringify(o)}`);
+    if (o?.kind !== 'ingested' || o.result.transactions !== job.transactions)
+      throw new Error(`sweep did not ingest the file: ${JSON.stringify(o)}`);
     return {
       transactions: o.result.transactions,
       fileBytes: info?.size ?? 0,
@@ -115,7 +119,10 @@ export async function runMemory(env: BenchEnv, cfg: MemoryConfig): Promise<Memor
       const incoming = env.admin.blobs.getContainerClient(`${prefix}incoming`);
       await incoming.createIfNotExists();
       await incoming.getBlockBlobClient(INCOMING_NAME).uploadFile(file);
-      const run = await runChild<MemoryRun>({ kind: 'memory', storage: env.azurite.connectionString, prefix, transactions: size } satisfies MemoryJob, { timeoutMs: 600_000 });
+      const run = await runChild<MemoryRun>(
+        { kind: 'memory', storage: env.azurite.connectionString, prefix, transactions: size } satisfies MemoryJob,
+        { timeoutMs: 600_000 },
+      );
       out.push({ ...run, size, rep });
     }
   }

@@ -83,7 +83,13 @@ export interface ScaleOutRun {
   peakInstances: number;
   reportsExact: number;
   /** After the fleet scaled back to zero. */
-  after: { instances: number; subscriptions: Record<string, number>; scheduledOnTopic: number; queuedMessages: number; scaledToZeroMs: number | undefined };
+  after: {
+    instances: number;
+    subscriptions: Record<string, number>;
+    scheduledOnTopic: number;
+    queuedMessages: number;
+    scaledToZeroMs: number | undefined;
+  };
 }
 
 export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => void): Promise<ScaleOutRun> {
@@ -96,7 +102,9 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     PUSHDRAIN_DEQUEUE_BATCH_SIZE: String(cfg.dequeueBatchSize),
     PUSHDRAIN_MAX_DEQUEUE_TASKS: String(cfg.maxDequeueTasks),
     PUSHDRAIN_MESSAGES_PER_TASK: String(cfg.messagesPerTask),
-    ...(cfg.visibilityTimeoutSeconds !== undefined ? { PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: String(cfg.visibilityTimeoutSeconds) } : {}),
+    ...(cfg.visibilityTimeoutSeconds !== undefined
+      ? { PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: String(cfg.visibilityTimeoutSeconds) }
+      : {}),
     PUSHDRAIN_SCALE_MODE: 'off',
     PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   };
@@ -122,13 +130,25 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     const submitMs = Date.now() - s0;
     let inputMessages = 0;
     for (const q of parts.names.inputQueues()) inputMessages += await parts.queues.depth(q);
-    const backlog = { transactions: cfg.batches.reduce((a, b) => a + b.count, 0), inputMessages, activeEvents: active(SUBSCRIPTIONS.drain.name) };
-    log(`  scale-out: ${ids.length} batches submitted in ${(submitMs / 1000).toFixed(1)} s; backlog ${backlog.transactions} transactions in ${inputMessages} messages, ${backlog.activeEvents} events; starting the controller`);
+    const backlog = {
+      transactions: cfg.batches.reduce((a, b) => a + b.count, 0),
+      inputMessages,
+      activeEvents: active(SUBSCRIPTIONS.drain.name),
+    };
+    log(
+      `  scale-out: ${ids.length} batches submitted in ${(submitMs / 1000).toFixed(1)} s; backlog ${backlog.transactions} transactions in ${inputMessages} messages, ${backlog.activeEvents} events; starting the controller`,
+    );
     const t0 = Date.now();
     const running = runFleet({
       broker: env.broker,
       env: settingsEnv,
-      rule: { targetPerInstance: target, maxStep: 4, minInstances: 0, maxInstances: cfg.maxInstances, coolDownMs: cfg.coolDownMs },
+      rule: {
+        targetPerInstance: target,
+        maxStep: 4,
+        minInstances: 0,
+        maxInstances: cfg.maxInstances,
+        coolDownMs: cfg.coolDownMs,
+      },
       intervalMs: cfg.intervalMs,
       log: (l) => log(`  ${l}`),
       ...(out ? { echo: (l: string) => void out.write(`${((Date.now() - t0) / 1000).toFixed(1)} ${l}\n`) } : {}),
@@ -143,13 +163,16 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     })();
     const done = await watcher.wait(ids, cfg.timeoutMs);
     const elapsedMs = Math.max(...done.map((d) => d.completedAt)) - t0;
-    log(`  scale-out: all completed ${(elapsedMs / 1000).toFixed(1)} s after the first POST; waiting for the fleet to scale in`);
+    log(
+      `  scale-out: all completed ${(elapsedMs / 1000).toFixed(1)} s after the first POST; waiting for the fleet to scale in`,
+    );
     // Late hand-overs (a drain that ended while others still held messages schedules a look one
     // visibility timeout later) wake an instance again: wait until none is scheduled on the topic
     // and every one has been consumed.
     const idleFrom = Date.now();
     let scaledToZeroMs: number | undefined;
-    const allQuiet = (): boolean => Object.values(SUBSCRIPTIONS).every((x) => active(x.name) === 0) && (env.broker.scheduledCount(TOPIC) ?? 0) === 0;
+    const allQuiet = (): boolean =>
+      Object.values(SUBSCRIPTIONS).every((x) => active(x.name) === 0) && (env.broker.scheduledCount(TOPIC) ?? 0) === 0;
     for (let i = 0; i < 1500 && Date.now() - idleFrom < 240_000; i++) {
       if (running.size() === 0 && allQuiet()) {
         scaledToZeroMs = Date.now() - idleFrom;
@@ -161,7 +184,13 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     for (const [i, id] of ids.entries()) {
       const got = await watcher.runtime.report(id);
       const expected = expectedReport(batchTransactions(cfg.batches[i]!));
-      if (got.kind === 'ready' && got.report.transactions === expected.transactions && isDeepStrictEqual(got.report.rows, expected.rows) && isDeepStrictEqual(got.report.totals, expected.totals)) exact++;
+      if (
+        got.kind === 'ready' &&
+        got.report.transactions === expected.transactions &&
+        isDeepStrictEqual(got.report.rows, expected.rows) &&
+        isDeepStrictEqual(got.report.totals, expected.totals)
+      )
+        exact++;
     }
     let queued = 0;
     for (const q of parts.names.allQueues()) queued += await parts.queues.depth(q);
@@ -197,7 +226,13 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       shares,
       peakInstances: Math.max(0, ...timeline.map((t) => t.instances)),
       reportsExact: exact,
-      after: { instances: running.size(), subscriptions, scheduledOnTopic: env.broker.scheduledCount(TOPIC) ?? 0, queuedMessages: queued, scaledToZeroMs },
+      after: {
+        instances: running.size(),
+        subscriptions,
+        scheduledOnTopic: env.broker.scheduledCount(TOPIC) ?? 0,
+        queuedMessages: queued,
+        scaledToZeroMs,
+      },
     };
   } finally {
     sampling = false;

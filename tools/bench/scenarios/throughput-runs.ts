@@ -28,7 +28,11 @@ export interface ThroughputOptions {
   beforeRep?: (rep: number) => Promise<void>;
 }
 
-export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'], o: ThroughputOptions): Promise<ThroughputRunRecord[]> {
+export async function runThroughput(
+  env: BenchEnv,
+  cfg: BenchConfig['throughput'],
+  o: ThroughputOptions,
+): Promise<ThroughputRunRecord[]> {
   const { designs, azuritePid, profileDir, log } = o;
   const out: ThroughputRunRecord[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
@@ -52,9 +56,13 @@ export async function runThroughput(env: BenchEnv, cfg: BenchConfig['throughput'
       const before = env.broker.stats();
       const run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
       const after = env.broker.stats();
-      const sb = serviceBusOperations(Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])));
+      const sb = serviceBusOperations(
+        Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])),
+      );
       out.push({ ...run, rep, serviceBusOperations: sb });
-      log(`  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx${run.verified ? '' : ', REPORT MISMATCH'}`);
+      log(
+        `  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx${run.verified ? '' : ', REPORT MISMATCH'}`,
+      );
     }
   }
   return out;

@@ -54,7 +54,11 @@ export interface ThroughputRun {
 
 export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
   const bodies = job.batches.map(batchBody);
-  const app = await startApp(job.design, { prefix: job.prefix, storage: job.storage, ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}) });
+  const app = await startApp(job.design, {
+    prefix: job.prefix,
+    storage: job.storage,
+    ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}),
+  });
   const watcher = new CompletionWatcher(app.settings);
   try {
     const before = app.meter.snapshot();
@@ -103,5 +107,9 @@ async function verifyFirst(watcher: CompletionWatcher, batchId: string, spec: Ba
   const got = await watcher.runtime.report(batchId);
   if (got.kind !== 'ready') return false;
   const expected = expectedReport(batchTransactions(spec));
-  return got.report.transactions === expected.transactions && isDeepStrictEqual(got.report.rows, expected.rows) && isDeepStrictEqual(got.report.totals, expected.totals);
+  return (
+    got.report.transactions === expected.transactions &&
+    isDeepStrictEqual(got.report.rows, expected.rows) &&
+    isDeepStrictEqual(got.report.totals, expected.totals)
+  );
 }

@@ -53,7 +53,14 @@ function statsDelta(after: StatsSnapshot, before: StatsSnapshot): Record<string,
   return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
 }
 
-async function trickle(env: BenchEnv, f: FleetApp, design: DesignName, rep: number, cfg: TrickleConfig, offsetMs: number): Promise<TrickleRun> {
+async function trickle(
+  env: BenchEnv,
+  f: FleetApp,
+  design: DesignName,
+  rep: number,
+  cfg: TrickleConfig,
+  offsetMs: number,
+): Promise<TrickleRun> {
   await sleep(offsetMs);
   const size = cfg.batchSize[design];
   const bodies = Array.from({ length: cfg.batches }, (_, i) => batchBody({ count: size, seed: SEED_BASE + i }));
@@ -78,28 +85,50 @@ async function trickle(env: BenchEnv, f: FleetApp, design: DesignName, rep: numb
     await untilQuiet(f.app, cfg.quietMs, 60_000);
     afterWindow = f.app.meter.total() - at;
   }
-  return { design, rep, batches: cfg.batches, transactions: size * cfg.batches, windowMs, storage, afterWindow, serviceBusOperations: serviceBus, latenciesMs };
+  return {
+    design,
+    rep,
+    batches: cfg.batches,
+    transactions: size * cfg.batches,
+    windowMs,
+    storage,
+    afterWindow,
+    serviceBusOperations: serviceBus,
+    latenciesMs,
+  };
 }
 
-export async function runTrickle(env: BenchEnv, cfg: TrickleConfig, designs: readonly DesignName[], random: () => number): Promise<TrickleRun[]> {
+export async function runTrickle(
+  env: BenchEnv,
+  cfg: TrickleConfig,
+  designs: readonly DesignName[],
+  random: () => number,
+): Promise<TrickleRun[]> {
   const out: TrickleRun[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
     const fleet: { design: DesignName; f: FleetApp }[] = [];
     try {
-      await Promise.all(designs.map(async (design) => fleet.push({ design, f: await startFleetApp(env, design, { random }) })));
+      await Promise.all(
+        designs.map(async (design) => fleet.push({ design, f: await startFleetApp(env, design, { random }) })),
+      );
       // Warm-up: connections, JIT and first-use costs (each queue's first drain slot) stay out of
       // the window; a batch of one chunk per partition touches every input queue.
       await Promise.all(
         fleet.map(async ({ design, f }) => {
           const { partitions, chunkSize } = f.app.settings.tuning;
-          const body = batchBody({ count: design === 'no-claim-check' ? 10 : partitions * chunkSize, seed: SEED_BASE - 1 });
+          const body = batchBody({
+            count: design === 'no-claim-check' ? 10 : partitions * chunkSize,
+            seed: SEED_BASE - 1,
+          });
           await f.watcher.wait([await f.app.submit(body)], BATCH_TIMEOUT_MS);
         }),
       );
       await sleep(cfg.gapMs);
       const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
       const runs = await Promise.all(
-        fleet.map(({ design, f }) => trickle(env, f, design, rep, cfg, (order.indexOf(design) * cfg.gapMs) / designs.length)),
+        fleet.map(({ design, f }) =>
+          trickle(env, f, design, rep, cfg, (order.indexOf(design) * cfg.gapMs) / designs.length),
+        ),
       );
       out.push(...runs);
     } finally {

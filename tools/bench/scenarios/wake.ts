@@ -107,14 +107,26 @@ async function pushdrainTrials(env: BenchEnv, cfg: WakeConfig, total: number): P
 }
 
 /** One wave of baseline trials: start the apps, let the start-up burst pass, spread the arrivals. */
-async function baselineWave(env: BenchEnv, cfg: WakeConfig, design: DesignName, first: number, count: number, random: () => number): Promise<WakeTrial[]> {
+async function baselineWave(
+  env: BenchEnv,
+  cfg: WakeConfig,
+  design: DesignName,
+  first: number,
+  count: number,
+  random: () => number,
+): Promise<WakeTrial[]> {
   const apps: { f: FleetApp; probe: ProbeMeter; idleMs: number; n: number }[] = [];
   try {
     await Promise.all(
       Array.from({ length: count }, async (_, k) => {
         const idleMs = cfg.idleMinMs + random() * (cfg.idleMaxMs - cfg.idleMinMs);
         const probe = new ProbeMeter();
-        apps.push({ f: await startFleetApp(env, design, { meter: probe, idleMs, random }), probe, idleMs, n: first + k });
+        apps.push({
+          f: await startFleetApp(env, design, { meter: probe, idleMs, random }),
+          probe,
+          idleMs,
+          n: first + k,
+        });
       }),
     );
     // Every app creating its queues at once keeps the emulator busy for a moment, and a busy
@@ -136,10 +148,17 @@ async function baselineWave(env: BenchEnv, cfg: WakeConfig, design: DesignName, 
  * the classic poller's apps poll every second, so they run a few at a time, or together they
  * would saturate the emulator (one thread) and slow every poll they are measured by.
  */
-async function baselineTrials(env: BenchEnv, cfg: WakeConfig, design: DesignName, total: number, random: () => number): Promise<WakeTrial[]> {
+async function baselineTrials(
+  env: BenchEnv,
+  cfg: WakeConfig,
+  design: DesignName,
+  total: number,
+  random: () => number,
+): Promise<WakeTrial[]> {
   const wave = design === 'classic-poller' ? Math.max(1, cfg.classicWave) : total;
   const out: WakeTrial[] = [];
-  for (let first = 0; first < total; first += wave) out.push(...(await baselineWave(env, cfg, design, first, Math.min(wave, total - first), random)));
+  for (let first = 0; first < total; first += wave)
+    out.push(...(await baselineWave(env, cfg, design, first, Math.min(wave, total - first), random)));
   return out;
 }
 
@@ -150,7 +169,9 @@ async function baselineTrials(env: BenchEnv, cfg: WakeConfig, design: DesignName
  */
 export async function runWake(env: BenchEnv, cfg: WakeConfig, random: () => number): Promise<WakeTrial[]> {
   const slow = Promise.all(
-    DESIGNS.filter((d) => d !== 'pushdrain' && d !== 'classic-poller').map((d) => baselineTrials(env, cfg, d, cfg.baselineTrialsPerRep * cfg.reps, random)),
+    DESIGNS.filter((d) => d !== 'pushdrain' && d !== 'classic-poller').map((d) =>
+      baselineTrials(env, cfg, d, cfg.baselineTrialsPerRep * cfg.reps, random),
+    ),
   );
   // Keep the slow group's rejection observed while the others run; it is awaited below.
   slow.catch(() => undefined);

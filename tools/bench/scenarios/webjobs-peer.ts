@@ -18,7 +18,7 @@ import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy';
 import type { BenchEnv } from '../support/env';
 import { sleep } from '../support/fleet';
-import { buildPeer, PEER_QUEUES, startPeer,type WebJobsPeer } from '../support/webjobs-peer';
+import { buildPeer, PEER_QUEUES, startPeer, type WebJobsPeer } from '../support/webjobs-peer';
 
 export interface PeerConfig {
   /** Peer processes side by side (each with its own five queues). */
@@ -59,7 +59,8 @@ const sum = (snaps: MeterSnapshot[]): MeterSnapshot => {
 
 /** ms from a queue's first receive to the receive that opened its first capped gap. */
 export function settleOf(times: readonly number[]): number | undefined {
-  for (let i = 1; i < times.length; i++) if (times[i]! - times[i - 1]! >= CAPPED_GAP_MS) return times[i - 1]! - times[0]!;
+  for (let i = 1; i < times.length; i++)
+    if (times[i]! - times[i - 1]! >= CAPPED_GAP_MS) return times[i - 1]! - times[0]!;
   return undefined;
 }
 
@@ -86,9 +87,14 @@ export async function runWebJobsPeer(env: BenchEnv, cfg: PeerConfig, random: () 
       const prefix = `peer${i}-${Math.floor(random() * 1e9).toString(36)}-`;
       await Promise.all(PEER_QUEUES.map((q) => env.admin.queues.createQueue(`${prefix}${q}`)));
       const proxy = await startCountingProxy(env.azurite);
-      running.push({ peer: await startPeer({ connectionString: proxy.connectionString, prefix }), proxy, startedAt: Date.now() });
+      running.push({
+        peer: await startPeer({ connectionString: proxy.connectionString, prefix }),
+        proxy,
+        startedAt: Date.now(),
+      });
     }
-    const allReceives = (): (readonly number[])[] => running.flatMap((r) => PEER_QUEUES.map((q) => r.proxy.receives().get(`${r.peer.prefix}${q}`) ?? []));
+    const allReceives = (): (readonly number[])[] =>
+      running.flatMap((r) => PEER_QUEUES.map((q) => r.proxy.receives().get(`${r.peer.prefix}${q}`) ?? []));
     const settleDeadline = Date.now() + cfg.settleMaxMs;
     // Bounded by settleMaxMs: wait until every queue has polled at the cap once.
     while (Date.now() < settleDeadline && allReceives().some((t) => settleOf(t) === undefined)) await sleep(1_000);
@@ -114,7 +120,8 @@ export async function runWebJobsPeer(env: BenchEnv, cfg: PeerConfig, random: () 
     const jobs: Promise<void>[] = [];
     for (let n = 0; n < cfg.trickleMessages; n++) {
       await sleep(Math.max(0, started + n * cfg.trickleGapMs - Date.now()));
-      for (const r of running) jobs.push(putAndTime(env, r, inputs[n % inputs.length]!).then((ms) => void latencyMs.push(ms)));
+      for (const r of running)
+        jobs.push(putAndTime(env, r, inputs[n % inputs.length]!).then((ms) => void latencyMs.push(ms)));
     }
     await sleep(Math.max(0, started + cfg.trickleMessages * cfg.trickleGapMs - Date.now()));
     const storage = sum(running.map((r, i) => meterDelta(r.proxy.snapshot(), t0[i]!)));
@@ -126,12 +133,19 @@ export async function runWebJobsPeer(env: BenchEnv, cfg: PeerConfig, random: () 
       idleWindowMs: cfg.idleWindowMs,
       idle,
       wakeMs,
-      trickle: { messages: cfg.trickleMessages * running.length, windowMs: cfg.trickleMessages * cfg.trickleGapMs, storage, latencyMs },
+      trickle: {
+        messages: cfg.trickleMessages * running.length,
+        windowMs: cfg.trickleMessages * cfg.trickleGapMs,
+        storage,
+        latencyMs,
+      },
     };
   } finally {
-    await Promise.all(running.map(async (r) => {
-      await r.peer.stop();
-      await r.proxy.close();
-    }));
+    await Promise.all(
+      running.map(async (r) => {
+        await r.peer.stop();
+        await r.proxy.close();
+      }),
+    );
   }
 }

@@ -16,7 +16,10 @@ export interface ChildOptions {
 
 export function runChild<R>(job: Serializable, options: ChildOptions): Promise<R> {
   return new Promise<R>((resolve, reject) => {
-    const child = fork(join(__dirname, '..', 'worker.js'), [], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], execArgv: options.execArgv ?? [] });
+    const child = fork(join(__dirname, '..', 'worker.js'), [], {
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      execArgv: options.execArgv ?? [],
+    });
     child.stderr?.setEncoding('utf8');
     let partial = '';
     child.stderr?.on('data', (d: string) => {

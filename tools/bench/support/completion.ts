@@ -49,12 +49,19 @@ export class CompletionWatcher {
       const m = got?.manifest;
       if (m?.state === 'failed') throw new Error(`batch ${id} failed: ${m.error ?? 'no reason recorded'}`);
       if (m?.state === 'completed' && m.completedAt) {
-        done.push({ batchId: id, submittedAt: Date.parse(m.submittedAt), completedAt: Date.parse(m.completedAt), transactions: m.transactions });
+        done.push({
+          batchId: id,
+          submittedAt: Date.parse(m.submittedAt),
+          completedAt: Date.parse(m.completedAt),
+          transactions: m.transactions,
+        });
         open.shift();
         continue;
       }
       if (Date.now() >= deadline) {
-        throw new Error(`timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches not completed (${id}: ${m ? `${m.state}, ${m.done.length}/${m.chunks} chunks` : 'no manifest'})`);
+        throw new Error(
+          `timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches not completed (${id}: ${m ? `${m.state}, ${m.done.length}/${m.chunks} chunks` : 'no manifest'})`,
+        );
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }

@@ -26,17 +26,24 @@ export async function startCountingProxy(target: { blobPort: number; queuePort: 
     new Promise((resolve, reject) => {
       const server = createServer((req, res) => {
         const url = `http://127.0.0.1${req.url ?? '/'}`;
-        const op = classify(service, { method: req.method ?? 'GET', url, headers: { get: (n: string) => headerOf(req.headers[n.toLowerCase()]) } } as never);
+        const op = classify(service, {
+          method: req.method ?? 'GET',
+          url,
+          headers: { get: (n: string) => headerOf(req.headers[n.toLowerCase()]) },
+        } as never);
         counts[op] = (counts[op] ?? 0) + 1;
         counts.total = (counts.total ?? 0) + 1;
         if (op === 'queue.get') {
           const queue = new URL(url).pathname.split('/')[2] ?? '';
           receives.set(queue, [...(receives.get(queue) ?? []), Date.now()]);
         }
-        const upstream = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        });
+        const upstream = httpRequest(
+          { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          },
+        );
         upstream.on('error', () => res.destroy());
         req.pipe(upstream);
       });
@@ -50,7 +57,9 @@ export async function startCountingProxy(target: { blobPort: number; queuePort: 
     snapshot: () => ({ ...counts }),
     receives: () => receives,
     close: async () => {
-      await Promise.all([blob, queue].map((s) => new Promise<void>((r) => (s.closeAllConnections(), s.close(() => r())))));
+      await Promise.all(
+        [blob, queue].map((s) => new Promise<void>((r) => (s.closeAllConnections(), s.close(() => r())))),
+      );
     },
   };
 }

@@ -55,7 +55,10 @@ export async function startEnv(topicCopies: number): Promise<BenchEnv> {
 }
 
 export function adminClients(connectionString: string): BenchEnv['admin'] {
-  return { blobs: BlobServiceClient.fromConnectionString(connectionString), queues: QueueServiceClient.fromConnectionString(connectionString) };
+  return {
+    blobs: BlobServiceClient.fromConnectionString(connectionString),
+    queues: QueueServiceClient.fromConnectionString(connectionString),
+  };
 }
 
 /** Default tuning throughout: the bench measures the app as shipped. Only names differ. */
@@ -70,7 +73,9 @@ export function appSettings(env: { storage: string; serviceBus?: string }, prefi
 /** Deletes an app's queues and containers, so Azurite stays small over a long bench. */
 export async function removeApp(admin: BenchEnv['admin'], prefix: string): Promise<void> {
   const jobs: Promise<unknown>[] = [];
-  for await (const q of admin.queues.listQueues({ prefix })) jobs.push(admin.queues.deleteQueue(q.name).catch(() => undefined));
-  for await (const c of admin.blobs.listContainers({ prefix })) jobs.push(admin.blobs.deleteContainer(c.name).catch(() => undefined));
+  for await (const q of admin.queues.listQueues({ prefix }))
+    jobs.push(admin.queues.deleteQueue(q.name).catch(() => undefined));
+  for await (const c of admin.blobs.listContainers({ prefix }))
+    jobs.push(admin.blobs.deleteContainer(c.name).catch(() => undefined));
   await Promise.all(jobs);
 }

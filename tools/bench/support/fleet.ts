@@ -4,7 +4,12 @@ import { startApp } from '../designs';
 import { CompletionWatcher } from './completion';
 import { type BenchEnv, removeApp } from './env';
 
-const SHORT: Record<DesignName, string> = { pushdrain: 'pd', 'classic-poller': 'cp', 'functions-queue': 'fq', 'no-claim-check': 'nc' };
+const SHORT: Record<DesignName, string> = {
+  pushdrain: 'pd',
+  'classic-poller': 'cp',
+  'functions-queue': 'fq',
+  'no-claim-check': 'nc',
+};
 
 let counter = 0;
 const runTag = Date.now().toString(36).slice(-5);

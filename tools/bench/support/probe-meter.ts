@@ -30,7 +30,8 @@ export class ProbeMeter extends StorageMeter {
         const at = performance.timeOrigin + performance.now();
         if (op === 'queue.put' && !this.puts.has(queue)) this.puts.set(queue, at);
         // A receive's XML lists one <QueueMessage> per message; an empty one lists none.
-        if (op === 'queue.get' && !this.gets.has(queue) && (response.bodyAsText ?? '').includes('<QueueMessage>')) this.gets.set(queue, at);
+        if (op === 'queue.get' && !this.gets.has(queue) && (response.bodyAsText ?? '').includes('<QueueMessage>'))
+          this.gets.set(queue, at);
         return response;
       },
     };

@@ -63,7 +63,11 @@ function sourceOf(url: string, repoRoot: string, lineNumber: number): string {
 const META = new Set(['(idle)', '(program)', '(root)']);
 
 /** Self time by function (name + location), from the samples; meta entries are left out, GC kept. */
-export function topFunctions(file: string, count: number, repoRoot: string): { top: HotFunction[]; totalMs: number; gcMs: number } {
+export function topFunctions(
+  file: string,
+  count: number,
+  repoRoot: string,
+): { top: HotFunction[]; totalMs: number; gcMs: number } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, { name: string; where: string; us: number }>();
@@ -86,7 +90,14 @@ export function topFunctions(file: string, count: number, repoRoot: string): { t
   const all = [...self.values()].sort((a, b) => b.us - a.us);
   const gc = all.find((e) => e.name === '(garbage collector)');
   return {
-    top: all.slice(0, count).map((e) => ({ name: e.name, where: e.where, selfMs: e.us / 1000, selfPercent: totalUs > 0 ? (100 * e.us) / totalUs : 0 })),
+    top: all
+      .slice(0, count)
+      .map((e) => ({
+        name: e.name,
+        where: e.where,
+        selfMs: e.us / 1000,
+        selfPercent: totalUs > 0 ? (100 * e.us) / totalUs : 0,
+      })),
     totalMs: totalUs / 1000,
     gcMs: (gc?.us ?? 0) / 1000,
   };

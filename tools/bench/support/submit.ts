@@ -4,7 +4,8 @@ import { HttpRequest, InvocationContext } from '@azure/functions';
 import { postBatch } from '../../../functions/ingest-http';
 import type { PushdrainApp } from '../../../shared/app';
 
-const quietContext = (): InvocationContext => new InvocationContext({ functionName: 'postBatch', logHandler: () => {} });
+const quietContext = (): InvocationContext =>
+  new InvocationContext({ functionName: 'postBatch', logHandler: () => {} });
 
 export async function postNdjson(app: PushdrainApp, body: Buffer): Promise<string> {
   const req = new HttpRequest({
@@ -15,6 +16,7 @@ export async function postNdjson(app: PushdrainApp, body: Buffer): Promise<strin
   });
   const res = await postBatch(app, req, quietContext());
   const answer = res.jsonBody as { batchId?: string } | undefined;
-  if (res.status !== 202 || !answer?.batchId) throw new Error(`POST /api/batches answered ${res.status}: ${JSON.stringify(res.jsonBody)}`);
+  if (res.status !== 202 || !answer?.batchId)
+    throw new Error(`POST /api/batches answered ${res.status}: ${JSON.stringify(res.jsonBody)}`);
   return answer.batchId;
 }

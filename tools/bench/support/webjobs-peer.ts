@@ -13,7 +13,12 @@ export const PEER_DIR = join(findRepoRoot(__dirname), 'tools', 'bench', 'peers',
 const PEER_DLL = join(PEER_DIR, 'bin', 'Release', 'net10.0', 'WebJobsQueueTrigger.dll');
 /** The queues the peer triggers on, after its prefix: the port's four input partitions and results. */
 export const PEER_QUEUES = ['work-0', 'work-1', 'work-2', 'work-3', 'results'] as const;
-const DOTNET_ENV = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1', DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1' };
+const DOTNET_ENV = {
+  ...process.env,
+  DOTNET_CLI_TELEMETRY_OPTOUT: '1',
+  DOTNET_NOLOGO: '1',
+  DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1',
+};
 
 export interface Invocation {
   queue: string;
@@ -36,12 +41,22 @@ export function peerUnavailable(): string | undefined {
 /** Builds the peer; returns the build's wall time in ms. */
 export function buildPeer(): number {
   const t0 = Date.now();
-  const r = spawnSync('dotnet', ['build', '-c', 'Release', '-nologo', '-v', 'q'], { cwd: PEER_DIR, env: DOTNET_ENV, encoding: 'utf8', timeout: 10 * 60_000 });
-  if (r.status !== 0) throw new Error(`dotnet build of the WebJobs peer failed:\n${(r.stdout + r.stderr).slice(-3000)}`);
+  const r = spawnSync('dotnet', ['build', '-c', 'Release', '-nologo', '-v', 'q'], {
+    cwd: PEER_DIR,
+    env: DOTNET_ENV,
+    encoding: 'utf8',
+    timeout: 10 * 60_000,
+  });
+  if (r.status !== 0)
+    throw new Error(`dotnet build of the WebJobs peer failed:\n${(r.stdout + r.stderr).slice(-3000)}`);
   return Date.now() - t0;
 }
 
-export async function startPeer(options: { connectionString: string; prefix: string; startTimeoutMs?: number }): Promise<WebJobsPeer> {
+export async function startPeer(options: {
+  connectionString: string;
+  prefix: string;
+  startTimeoutMs?: number;
+}): Promise<WebJobsPeer> {
   const child: ChildProcess = spawn('dotnet', [PEER_DLL], {
     cwd: PEER_DIR,
     env: { ...DOTNET_ENV, AzureWebJobsStorage: options.connectionString, PEER_PREFIX: options.prefix },

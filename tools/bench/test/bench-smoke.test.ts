@@ -19,7 +19,9 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 function runQuick(out: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(__dirname, '..', 'run.js'), '--quick', '--no-markdown', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(__dirname, '..', 'run.js'), '--quick', '--no-markdown', '--out', out], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -30,7 +32,8 @@ function runQuick(out: string): Promise<{ code: number | null; output: string }>
 function finite(s: Summary | undefined, what: string): void {
   assert.ok(s, `${what} is missing`);
   assert.ok(s.runs.length > 0, `${what} has no runs`);
-  for (const v of [s.median, s.min, s.max, ...s.runs]) assert.ok(Number.isFinite(v), `${what} is not finite: ${JSON.stringify(s)}`);
+  for (const v of [s.median, s.min, s.max, ...s.runs])
+    assert.ok(Number.isFinite(v), `${what} is not finite: ${JSON.stringify(s)}`);
 }
 
 describe('bench --quick', () => {
@@ -83,7 +86,10 @@ describe('bench --quick', () => {
     const so = r.scaleOut;
     assert.ok(so, 'scale-out scenario');
     assert.equal(so.reportsExact, so.batches, 'scale-out: every report equals the oracle');
-    assert.ok(so.decisions.some((d) => d.before === 0 && d.added > 0), 'scale-out: the controller started instances from zero');
+    assert.ok(
+      so.decisions.some((d) => d.before === 0 && d.added > 0),
+      'scale-out: the controller started instances from zero',
+    );
     assert.ok(so.shares.reduce((a, x) => a + x.input, 0) >= so.chunks, 'scale-out: every chunk processed');
     assert.equal(so.after.instances, 0, 'scale-out: back to zero instances');
     assert.ok(r.wallSeconds > 0 && Object.keys(r.timings).length >= 10, 'per-scenario timings are recorded');

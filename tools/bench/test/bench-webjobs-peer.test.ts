@@ -41,7 +41,10 @@ describe('bench: the real Functions queue trigger peer', () => {
     await queue.deleteMessage(got.messageId, got.popReceipt);
     const after = proxy.snapshot();
     const delta = (op: string): number => (after[op] ?? 0) - (before[op] ?? 0);
-    assert.deepEqual([delta('queue.create'), delta('queue.put'), delta('queue.get'), delta('queue.delete'), delta('total')], [1, 1, 1, 1, 4]);
+    assert.deepEqual(
+      [delta('queue.create'), delta('queue.put'), delta('queue.get'), delta('queue.delete'), delta('total')],
+      [1, 1, 1, 1, 4],
+    );
     assert.equal(proxy.receives().get(name)?.length, 1);
   });
 
@@ -55,7 +58,12 @@ describe('bench: the real Functions queue trigger peer', () => {
       idleWindowMs: 180_000,
       idle: { 'queue.get': 15, total: 15 },
       wakeMs: [10, 20, 30, 40],
-      trickle: { messages: 4, windowMs: 32_000, storage: { 'queue.get': 20, 'queue.delete': 4, total: 24 }, latencyMs: [5, 6, 7, 8] },
+      trickle: {
+        messages: 4,
+        windowMs: 32_000,
+        storage: { 'queue.get': 20, 'queue.delete': 4, total: 24 },
+        latencyMs: [5, 6, 7, 8],
+      },
     });
     assert.equal(f.idlePerQueueHour.total, 60);
     assert.equal(f.settleSeconds, 75);
@@ -64,21 +72,28 @@ describe('bench: the real Functions queue trigger peer', () => {
     assert.equal(f.trickle.perMessage['queue.delete'], 1);
   });
 
-  test('the WebJobs SDK host runs a message put on one of its queues', { skip: dotnetSkip(), timeout: 10 * 60_000 }, async () => {
-    buildPeer();
-    const prefix = `peer-${randomUUID().slice(0, 8)}-`;
-    const admin = QueueServiceClient.fromConnectionString(azurite.connectionString);
-    await Promise.all(PEER_QUEUES.map((q) => admin.createQueue(`${prefix}${q}`)));
-    const peer = await startPeer({ connectionString: proxy.connectionString, prefix });
-    try {
-      const put = await admin.getQueueClient(`${prefix}work-2`).sendMessage(Buffer.from('{}').toString('base64'));
-      // A fresh host polls every queue within its first seconds (the back-off starts at 100 ms).
-      assert.ok(await waitFor(() => peer.invocations().some((i) => i.id === put.messageId), 30_000), `no invocation within 30 s: ${JSON.stringify(peer.invocations())}`);
-      const run = peer.invocations().find((i) => i.id === put.messageId);
-      assert.equal(run?.queue, 'work-2');
-      assert.ok((proxy.receives().get(`${prefix}work-2`)?.length ?? 0) >= 1, 'its receives went through the proxy');
-    } finally {
-      await peer.stop();
-    }
-  });
+  test(
+    'the WebJobs SDK host runs a message put on one of its queues',
+    { skip: dotnetSkip(), timeout: 10 * 60_000 },
+    async () => {
+      buildPeer();
+      const prefix = `peer-${randomUUID().slice(0, 8)}-`;
+      const admin = QueueServiceClient.fromConnectionString(azurite.connectionString);
+      await Promise.all(PEER_QUEUES.map((q) => admin.createQueue(`${prefix}${q}`)));
+      const peer = await startPeer({ connectionString: proxy.connectionString, prefix });
+      try {
+        const put = await admin.getQueueClient(`${prefix}work-2`).sendMessage(Buffer.from('{}').toString('base64'));
+        // A fresh host polls every queue within its first seconds (the back-off starts at 100 ms).
+        assert.ok(
+          await waitFor(() => peer.invocations().some((i) => i.id === put.messageId), 30_000),
+          `no invocation within 30 s: ${JSON.stringify(peer.invocations())}`,
+        );
+        const run = peer.invocations().find((i) => i.id === put.messageId);
+        assert.equal(run?.queue, 'work-2');
+        assert.ok((proxy.receives().get(`${prefix}work-2`)?.length ?? 0) >= 1, 'its receives went through the proxy');
+      } finally {
+        await peer.stop();
+      }
+    },
+  );
 });

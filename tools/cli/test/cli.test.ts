@@ -21,7 +21,16 @@ import type { BatchStatusBody } from '../../../shared/batch/manifest';
 import type { Report } from '../../../shared/billing/report';
 import { entityNames } from '../../../shared/names';
 import type { StatusReport } from '../../../shared/status/status-report';
-import { CLI, type CliRun, type LocalStack, REPO_ROOT, runCli, startLocalStack, submitHeld, wake } from '../../../test/support/local-stack';
+import {
+  CLI,
+  type CliRun,
+  type LocalStack,
+  REPO_ROOT,
+  runCli,
+  startLocalStack,
+  submitHeld,
+  wake,
+} from '../../../test/support/local-stack';
 import { spoilChunks } from '../../devstack/spoil-chunks';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
@@ -35,7 +44,8 @@ let dir = '';
 let bigFile = '';
 let batchId = '';
 
-const cli = (args: readonly string[], env: Record<string, string> = {}, stdin?: Buffer): Promise<CliRun> => runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_KEY: 'any-key-works-locally', ...env }, 180_000, stdin);
+const cli = (args: readonly string[], env: Record<string, string> = {}, stdin?: Buffer): Promise<CliRun> =>
+  runCli(args, { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_KEY: 'any-key-works-locally', ...env }, 180_000, stdin);
 const json = <T>(r: CliRun): T => {
   assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}`);
   return JSON.parse(r.stdout) as T;
@@ -49,7 +59,6 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
- 
 const ANSI = /\x1b\[/;
 
 before(async () => {
@@ -74,17 +83,31 @@ describe('pushdrain CLI against the local stack', () => {
     const uploads = [...r.stderr.matchAll(/^upload +\[[#-]{20}\] (\d+)% \| ([\d,]+)\/([\d,]+) bytes$/gm)];
     assert.ok(uploads.length >= 1, r.stderr);
     assert.equal(uploads.at(-1)?.[1], '100');
-    const chunks = [...r.stderr.matchAll(/^chunks +\[[#-]{20}\] (\d+)% \| (\d+)\/100 chunks$/gm)].map((m) => Number(m[2]));
+    const chunks = [...r.stderr.matchAll(/^chunks +\[[#-]{20}\] (\d+)% \| (\d+)\/100 chunks$/gm)].map((m) =>
+      Number(m[2]),
+    );
     assert.ok(chunks.length >= 2, `a line as the wait starts and one at the end:\n${r.stderr}`);
     assert.equal(chunks.at(-1), 100);
-    assert.deepEqual(chunks, [...chunks].sort((a, b) => a - b), 'progress only moves forward');
+    assert.deepEqual(
+      chunks,
+      [...chunks].sort((a, b) => a - b),
+      'progress only moves forward',
+    );
     assert.match(r.stderr, /^accepted: batch \S+, 200,000 transactions in 100 chunks$/m);
     // The result is on stdout.
-    const m = /^completed: batch (\S+), 200,000 transactions in 100 chunks, [\d,.]+ (ms|s) from submission$/m.exec(r.stdout);
+    const m = /^completed: batch (\S+), 200,000 transactions in 100 chunks, [\d,.]+ (ms|s) from submission$/m.exec(
+      r.stdout,
+    );
     assert.ok(m?.[1], r.stdout);
     batchId = m[1];
     assert.match(r.stdout, /^totals: AUD [\d,.-]+ \([\d,]+ tx, tax [\d,.-]+\) · CAD /m);
-    assert.match(r.stdout, new RegExp(`^report: ${stack.host.base}/api/batches/${batchId}/report  \\(CSV: pushdrain report ${batchId} --csv -o ${batchId}\\.csv\\)$`, 'm'));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `^report: ${stack.host.base}/api/batches/${batchId}/report  \\(CSV: pushdrain report ${batchId} --csv -o ${batchId}\\.csv\\)$`,
+        'm',
+      ),
+    );
     const report = json<Report>(await cli(['report', batchId, '--json']));
     assert.deepEqual(report.totals, expectedReport(txns).totals, 'the totals the app computed are the exact ones');
   });
@@ -93,7 +116,11 @@ describe('pushdrain CLI against the local stack', () => {
     assert.ok(batchId, 'runs after the submit test');
     const r = await cli(['submit', bigFile, '--no-wait', '--json']);
     const body = json<{ batchId: string; replayed: boolean; transactions: number; chunks: number }>(r);
-    assert.deepEqual(body, { batchId, status: 'completed', transactions: LINES, chunks: 100, replayed: true }, 'the batch completed in the first test');
+    assert.deepEqual(
+      body,
+      { batchId, status: 'completed', transactions: LINES, chunks: 100, replayed: true },
+      'the batch completed in the first test',
+    );
     assert.equal(r.stderr, '', 'no progress with --json');
     // The same data gzip-compressed by the user is the same content, hence the same batch.
     const gz = join(dir, 'batch.ndjson.gz');
@@ -108,7 +135,10 @@ describe('pushdrain CLI against the local stack', () => {
     const all = json<StatusReport>(await cli(['status', '--json']));
     assert.equal(all.queues.length, 5);
     assert.ok(all.serviceBus.available, 'the development broker answers peeks');
-    assert.ok(all.serviceBus.available && all.serviceBus.entities.some((e) => e.entity === 'work-detected/Subscriptions/drain' && e.error === undefined));
+    assert.ok(
+      all.serviceBus.available &&
+        all.serviceBus.entities.some((e) => e.entity === 'work-detected/Subscriptions/drain' && e.error === undefined),
+    );
     const listing = json<BatchListing>(await cli(['batches', '--json']));
     const mine = listing.recent.find((b) => b.batchId === batchId);
     assert.ok(mine && typeof mine.latencyMs === 'number', JSON.stringify(listing));
@@ -117,7 +147,9 @@ describe('pushdrain CLI against the local stack', () => {
       q.queues.map((x) => x.depth),
       [0, 0, 0, 0, 0],
     );
-    const redrive = json<{ moved: number; skipped: number }>(await cli(['redrive', '--json', '--admin-key', 'admin-any-key-locally']));
+    const redrive = json<{ moved: number; skipped: number }>(
+      await cli(['redrive', '--json', '--admin-key', 'admin-any-key-locally']),
+    );
     assert.deepEqual([redrive.moved, redrive.skipped], [0, 0]);
 
     const csv = join(dir, 'report.csv');
@@ -133,7 +165,10 @@ describe('pushdrain CLI against the local stack', () => {
     assert.equal(human.code, 0);
     assert.match(human.stdout, /^queue +depth +oldest +poison +oldest poison +drain here$/m);
     // Drains of the finished batch may still be backing off: their column says so.
-    assert.match(human.stdout, new RegExp(`^${stack.prefix}work-0 +0 +– +0 +– +(–|(running|stopping|starting), \\d+ tasks)$`, 'm'));
+    assert.match(
+      human.stdout,
+      new RegExp(`^${stack.prefix}work-0 +0 +– +0 +– +(–|(running|stopping|starting), \\d+ tasks)$`, 'm'),
+    );
     assert.match(human.stdout, /^work-detected\/Subscriptions\/drain +\d+ +0 +0$/m);
     assert.match((await cli(['batches'])).stdout, new RegExp(`^${batchId} +completed +100/100 +200,000 `, 'm'));
     assert.match((await cli(['status'])).stdout, /^batches: 0 open, 1 completed, 0 failed$/m);
@@ -142,7 +177,13 @@ describe('pushdrain CLI against the local stack', () => {
 
   test('submit - reads stdin; a JSON array is recognised by its first character', async () => {
     const r = await cli(['submit', '-', '--json', '--poll', '200'], {}, Buffer.from(JSON.stringify(txns.slice(0, 50))));
-    const body = json<{ batchId: string; transactions: number; final: BatchStatusBody; totals: unknown[]; report: string }>(r);
+    const body = json<{
+      batchId: string;
+      transactions: number;
+      final: BatchStatusBody;
+      totals: unknown[];
+      report: string;
+    }>(r);
     assert.equal(body.transactions, 50);
     assert.equal(body.final.status, 'completed');
     assert.deepEqual(body.totals, expectedReport(txns.slice(0, 50)).totals);
@@ -152,7 +193,10 @@ describe('pushdrain CLI against the local stack', () => {
   test('a rejected file exits 3 with the validation details, readable and as JSON', async () => {
     const bad = join(dir, 'bad.ndjson');
     const good = JSON.stringify(txns[0]);
-    writeFileSync(bad, [good, JSON.stringify({ ...txns[1], amount: -5 }), JSON.stringify({ ...txns[2], currency: 'euro' })].join('\n'));
+    writeFileSync(
+      bad,
+      [good, JSON.stringify({ ...txns[1], amount: -5 }), JSON.stringify({ ...txns[2], currency: 'euro' })].join('\n'),
+    );
     const r = await cli(['submit', bad]);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /^pushdrain: rejected \(HTTP 400, invalid_batch\): /m);
@@ -161,7 +205,12 @@ describe('pushdrain CLI against the local stack', () => {
     assert.equal(r.stdout, '');
     const j = await cli(['submit', bad, '--json']);
     assert.equal(j.code, 3);
-    const body = JSON.parse(j.stdout) as { error: string; details: { line: number; field: string }[]; httpStatus: number; exitCode: number };
+    const body = JSON.parse(j.stdout) as {
+      error: string;
+      details: { line: number; field: string }[];
+      httpStatus: number;
+      exitCode: number;
+    };
     assert.equal(body.error, 'invalid_batch');
     assert.deepEqual(
       body.details.map((d) => [d.line, d.field]),
@@ -188,7 +237,8 @@ describe('pushdrain CLI against the local stack', () => {
     assert.match(down.stderr, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${closed}: ECONNREFUSED`));
     const help = await cli(['--help']);
     assert.equal(help.code, 0);
-    for (const c of ['submit', 'status', 'report', 'batches', 'queues', 'redrive']) assert.match(help.stdout, new RegExp(`^ {2}${c}\\b`, 'm'));
+    for (const c of ['submit', 'status', 'report', 'batches', 'queues', 'redrive'])
+      assert.match(help.stdout, new RegExp(`^ {2}${c}\\b`, 'm'));
     assert.equal((await cli(['report', 'b-x', '--json'])).code, 5);
   });
 
@@ -197,7 +247,9 @@ describe('pushdrain CLI against the local stack', () => {
     try {
       const small = join(dir, 'small.json');
       writeFileSync(small, JSON.stringify(txns.slice(0, 10)));
-      const accepted = json<{ batchId: string; status: string }>(await cli(['submit', small, '--no-wait', '--json', '--no-idempotency']));
+      const accepted = json<{ batchId: string; status: string }>(
+        await cli(['submit', small, '--no-wait', '--json', '--no-idempotency']),
+      );
       const r = await cli(['report', accepted.batchId]);
       assert.equal(r.code, 6, r.stderr);
       assert.match(r.stderr, new RegExp(`batch ${accepted.batchId} is accepted: no report yet`));
@@ -222,7 +274,12 @@ describe('pushdrain CLI against the local stack', () => {
     assert.equal(status, 'failed', stack.host.output().slice(-3000));
     const r = await cli(['report', failed]);
     assert.equal(r.code, 4, r.stderr);
-    assert.match(r.stderr, new RegExp(`batch ${failed} failed: 1 of 1 chunks failed: chunk 0: chunk blob checksum mismatch; it has no report\\. After fixing the cause: pushdrain redrive --batch ${failed}`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `batch ${failed} failed: 1 of 1 chunks failed: chunk 0: chunk blob checksum mismatch; it has no report\\. After fixing the cause: pushdrain redrive --batch ${failed}`,
+      ),
+    );
     assert.doesNotMatch(r.stderr, /not finished|no report yet/);
     const asJson = await cli(['report', failed, '--json']);
     assert.equal(asJson.code, 4);
@@ -233,17 +290,35 @@ describe('pushdrain CLI against the local stack', () => {
   });
 
   test('npx pushdrain runs the bin from the repo, and from an install of the package', () => {
-    const repo = spawnSync('npx', ['--offline', 'pushdrain', '--help'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000 });
+    const repo = spawnSync('npx', ['--offline', 'pushdrain', '--help'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(repo.status, 0, repo.stderr);
     assert.match(repo.stdout, /^Usage: pushdrain \[options\] \[command\]/m);
     const project = mkdtempSync(join(tmpdir(), 'pushdrain-install-'));
     try {
-      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'ops-tools', version: '1.0.0', private: true }));
-      const install = spawnSync('npm', ['install', '--offline', '--no-save', '--no-audit', '--no-fund', REPO_ROOT], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+      writeFileSync(
+        join(project, 'package.json'),
+        JSON.stringify({ name: 'ops-tools', version: '1.0.0', private: true }),
+      );
+      const install = spawnSync('npm', ['install', '--offline', '--no-save', '--no-audit', '--no-fund', REPO_ROOT], {
+        cwd: project,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
       assert.equal(install.status, 0, install.stderr);
-      const run = spawnSync('npx', ['--offline', 'pushdrain', '--version'], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync('npx', ['--offline', 'pushdrain', '--version'], {
+        cwd: project,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       assert.equal(run.status, 0, run.stderr);
-      assert.equal(run.stdout.trim(), (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+      assert.equal(
+        run.stdout.trim(),
+        (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+      );
     } finally {
       rmSync(project, { recursive: true, force: true });
     }
@@ -266,7 +341,11 @@ describe('CLI output rules', () => {
   test('off a terminal a progress line is written when it changes, or after 10 s of the same', () => {
     const written: string[] = [];
     let t = 0;
-    const out = changedLinesOnly({ isTTY: false, write: (c: string) => written.push(c) } as unknown as NodeJS.WriteStream, 10_000, () => t);
+    const out = changedLinesOnly(
+      { isTTY: false, write: (c: string) => written.push(c) } as unknown as NodeJS.WriteStream,
+      10_000,
+      () => t,
+    );
     for (const line of ['a 0%', 'a 0%', 'a 50%']) out.write(`${line}\n`);
     out.write('a 5');
     out.write('0%\n\n');
@@ -280,11 +359,24 @@ describe('CLI output rules', () => {
     assert.equal(detectFormat('a.jsonl.gz', Buffer.from('[')), 'ndjson');
     assert.equal(detectFormat('', Buffer.from('  \n[{"id":1}]')), 'json');
     assert.equal(detectFormat('data.txt', Buffer.from('{"id":1}\n')), 'ndjson');
-    assert.equal(contentKey(Buffer.from('abc')), 'sha256-ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    assert.equal(
+      contentKey(Buffer.from('abc')),
+      'sha256-ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    );
     assert.ok(contentKey(Buffer.alloc(1)).length <= 128, 'fits the Idempotency-Key limit');
     assert.equal(money(123456, 'EUR'), '1,234.56');
     assert.equal(money(123456, 'JPY'), '123,456');
-    assert.equal(table(['a', 'n'], [['x', '1'], ['\x1b[31myy\x1b[0m', '22']], [1]), 'a    n\nx    1\n\x1b[31myy\x1b[0m  22');
+    assert.equal(
+      table(
+        ['a', 'n'],
+        [
+          ['x', '1'],
+          ['\x1b[31myy\x1b[0m', '22'],
+        ],
+        [1],
+      ),
+      'a    n\nx    1\n\x1b[31myy\x1b[0m  22',
+    );
     const details = Array.from({ length: 25 }, (_, i) => ({ line: i + 1, field: 'id', message: 'bad' }));
     const lines = describeRejection({ error: 'invalid_batch', message: '25 errors', details }, 400);
     assert.equal(lines.length, 22);

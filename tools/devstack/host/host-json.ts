@@ -19,12 +19,15 @@ export function timespanMs(value: string): number {
 }
 
 export function serviceBusOptions(root: string): ServiceBusHostOptions {
-  const host = JSON.parse(readFileSync(join(root, 'host.json'), 'utf8')) as { extensions?: { serviceBus?: Record<string, unknown> } };
+  const host = JSON.parse(readFileSync(join(root, 'host.json'), 'utf8')) as {
+    extensions?: { serviceBus?: Record<string, unknown> };
+  };
   const sb = host.extensions?.serviceBus ?? {};
   const retry = (sb.clientRetryOptions ?? {}) as Record<string, unknown>;
   return {
     maxConcurrentCalls: typeof sb.maxConcurrentCalls === 'number' ? sb.maxConcurrentCalls : 16,
-    maxAutoLockRenewalDurationMs: typeof sb.maxAutoLockRenewalDuration === 'string' ? timespanMs(sb.maxAutoLockRenewalDuration) : 5 * 60_000,
+    maxAutoLockRenewalDurationMs:
+      typeof sb.maxAutoLockRenewalDuration === 'string' ? timespanMs(sb.maxAutoLockRenewalDuration) : 5 * 60_000,
     autoCompleteMessages: sb.autoCompleteMessages !== false,
     retry: {
       maxRetries: typeof retry.maxRetries === 'number' ? retry.maxRetries : 3,

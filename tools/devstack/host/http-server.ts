@@ -41,7 +41,11 @@ async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large' |
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -50,7 +54,12 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
  * answer is out, instead of reading (and discarding) whatever the client still sends.
  */
 function tooLarge(res: ServerResponse): void {
-  send(res, 413, { error: 'too_large', message: `the request body exceeds ${MAX_REQUEST_BYTES} bytes` }, { Connection: 'close' });
+  send(
+    res,
+    413,
+    { error: 'too_large', message: `the request body exceeds ${MAX_REQUEST_BYTES} bytes` },
+    { Connection: 'close' },
+  );
 }
 
 /** A route match, or 'bad_escape' for a path whose percent-encoding does not decode. */
@@ -63,14 +72,21 @@ function matchRoute(route: RouteEntry, path: string): Record<string, string> | u
   }
 }
 
-async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage, res: ServerResponse, port: number): Promise<void> {
+async function dispatch(
+  routes: RouteEntry[],
+  log: HostLog,
+  req: IncomingMessage,
+  res: ServerResponse,
+  port: number,
+): Promise<void> {
   const url = new URL(req.url ?? '/', `http://localhost:${port}`);
   const path = url.pathname.replace(/^\/+/, '/');
   const method = (req.method ?? 'GET').toUpperCase();
   const allowed: string[] = [];
   for (const route of routes) {
     const params = matchRoute(route, path);
-    if (params === 'bad_escape') return send(res, 400, { error: 'invalid_request', message: 'the URL path has a malformed percent-encoding' });
+    if (params === 'bad_escape')
+      return send(res, 400, { error: 'invalid_request', message: 'the URL path has a malformed percent-encoding' });
     if (!params) continue;
     if (!route.methods.includes(method)) {
       allowed.push(...route.methods);
@@ -79,9 +95,15 @@ async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage
     if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return tooLarge(res);
     const body = await readRequest(req);
     if (body === 'too_large') return tooLarge(res);
-    if (!Buffer.isBuffer(body)) return log('information', route.functionName, `the client disconnected during the upload (${body.gone} bytes received); not invoked`);
+    if (!Buffer.isBuffer(body))
+      return log(
+        'information',
+        route.functionName,
+        `the client disconnected during the upload (${body.gone} bytes received); not invoked`,
+      );
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const request = new HttpRequest({
       method,
       url: url.toString(),
@@ -106,7 +128,13 @@ async function dispatch(routes: RouteEntry[], log: HostLog, req: IncomingMessage
     res.end(out);
     return;
   }
-  if (allowed.length > 0) return send(res, 405, { error: 'method_not_allowed', message: `${method} is not allowed here` }, { Allow: [...new Set(allowed)].join(', ') });
+  if (allowed.length > 0)
+    return send(
+      res,
+      405,
+      { error: 'method_not_allowed', message: `${method} is not allowed here` },
+      { Allow: [...new Set(allowed)].join(', ') },
+    );
   send(res, 404, { error: 'not_found', message: 'no such route' });
 }
 

@@ -12,12 +12,17 @@ export const consoleHostLog: HostLog = (level, fn, message) => {
   else console.log(line);
 };
 
-export function invocationContext(functionName: string, log: HostLog, triggerMetadata: Record<string, unknown> = {}): InvocationContext {
+export function invocationContext(
+  functionName: string,
+  log: HostLog,
+  triggerMetadata: Record<string, unknown> = {},
+): InvocationContext {
   return new InvocationContext({
     invocationId: randomUUID(),
     functionName,
     triggerMetadata,
-    logHandler: (level, ...args) => log(level, functionName, args.map((a) => (typeof a === 'string' ? a : String(a))).join(' ')),
+    logHandler: (level, ...args) =>
+      log(level, functionName, args.map((a) => (typeof a === 'string' ? a : String(a))).join(' ')),
   });
 }
 

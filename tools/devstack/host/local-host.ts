@@ -6,10 +6,10 @@
  */
 import type { PushdrainApp } from '../../../shared/app';
 import { serviceBusOptions } from './host-json';
-import { type HttpHost,startHttpHost } from './http-server';
+import { type HttpHost, startHttpHost } from './http-server';
 import { consoleHostLog, type HostLog } from './invocation';
 import { findRepoRoot, loadApp, type Registry } from './registry';
-import { buildRoutes, type RouteEntry,routePrefix } from './routes';
+import { buildRoutes, type RouteEntry, routePrefix } from './routes';
 import { type ServiceBusHost, startServiceBusTriggers } from './service-bus-triggers';
 import { startTimers, type TimerHost } from './timers';
 

@@ -15,7 +15,8 @@ export interface Schedule {
 
 export function parseNcrontab(expression: string): Schedule {
   // croner's own 5-or-6 detection would take a five-field Unix cron line; the host does not.
-  if (expression.trim().split(/\s+/).length !== 6) throw new Error(`NCRONTAB "${expression}" must have 6 fields (second minute hour day month day-of-week)`);
+  if (expression.trim().split(/\s+/).length !== 6)
+    throw new Error(`NCRONTAB "${expression}" must have 6 fields (second minute hour day month day-of-week)`);
   let cron: Cron;
   try {
     // No callback: croner only evaluates the pattern, it starts no timer (timers.ts schedules).

@@ -10,7 +10,11 @@ import { buildRoutes, routePrefix } from './routes';
 
 const root = process.argv[2] ?? findRepoRoot();
 const registry = loadApp(root);
-const functions = registry.functions.map((f) => ({ name: f.name, trigger: triggerOf(f), bindings: Object.values(f.bindings) }));
+const functions = registry.functions.map((f) => ({
+  name: f.name,
+  trigger: triggerOf(f),
+  bindings: Object.values(f.bindings),
+}));
 const routes = buildRoutes(registry, routePrefix(root)).map(({ functionName, template, methods, authLevel }) => ({
   functionName,
   template,

@@ -52,7 +52,9 @@ export class ReceiveErrorLog {
       return;
     }
     const seconds = Math.round(this.summaryEveryMs / 1000);
-    this.o.warn(`${this.o.connection}: Service Bus receive error on ${entity}: ${message} (while errors go on, a summary every ${seconds} s)`);
+    this.o.warn(
+      `${this.o.connection}: Service Bus receive error on ${entity}: ${message} (while errors go on, a summary every ${seconds} s)`,
+    );
     const stop = (this.o.every ?? intervalTimer)(this.summaryEveryMs, () => this.summarise());
     this.episode = { since: this.o.now(), total: 1, recent: 0, entities: new Set(), latest: message, stop };
   }
@@ -67,7 +69,9 @@ export class ReceiveErrorLog {
     if (!e) return;
     const seconds = Math.round(this.summaryEveryMs / 1000);
     if (e.recent === 0) return this.end(seconds);
-    this.o.warn(`${this.o.connection}: Service Bus still failing to receive: ${e.recent} errors in the last ${seconds} s on ${[...e.entities].join(', ')}; latest: ${e.latest}`);
+    this.o.warn(
+      `${this.o.connection}: Service Bus still failing to receive: ${e.recent} errors in the last ${seconds} s on ${[...e.entities].join(', ')}; latest: ${e.latest}`,
+    );
     e.recent = 0;
     e.entities.clear();
   }
@@ -76,6 +80,8 @@ export class ReceiveErrorLog {
     const e = this.episode!;
     e.stop();
     this.episode = undefined;
-    this.o.info(`${this.o.connection}: Service Bus receives again (no error for ${quietSeconds} s); ${e.total} receive errors in ${Math.round((this.o.now() - e.since) / 1000)} s`);
+    this.o.info(
+      `${this.o.connection}: Service Bus receives again (no error for ${quietSeconds} s); ${e.total} receive errors in ${Math.round((this.o.now() - e.since) / 1000)} s`,
+    );
   }
 }

@@ -39,7 +39,10 @@ export function installCoreStandIn(): Registry {
   const standIn = {
     setProgrammingModel: (): void => {},
     getProgrammingModel: (): unknown => undefined,
-    registerFunction: (metadata: { name: string; bindings: Record<string, Binding> }, handler: Registration['handler']) => {
+    registerFunction: (
+      metadata: { name: string; bindings: Record<string, Binding> },
+      handler: Registration['handler'],
+    ) => {
       const bindings = Object.fromEntries(Object.entries(metadata.bindings).map(([name, b]) => [name, { ...b, name }]));
       registry.functions.push({ name: metadata.name, bindings, handler });
       return { dispose: () => {} };

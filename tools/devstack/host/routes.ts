@@ -19,7 +19,9 @@ export interface RouteEntry {
 
 /** `extensions.http.routePrefix` from host.json; Azure's default is `api`. */
 export function routePrefix(root: string): string {
-  const host = JSON.parse(readFileSync(join(root, 'host.json'), 'utf8')) as { extensions?: { http?: { routePrefix?: string } } };
+  const host = JSON.parse(readFileSync(join(root, 'host.json'), 'utf8')) as {
+    extensions?: { http?: { routePrefix?: string } };
+  };
   return host.extensions?.http?.routePrefix ?? 'api';
 }
 
@@ -56,7 +58,10 @@ export function buildRoutes(registry: Registry, prefix: string): RouteEntry[] {
       const t = triggerOf(f);
       const route = typeof t.route === 'string' ? t.route : f.name;
       const template = [prefix, route].filter((s) => s !== '').join('/');
-      const methods = Array.isArray(t.methods) && t.methods.length > 0 ? (t.methods as string[]).map((m) => m.toUpperCase()) : ['GET', 'POST'];
+      const methods =
+        Array.isArray(t.methods) && t.methods.length > 0
+          ? (t.methods as string[]).map((m) => m.toUpperCase())
+          : ['GET', 'POST'];
       return {
         functionName: f.name,
         template,

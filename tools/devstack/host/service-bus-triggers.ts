@@ -18,11 +18,20 @@ export interface ServiceBusHost {
   close(): Promise<void>;
 }
 
-function clientFor(connection: string, env: Readonly<Record<string, string | undefined>>, options: ServiceBusHostOptions): ServiceBusClient {
+function clientFor(
+  connection: string,
+  env: Readonly<Record<string, string | undefined>>,
+  options: ServiceBusHostOptions,
+): ServiceBusClient {
   const c = serviceBusConnection(env, connection);
-  if (!c) throw new Error(`Service Bus trigger connection "${connection}" is not configured (set ${connection} or ${connection}__fullyQualifiedNamespace)`);
+  if (!c)
+    throw new Error(
+      `Service Bus trigger connection "${connection}" is not configured (set ${connection} or ${connection}__fullyQualifiedNamespace)`,
+    );
   const clientOptions = { retryOptions: options.retry };
-  return c.kind === 'connectionString' ? new ServiceBusClient(c.connectionString, clientOptions) : new ServiceBusClient(c.fullyQualifiedNamespace, credentialFor(c), clientOptions);
+  return c.kind === 'connectionString'
+    ? new ServiceBusClient(c.connectionString, clientOptions)
+    : new ServiceBusClient(c.fullyQualifiedNamespace, credentialFor(c), clientOptions);
 }
 
 function metadata(m: ServiceBusReceivedMessage): Record<string, unknown> {
@@ -37,7 +46,12 @@ function metadata(m: ServiceBusReceivedMessage): Record<string, unknown> {
   };
 }
 
-export function startServiceBusTriggers(functions: Registration[], env: Readonly<Record<string, string | undefined>>, options: ServiceBusHostOptions, log: HostLog): ServiceBusHost {
+export function startServiceBusTriggers(
+  functions: Registration[],
+  env: Readonly<Record<string, string | undefined>>,
+  options: ServiceBusHostOptions,
+  log: HostLog,
+): ServiceBusHost {
   const clients = new Map<string, ServiceBusClient>();
   const errorLogs = new Map<string, ReceiveErrorLog>();
   const receivers: { receiver: ServiceBusReceiver; close: () => Promise<void> }[] = [];
@@ -72,7 +86,10 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
     const subscription = resolve('subscriptionName');
     const queue = resolve('queueName');
     const receiverOptions = { maxAutoLockRenewalDurationInMs: options.maxAutoLockRenewalDurationMs };
-    const receiver = topic && subscription ? client.createReceiver(topic, subscription, receiverOptions) : client.createReceiver(queue ?? '', receiverOptions);
+    const receiver =
+      topic && subscription
+        ? client.createReceiver(topic, subscription, receiverOptions)
+        : client.createReceiver(queue ?? '', receiverOptions);
     const entity = topic && subscription ? `${topic}/Subscriptions/${subscription}` : (queue ?? '');
     const sub = receiver.subscribe(
       {
@@ -87,7 +104,8 @@ export function startServiceBusTriggers(functions: Registration[], env: Readonly
         },
         processError: async (args) => {
           // A failed invocation is the function's own line, as the Functions host logs it.
-          if (args.errorSource === 'processMessageCallback') log('warning', f.name, `Service Bus ${args.errorSource} error on ${entity}: ${args.error.message}`);
+          if (args.errorSource === 'processMessageCallback')
+            log('warning', f.name, `Service Bus ${args.errorSource} error on ${entity}: ${args.error.message}`);
           // Receive errors: one line per state change, then a summary (an outage makes the SDK report every retry).
           else errorLog.error(`${entity} (${f.name}, ${args.errorSource})`, args.error.message);
           return Promise.resolve();

@@ -9,7 +9,12 @@ export interface TimerHost {
   close(): Promise<void>;
 }
 
-export function startTimers(functions: Registration[], env: Readonly<Record<string, string | undefined>>, log: HostLog, now: () => number = Date.now): TimerHost {
+export function startTimers(
+  functions: Registration[],
+  env: Readonly<Record<string, string | undefined>>,
+  log: HostLog,
+  now: () => number = Date.now,
+): TimerHost {
   const timers = new Set<NodeJS.Timeout>();
   const running = new Set<Promise<unknown>>();
   const schedules: TimerHost['schedules'] = [];
@@ -25,19 +30,30 @@ export function startTimers(functions: Registration[], env: Readonly<Record<stri
       if (entry) entry.next = next;
       else schedules.push({ functionName: f.name, expression: schedule.expression, next });
       // setTimeout caps at ~24.8 days; re-arm in steps for schedules further out.
-      const t = setTimeout(() => {
-        timers.delete(t);
-        if (now() + 1000 < next.getTime()) return arm();
-        const timer = { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: last?.toISOString(), next: next.toISOString(), lastUpdated: new Date(now()).toISOString() } };
-        last = next;
-        const run = Promise.resolve(f.handler(timer, invocationContext(f.name, log)))
-          .catch((e: unknown) => log('error', f.name, `timer run failed: ${(e as Error).message}`))
-          .finally(() => {
-            running.delete(run);
-            arm();
-          });
-        running.add(run);
-      }, Math.min(Math.max(0, next.getTime() - now()), 2 ** 31 - 1));
+      const t = setTimeout(
+        () => {
+          timers.delete(t);
+          if (now() + 1000 < next.getTime()) return arm();
+          const timer = {
+            isPastDue: false,
+            schedule: { adjustForDST: false },
+            scheduleStatus: {
+              last: last?.toISOString(),
+              next: next.toISOString(),
+              lastUpdated: new Date(now()).toISOString(),
+            },
+          };
+          last = next;
+          const run = Promise.resolve(f.handler(timer, invocationContext(f.name, log)))
+            .catch((e: unknown) => log('error', f.name, `timer run failed: ${(e as Error).message}`))
+            .finally(() => {
+              running.delete(run);
+              arm();
+            });
+          running.add(run);
+        },
+        Math.min(Math.max(0, next.getTime() - now()), 2 ** 31 - 1),
+      );
       timers.add(t);
     };
     arm();

@@ -86,7 +86,15 @@ export class ScaleController {
     await Promise.all(instances.map(async (i) => this.observe(i.name, await i.activity(), now)));
     const desired = desiredInstances(counts, this.rule);
     const active = Object.values(counts).reduce((a, n) => a + n, 0);
-    const decision: Decision = { atMs: now - this.started, active, drainActive: counts.drain ?? 0, before: instances.length, desired, added: 0, removed: [] };
+    const decision: Decision = {
+      atMs: now - this.started,
+      active,
+      drainActive: counts.drain ?? 0,
+      before: instances.length,
+      desired,
+      added: 0,
+      removed: [],
+    };
     if (desired > instances.length) {
       decision.added = Math.min(this.rule.maxStep, desired - instances.length);
       await this.fleet.add(decision.added);
@@ -95,7 +103,9 @@ export class ScaleController {
       const removable = instances
         .slice(this.rule.minInstances)
         .map((i) => ({ name: i.name, since: this.seen.get(i.name)?.idleSince }))
-        .filter((i): i is { name: string; since: number } => i.since !== undefined && now - i.since >= this.rule.coolDownMs)
+        .filter(
+          (i): i is { name: string; since: number } => i.since !== undefined && now - i.since >= this.rule.coolDownMs,
+        )
         .sort((a, b) => a.since - b.since)
         .slice(0, instances.length - desired);
       for (const i of removable) {
@@ -104,7 +114,8 @@ export class ScaleController {
         decision.removed.push(i.name);
       }
     }
-    if (decision.added > 0 || decision.removed.length > 0 || this.decisions.length === 0 || this.changed(decision)) this.decisions.push(decision);
+    if (decision.added > 0 || decision.removed.length > 0 || this.decisions.length === 0 || this.changed(decision))
+      this.decisions.push(decision);
     return decision;
   }
 

@@ -52,7 +52,9 @@ export function targetPerInstance(root: string = findRepoRoot(__dirname)): numbe
 }
 
 /** The app's Service Bus triggered functions on the topic, by subscription (drain, aggregate, scale). */
-export const SUBSCRIPTION_PATHS = Object.fromEntries(Object.values(SUBSCRIPTIONS).map((s) => [s.name, `${TOPIC}/Subscriptions/${s.name}`]));
+export const SUBSCRIPTION_PATHS = Object.fromEntries(
+  Object.values(SUBSCRIPTIONS).map((s) => [s.name, `${TOPIC}/Subscriptions/${s.name}`]),
+);
 
 class LocalFleet implements Fleet {
   readonly live: LocalInstance[] = [];
@@ -93,7 +95,11 @@ class LocalFleet implements Fleet {
       this.live.push(result.value);
       // Instances come and go: each one's own health URL is how to see its share of the work.
       this.options.log?.(`instance ${result.value.name} started: ${result.value.baseUrl}/api/health`);
-      this.shares.set(result.value.name, { name: result.value.name, startedAtMs: result.value.startedAt - this.t0, activity: undefined });
+      this.shares.set(result.value.name, {
+        name: result.value.name,
+        startedAtMs: result.value.startedAt - this.t0,
+        activity: undefined,
+      });
     }
   }
 
@@ -141,7 +147,9 @@ export function runFleet(options: FleetOptions): RunningFleet {
     const d = await controller.tick();
     for (const i of fleet.live) fleet.note(i.name, controller.lastActivity(i.name));
     if (d.added > 0 || d.removed.length > 0) {
-      log(`scale controller +${(d.atMs / 1000).toFixed(1)} s: active ${d.active} (drain ${d.drainActive}) → desired ${d.desired}; instances ${d.before} → ${d.before + d.added - d.removed.length}${d.added ? ` (+${d.added})` : ''}${d.removed.length ? ` (stopped idle ${d.removed.join(', ')})` : ''}`);
+      log(
+        `scale controller +${(d.atMs / 1000).toFixed(1)} s: active ${d.active} (drain ${d.drainActive}) → desired ${d.desired}; instances ${d.before} → ${d.before + d.added - d.removed.length}${d.added ? ` (+${d.added})` : ''}${d.removed.length ? ` (stopped idle ${d.removed.join(', ')})` : ''}`,
+      );
     }
   };
   loop = (async () => {

@@ -45,7 +45,8 @@ export class LocalInstance {
 
   static async start(name: string, options: InstanceOptions): Promise<LocalInstance> {
     for (const required of ['StorageConnection', 'ServiceBusConnection']) {
-      if (!options.env[required]) throw new Error(`an instance needs ${required}: it must share the fleet's storage and broker`);
+      if (!options.env[required])
+        throw new Error(`an instance needs ${required}: it must share the fleet's storage and broker`);
     }
     const instance = new LocalInstance(name);
     await instance.launch(options);
@@ -113,7 +114,10 @@ export class LocalInstance {
     const c = this.child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return c?.exitCode ?? null;
     c.kill('SIGTERM');
-    const code = await Promise.race([this.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
+    const code = await Promise.race([
+      this.exited,
+      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs)),
+    ]);
     if (code !== 'timeout') return code;
     c.kill('SIGKILL');
     return this.exited;

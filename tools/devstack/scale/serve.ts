@@ -21,22 +21,50 @@ const AUTO_MAX = 8;
 /** `--instances auto` or `--instances N` (1–32) from the command line; undefined without the flag. */
 export function instancesOption(argv: readonly string[]): InstancesRequest | undefined {
   // Not strict: npm start's other flags (--secondary) are read by the part they start.
-  const { instances: raw } = parseArgs({ args: [...argv], options: { instances: { type: 'string' } }, strict: false, allowPositionals: true }).values;
+  const { instances: raw } = parseArgs({
+    args: [...argv],
+    options: { instances: { type: 'string' } },
+    strict: false,
+    allowPositionals: true,
+  }).values;
   if (raw === undefined) return undefined;
   if (raw === 'auto') return { min: 1, max: AUTO_MAX };
   // A bare `--instances` parses as `true` when not strict: no value given.
   const text = typeof raw === 'string' ? raw : '';
   const n = text === '' ? NaN : Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 32) throw new Error(`--instances must be "auto" or a whole number from 1 to 32, got "${text}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 32)
+    throw new Error(`--instances must be "auto" or a whole number from 1 to 32, got "${text}"`);
   return { min: n, max: n };
 }
 
-export async function serveFleet(request: InstancesRequest, parts: { broker: Broker | undefined; azurite: Azurite | undefined; port: number }): Promise<void> {
+export async function serveFleet(
+  request: InstancesRequest,
+  parts: { broker: Broker | undefined; azurite: Azurite | undefined; port: number },
+): Promise<void> {
   const { broker, azurite } = parts;
-  if (!broker) throw new Error('--instances needs the embedded development broker (leave ServiceBusConnection unset): the simulated scale controller reads its subscription counts');
-  const env = { StorageConnection: process.env.StorageConnection ?? '', ServiceBusConnection: process.env.ServiceBusConnection ?? '' };
-  const rule = { targetPerInstance: targetPerInstance(), maxStep: 4, minInstances: request.min, maxInstances: request.max, coolDownMs: 30_000 };
-  const fleet = runFleet({ broker, env, firstPort: parts.port, rule, echo: (l) => console.log(l), log: (l) => console.log(l) });
+  if (!broker)
+    throw new Error(
+      '--instances needs the embedded development broker (leave ServiceBusConnection unset): the simulated scale controller reads its subscription counts',
+    );
+  const env = {
+    StorageConnection: process.env.StorageConnection ?? '',
+    ServiceBusConnection: process.env.ServiceBusConnection ?? '',
+  };
+  const rule = {
+    targetPerInstance: targetPerInstance(),
+    maxStep: 4,
+    minInstances: request.min,
+    maxInstances: request.max,
+    coolDownMs: 30_000,
+  };
+  const fleet = runFleet({
+    broker,
+    env,
+    firstPort: parts.port,
+    rule,
+    echo: (l) => console.log(l),
+    log: (l) => console.log(l),
+  });
   for (let i = 0; i < 1200 && !fleet.entryUrl; i++) await new Promise((r) => setTimeout(r, 100));
   console.log(
     [
@@ -53,7 +81,10 @@ export async function serveFleet(request: InstancesRequest, parts: { broker: Bro
     (signal) => `\n${signal}: stopping the instances (drains hand their work back)…`,
     async () => {
       const shares = await fleet.stop();
-      for (const s of shares) console.log(`  ${s.name}: ${s.activity ? `${s.activity.processed.map} map and ${s.activity.processed.reduce} reduce messages` : 'no report'}`);
+      for (const s of shares)
+        console.log(
+          `  ${s.name}: ${s.activity ? `${s.activity.processed.map} map and ${s.activity.processed.reduce} reduce messages` : 'no report'}`,
+        );
       await broker.stop();
       await azurite?.stop();
     },

@@ -15,8 +15,14 @@ const REFUSALS: Readonly<Record<AttachRefusal, (path: string) => AmqpError>> = {
     description: `Unauthorized access. 'Send' claim(s) are required to perform this operation. Resource: '${path}'. (injected by the development broker)`,
   }),
   // The SDK recognises "could not be found" in the description as MessagingEntityNotFound.
-  'not-found': (path) => ({ condition: 'amqp:not-found', description: `The messaging entity '${path}' could not be found. (injected by the development broker)` }),
-  disabled: (path) => ({ condition: 'com.microsoft:entity-disabled', description: `Messaging entity '${path}' is currently disabled. (injected by the development broker)` }),
+  'not-found': (path) => ({
+    condition: 'amqp:not-found',
+    description: `The messaging entity '${path}' could not be found. (injected by the development broker)`,
+  }),
+  disabled: (path) => ({
+    condition: 'com.microsoft:entity-disabled',
+    description: `Messaging entity '${path}' is currently disabled. (injected by the development broker)`,
+  }),
 };
 
 export class AttachFaults {

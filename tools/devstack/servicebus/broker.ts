@@ -9,7 +9,7 @@ import { type Connection, create_container, type EventContext } from 'rhea';
 import { type EntitiesConfig, loadEntitiesConfig, validateEntities } from './config';
 import { EntityRegistry } from './entities';
 import { FaultState, type FaultSwitches } from './faults';
-import { type DurableJournal, type JournalStats,JournalSwitch } from './journal';
+import { type DurableJournal, type JournalStats, JournalSwitch } from './journal';
 import { LinkRouter } from './link-router';
 import { DEFAULT_COMPACT_AT_BYTES, openPersistence } from './persistence';
 import { acceptServerConnection } from './rhea-internals';
@@ -78,7 +78,9 @@ export async function startBroker(options: BrokerOptions = {}): Promise<Broker> 
       dir: options.dataDir,
       compactAtBytes: options.compactAtBytes ?? DEFAULT_COMPACT_AT_BYTES,
       notice,
-      onFatal: options.onFatal ?? ((err) => notice(`servicebus: journal write failed, nothing more is acknowledged: ${err.message}`)),
+      onFatal:
+        options.onFatal ??
+        ((err) => notice(`servicebus: journal write failed, nothing more is acknowledged: ${err.message}`)),
     });
   }
   // Whatever a client can see waits until the changes before it are durable.

@@ -146,7 +146,8 @@ function validateReceiveEntity(e: Record<string, unknown>, where: string): void 
 
 function validateFilter(filter: unknown, where: string): void {
   if (filter === null) return;
-  if (!isRecord(filter)) throw new Error(`Invalid entity setting ${where}: expected null or an object of property values`);
+  if (!isRecord(filter))
+    throw new Error(`Invalid entity setting ${where}: expected null or an object of property values`);
   for (const [key, v] of Object.entries(filter)) {
     if (!['string', 'number', 'boolean'].includes(typeof v)) {
       throw new Error(`Invalid entity setting ${where}.${key}: expected a string, number or boolean`);

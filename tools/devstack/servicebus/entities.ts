@@ -59,10 +59,16 @@ export class EntityRegistry {
 
   private addReceivable(path: string, settings: StoreSettings, deps: StoreDeps): MessageStore {
     const store = new MessageStore(path, settings, deps);
-    const dlqSettings: StoreSettings = { ...settings, maxDeliveryCount: Infinity, deadLetterOnExpiration: false, ttlMs: Infinity };
+    const dlqSettings: StoreSettings = {
+      ...settings,
+      maxDeliveryCount: Infinity,
+      deadLetterOnExpiration: false,
+      ttlMs: Infinity,
+    };
     const dlq = new MessageStore(`${path}${DEAD_LETTER_SUFFIX}`, dlqSettings, deps);
     store.deadLetterQueue = dlq;
-    for (const s of [store, dlq]) this.receivables.set(normalizePath(s.path), { store: s, dispatcher: new Dispatcher(s) });
+    for (const s of [store, dlq])
+      this.receivables.set(normalizePath(s.path), { store: s, dispatcher: new Dispatcher(s) });
     return store;
   }
 

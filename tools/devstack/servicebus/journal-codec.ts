@@ -29,7 +29,14 @@ export interface MessageRecord {
 export type JournalOp =
   | { kind: 'put'; store: string; state: MessageState; message: MessageRecord }
   | { kind: 'lock'; store: string; seq: number; origin: 'active' | 'deferred' }
-  | { kind: 'update'; store: string; seq: number; deliveryCount: number; state: 'active' | 'deferred'; payload?: Buffer }
+  | {
+      kind: 'update';
+      store: string;
+      seq: number;
+      deliveryCount: number;
+      state: 'active' | 'deferred';
+      payload?: Buffer;
+    }
   | { kind: 'remove'; store: string; seq: number }
   | { kind: 'schedule'; target: string; seq: number; at: number; payload: Buffer }
   | { kind: 'unschedule'; target: string; seq: number }
@@ -118,7 +125,8 @@ export function scanSegment(file: Buffer): ScanResult {
     const length = file.readUInt32BE(at);
     const body = file.subarray(at + 8, at + 8 + length);
     if (body.length < length) return { ops, records, validBytes: at, problem: 'torn record' };
-    if (crc32(body) !== file.readUInt32BE(at + 4)) return { ops, records, validBytes: at, problem: 'checksum mismatch' };
+    if (crc32(body) !== file.readUInt32BE(at + 4))
+      return { ops, records, validBytes: at, problem: 'checksum mismatch' };
     try {
       ops.push(...decodeOps(body));
     } catch {

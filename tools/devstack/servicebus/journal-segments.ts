@@ -4,7 +4,19 @@
  * and recovery at start-up. A segment is written whole to a `.tmp` file, fsynced and renamed,
  * so a compaction that a crash interrupts leaves the previous segment in charge.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 import { writeFileDurably } from '../durable-write';
@@ -32,7 +44,8 @@ export class Segments {
   /** Deletes every segment older than `live` and makes it the live one. */
   retire(live: number): void {
     this.generation = live;
-    for (const { generation } of listSegments(this.dir)) if (generation < live) rmSync(this.path(generation), { force: true });
+    for (const { generation } of listSegments(this.dir))
+      if (generation < live) rmSync(this.path(generation), { force: true });
   }
 
   unlock(): void {
@@ -90,7 +103,7 @@ export function writeSegmentSync(seg: Segments, generation: number, ops: Journal
   const tmp = `${seg.path(generation)}.tmp`;
   const fd = openSync(tmp, 'w');
   try {
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+    for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -114,7 +127,9 @@ function lockFolder(dir: string): void {
   if (existsSync(lock)) {
     const pid = Number(readFileSync(lock, 'utf8').trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
-      throw new Error(`Service Bus data folder ${dir} is in use by process ${pid}; stop that broker or use another folder (SERVICEBUS_DATA_DIR)`);
+      throw new Error(
+        `Service Bus data folder ${dir} is in use by process ${pid}; stop that broker or use another folder (SERVICEBUS_DATA_DIR)`,
+      );
     }
   }
   writeFileSync(lock, `${process.pid}\n`);

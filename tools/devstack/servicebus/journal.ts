@@ -91,7 +91,14 @@ export class DurableJournal implements Journal {
     const seg = options.segments;
     this.fd = openSync(seg.path(seg.generation), 'a');
     this.snapshotBytes = seg.bytes;
-    this.counts = { bytes: seg.bytes, written: 0, commits: 0, operations: 0, compactions: 0, generation: seg.generation };
+    this.counts = {
+      bytes: seg.bytes,
+      written: 0,
+      commits: 0,
+      operations: 0,
+      compactions: 0,
+      generation: seg.generation,
+    };
   }
 
   append(make: () => JournalOp): void {
@@ -142,7 +149,7 @@ export class DurableJournal implements Journal {
   }
 
   private async commit(record: Buffer): Promise<void> {
-    for (let at = 0; at < record.length; ) {
+    for (let at = 0; at < record.length;) {
       at += await new Promise<number>((resolve, reject) =>
         write(this.fd, record, at, record.length - at, null, (err, n) => (err ? reject(err) : resolve(n))),
       );
@@ -164,6 +171,12 @@ export class DurableJournal implements Journal {
     seg.retire(generation);
     this.snapshotBytes = bytes;
     const c = this.counts;
-    Object.assign(c, { bytes, generation, written: c.written + bytes, compactions: c.compactions + 1, commits: c.commits + 1 });
+    Object.assign(c, {
+      bytes,
+      generation,
+      written: c.written + bytes,
+      compactions: c.compactions + 1,
+      commits: c.commits + 1,
+    });
   }
 }

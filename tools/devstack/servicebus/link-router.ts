@@ -43,8 +43,14 @@ export class LinkRouter {
 
   install(container: Container): void {
     container.on('sender_open', (ctx: EventContext) => ctx.sender && this.onClientReceiver(ctx.sender, ctx.connection));
-    container.on('receiver_open', (ctx: EventContext) => ctx.receiver && this.onClientSender(ctx.receiver, ctx.connection));
-    container.on('session_close', (ctx: EventContext) => ctx.session && this.forgetSession(ctx.connection, ctx.session));
+    container.on(
+      'receiver_open',
+      (ctx: EventContext) => ctx.receiver && this.onClientSender(ctx.receiver, ctx.connection),
+    );
+    container.on(
+      'session_close',
+      (ctx: EventContext) => ctx.session && this.forgetSession(ctx.connection, ctx.session),
+    );
   }
 
   /** Detaches every entity link at or below `entityPath` with `amqp:link:detach-forced`. */
@@ -54,7 +60,10 @@ export class LinkRouter {
       for (const t of [...links.tracked]) {
         if (t.entityPath === undefined || !isWithin(t.entityPath, entityPath)) continue;
         this.untrack(links, t);
-        t.link.close({ condition: DETACH_FORCED, description: `Detached by the development broker's fault injection (${entityPath})` });
+        t.link.close({
+          condition: DETACH_FORCED,
+          description: `Detached by the development broker's fault injection (${entityPath})`,
+        });
         count++;
       }
     }
@@ -83,7 +92,9 @@ export class LinkRouter {
       const replies = this.linksOf(connection).replyLinks;
       const keys = [sender.name, sender.target?.address].filter((k): k is string => typeof k === 'string');
       for (const k of keys) replies.set(k, sender);
-      this.track(connection, sender, undefined, () => keys.forEach((k) => replies.get(k) === sender && replies.delete(k)));
+      this.track(connection, sender, undefined, () =>
+        keys.forEach((k) => replies.get(k) === sender && replies.delete(k)),
+      );
       return;
     }
     const entity = this.deps.registry.receiveEntity(address);

@@ -30,8 +30,16 @@ export interface OperationContext {
 type Operation = (ctx: OperationContext) => ManagementReply;
 
 const OK: ManagementReply = { status: 200 };
-const NO_ENTITY: ManagementReply = { status: 404, condition: 'amqp:not-found', description: 'No such entity for this operation' };
-const LOCK_LOST_REPLY: ManagementReply = { status: 410, condition: LOCK_LOST.condition, description: LOCK_LOST.description };
+const NO_ENTITY: ManagementReply = {
+  status: 404,
+  condition: 'amqp:not-found',
+  description: 'No such entity for this operation',
+};
+const LOCK_LOST_REPLY: ManagementReply = {
+  status: 410,
+  condition: LOCK_LOST.condition,
+  description: LOCK_LOST.description,
+};
 
 export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'com.microsoft:schedule-message': ({ target, dropSends, body, now }) => {
@@ -78,7 +86,11 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     if (!receive) return NO_ENTITY;
     const taken = receive.store.takeDeferred(asArray(body['sequence-numbers']).map(toNumber));
     if (!taken) {
-      return { status: 404, condition: 'com.microsoft:message-not-found', description: 'No deferred message has that sequence number' };
+      return {
+        status: 404,
+        condition: 'com.microsoft:message-not-found',
+        description: 'No deferred message has that sequence number',
+      };
     }
     const peekLock = toNumber(body['receiver-settle-mode'] ?? 1) === 1;
     const messages = taken.map((m) => {
@@ -87,7 +99,10 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
         return { message: encode(m, 'deferred') };
       }
       const lock = receive.store.lock(m, 'deferred');
-      return { 'lock-token': types.wrap_uuid(uuidBytes(lock.token.id)), message: encode(m, 'deferred', lock.lockedUntil) };
+      return {
+        'lock-token': types.wrap_uuid(uuidBytes(lock.token.id)),
+        message: encode(m, 'deferred', lock.lockedUntil),
+      };
     });
     return { status: 200, body: { messages } };
   },

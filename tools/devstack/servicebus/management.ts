@@ -29,7 +29,11 @@ export function managementReply(entityPath: string, request: Message, deps: Mana
 function run(entityPath: string, operation: string, body: unknown, deps: ManagementDeps): ManagementReply {
   const op = OPERATIONS[operation];
   if (!op) {
-    return { status: 501, condition: 'amqp:not-implemented', description: `${operation} is not supported by the development broker` };
+    return {
+      status: 501,
+      condition: 'amqp:not-implemented',
+      description: `${operation} is not supported by the development broker`,
+    };
   }
   try {
     const target = deps.registry.sendTarget(entityPath);
@@ -52,7 +56,12 @@ function toMessage(request: Message, reply: ManagementReply): Message {
     statusDescription: reply.description ?? (reply.status < 300 ? 'OK' : 'Error'),
   };
   if (reply.condition) props.errorCondition = reply.condition;
-  return { correlation_id: request.message_id, to: request.reply_to, application_properties: props, body: reply.body ?? null };
+  return {
+    correlation_id: request.message_id,
+    to: request.reply_to,
+    application_properties: props,
+    body: reply.body ?? null,
+  };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

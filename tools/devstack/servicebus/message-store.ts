@@ -51,7 +51,14 @@ export class MessageStore {
   enqueue(payload: Message, sequenceNumber: number, encoded?: () => Buffer): void {
     const now = this.deps.now();
     const ttlMs = Math.min(messageTtl(payload), this.settings.ttlMs);
-    const msg: StoredMessage = { payload, sequenceNumber, enqueuedAt: now, expiresAt: now + ttlMs, ttlMs, deliveryCount: 0 };
+    const msg: StoredMessage = {
+      payload,
+      sequenceNumber,
+      enqueuedAt: now,
+      expiresAt: now + ttlMs,
+      ttlMs,
+      deliveryCount: 0,
+    };
     this.journal(() => {
       msg.encoded ??= encoded?.();
       return this.putOp(msg, 'active');
@@ -173,7 +180,15 @@ export class MessageStore {
   private putOp(msg: StoredMessage, state: MessageState): JournalOp {
     msg.encoded ??= encodeMessage(msg.payload);
     const { sequenceNumber, enqueuedAt, expiresAt, ttlMs, deliveryCount, deadLetterSource } = msg;
-    const message: MessageRecord = { sequenceNumber, enqueuedAt, expiresAt, ttlMs, deliveryCount, deadLetterSource, payload: msg.encoded };
+    const message: MessageRecord = {
+      sequenceNumber,
+      enqueuedAt,
+      expiresAt,
+      ttlMs,
+      deliveryCount,
+      deadLetterSource,
+      payload: msg.encoded,
+    };
     return { kind: 'put', store: this.path, state, message };
   }
 
@@ -211,7 +226,14 @@ export class MessageStore {
   private putBack(msg: StoredMessage, state: Origin, changed: boolean): void {
     this.journal(() => {
       const payload = changed ? (msg.encoded ??= encodeMessage(msg.payload)) : undefined;
-      return { kind: 'update', store: this.path, seq: msg.sequenceNumber, deliveryCount: msg.deliveryCount, state, payload };
+      return {
+        kind: 'update',
+        store: this.path,
+        seq: msg.sequenceNumber,
+        deliveryCount: msg.deliveryCount,
+        state,
+        payload,
+      };
     });
     if (state === 'deferred') this.deferred.set(msg.sequenceNumber, msg);
     else this.makeAvailable(msg);
@@ -230,7 +252,10 @@ export class MessageStore {
     const dlq = this.deadLetterQueue;
     if (!dlq) return this.putBack(msg, 'active', true);
     this.discard(msg);
-    const payload = withApplicationProperties(msg.payload, { DeadLetterReason: reason, DeadLetterErrorDescription: description });
+    const payload = withApplicationProperties(msg.payload, {
+      DeadLetterReason: reason,
+      DeadLetterErrorDescription: description,
+    });
     const moved: StoredMessage = {
       payload,
       sequenceNumber: ++dlq.deadLetterSequence,
@@ -246,7 +271,8 @@ export class MessageStore {
 
   private expire(msg: StoredMessage): void {
     this.deps.stats.inc('expired');
-    if (this.settings.deadLetterOnExpiration) this.deadLetter(msg, EXPIRED_REASON, 'The message expired and was dead lettered.');
+    if (this.settings.deadLetterOnExpiration)
+      this.deadLetter(msg, EXPIRED_REASON, 'The message expired and was dead lettered.');
     else this.discard(msg);
   }
 

@@ -17,7 +17,11 @@ export interface PersistenceOptions {
 
 export const DEFAULT_COMPACT_AT_BYTES = 4 * 1024 * 1024;
 
-export function openPersistence(registry: EntityRegistry, journal: JournalSwitch, options: PersistenceOptions): DurableJournal {
+export function openPersistence(
+  registry: EntityRegistry,
+  journal: JournalSwitch,
+  options: PersistenceOptions,
+): DurableJournal {
   const { segments, ops } = recoverSegments(options.dir, options.notice);
   try {
     const summary = restore(registry, replay(ops));
@@ -32,7 +36,8 @@ export function openPersistence(registry: EntityRegistry, journal: JournalSwitch
     });
     journal.use(durable);
     const parts = [`${summary.messages} messages`, `${summary.scheduled} scheduled`];
-    if (summary.releasedLocks > 0) parts.push(`${summary.releasedLocks} locks held at the last stop released and counted`);
+    if (summary.releasedLocks > 0)
+      parts.push(`${summary.releasedLocks} locks held at the last stop released and counted`);
     if (summary.dropped > 0) parts.push(`${summary.dropped} dropped (their entities are no longer configured)`);
     options.notice(`servicebus: data in ${options.dir}: restored ${parts.join(', ')}`);
     return durable;

@@ -28,7 +28,8 @@ export function replay(ops: readonly JournalOp[]): ReplayedState {
     const key = owner.toLowerCase();
     state.sequences.set(key, Math.max(state.sequences.get(key) ?? 0, seq));
   };
-  const store = (path: string): Map<number, Entry> => getOrAdd(state.stores, path.toLowerCase(), () => new Map<number, Entry>());
+  const store = (path: string): Map<number, Entry> =>
+    getOrAdd(state.stores, path.toLowerCase(), () => new Map<number, Entry>());
   for (const op of ops) {
     switch (op.kind) {
       case 'put':
@@ -44,14 +45,21 @@ export function replay(ops: readonly JournalOp[]): ReplayedState {
         const entry = store(op.store).get(op.seq);
         if (!entry) break;
         entry.state = op.state;
-        entry.record = { ...entry.record, deliveryCount: op.deliveryCount, payload: op.payload ?? entry.record.payload };
+        entry.record = {
+          ...entry.record,
+          deliveryCount: op.deliveryCount,
+          payload: op.payload ?? entry.record.payload,
+        };
         break;
       }
       case 'remove':
         store(op.store).delete(op.seq);
         break;
       case 'schedule':
-        getOrAdd(state.scheduled, op.target.toLowerCase(), () => new Map()).set(op.seq, { at: op.at, payload: op.payload });
+        getOrAdd(state.scheduled, op.target.toLowerCase(), () => new Map()).set(op.seq, {
+          at: op.at,
+          payload: op.payload,
+        });
         seen(op.target, op.seq);
         break;
       case 'unschedule':
@@ -89,12 +97,17 @@ export function restore(registry: EntityRegistry, state: ReplayedState): Restore
     }
   }
   const stores = registry.allStores();
-  for (const store of stores) if (!store.deadLetterQueue) store.restoreSequence(state.sequences.get(store.path.toLowerCase()) ?? 0);
+  for (const store of stores)
+    if (!store.deadLetterQueue) store.restoreSequence(state.sequences.get(store.path.toLowerCase()) ?? 0);
   // Dead-letter queues before their sources, for the same reason.
-  for (const store of [...stores].sort((a, b) => Number(a.deadLetterQueue !== undefined) - Number(b.deadLetterQueue !== undefined))) {
+  for (const store of [...stores].sort(
+    (a, b) => Number(a.deadLetterQueue !== undefined) - Number(b.deadLetterQueue !== undefined),
+  )) {
     const key = store.path.toLowerCase();
     known.add(key);
-    const entries = [...(state.stores.get(key)?.values() ?? [])].sort((a, b) => a.record.sequenceNumber - b.record.sequenceNumber);
+    const entries = [...(state.stores.get(key)?.values() ?? [])].sort(
+      (a, b) => a.record.sequenceNumber - b.record.sequenceNumber,
+    );
     for (const { record, state: where } of entries) {
       const { payload, ...fields } = record;
       store.restore({ ...fields, payload: decodeMessage(payload), encoded: payload }, where);

@@ -11,7 +11,10 @@ import { type EntitiesConfig, findEntitiesFile, type QueueConfig, validateEntiti
 export const BACKLOG_QUEUE_FILE = 'servicebus-backlog-queue.json';
 
 /** `count` backlog queues, validated like any other entity list. */
-export function backlogEntities(count: number, file: string = join(dirname(findEntitiesFile()), BACKLOG_QUEUE_FILE)): EntitiesConfig {
+export function backlogEntities(
+  count: number,
+  file: string = join(dirname(findEntitiesFile()), BACKLOG_QUEUE_FILE),
+): EntitiesConfig {
   const template = JSON.parse(readFileSync(file, 'utf8')) as Omit<QueueConfig, 'name'> & { $comment?: string };
   const { $comment: _, ...properties } = template;
   return validateEntities({ queues: backlogQueues(count).map((name) => ({ ...properties, name })) });

@@ -55,7 +55,13 @@ export class SendTarget {
   schedule(payload: Message, at: number): number {
     const seq = ++this.sequence;
     const entry = this.arm(seq, payload, at);
-    this.deps.journal.append(() => ({ kind: 'schedule', target: this.path, seq, at, payload: (entry.encoded ??= encodeMessage(payload)) }));
+    this.deps.journal.append(() => ({
+      kind: 'schedule',
+      target: this.path,
+      seq,
+      at,
+      payload: (entry.encoded ??= encodeMessage(payload)),
+    }));
     return seq;
   }
 
@@ -93,7 +99,14 @@ export class SendTarget {
   /** Its sequence number and scheduled messages as journal operations, for a compaction. */
   snapshot(): JournalOp[] {
     const ops: JournalOp[] = [{ kind: 'sequence', owner: this.path, value: this.sequence }];
-    for (const [seq, s] of this.scheduled) ops.push({ kind: 'schedule', target: this.path, seq, at: s.at, payload: (s.encoded ??= encodeMessage(s.payload)) });
+    for (const [seq, s] of this.scheduled)
+      ops.push({
+        kind: 'schedule',
+        target: this.path,
+        seq,
+        at: s.at,
+        payload: (s.encoded ??= encodeMessage(s.payload)),
+      });
     return ops;
   }
 

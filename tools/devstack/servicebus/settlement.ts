@@ -10,7 +10,8 @@ export type OutcomeKind = 'accepted' | 'rejected' | 'modified' | 'released';
 
 export const LOCK_LOST: AmqpError = {
   condition: 'com.microsoft:message-lock-lost',
-  description: 'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.',
+  description:
+    'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.',
 };
 
 /** rhea's outcome constructors exist at runtime but are missing from its typings. */

@@ -36,7 +36,9 @@ async function broker(dir = mkdtempSync(join(tmpdir(), 'sb-crash-'))): Promise<B
 }
 
 function client(b: BrokerProcess): ServiceBusClient {
-  const c = new ServiceBusClient(b.connectionString, { retryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 200, maxRetries: 0, timeoutInMs: 5_000 } });
+  const c = new ServiceBusClient(b.connectionString, {
+    retryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 200, maxRetries: 0, timeoutInMs: 5_000 },
+  });
   clients.push(c);
   return c;
 }
@@ -91,7 +93,10 @@ describe('development broker: SIGKILL loses nothing it acknowledged', () => {
     }
     const missing = [...ackedAtKill].filter((id) => !found.has(id));
     assert.deepEqual(missing, [], `${ackedAtKill.size} acknowledged, ${found.size} found after the restart`);
-    assert.ok([...found.values()].every((n) => n === 1), 'each message once');
+    assert.ok(
+      [...found.values()].every((n) => n === 1),
+      'each message once',
+    );
     await client(b).createSender(QUEUE).sendMessages({ body: 'after', messageId: 'after' });
     const [next] = await receiveExactly(client(b).createReceiver(QUEUE, { receiveMode: 'receiveAndDelete' }), 1);
     assert.ok(seqOf(next!) > maxSeq, 'sequence numbers keep increasing');
@@ -114,7 +119,10 @@ describe('development broker: SIGKILL loses nothing it acknowledged', () => {
     await b.restart();
     assert.match(b.output(), /1 locks? held at the last stop released and counted/);
     const back = await receiveExactly(client(b).createReceiver(QUEUE, { receiveMode: 'receiveAndDelete' }), 2, 2_000);
-    assert.deepEqual(back.map((m) => [m.messageId, m.deliveryCount]), [['in-flight', 1]]);
+    assert.deepEqual(
+      back.map((m) => [m.messageId, m.deliveryCount]),
+      [['in-flight', 1]],
+    );
   });
 
   test('a scheduled message survives the kill and fires at its time', async () => {
@@ -132,7 +140,10 @@ describe('development broker: SIGKILL loses nothing it acknowledged', () => {
   test('a folder held by a live broker process is refused; after a kill it is taken over', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-crash-'));
     const b = await broker(dir);
-    await assert.rejects(startBroker({ dataDir: dir, notice: () => undefined }), /in use by process \d+; stop that broker or use another folder \(SERVICEBUS_DATA_DIR\)/);
+    await assert.rejects(
+      startBroker({ dataDir: dir, notice: () => undefined }),
+      /in use by process \d+; stop that broker or use another folder \(SERVICEBUS_DATA_DIR\)/,
+    );
     await b.kill();
     const taken = await startBroker({ dataDir: dir, notice: () => undefined });
     await taken.stop();

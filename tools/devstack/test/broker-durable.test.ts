@@ -74,7 +74,15 @@ describe('development broker: durable across restarts', () => {
     let { h } = await open(dir);
     const c = h.client();
     await c.createSender('q').sendMessages([
-      { body: { n: 1 }, messageId: 'm-1', correlationId: 'c-1', subject: 'subj', contentType: 'application/json', applicationProperties: { k: 'v', n: 7 }, timeToLive: 3_600_000 },
+      {
+        body: { n: 1 },
+        messageId: 'm-1',
+        correlationId: 'c-1',
+        subject: 'subj',
+        contentType: 'application/json',
+        applicationProperties: { k: 'v', n: 7 },
+        timeToLive: 3_600_000,
+      },
       { body: 'two', messageId: 'm-2' },
       { body: Buffer.from([1, 2, 3]), messageId: 'm-3' },
     ]);
@@ -103,30 +111,55 @@ describe('development broker: durable across restarts', () => {
     assert.ok(seqOf(after4!) > seqBefore, `sequence numbers keep increasing (${seqOf(after4!)} > ${seqBefore})`);
     const a = await receiveExactly(c2.createReceiver('fan', 'a', { receiveMode: 'receiveAndDelete' }), 2, 2000);
     const all = await receiveExactly(c2.createReceiver('fan', 'all', { receiveMode: 'receiveAndDelete' }), 2, 3000);
-    assert.deepEqual(a.map((m) => m.body as unknown), ['for a and all']);
-    assert.deepEqual(all.map((m) => m.body as unknown), ['for a and all', 'for all only']);
+    assert.deepEqual(
+      a.map((m) => m.body as unknown),
+      ['for a and all'],
+    );
+    assert.deepEqual(
+      all.map((m) => m.body as unknown),
+      ['for a and all', 'for all only'],
+    );
     await h.close();
   });
 
   test('properties are kept exactly', async () => {
     const dir = dataDir();
     let { h } = await open(dir);
-    await h.client().createSender('q').sendMessages({
-      body: { n: 1, s: 'x' },
-      messageId: 'p-1',
-      correlationId: 'c-1',
-      subject: 'subj',
-      contentType: 'application/json',
-      applicationProperties: { k: 'v', n: 7, b: true },
-      timeToLive: 3_600_000,
-    });
+    await h
+      .client()
+      .createSender('q')
+      .sendMessages({
+        body: { n: 1, s: 'x' },
+        messageId: 'p-1',
+        correlationId: 'c-1',
+        subject: 'subj',
+        contentType: 'application/json',
+        applicationProperties: { k: 'v', n: 7, b: true },
+        timeToLive: 3_600_000,
+      });
     await h.close();
     ({ h } = await open(dir));
     const [m] = await receiveExactly(h.client().createReceiver('q', { receiveMode: 'receiveAndDelete' }), 1);
     assert.ok(m);
     assert.deepEqual(
-      { body: m.body, id: m.messageId, corr: m.correlationId, subject: m.subject, type: m.contentType, props: m.applicationProperties, ttl: m.timeToLive },
-      { body: { n: 1, s: 'x' }, id: 'p-1', corr: 'c-1', subject: 'subj', type: 'application/json', props: { k: 'v', n: 7, b: true }, ttl: 3_600_000 },
+      {
+        body: m.body,
+        id: m.messageId,
+        corr: m.correlationId,
+        subject: m.subject,
+        type: m.contentType,
+        props: m.applicationProperties,
+        ttl: m.timeToLive,
+      },
+      {
+        body: { n: 1, s: 'x' },
+        id: 'p-1',
+        corr: 'c-1',
+        subject: 'subj',
+        type: 'application/json',
+        props: { k: 'v', n: 7, b: true },
+        ttl: 3_600_000,
+      },
     );
     await h.close();
   });
@@ -140,7 +173,10 @@ describe('development broker: durable across restarts', () => {
     await o.h.close(); // the lock (30 s) is still held
 
     o = await open(dir);
-    assert.ok(o.notices.some((l) => /1 locks? held at the last stop released and counted/.test(l)), o.notices.join('\n'));
+    assert.ok(
+      o.notices.some((l) => /1 locks? held at the last stop released and counted/.test(l)),
+      o.notices.join('\n'),
+    );
     const [again] = await receiveExactly(o.h.client().createReceiver('retry', NO_AUTO_RENEW), 1);
     assert.equal(again?.messageId, 'hp');
     assert.equal(again?.deliveryCount, 1, 'the interrupted delivery counts');
@@ -149,7 +185,10 @@ describe('development broker: durable across restarts', () => {
     o = await open(dir);
     const none = await o.h.client().createReceiver('retry', NO_AUTO_RENEW).receiveMessages(1, { maxWaitTimeInMs: 500 });
     assert.equal(none.length, 0, 'maxDeliveryCount 2 reached: no longer in the queue');
-    const [dead] = await receiveExactly(o.h.client().createReceiver('retry', { subQueueType: 'deadLetter', receiveMode: 'receiveAndDelete' }), 1);
+    const [dead] = await receiveExactly(
+      o.h.client().createReceiver('retry', { subQueueType: 'deadLetter', receiveMode: 'receiveAndDelete' }),
+      1,
+    );
     assert.equal(dead?.messageId, 'hp');
     assert.equal(dead?.deadLetterReason, MAX_DELIVERY_REASON);
     assert.equal(dead?.deliveryCount, 2);
@@ -181,11 +220,14 @@ describe('development broker: durable across restarts', () => {
   test('dead letters, deferred messages and abandon-with-properties survive', async () => {
     const dir = dataDir();
     let { h } = await open(dir);
-    await h.client().createSender('settle').sendMessages([
-      { body: 'dead', messageId: 'dead' },
-      { body: 'defer', messageId: 'defer' },
-      { body: 'abandon', messageId: 'abandon' },
-    ]);
+    await h
+      .client()
+      .createSender('settle')
+      .sendMessages([
+        { body: 'dead', messageId: 'dead' },
+        { body: 'defer', messageId: 'defer' },
+        { body: 'abandon', messageId: 'abandon' },
+      ]);
     const r = h.client().createReceiver('settle', NO_AUTO_RENEW);
     const ms = await receiveExactly(r, 3);
     const by = (id: string): ServiceBusReceivedMessage => ms.find((m) => m.messageId === id)!;
@@ -197,8 +239,14 @@ describe('development broker: durable across restarts', () => {
 
     ({ h } = await open(dir));
     const c = h.client();
-    const [dead] = await receiveExactly(c.createReceiver('settle', { subQueueType: 'deadLetter', receiveMode: 'receiveAndDelete' }), 1);
-    assert.deepEqual([dead?.messageId, dead?.deadLetterReason, dead?.deadLetterErrorDescription], ['dead', 'bad', 'really bad']);
+    const [dead] = await receiveExactly(
+      c.createReceiver('settle', { subQueueType: 'deadLetter', receiveMode: 'receiveAndDelete' }),
+      1,
+    );
+    assert.deepEqual(
+      [dead?.messageId, dead?.deadLetterReason, dead?.deadLetterErrorDescription],
+      ['dead', 'bad', 'really bad'],
+    );
     const r2 = c.createReceiver('settle', NO_AUTO_RENEW);
     const [deferred] = await r2.receiveDeferredMessages(deferredSeq);
     assert.equal(deferred?.messageId, 'defer');
@@ -211,7 +259,10 @@ describe('development broker: durable across restarts', () => {
     await h.close();
 
     ({ h } = await open(dir));
-    const left = await h.client().createReceiver('settle', { receiveMode: 'receiveAndDelete' }).receiveMessages(5, { maxWaitTimeInMs: 500 });
+    const left = await h
+      .client()
+      .createReceiver('settle', { receiveMode: 'receiveAndDelete' })
+      .receiveMessages(5, { maxWaitTimeInMs: 500 });
     assert.equal(left.length, 0, 'the settlements of the second run held too');
     await h.close();
   });
@@ -226,7 +277,9 @@ describe('development broker: durable across restarts', () => {
     let maxFile = 0;
     let lastSeq = 0;
     for (let round = 0; round < 20; round++) {
-      await sender.sendMessages(Array.from({ length: 100 }, (_, i) => ({ body: `payload ${round}-${i} ${'x'.repeat(100)}` })));
+      await sender.sendMessages(
+        Array.from({ length: 100 }, (_, i) => ({ body: `payload ${round}-${i} ${'x'.repeat(100)}` })),
+      );
       const got = await receiveExactly(r, 100, 10_000);
       assert.equal(got.length, 100);
       for (const m of got) await r.completeMessage(m);
@@ -237,7 +290,9 @@ describe('development broker: durable across restarts', () => {
     assert.ok(stats.compactions >= 5, `compacted ${stats.compactions} times`);
     // Written in all: ~2,000 sends of ~200 bytes plus locks and completions, far past the limit.
     assert.ok(maxFile < 2 * limit + 64 * 1024, `the live segment stayed near the limit (${maxFile} bytes)`);
-    console.log(`# compaction: ${stats.written} bytes written in ${stats.commits} commits (${stats.operations} operations), ${stats.compactions} compactions, live segment at most ${maxFile} bytes (limit ${limit})`);
+    console.log(
+      `# compaction: ${stats.written} bytes written in ${stats.commits} commits (${stats.operations} operations), ${stats.compactions} compactions, live segment at most ${maxFile} bytes (limit ${limit})`,
+    );
     await h.close();
 
     ({ h } = await open(dir));
@@ -252,10 +307,18 @@ describe('development broker: durable across restarts', () => {
   test('a torn tail is cut off and reported in one line; what came before is intact', async () => {
     const dir = dataDir();
     let o = await open(dir);
-    await o.h.client().createSender('q').sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }]);
+    await o.h
+      .client()
+      .createSender('q')
+      .sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }]);
     await o.h.close();
     // Half a record, as a crash in the middle of a write leaves it.
-    const record = frameRecord(encodeOps([{ kind: 'remove', store: 'q', seq: 1 }, { kind: 'remove', store: 'q', seq: 2 }]));
+    const record = frameRecord(
+      encodeOps([
+        { kind: 'remove', store: 'q', seq: 1 },
+        { kind: 'remove', store: 'q', seq: 2 },
+      ]),
+    );
     appendFileSync(segmentFile(dir), record.subarray(0, Math.floor(record.length / 2)));
 
     o = await open(dir);
@@ -263,7 +326,11 @@ describe('development broker: durable across restarts', () => {
     assert.equal(torn.length, 1, o.notices.join('\n'));
     assert.match(torn[0]!, /journal-\d+\.log .*\(torn record\).*cut \d+ bytes/);
     const got = await receiveExactly(o.h.client().createReceiver('q', { receiveMode: 'receiveAndDelete' }), 3, 3000);
-    assert.deepEqual(got.map((m) => m.body as unknown), [1, 2, 3], 'the half-written removals never happened');
+    assert.deepEqual(
+      got.map((m) => m.body as unknown),
+      [1, 2, 3],
+      'the half-written removals never happened',
+    );
     await o.h.client().createSender('q').sendMessages({ body: 4 });
     await o.h.close();
 

@@ -31,7 +31,10 @@ describe('development broker: faults and stats', () => {
   test('ServerBusy with no retries surfaces as ServiceBusError code ServiceBusy', async () => {
     h.broker.faults.serverBusy(1);
     const sender = h.client({ maxRetries: 0 }).createSender('busy');
-    await assert.rejects(sender.sendMessages({ body: 'x' }), (err) => isServiceBusError(err) && err.code === 'ServiceBusy');
+    await assert.rejects(
+      sender.sendMessages({ body: 'x' }),
+      (err) => isServiceBusError(err) && err.code === 'ServiceBusy',
+    );
     await sender.sendMessages({ body: 'y' });
     const got = await receiveExactly(h.client().createReceiver('busy', { receiveMode: 'receiveAndDelete' }), 1);
     assert.deepEqual(
@@ -90,7 +93,10 @@ describe('development broker: faults and stats', () => {
     h.broker.faults.detach('fallback');
     assert.ok(await waitFor(() => h.broker.stats().detach > before.detach), 'the SDK answered the detach');
     await receiver.completeMessage(got[0]!);
-    await receiver.deadLetterMessage(got[1]!, { deadLetterReason: 'Invalid', deadLetterErrorDescription: 'after detach' });
+    await receiver.deadLetterMessage(got[1]!, {
+      deadLetterReason: 'Invalid',
+      deadLetterErrorDescription: 'after detach',
+    });
     assert.equal(h.broker.stats()['management:update-disposition'], (before['management:update-disposition'] ?? 0) + 2);
     const [d] = await receiveExactly(client.createReceiver('fallback', { subQueueType: 'deadLetter' }), 1);
     assert.equal(d?.body, 'bad');

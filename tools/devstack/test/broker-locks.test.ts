@@ -63,7 +63,11 @@ describe('development broker: locks', () => {
       assert.ok(until.getTime() > Date.now() + 500, `renewal ${i + 1} moves the expiry ahead`);
     }
     assert.ok(m.lockedUntilUtc.getTime() > firstUntil, 'the message object sees the new expiry');
-    assert.equal((await other.receiveMessages(1, { maxWaitTimeInMs: 300 })).length, 0, 'still locked after 1.6 s of a 1 s lock');
+    assert.equal(
+      (await other.receiveMessages(1, { maxWaitTimeInMs: 300 })).length,
+      0,
+      'still locked after 1.6 s of a 1 s lock',
+    );
     await receiver.completeMessage(m);
     assert.ok((h.broker.stats()['management:renew-lock'] ?? 0) >= 4);
   });
@@ -75,8 +79,14 @@ describe('development broker: locks', () => {
     const [m] = await receiveExactly(receiver, 1);
     assert.ok(m);
     await new Promise((r) => setTimeout(r, 1300));
-    await assert.rejects(receiver.completeMessage(m), (err) => isServiceBusError(err) && err.code === 'MessageLockLost');
-    await assert.rejects(receiver.renewMessageLock(m), (err) => isServiceBusError(err) && err.code === 'MessageLockLost');
+    await assert.rejects(
+      receiver.completeMessage(m),
+      (err) => isServiceBusError(err) && err.code === 'MessageLockLost',
+    );
+    await assert.rejects(
+      receiver.renewMessageLock(m),
+      (err) => isServiceBusError(err) && err.code === 'MessageLockLost',
+    );
     const [again] = await receiveExactly(receiver, 1);
     assert.equal(again?.body, 'late');
     await receiver.completeMessage(again);

@@ -110,7 +110,10 @@ describe('development broker: management operations', () => {
     const [d2] = await receiver.receiveDeferredMessages(seq);
     assert.equal(d2?.deliveryCount, 1, 'abandon keeps it deferred and counts the delivery');
     await receiver.completeMessage(d2);
-    await assert.rejects(receiver.receiveDeferredMessages(seq), (err) => isServiceBusError(err) && err.code === 'MessageNotFound');
+    await assert.rejects(
+      receiver.receiveDeferredMessages(seq),
+      (err) => isServiceBusError(err) && err.code === 'MessageNotFound',
+    );
   });
 
   test('an expired message is dropped where the entity does not dead-letter on expiry', async () => {

@@ -71,7 +71,10 @@ describe('development broker: messaging', () => {
     );
     assert.equal(got[9]?.messageId, 'm-9');
     const seqs = got.map((m) => m.sequenceNumber!.toNumber());
-    assert.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!), `increasing sequence numbers: ${seqs.join(',')}`);
+    assert.ok(
+      seqs.every((s, i) => i === 0 || s > seqs[i - 1]!),
+      `increasing sequence numbers: ${seqs.join(',')}`,
+    );
   });
 
   test('a streaming receiver (subscribe) gets every message and auto-completes it', async () => {
@@ -96,7 +99,10 @@ describe('development broker: messaging', () => {
     assert.ok(await waitFor(() => seen.length >= 20), `received ${seen.length} of 20`);
     assert.ok(await waitFor(() => h.broker.stats().complete - completedBefore >= 20), 'all 20 completed');
     await sub.close();
-    assert.deepEqual([...seen].sort((a, b) => Number(a) - Number(b)), Array.from({ length: 20 }, (_, n) => n));
+    assert.deepEqual(
+      [...seen].sort((a, b) => Number(a) - Number(b)),
+      Array.from({ length: 20 }, (_, n) => n),
+    );
     assert.deepEqual(errors, []);
     assert.equal((await client.createReceiver('stream').peekMessages(5)).length, 0);
   });
@@ -122,7 +128,10 @@ describe('development broker: messaging', () => {
     await client.createSender('dead').sendMessages({ body: 'poison', messageId: 'p-1' });
     const receiver = client.createReceiver('dead');
     const [m] = await receiveExactly(receiver, 1);
-    await receiver.deadLetterMessage(m!, { deadLetterReason: 'Unparseable', deadLetterErrorDescription: 'bad json at 3' });
+    await receiver.deadLetterMessage(m!, {
+      deadLetterReason: 'Unparseable',
+      deadLetterErrorDescription: 'bad json at 3',
+    });
     const dlq = client.createReceiver('dead', { subQueueType: 'deadLetter' });
     const [d] = await receiveExactly(dlq, 1);
     assert.ok(d);

@@ -20,11 +20,13 @@ describe('development broker: topics from infra/servicebus-entities.json', () =>
 
   test('correlation filters: role=input reaches drain and scale, not aggregate', async () => {
     const client = h.client();
-    await client.createSender('work-detected').sendMessages([
-      { body: 'in', applicationProperties: { role: 'input' } },
-      { body: 'out', applicationProperties: { role: 'output' } },
-      { body: 'none' },
-    ]);
+    await client
+      .createSender('work-detected')
+      .sendMessages([
+        { body: 'in', applicationProperties: { role: 'input' } },
+        { body: 'out', applicationProperties: { role: 'output' } },
+        { body: 'none' },
+      ]);
     const bodies = async (sub: string, n: number): Promise<string[]> => {
       const r = client.createReceiver('work-detected', sub, { receiveMode: 'receiveAndDelete' });
       const got = await receiveExactly(r, n);
@@ -51,6 +53,9 @@ describe('development broker: topics from infra/servicebus-entities.json', () =>
   test('an unknown entity is refused', async () => {
     const client = h.client({ maxRetries: 0 });
     await assert.rejects(client.createSender('no-such-topic').sendMessages({ body: 'x' }), /could not be found/);
-    await assert.rejects(client.createReceiver('work-detected', 'nope').receiveMessages(1, { maxWaitTimeInMs: 200 }), /could not be found/);
+    await assert.rejects(
+      client.createReceiver('work-detected', 'nope').receiveMessages(1, { maxWaitTimeInMs: 200 }),
+      /could not be found/,
+    );
   });
 });

@@ -40,13 +40,19 @@ describe('development broker: config', () => {
   test('rejects bad entities with a message naming the field', () => {
     const sub = { name: 's', filter: null };
     assert.throws(() => validateEntities({ queues: [{ name: 'a' }, { name: 'A' }] }), /queues\[1\].*duplicate/);
-    assert.throws(() => validateEntities({ queues: [{ name: 'a', maxDeliveryCount: 0 }] }), /queues\[0\]\.maxDeliveryCount/);
+    assert.throws(
+      () => validateEntities({ queues: [{ name: 'a', maxDeliveryCount: 0 }] }),
+      /queues\[0\]\.maxDeliveryCount/,
+    );
     assert.throws(() => validateEntities({ queues: [{ name: 'a', lockDuration: 'PT0.01S' }] }), /lockDuration/);
     assert.throws(
       () => validateEntities({ topics: [{ name: 't', subscriptions: [{ ...sub, filter: { role: ['x'] } }] }] }),
       /topics\[0\]\.subscriptions\[0\]\.filter\.role/,
     );
-    assert.throws(() => validateEntities({ topics: [{ name: 't', subscriptions: [sub, sub] }] }), /duplicate subscription/);
+    assert.throws(
+      () => validateEntities({ topics: [{ name: 't', subscriptions: [sub, sub] }] }),
+      /duplicate subscription/,
+    );
     assert.throws(() => validateEntities({ queues: [{ name: 'bad name' }] }), /queues\[0\]\.name/);
     assert.throws(() => validateEntities([]), /expected an object/);
   });
@@ -71,7 +77,10 @@ describe('development broker: config', () => {
       mkdirSync(deep, { recursive: true });
       const found = findEntitiesFile(deep);
       assert.equal(found, join(root, 'infra', 'servicebus-entities.json'));
-      assert.deepEqual(loadEntitiesConfig(found).queues?.map((q) => q.name), ['q1']);
+      assert.deepEqual(
+        loadEntitiesConfig(found).queues?.map((q) => q.name),
+        ['q1'],
+      );
       assert.throws(() => findEntitiesFile(tmpdir()), /Cannot find/);
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -80,7 +89,10 @@ describe('development broker: config', () => {
   });
 
   test('normalises addresses: scheme, host, slashes and case', () => {
-    assert.equal(normalizePath('sb://localhost:5672/Work-Detected/Subscriptions/Drain/'), 'work-detected/subscriptions/drain');
+    assert.equal(
+      normalizePath('sb://localhost:5672/Work-Detected/Subscriptions/Drain/'),
+      'work-detected/subscriptions/drain',
+    );
     assert.equal(normalizePath('/q/$DeadLetterQueue'), 'q/$deadletterqueue');
   });
 });

@@ -27,7 +27,9 @@ describe('development broker: wire level (bare rhea client)', () => {
   let broker: Broker;
   const connections: Connection[] = [];
 
-  const open = (auth: { username: string; password?: string } = { username: 'RootManageSharedAccessKey' }): Connection => {
+  const open = (
+    auth: { username: string; password?: string } = { username: 'RootManageSharedAccessKey' },
+  ): Connection => {
     const options = { host: '127.0.0.1', port: broker.port, reconnect: false, ...auth } as ConnectionOptions;
     const conn = create_container().connect(options);
     conn.on('error', () => undefined);
@@ -66,7 +68,10 @@ describe('development broker: wire level (bare rhea client)', () => {
         });
       });
     assert.equal(await refusal(open({ username: 'RootManageSharedAccessKey' })), 'amqp:not-found');
-    assert.equal(await refusal(open({ username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE' })), 'amqp:not-found');
+    assert.equal(
+      await refusal(open({ username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE' })),
+      'amqp:not-found',
+    );
   });
 
   test('it listens on loopback only (it accepts any token), and answers on 127.0.0.1 and on localhost', async () => {
@@ -76,7 +81,11 @@ describe('development broker: wire level (bare rhea client)', () => {
       const conn = create_container().connect({ host, port: broker.port, reconnect: false } as ConnectionOptions);
       conn.on('error', () => undefined);
       connections.push(conn);
-      assert.equal(await within(2000, false, (done) => conn.on('connection_open', () => done(true))), true, `AMQP open via ${host}`);
+      assert.equal(
+        await within(2000, false, (done) => conn.on('connection_open', () => done(true))),
+        true,
+        `AMQP open via ${host}`,
+      );
     }
   });
 
@@ -113,7 +122,7 @@ describe('development broker: wire level (bare rhea client)', () => {
     assert.match(lockTokenFromTag(tag) ?? '', /^[0-9a-f-]{36}$/);
     const annotations = ctx.message.message_annotations ?? {};
     assert.ok(annotations['x-opt-locked-until'] instanceof Date);
-    assert.ok((annotations['x-opt-locked-until']).getTime() > Date.now());
+    assert.ok(annotations['x-opt-locked-until'].getTime() > Date.now());
     assert.equal(annotations['x-opt-sequence-number'], 1);
     assert.ok(annotations['x-opt-enqueued-time'] instanceof Date);
     assert.equal(annotations['x-opt-message-state'], 0);

@@ -83,7 +83,11 @@ describe('npm start killed as a whole', () => {
     const host = await startHostProcess(env, 0, 60_000, { processGroup: true });
     hosts.push(host);
     const txns = generate(6_000, 1010, 80);
-    const res = await fetch(`${host.base}/api/batches`, { method: 'POST', body: toNdjson(txns), headers: { 'Content-Type': 'application/x-ndjson' } });
+    const res = await fetch(`${host.base}/api/batches`, {
+      method: 'POST',
+      body: toNdjson(txns),
+      headers: { 'Content-Type': 'application/x-ndjson' },
+    });
     assert.equal(res.status, 202, await res.clone().text());
     const accepted = (await res.json()) as Batch;
     await host.kill(); // the whole group: host and broker; Azurite (its own group) is left to save and exit
@@ -92,18 +96,27 @@ describe('npm start killed as a whole', () => {
     await host.restart();
     const restarted = host.output().slice(host.output().lastIndexOf('servicebus: data in'));
     const restored = /restored (\d+) messages/.exec(restarted);
-    assert.ok(restored && Number(restored[1]) >= 1, `the broker restored the batch's events:\n${restarted.slice(0, 400)}`);
+    assert.ok(
+      restored && Number(restored[1]) >= 1,
+      `the broker restored the batch's events:\n${restarted.slice(0, 400)}`,
+    );
     const found = await fetch(`${host.base}/api/batches/${accepted.batchId}`);
     assert.equal(found.status, 200, 'the acknowledged batch is found, not 404');
 
     const end = await waitForEnd(host, accepted.batchId, 90_000);
     assert.equal(end.status, 'completed');
-    const report = (await (await fetch(`${host.base}/api/batches/${accepted.batchId}/report`)).json()) as { transactions: number; rows: unknown[]; totals: unknown[] };
+    const report = (await (await fetch(`${host.base}/api/batches/${accepted.batchId}/report`)).json()) as {
+      transactions: number;
+      rows: unknown[];
+      totals: unknown[];
+    };
     const expected = expectedReport(txns);
     assert.equal(report.transactions, txns.length);
     assert.deepEqual(report.totals, expected.totals, 'a chunk counted twice or lost would show here');
     assert.deepEqual(report.rows, expected.rows);
-    console.log(`# restart to completed: ${Date.now() - killedAt} ms for ${txns.length} transactions in ${accepted.chunks} chunks`);
+    console.log(
+      `# restart to completed: ${Date.now() - killedAt} ms for ${txns.length} transactions in ${accepted.chunks} chunks`,
+    );
   });
 });
 
@@ -114,7 +127,9 @@ describe('embedded Azurite killed itself', () => {
     const blobs = BlobServiceClient.fromConnectionString(first.connectionString).getContainerClient('kept');
     await blobs.create();
     const names = Array.from({ length: 24 }, (_, i) => `b-${i}`);
-    await Promise.all(names.map((n) => blobs.getBlockBlobClient(n).upload(`body ${n}`, `body ${n}`.length, { metadata: { n } })));
+    await Promise.all(
+      names.map((n) => blobs.getBlockBlobClient(n).upload(`body ${n}`, `body ${n}`.length, { metadata: { n } })),
+    );
     await Promise.all(names.slice(0, 4).map((n) => blobs.getBlockBlobClient(n).delete()));
     const queue = QueueServiceClient.fromConnectionString(first.connectionString).getQueueClient('kept');
     await queue.create();
@@ -136,7 +151,10 @@ describe('embedded Azurite killed itself', () => {
       assert.equal((await again.getBlockBlobClient('b-9').downloadToBuffer()).toString(), 'body b-9');
       const q = QueueServiceClient.fromConnectionString(second.connectionString).getQueueClient('kept');
       const peeked = await q.peekMessages({ numberOfMessages: 32 });
-      assert.deepEqual(peeked.peekedMessageItems.map((m) => m.messageText).sort(), Array.from({ length: 10 }, (_, i) => `m-${i}`).sort());
+      assert.deepEqual(
+        peeked.peekedMessageItems.map((m) => m.messageText).sort(),
+        Array.from({ length: 10 }, (_, i) => `m-${i}`).sort(),
+      );
       assert.deepEqual(lines, [], 'the killed Azurite was gone: its stale pid file made nobody wait');
     } finally {
       await second.stop();

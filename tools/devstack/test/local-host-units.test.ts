@@ -17,10 +17,22 @@ describe('NCRONTAB', () => {
     assert.equal(s.next(at('2026-11-20T23:58:00Z')).toISOString(), '2026-11-21T00:00:00.000Z');
   });
   test('lists, ranges, steps, names and day-of-week', () => {
-    assert.equal(parseNcrontab('30 15 9-17/4 * * MON-FRI').next(at('2026-11-20T18:00:00Z')).toISOString(), '2026-11-23T09:15:30.000Z'); // Fri evening → Mon
-    assert.equal(parseNcrontab('0 0 0 29 FEB *').next(at('2026-03-01T00:00:00Z')).toISOString(), '2028-02-29T00:00:00.000Z');
-    assert.equal(parseNcrontab('5,10 * * * * *').next(at('2026-01-01T00:00:07Z')).toISOString(), '2026-01-01T00:00:10.000Z');
-    assert.equal(parseNcrontab('0 0 12 * * 7').next(at('2026-11-20T00:00:00Z')).toISOString(), '2026-11-22T12:00:00.000Z'); // 7 = Sunday
+    assert.equal(
+      parseNcrontab('30 15 9-17/4 * * MON-FRI').next(at('2026-11-20T18:00:00Z')).toISOString(),
+      '2026-11-23T09:15:30.000Z',
+    ); // Fri evening → Mon
+    assert.equal(
+      parseNcrontab('0 0 0 29 FEB *').next(at('2026-03-01T00:00:00Z')).toISOString(),
+      '2028-02-29T00:00:00.000Z',
+    );
+    assert.equal(
+      parseNcrontab('5,10 * * * * *').next(at('2026-01-01T00:00:07Z')).toISOString(),
+      '2026-01-01T00:00:10.000Z',
+    );
+    assert.equal(
+      parseNcrontab('0 0 12 * * 7').next(at('2026-11-20T00:00:00Z')).toISOString(),
+      '2026-11-22T12:00:00.000Z',
+    ); // 7 = Sunday
   });
   test('bad expressions are rejected with the field named', () => {
     assert.throws(() => parseNcrontab('*/5 * * * *'), /6 fields/);

@@ -26,7 +26,10 @@ async function holdPort(): Promise<{ server: Server; port: number }> {
 
 /** Runs start.js to its exit (a start that does not fail is killed after 60 s, and the assertions fail). */
 async function runStart(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const { code, output } = await runHostToExit({ AZURITE_BLOB_PORT: '0', AZURITE_QUEUE_PORT: '0', SERVICEBUS_PORT: '0', PUSHDRAIN_DATA_DIR: data, ...env }, 60_000);
+  const { code, output } = await runHostToExit(
+    { AZURITE_BLOB_PORT: '0', AZURITE_QUEUE_PORT: '0', SERVICEBUS_PORT: '0', PUSHDRAIN_DATA_DIR: data, ...env },
+    60_000,
+  );
   return { code, out: output };
 }
 

@@ -24,16 +24,23 @@ import { assemblePrebuilt, folderSize, npm, PACKAGE_DIRS, PACKAGE_FILES, type Pa
 import { CoreToolsIgnore, gitIgnores, uploadedByAzd, uploadedByCoreTools, walk } from './support/funcignore';
 
 const root = repoRoot();
-const pkg = JSON.parse(readRepoFile('package.json')) as { main: string; scripts: Record<string, string>; devDependencies: Record<string, string> };
+const pkg = JSON.parse(readRepoFile('package.json')) as {
+  main: string;
+  scripts: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 /**
  * Packages that only devDependencies bring in (the lock file marks them `dev`): typescript, azurite,
  * eslint and the rest. A devDependency that a production package also needs (rhea, through
  * @azure/service-bus) is a production package and is not listed.
  */
-const DEV_ONLY = Object.entries((JSON.parse(readRepoFile('package-lock.json')) as { packages: Record<string, { dev?: boolean }> }).packages)
+const DEV_ONLY = Object.entries(
+  (JSON.parse(readRepoFile('package-lock.json')) as { packages: Record<string, { dev?: boolean }> }).packages,
+)
   .filter(([k, v]) => v.dev === true && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(k))
   .map(([k]) => k.slice('node_modules/'.length));
-const devOnlyIn = (dir: string): string[] => DEV_ONLY.filter((d) => existsSync(join(dir, 'node_modules', d, 'package.json')));
+const devOnlyIn = (dir: string): string[] =>
+  DEV_ONLY.filter((d) => existsSync(join(dir, 'node_modules', d, 'package.json')));
 const scratch: string[] = [];
 const tempDir = (label: string): string => {
   const d = mkdtempSync(join(tmpdir(), `pushdrain-${label}-`));
@@ -72,11 +79,15 @@ const FAKE_KEY = Buffer.alloc(64, 7).toString('base64');
 
 /** What a working copy holds besides the repo's files: none of it may ship. */
 const PLANTED: Record<string, string> = {
-  'local.settings.json': JSON.stringify({ IsEncrypted: false, Values: { StorageConnection: `DefaultEndpointsProtocol=https;AccountName=stdev;AccountKey=${FAKE_KEY};` } }),
+  'local.settings.json': JSON.stringify({
+    IsEncrypted: false,
+    Values: { StorageConnection: `DefaultEndpointsProtocol=https;AccountName=stdev;AccountKey=${FAKE_KEY};` },
+  }),
   'node_modules/@azure/functions/package.json': '{"name":"@azure/functions","version":"0.0.0-planted"}',
   'node_modules/.package-lock.json': '{}',
   // A stale build: an Oryx build would not delete it, and the host would register it.
-  'dist/functions/removed-function.js': "require('@azure/functions').app.http('removedFunction', { handler: () => ({}) });\n",
+  'dist/functions/removed-function.js':
+    "require('@azure/functions').app.http('removedFunction', { handler: () => ({}) });\n",
   'dist/test/e2e.test.js': '',
   'dist-package/host.json': '{}',
   '.azurite/__blobstorage__/0000': 'blob',
@@ -86,9 +97,18 @@ const PLANTED: Record<string, string> = {
 };
 
 /** Top-level entries a remote-build upload may hold: the sources and the files the build reads. */
-const REMOTE_TOP_LEVEL = ['functions', 'host.json', 'package-lock.json', 'package.json', 'shared', 'static', 'tsconfig.json'];
+const REMOTE_TOP_LEVEL = [
+  'functions',
+  'host.json',
+  'package-lock.json',
+  'package.json',
+  'shared',
+  'static',
+  'tsconfig.json',
+];
 /** Never shipped, in either mode (node_modules aside: the prebuilt package holds production ones). */
-const FORBIDDEN = /^(test|tools|infra|scripts|docs|\.github|\.azurite|\.azure|\.vscode|\.ci|\.git|dist-package)(\/|$)|(^|\/)(local\.settings[^/]*\.json|\.funcignore|\.gitignore)$/;
+const FORBIDDEN =
+  /^(test|tools|infra|scripts|docs|\.github|\.azurite|\.azure|\.vscode|\.ci|\.git|dist-package)(\/|$)|(^|\/)(local\.settings[^/]*\.json|\.funcignore|\.gitignore)$/;
 
 const SECRET_PATTERNS = [
   /AccountKey=[A-Za-z0-9+/]{20,}={0,2}/i,
@@ -108,16 +128,27 @@ function secretsIn(dir: string, files: readonly string[]): string[] {
 
 /** Oryx's build container: no developer npm settings leak into the simulated build. */
 function buildEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'NODE_ENV' && k !== 'NODE_PATH'));
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'NODE_ENV' && k !== 'NODE_PATH'),
+  );
 }
 
 /** A copy of the repo as a fresh clone has it (tracked and new, not git-ignored files), plus local leftovers. */
 function workingCopy(): string {
   const dir = tempDir('copy');
-  const ls = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+  const ls = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.equal(ls.status, 0, `git ls-files failed (the test needs a git checkout): ${ls.stderr}`);
-  const files = ls.stdout.split('\0').filter((f) => f !== '' && existsSync(join(root, f)) && statSync(join(root, f)).isFile());
-  assert.ok(files.includes('host.json') && files.some((f) => f.startsWith('functions/')), 'git ls-files listed no app files');
+  const files = ls.stdout
+    .split('\0')
+    .filter((f) => f !== '' && existsSync(join(root, f)) && statSync(join(root, f)).isFile());
+  assert.ok(
+    files.includes('host.json') && files.some((f) => f.startsWith('functions/')),
+    'git ls-files listed no app files',
+  );
   for (const f of files) cpSync(join(root, f), join(dir, f));
   for (const [f, text] of Object.entries(PLANTED)) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
@@ -138,7 +169,12 @@ interface Loaded {
 /** The registrations the Functions host would receive from the package in `dir` (fresh process, package's own node_modules). */
 function load(dir: string): Loaded {
   const script = join(root, 'dist/tools/devstack/host/print-registrations.js');
-  const r = spawnSync(process.execPath, [script, dir], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: buildEnv() });
+  const r = spawnSync(process.execPath, [script, dir], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: buildEnv(),
+  });
   assert.equal(r.status, 0, `loading the package in ${dir} failed:\n${r.stderr}${r.error?.message ?? ''}`);
   return JSON.parse(r.stdout) as Loaded;
 }
@@ -153,7 +189,8 @@ interface RemoteBuild {
 
 /** Oryx's Node build as it runs in Azure: `npm install` (devDependencies included), then the build scripts that exist. */
 function oryxBuild(dir: string): RemoteBuild {
-  const scripts = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
+  const scripts =
+    (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
   const env = buildEnv();
   const install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { env, timeoutMs: 4 * 60_000 });
   let buildMs = 0;
@@ -170,17 +207,26 @@ function oryxBuild(dir: string): RemoteBuild {
   return { dir, installMs: install.ms, buildMs, buildOutput };
 }
 
-const fmt = (s: { files: number; bytes: number }): string => `${s.files} files, ${s.bytes.toLocaleString('en-US')} bytes`;
+const fmt = (s: { files: number; bytes: number }): string =>
+  `${s.files} files, ${s.bytes.toLocaleString('en-US')} bytes`;
 
 void describe('packaging: what the remote build relies on', () => {
   void it('azure.yaml asks azd for a remote build of the api service, and stops azd on Elastic Premium, where azd runs none', () => {
     const yaml = readRepoFile('azure.yaml');
     assert.match(yaml, /^ {2}api:\n(?: {4}.*\n|\s*\n)*? {4}remoteBuild: true$/m, 'services.api.remoteBuild: true');
     assert.match(yaml, /^ {4}hooks:\n(?: {6}#.*\n)* {6}predeploy:$/m, 'services.api.hooks.predeploy');
-    assert.equal(yaml.match(/^ {10}run: node scripts\/azd-predeploy\.mjs$/gm)?.length, 2, 'the hook runs scripts/azd-predeploy.mjs on posix and windows');
+    assert.equal(
+      yaml.match(/^ {10}run: node scripts\/azd-predeploy\.mjs$/gm)?.length,
+      2,
+      'the hook runs scripts/azd-predeploy.mjs on posix and windows',
+    );
     const run = (plan: string | undefined): { status: number | null; stderr: string } => {
       const env = { ...buildEnv(), ...(plan === undefined ? {} : { PUSHDRAIN_HOSTING_PLAN: plan }) };
-      return spawnSync(process.execPath, [join(root, 'scripts/azd-predeploy.mjs')], { encoding: 'utf8', env, timeout: 30_000 });
+      return spawnSync(process.execPath, [join(root, 'scripts/azd-predeploy.mjs')], {
+        encoding: 'utf8',
+        env,
+        timeout: 30_000,
+      });
     };
     const premium = run('premium');
     assert.equal(premium.status, 1, 'premium must stop azd deploy');
@@ -193,32 +239,56 @@ void describe('packaging: what the remote build relies on', () => {
     assert.equal(pkg.main, 'dist/functions/*.js');
     assert.match(pkg.scripts.build ?? '', /^tsc -p tsconfig\.json$/);
     assert.equal(pkg.scripts['build:azure'], 'npm prune --omit=dev');
-    assert.ok(pkg.devDependencies.typescript && pkg.devDependencies['@types/node'], 'the build needs typescript and @types/node, which Oryx installs as devDependencies');
+    assert.ok(
+      pkg.devDependencies.typescript && pkg.devDependencies['@types/node'],
+      'the build needs typescript and @types/node, which Oryx installs as devDependencies',
+    );
   });
 
   void it('the deploy workflow ships the prebuilt package without a remote build', () => {
     const deploy = readRepoFile('.github/workflows/deploy.yml');
     assert.match(deploy, /npm ci[^\n]*\n(?:.*\n)*?\s*npm run package\n/, 'npm ci, then npm run package');
     assert.match(deploy, /cd dist-package && zip -qr \.\.\/pushdrain\.zip \./, 'zips the contents of dist-package/');
-    assert.match(deploy, /az functionapp deployment source config-zip[^\n]*\\\n(?:.*\\\n)*\s*--build-remote false/, 'config-zip --build-remote false');
+    assert.match(
+      deploy,
+      /az functionapp deployment source config-zip[^\n]*\\\n(?:.*\\\n)*\s*--build-remote false/,
+      'config-zip --build-remote false',
+    );
     assert.doesNotMatch(deploy, /func azure functionapp publish/, 'one mode per workflow: the prebuilt package');
   });
 
   void it('no app setting makes the remote build skip devDependencies (the compiler is one)', () => {
     const settings = deployedSettings();
     assert.ok(settings.length > 5, 'read the function app settings');
-    const offenders = settings.filter((s) => /^(NODE_ENV|NPM_CONFIG_(PRODUCTION|OMIT|ONLY|INCLUDE))$/i.test(s.key)).map((s) => `${s.key} (${s.variant})`);
+    const offenders = settings
+      .filter((s) => /^(NODE_ENV|NPM_CONFIG_(PRODUCTION|OMIT|ONLY|INCLUDE))$/i.test(s.key))
+      .map((s) => `${s.key} (${s.variant})`);
     assert.deepEqual(offenders, []);
   });
 
   void it('.funcignore: git and Core Tools agree on the patterns that matter; azd sees node_modules and .git ignored', () => {
     const text = readRepoFile('.funcignore');
     const coreTools = new CoreToolsIgnore(text);
-    for (const path of ['node_modules/x/index.js', 'dist/functions/a.js', 'dist-package/host.json', 'test/a.test.ts', 'local.settings.json', '.git/HEAD', '.github/workflows/ci.yml']) {
+    for (const path of [
+      'node_modules/x/index.js',
+      'dist/functions/a.js',
+      'dist-package/host.json',
+      'test/a.test.ts',
+      'local.settings.json',
+      '.git/HEAD',
+      '.github/workflows/ci.yml',
+    ]) {
       assert.ok(gitIgnores(text, path), `git semantics ship ${path}`);
       assert.ok(!coreTools.accepts(path), `Core Tools ships ${path}`);
     }
-    for (const path of ['functions/drain.ts', 'shared/names.ts', 'tsconfig.json', 'package.json', 'package-lock.json', 'host.json']) {
+    for (const path of [
+      'functions/drain.ts',
+      'shared/names.ts',
+      'tsconfig.json',
+      'package.json',
+      'package-lock.json',
+      'host.json',
+    ]) {
       assert.ok(!gitIgnores(text, path), `git semantics leave out ${path}`);
       assert.ok(coreTools.accepts(path), `Core Tools leaves out ${path}`);
     }
@@ -229,7 +299,11 @@ void describe('packaging: what the remote build relies on', () => {
   void it('the Core Tools parser is ported faithfully: unanchored `*.ts` matches at the root only, and `!` wins', () => {
     const p = new CoreToolsIgnore('*.ts\n!keep.ts\nbench\n');
     assert.equal(p.accepts('a.ts'), false);
-    assert.equal(p.accepts('functions/a.ts'), true, 'the codemix parser anchors every pattern at the start of the path');
+    assert.equal(
+      p.accepts('functions/a.ts'),
+      true,
+      'the codemix parser anchors every pattern at the start of the path',
+    );
     assert.equal(p.accepts('keep.ts'), true);
     assert.equal(p.accepts('bench/run.ts'), false);
     assert.equal(p.accepts('bench-x/run.ts'), false, 'a pattern matches any path it prefixes up to a word boundary');
@@ -240,7 +314,10 @@ void describe('packaging: what the remote build relies on', () => {
   void it('the secret scan finds a key-shaped value (the planted local.settings.json)', () => {
     const dir = tempDir('secret');
     writeFileSync(join(dir, 'local.settings.json'), PLANTED['local.settings.json']!);
-    writeFileSync(join(dir, 'clean.js'), "const redact = (s) => s.replace(/(AccountKey|SharedAccessKey)=[^;\\s]*/gi, '$1=***');\n");
+    writeFileSync(
+      join(dir, 'clean.js'),
+      "const redact = (s) => s.replace(/(AccountKey|SharedAccessKey)=[^;\\s]*/gi, '$1=***');\n",
+    );
     assert.deepEqual(secretsIn(dir, ['local.settings.json', 'clean.js']), ['local.settings.json']);
   });
 });
@@ -265,11 +342,23 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
   void it('the upload is the sources, tsconfig.json, package.json, package-lock.json and host.json: no build output, no node_modules, nothing local, no secret', (t) => {
     const tracked = walk(copy).filter((f) => /^(functions|shared)\/.*\.ts$/.test(f));
     assert.ok(tracked.length > 20, 'the copy holds the sources');
-    assert.deepEqual(tracked.filter((f) => !upload.includes(f)), [], 'sources left out of the upload');
-    for (const f of ['host.json', 'package.json', 'package-lock.json', 'tsconfig.json']) assert.ok(upload.includes(f), `${f} is uploaded`);
+    assert.deepEqual(
+      tracked.filter((f) => !upload.includes(f)),
+      [],
+      'sources left out of the upload',
+    );
+    for (const f of ['host.json', 'package.json', 'package-lock.json', 'tsconfig.json'])
+      assert.ok(upload.includes(f), `${f} is uploaded`);
     assert.deepEqual([...new Set(upload.map((f) => f.split('/')[0]!))].sort(), REMOTE_TOP_LEVEL);
-    assert.deepEqual(upload.filter((f) => FORBIDDEN.test(f) || f.startsWith('node_modules/') || f.startsWith('dist/')), []);
-    assert.deepEqual(upload.filter((f) => f in PLANTED), [], 'a local leftover would ship');
+    assert.deepEqual(
+      upload.filter((f) => FORBIDDEN.test(f) || f.startsWith('node_modules/') || f.startsWith('dist/')),
+      [],
+    );
+    assert.deepEqual(
+      upload.filter((f) => f in PLANTED),
+      [],
+      'a local leftover would ship',
+    );
     assert.deepEqual(secretsIn(copy, upload), []);
     const size = upload.reduce((n, f) => n + statSync(join(copy, f)).size, 0);
     t.diagnostic(`remote-build upload: ${fmt({ files: upload.length, bytes: size })}`);
@@ -277,7 +366,9 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
 
   void it("Oryx's steps succeed in the empty folder: npm install, npm run build, npm run build:azure", (t) => {
     assert.equal(build.failed, undefined, build.failed);
-    t.diagnostic(`simulated remote build: npm install ${(build.installMs / 1000).toFixed(1)} s, npm run build + build:azure ${(build.buildMs / 1000).toFixed(1)} s`);
+    t.diagnostic(
+      `simulated remote build: npm install ${(build.installMs / 1000).toFixed(1)} s, npm run build + build:azure ${(build.buildMs / 1000).toFixed(1)} s`,
+    );
   });
 
   void it('the built app registers every function the contract expects, with its trigger, route, methods, authLevel and connection', () => {
@@ -289,13 +380,21 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
 
   void it('what runs in Azure holds production dependencies only (build:azure pruned the compiler and test tools)', (t) => {
     assert.equal(build.failed, undefined, 'the remote build failed');
-    assert.ok(DEV_ONLY.includes('typescript') && DEV_ONLY.includes('azurite'), `the lock file marks the dev-only packages (found ${DEV_ONLY.length})`);
+    assert.ok(
+      DEV_ONLY.includes('typescript') && DEV_ONLY.includes('azurite'),
+      `the lock file marks the dev-only packages (found ${DEV_ONLY.length})`,
+    );
     assert.deepEqual(devOnlyIn(build.dir), []);
     assert.ok(existsSync(join(build.dir, 'node_modules/@azure/functions/package.json')));
     const app = walk(build.dir).filter((f) => !f.startsWith('node_modules/'));
-    assert.deepEqual(app.filter((f) => FORBIDDEN.test(f)), []);
+    assert.deepEqual(
+      app.filter((f) => FORBIDDEN.test(f)),
+      [],
+    );
     assert.deepEqual(secretsIn(build.dir, app), []);
-    t.diagnostic(`remote build output in Azure: ${fmt(folderSize(build.dir))} (node_modules ${fmt(folderSize(join(build.dir, 'node_modules')))})`);
+    t.diagnostic(
+      `remote build output in Azure: ${fmt(folderSize(build.dir))} (node_modules ${fmt(folderSize(join(build.dir, 'node_modules')))})`,
+    );
   });
 
   void it('the old .funcignore, planted in the copy, breaks the remote build as it did in Azure: TS5058, no tsconfig.json', () => {
@@ -324,10 +423,22 @@ void describe('packaging: prebuilt package (npm run package; CI builds once, shi
     assert.deepEqual(top, [...PACKAGE_FILES, 'dist', 'static', 'node_modules'].sort());
     assert.ok(files.includes('static/dashboard/index.html'), 'the status page is read from static/ at run time');
     const app = files.filter((f) => !f.startsWith('node_modules/'));
-    assert.deepEqual(app.filter((f) => !PACKAGE_FILES.includes(f as (typeof PACKAGE_FILES)[number]) && !PACKAGE_DIRS.some((d) => f.startsWith(`${d}/`))), []);
-    assert.deepEqual(app.filter((f) => FORBIDDEN.test(f) || f.endsWith('.ts')), []);
+    assert.deepEqual(
+      app.filter(
+        (f) =>
+          !PACKAGE_FILES.includes(f as (typeof PACKAGE_FILES)[number]) &&
+          !PACKAGE_DIRS.some((d) => f.startsWith(`${d}/`)),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      app.filter((f) => FORBIDDEN.test(f) || f.endsWith('.ts')),
+      [],
+    );
     assert.deepEqual(secretsIn(summary.dir, app), []);
-    t.diagnostic(`prebuilt package: ${fmt(summary)} (node_modules ${fmt(folderSize(join(summary.dir, 'node_modules')))}); npm ci --omit=dev ${(summary.installMs / 1000).toFixed(1)} s`);
+    t.diagnostic(
+      `prebuilt package: ${fmt(summary)} (node_modules ${fmt(folderSize(join(summary.dir, 'node_modules')))}); npm ci --omit=dev ${(summary.installMs / 1000).toFixed(1)} s`,
+    );
   });
 
   void it('runs without devDependencies: none is installed, and every function the contract expects registers', () => {

@@ -14,7 +14,14 @@ import { post, report } from '../../../test/support/invoke';
 import { quietLog, storageDown, storageUp } from '../../../test/support/storage';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
-import { type Decision, desiredInstances, type Fleet, type ManagedInstance, type PlatformRule, ScaleController } from '../scale/controller';
+import {
+  type Decision,
+  desiredInstances,
+  type Fleet,
+  type ManagedInstance,
+  type PlatformRule,
+  ScaleController,
+} from '../scale/controller';
 import { runFleet, SUBSCRIPTION_PATHS, targetPerInstance } from '../scale/fleet';
 import type { InstanceActivity } from '../scale/instance';
 import { instancesOption } from '../scale/serve';
@@ -36,7 +43,13 @@ class FakeFleet implements Fleet {
       const inst = {
         name: `f${++this.n}`,
         busy: true,
-        activity: (): Promise<InstanceActivity> => Promise.resolve({ inProgress: inst.busy ? 1 : 0, held: 0, processed: { map: 0, reduce: 0 }, fanOutPublished: 0 }),
+        activity: (): Promise<InstanceActivity> =>
+          Promise.resolve({
+            inProgress: inst.busy ? 1 : 0,
+            held: 0,
+            processed: { map: 0, reduce: 0 },
+            fanOutPublished: 0,
+          }),
       };
       this.list.push(inst);
     }
@@ -52,7 +65,9 @@ class FakeFleet implements Fleet {
 }
 
 function actions(ds: readonly Decision[]): string[] {
-  return ds.filter((d) => d.added || d.removed.length).map((d) => (d.added ? `+${d.added}` : `-${d.removed.join(',')}`));
+  return ds
+    .filter((d) => d.added || d.removed.length)
+    .map((d) => (d.added ? `+${d.added}` : `-${d.removed.join(',')}`));
 }
 
 describe('the platform rule', () => {
@@ -135,7 +150,13 @@ describe('a fleet of local instances', () => {
       assert.equal(res.status, 202);
       const { batchId } = res.jsonBody as { batchId: string };
       const output: string[] = [];
-      fleet = runFleet({ broker: bus.broker, env, rule: { ...RULE, maxInstances: 2, coolDownMs: 1_000 }, intervalMs: 300, echo: (line) => void output.push(line) });
+      fleet = runFleet({
+        broker: bus.broker,
+        env,
+        rule: { ...RULE, maxInstances: 2, coolDownMs: 1_000 },
+        intervalMs: 300,
+        echo: (line) => void output.push(line),
+      });
       const deadline = Date.now() + 120_000;
       let peak = 0;
       for (let i = 0; i < 2_000 && Date.now() < deadline; i++) {
@@ -161,17 +182,33 @@ describe('a fleet of local instances', () => {
       const shares = await fleet.stop();
       const input = shares.reduce((a, s) => a + (s.activity?.processed.map ?? 0), 0);
       assert.ok(input >= 100, `every one of the 100 chunks processed (at least once): ${input}`);
-      assert.ok(shares.every((s) => s.exitCode === 0), `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${output.filter((l) => l.startsWith('[i1] ')).join('\n')}`);
+      assert.ok(
+        shares.every((s) => s.exitCode === 0),
+        `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${output.filter((l) => l.startsWith('[i1] ')).join('\n')}`,
+      );
       const decisions = actions(fleet.decisions);
-      assert.match(decisions[0] ?? '', /^\+[12]$/, `from zero on the first events (drain and scale subscriptions): ${decisions.join(' ')}`);
-      assert.ok(decisions.some((d) => d.startsWith('-')), decisions.join(' '));
+      assert.match(
+        decisions[0] ?? '',
+        /^\+[12]$/,
+        `from zero on the first events (drain and scale subscriptions): ${decisions.join(' ')}`,
+      );
+      assert.ok(
+        decisions.some((d) => d.startsWith('-')),
+        decisions.join(' '),
+      );
       for (const d of fleet.decisions) assert.ok(d.added <= 4);
       for (const q of parts.names.allQueues()) assert.equal(await parts.queues.depth(q), 0, `${q} empty`);
       // The batch was in flight as instances came and went: only the first may run start-up
       // recovery (the batch predates it), and nothing re-enqueues work that is still queued.
       const recoveries = output.filter((l) => /Recovery:|recovery woke/.test(l));
-      assert.ok(recoveries.every((l) => l.startsWith('[i1] ')), `only the first instance recovers at start-up:\n${recoveries.join('\n')}`);
-      assert.ok(recoveries.every((l) => !/re-enqueued [1-9]/.test(l)), `no duplicate work:\n${recoveries.join('\n')}`);
+      assert.ok(
+        recoveries.every((l) => l.startsWith('[i1] ')),
+        `only the first instance recovers at start-up:\n${recoveries.join('\n')}`,
+      );
+      assert.ok(
+        recoveries.every((l) => !/re-enqueued [1-9]/.test(l)),
+        `no duplicate work:\n${recoveries.join('\n')}`,
+      );
     } finally {
       await fleet?.stop();
       await http.close();

@@ -33,7 +33,9 @@ async function secondary(dataDir: string): Promise<BrokerProcess> {
 }
 
 function client(b: BrokerProcess): ServiceBusClient {
-  const c = new ServiceBusClient(b.connectionString, { retryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 200, maxRetries: 1, timeoutInMs: 5_000 } });
+  const c = new ServiceBusClient(b.connectionString, {
+    retryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 200, maxRetries: 1, timeoutInMs: 5_000 },
+  });
   clients.push(c);
   return c;
 }
@@ -43,7 +45,13 @@ const [BACKLOG] = backlogQueues(1) as [string];
 /** Sends one message to the backlog queue, SIGKILLs the broker, restarts it and receives what is there. */
 async function sendKillRestart(dataDir: string): Promise<{ bodies: unknown[]; output: string }> {
   const b = await secondary(dataDir);
-  await client(b).createSender(BACKLOG).sendMessages({ body: { kind: 'WorkDetected', queueName: 'work-0' }, messageId: 'backlogged-1', applicationProperties: { destination: 'work-detected' } });
+  await client(b)
+    .createSender(BACKLOG)
+    .sendMessages({
+      body: { kind: 'WorkDetected', queueName: 'work-0' },
+      messageId: 'backlogged-1',
+      applicationProperties: { destination: 'work-detected' },
+    });
   await b.kill();
   await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
   await b.restart();
@@ -52,10 +60,18 @@ async function sendKillRestart(dataDir: string): Promise<{ bodies: unknown[]; ou
   await c.createSender(BACKLOG).sendMessages({ body: 'marker', messageId: 'marker' });
   const receiver = c.createReceiver(BACKLOG, { receiveMode: 'receiveAndDelete' });
   const got: ServiceBusReceivedMessage[] = [];
-  for (let i = 0; i < 30 && !got.some((m) => m.messageId === 'marker'); i++) got.push(...(await receiver.receiveMessages(10, { maxWaitTimeInMs: 1_000 })));
+  for (let i = 0; i < 30 && !got.some((m) => m.messageId === 'marker'); i++)
+    got.push(...(await receiver.receiveMessages(10, { maxWaitTimeInMs: 1_000 })));
   assert.equal(got.at(-1)?.messageId, 'marker', `the marker arrived last: ${b.output().slice(-2000)}`);
   const survived = got.slice(0, -1);
-  return { bodies: survived.map((m) => ({ messageId: m.messageId, body: m.body as unknown, destination: m.applicationProperties?.destination })), output: b.output() };
+  return {
+    bodies: survived.map((m) => ({
+      messageId: m.messageId,
+      body: m.body as unknown,
+      destination: m.applicationProperties?.destination,
+    })),
+    output: b.output(),
+  };
 }
 
 describe('secondary broker: its backlog queues survive SIGKILL', () => {
@@ -63,7 +79,17 @@ describe('secondary broker: its backlog queues survive SIGKILL', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-secondary-'));
     dirs.push(dir);
     const { bodies, output } = await sendKillRestart(dir);
-    assert.deepEqual(bodies, [{ messageId: 'backlogged-1', body: { kind: 'WorkDetected', queueName: 'work-0' }, destination: 'work-detected' }], output.slice(-2000));
+    assert.deepEqual(
+      bodies,
+      [
+        {
+          messageId: 'backlogged-1',
+          body: { kind: 'WorkDetected', queueName: 'work-0' },
+          destination: 'work-detected',
+        },
+      ],
+      output.slice(-2000),
+    );
     assert.match(output, /restored 1 messages/);
   });
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
-import type { QueueClient} from '@azure/storage-queue';
+import type { QueueClient } from '@azure/storage-queue';
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import { storageConnection } from '../../../shared/config/connections';
@@ -16,7 +16,7 @@ import { retryDecision } from '../../../shared/retry/transient';
 import { createStorageClients } from '../../../shared/storage/clients';
 import { StorageMeter } from '../../../shared/storage/meter';
 import { type Azurite, startAzurite } from '../../devstack/azurite';
-import { proxiedConnectionString, startStorageProxy,type StorageProxy } from '../storage-proxy';
+import { proxiedConnectionString, startStorageProxy, type StorageProxy } from '../storage-proxy';
 
 let azurite: Azurite;
 const proxies = new Set<StorageProxy>();
@@ -43,14 +43,23 @@ interface Retry {
   tryTimeoutInMs?: number;
 }
 
-const retryOptions = ({ maxTries = 4, tryTimeoutInMs = 10_000 }: Retry = {}): object => ({ maxTries, tryTimeoutInMs, retryDelayInMs: 5, maxRetryDelayInMs: 20 });
+const retryOptions = ({ maxTries = 4, tryTimeoutInMs = 10_000 }: Retry = {}): object => ({
+  maxTries,
+  tryTimeoutInMs,
+  retryDelayInMs: 5,
+  maxRetryDelayInMs: 20,
+});
 
 /** Clients through the proxy, and a direct one that sees what Azurite really holds. */
 function blobs(p: StorageProxy, retry?: Retry): BlobServiceClient {
-  return BlobServiceClient.fromConnectionString(p.connectionString(azurite.connectionString), { retryOptions: retryOptions(retry) });
+  return BlobServiceClient.fromConnectionString(p.connectionString(azurite.connectionString), {
+    retryOptions: retryOptions(retry),
+  });
 }
 function queues(p: StorageProxy, retry?: Retry): QueueServiceClient {
-  return QueueServiceClient.fromConnectionString(p.connectionString(azurite.connectionString), { retryOptions: retryOptions(retry) });
+  return QueueServiceClient.fromConnectionString(p.connectionString(azurite.connectionString), {
+    retryOptions: retryOptions(retry),
+  });
 }
 const direct = {
   blobs: (): BlobServiceClient => BlobServiceClient.fromConnectionString(azurite.connectionString),
@@ -83,12 +92,16 @@ const isSendMessage = { service: 'queue', method: 'POST', path: /\/messages$/ } 
 
 describe('proxiedConnectionString', () => {
   test('points both endpoints at the proxy and keeps the account path and the rest', () => {
-    const cs = 'DefaultEndpointsProtocol=http;AccountName=acct1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/acct1;QueueEndpoint=http://localhost:10001/acct1;';
+    const cs =
+      'DefaultEndpointsProtocol=http;AccountName=acct1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/acct1;QueueEndpoint=http://localhost:10001/acct1;';
     assert.equal(
       proxiedConnectionString(cs, { blobPort: 4001, queuePort: 4002 }),
       'DefaultEndpointsProtocol=http;AccountName=acct1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:4001/acct1;QueueEndpoint=http://127.0.0.1:4002/acct1;',
     );
-    assert.throws(() => proxiedConnectionString('UseDevelopmentStorage=true', { blobPort: 1, queuePort: 2 }), /BlobEndpoint and QueueEndpoint/);
+    assert.throws(
+      () => proxiedConnectionString('UseDevelopmentStorage=true', { blobPort: 1, queuePort: 2 }),
+      /BlobEndpoint and QueueEndpoint/,
+    );
   });
 });
 
@@ -126,7 +139,9 @@ describe('storage proxy through the real SDKs', () => {
     // A GET is not a PUT: it passes untouched while a PUT rule is armed.
     p.inject('status503', { times: 5, match: { service: 'blob', method: 'PUT' } });
     assert.equal((await viaProxy.getBlockBlobClient('x').downloadToBuffer()).toString(), 'payload');
-    const e = await rejection(blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('y').upload('z', 1));
+    const e = await rejection(
+      blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('y').upload('z', 1),
+    );
     assert.equal(e.statusCode, 503);
     assert.equal(e.code, 'ServerBusy');
     assert.equal(retryDecision(e).retry, true, 'the app classifies it as transient');
@@ -142,14 +157,19 @@ describe('storage proxy through the real SDKs', () => {
     const [m] = (await q.receiveMessages()).receivedMessageItems;
     assert.ok(m);
     await q.deleteMessage(m.messageId, m.popReceipt);
-    assert.deepEqual(p.injectedFaults().map((f) => [f.kind, f.method]), [['status500', 'DELETE']]);
+    assert.deepEqual(
+      p.injectedFaults().map((f) => [f.kind, f.method]),
+      [['status500', 'DELETE']],
+    );
     assert.match(p.injectedFaults()[0]!.path, new RegExp(`/${target.name}/messages/${m.messageId}$`));
     assert.equal((await target.getProperties()).approximateMessagesCount, 0);
 
     p.inject('status500', { match: { service: 'queue', method: 'DELETE' } });
     await q.sendMessage('m2');
     const [m2] = (await q.receiveMessages()).receivedMessageItems;
-    const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(target.name).deleteMessage(m2!.messageId, m2!.popReceipt));
+    const e = await rejection(
+      queues(p, { maxTries: 1 }).getQueueClient(target.name).deleteMessage(m2!.messageId, m2!.popReceipt),
+    );
     assert.equal(e.statusCode, 500);
     assert.equal(e.code, 'InternalError');
   });
@@ -174,10 +194,15 @@ describe('storage proxy through the real SDKs', () => {
     const c = await freshContainer();
     await c.getBlockBlobClient('r').upload('resettable', 10);
     p.inject('reset', { times: 2, match: { service: 'blob', method: 'GET' } });
-    assert.equal((await blobs(p).getContainerClient(c.containerName).getBlockBlobClient('r').downloadToBuffer()).toString(), 'resettable');
+    assert.equal(
+      (await blobs(p).getContainerClient(c.containerName).getBlockBlobClient('r').downloadToBuffer()).toString(),
+      'resettable',
+    );
     assert.equal(p.counts().injected.reset, 2);
     p.inject('reset', { match: { service: 'blob', method: 'GET' } });
-    const e = await rejection(blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('r').downloadToBuffer());
+    const e = await rejection(
+      blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('r').downloadToBuffer(),
+    );
     assert.equal(e.code, 'ECONNRESET');
     assert.equal(retryDecision(e).retry, true);
   });
@@ -187,9 +212,13 @@ describe('storage proxy through the real SDKs', () => {
     const target = await freshQueue();
     await target.sendMessage('slow');
     p.inject('stall', { match: { service: 'queue', method: 'GET' } });
-    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
-      stallTimeoutMs: 10_000,
-    });
+    const app = createStorageClients(
+      storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }),
+      new StorageMeter(),
+      {
+        stallTimeoutMs: 10_000,
+      },
+    );
     const q = app.queues.getQueueClient(target.name);
     const started = Date.now();
     const e = await rejection(q.peekMessages({ abortSignal: AbortSignal.timeout(300) }));
@@ -215,9 +244,13 @@ describe('storage proxy through the real SDKs', () => {
     });
     p.inject('stall', { match: { service: 'queue' } });
     // The app's own clients (shared/storage/clients.ts), with a short stall bound.
-    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
-      stallTimeoutMs: 300,
-    });
+    const app = createStorageClients(
+      storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }),
+      new StorageMeter(),
+      {
+        stallTimeoutMs: 300,
+      },
+    );
     const started = Date.now();
     const props = await app.queues.getQueueClient(target.name).getProperties();
     const elapsed = Date.now() - started;
@@ -235,9 +268,13 @@ describe('storage proxy through the real SDKs', () => {
     const p = await proxy(30_000);
     const target = await freshQueue();
     p.inject('stall', { times: 10, match: { service: 'queue' } });
-    const app = createStorageClients(storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }), new StorageMeter(), {
-      stallTimeoutMs: 200,
-    });
+    const app = createStorageClients(
+      storageConnection({ StorageConnection: p.connectionString(azurite.connectionString) }),
+      new StorageMeter(),
+      {
+        stallTimeoutMs: 200,
+      },
+    );
     const e = await rejection(app.queues.getQueueClient(target.name).getProperties());
     assert.equal(e.code, 'ETIMEDOUT');
     assert.match(e.message, /no progress for 200 ms/);
@@ -251,14 +288,18 @@ describe('storage proxy through the real SDKs', () => {
     const target = await freshQueue();
     bounded.inject('stall', { match: { service: 'queue' } });
     const started = Date.now();
-    const e = await rejection(queues(bounded, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties());
+    const e = await rejection(
+      queues(bounded, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties(),
+    );
     const elapsed = Date.now() - started;
     assert.ok(elapsed >= 350 && elapsed < 10_000, `dropped after ${elapsed} ms`);
     assert.ok(retryDecision(e).retry, `a dropped stall is transient (${e.code ?? e.message})`);
 
     const p = await proxy(60_000);
     p.inject('stall', { match: { service: 'queue' } });
-    const pending = rejection(queues(p, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties());
+    const pending = rejection(
+      queues(p, { maxTries: 1, tryTimeoutInMs: 60_000 }).getQueueClient(target.name).getProperties(),
+    );
     for (let i = 0; i < 100 && p.stalled === 0; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(p.stalled, 1);
     const closing = Date.now();
@@ -275,13 +316,20 @@ describe('storage proxy through the real SDKs', () => {
     const e = await rejection(queues(p, { maxTries: 1 }).getQueueClient(target.name).sendMessage('once'));
     assert.ok(retryDecision(e).retry, `the client saw a transient failure (${e.code ?? e.message})`);
     const peeked = await target.peekMessages({ numberOfMessages: 32 });
-    assert.deepEqual(peeked.peekedMessageItems.map((m) => m.messageText), ['once'], 'Azurite applied the send');
+    assert.deepEqual(
+      peeked.peekedMessageItems.map((m) => m.messageText),
+      ['once'],
+      'Azurite applied the send',
+    );
 
     // With the SDK's own retry the client sees success, and the queue holds the message twice.
     p.inject('dropAfterApply', { match: isSendMessage });
     await queues(p).getQueueClient(target.name).sendMessage('twice');
     const all = await target.peekMessages({ numberOfMessages: 32 });
-    assert.deepEqual(all.peekedMessageItems.map((m) => m.messageText), ['once', 'twice', 'twice']);
+    assert.deepEqual(
+      all.peekedMessageItems.map((m) => m.messageText),
+      ['once', 'twice', 'twice'],
+    );
     assert.equal(p.counts().injected.dropAfterApply, 2);
     assert.equal(p.counts().forwarded, 3);
   });
@@ -290,7 +338,9 @@ describe('storage proxy through the real SDKs', () => {
     const p = await proxy();
     const c = await freshContainer();
     p.inject('dropAfterApply', { match: { service: 'blob', method: 'PUT' } });
-    const e = await rejection(blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('applied').upload('bytes', 5));
+    const e = await rejection(
+      blobs(p, { maxTries: 1 }).getContainerClient(c.containerName).getBlockBlobClient('applied').upload('bytes', 5),
+    );
     assert.ok(retryDecision(e).retry);
     assert.equal((await c.getBlockBlobClient('applied').downloadToBuffer()).toString(), 'bytes');
   });
@@ -330,7 +380,8 @@ describe('chaos mode', () => {
     const injected = Object.values(n.injected).reduce((a, b) => a + b, 0);
     assert.equal(n.requests, baseline + injected, 'each fault cost exactly one retry');
     assert.equal(n.forwarded, baseline + n.injected.dropAfterApply);
-    for (const kind of ['status503', 'status500', 'reset', 'dropAfterApply'] as const) assert.ok(n.injected[kind] > 0, `${kind} was drawn`);
+    for (const kind of ['status503', 'status500', 'reset', 'dropAfterApply'] as const)
+      assert.ok(n.injected[kind] > 0, `${kind} was drawn`);
     assert.equal(n.injected.stall, 0);
   });
 });

@@ -25,11 +25,23 @@ export interface BrokerProcess {
 export type BrokerRole = 'primary' | 'secondary';
 
 const CLI: Record<BrokerRole, { script: string[]; port: string; data: string }> = {
-  primary: { script: ['tools', 'devstack', 'servicebus', 'main.js'], port: 'SERVICEBUS_PORT', data: 'SERVICEBUS_DATA_DIR' },
-  secondary: { script: ['tools', 'devstack', 'secondary-broker.js'], port: 'SERVICEBUS_SECONDARY_PORT', data: 'SERVICEBUS_SECONDARY_DATA_DIR' },
+  primary: {
+    script: ['tools', 'devstack', 'servicebus', 'main.js'],
+    port: 'SERVICEBUS_PORT',
+    data: 'SERVICEBUS_DATA_DIR',
+  },
+  secondary: {
+    script: ['tools', 'devstack', 'secondary-broker.js'],
+    port: 'SERVICEBUS_SECONDARY_PORT',
+    data: 'SERVICEBUS_SECONDARY_DATA_DIR',
+  },
 };
 
-export async function startBrokerProcess(dataDir: string, role: BrokerRole = 'primary', startTimeoutMs = 20_000): Promise<BrokerProcess> {
+export async function startBrokerProcess(
+  dataDir: string,
+  role: BrokerRole = 'primary',
+  startTimeoutMs = 20_000,
+): Promise<BrokerProcess> {
   const cli = CLI[role];
   const root = findRepoRoot(__dirname);
   let out = '';

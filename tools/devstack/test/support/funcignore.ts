@@ -18,7 +18,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 function git(cwd: string, args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync('git', args, { cwd, encoding: 'utf8', input, timeout: 30_000, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const r = spawnSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    input,
+    timeout: 30_000,
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
   if (r.error) throw r.error;
   return r;
 }
@@ -45,7 +51,14 @@ export function uploadedByAzd(root: string): string[] {
     const gitDir = join(scratch, 'git');
     const init = git(scratch, ['init', '-q', '--bare', gitDir]);
     if (init.status !== 0) throw new Error(`git init: ${init.stderr}`);
-    const ls = git(root, [`--git-dir=${gitDir}`, `--work-tree=${root}`, 'ls-files', '--others', '-z', '--exclude-from=.funcignore']);
+    const ls = git(root, [
+      `--git-dir=${gitDir}`,
+      `--work-tree=${root}`,
+      'ls-files',
+      '--others',
+      '-z',
+      '--exclude-from=.funcignore',
+    ]);
     if (ls.status !== 0) throw new Error(`git ls-files: ${ls.stderr}`);
     return ls.stdout
       .split('\0')
