@@ -90,14 +90,12 @@ export function topFunctions(
   const all = [...self.values()].sort((a, b) => b.us - a.us);
   const gc = all.find((e) => e.name === '(garbage collector)');
   return {
-    top: all
-      .slice(0, count)
-      .map((e) => ({
-        name: e.name,
-        where: e.where,
-        selfMs: e.us / 1000,
-        selfPercent: totalUs > 0 ? (100 * e.us) / totalUs : 0,
-      })),
+    top: all.slice(0, count).map((e) => ({
+      name: e.name,
+      where: e.where,
+      selfMs: e.us / 1000,
+      selfPercent: totalUs > 0 ? (100 * e.us) / totalUs : 0,
+    })),
     totalMs: totalUs / 1000,
     gcMs: (gc?.us ?? 0) / 1000,
   };
