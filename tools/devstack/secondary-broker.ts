@@ -13,8 +13,10 @@ import { parseArgs } from 'node:util';
 
 import { backlogQueueCount, SECONDARY_CONNECTION } from '../../shared/config/settings';
 import { type Broker, startBroker } from './servicebus/broker';
+import { portFromEnv } from './servicebus/main';
 import { backlogEntities } from './servicebus/secondary';
 import { isSet } from './setting';
+import { stopOnSignal } from './stop-on-signal';
 
 export const SECONDARY_FLAG = '--secondary';
 export const SECONDARY_DATA_FOLDER = '.servicebus-secondary';
@@ -76,28 +78,14 @@ export async function startSecondaryIfAsked(
 
 async function main(): Promise<void> {
   const env = process.env;
-  const raw = env.SERVICEBUS_SECONDARY_PORT;
-  const port = raw === undefined || raw === '' ? DEFAULT_SECONDARY_PORT : Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new Error(`Invalid setting SERVICEBUS_SECONDARY_PORT: "${raw}" is not a TCP port (0-65535)`);
+  const port = portFromEnv(env.SERVICEBUS_SECONDARY_PORT, 'SERVICEBUS_SECONDARY_PORT', DEFAULT_SECONDARY_PORT);
   const broker = await startSecondaryBroker({ env, port, dataRoot: resolve(env.PUSHDRAIN_DATA_DIR ?? '') });
   console.log(`Secondary development Service Bus broker on port ${broker.port}`);
   console.log(broker.connectionString);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: stopping the secondary broker`);
-    broker.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  stopOnSignal(
+    (signal) => `${signal}: stopping the secondary broker`,
+    () => broker.stop(),
+  );
 }
 
 if (require.main === module) {

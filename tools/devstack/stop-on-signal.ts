@@ -1,7 +1,7 @@
 /**
- * Ctrl-C and SIGTERM for the local launchers (`npm start`, with or without `--instances`): the
- * first signal prints `announce`, runs `stop` once and exits 0 (1 if it fails); a second signal
- * while stopping exits at once with 130, for a user who will not wait for the drains.
+ * Ctrl-C and SIGTERM for the local launchers (`npm start`, with or without `--instances`, and the
+ * standalone brokers): the first signal prints `announce`, runs `stop` once and exits 0 (1 if it
+ * fails); a second signal while stopping exits at once with 130, for a user who will not wait.
  */
 export function stopOnSignal(announce: (signal: string) => string, stop: () => Promise<void>): void {
   let stopping = false;

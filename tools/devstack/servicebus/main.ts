@@ -6,6 +6,7 @@
  */
 import { dirname, resolve } from 'node:path';
 
+import { stopOnSignal } from '../stop-on-signal';
 import { startBroker } from './broker';
 import { findEntitiesFile } from './config';
 
@@ -19,11 +20,16 @@ export function dataDirFromEnv(value: string | undefined, defaultRoot: string): 
   return resolve(value.trim());
 }
 
-export function portFromEnv(value: string | undefined): number {
-  if (value === undefined || value === '') return DEFAULT_PORT;
+/** A broker's port setting (SERVICEBUS_PORT, or the secondary's): unset is the default; anything else must be a TCP port. */
+export function portFromEnv(
+  value: string | undefined,
+  setting = 'SERVICEBUS_PORT',
+  defaultPort = DEFAULT_PORT,
+): number {
+  if (value === undefined || value === '') return defaultPort;
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new Error(`Invalid setting SERVICEBUS_PORT: "${value}" is not a TCP port (0-65535)`);
+    throw new Error(`Invalid setting ${setting}: "${value}" is not a TCP port (0-65535)`);
   }
   return port;
 }
@@ -41,21 +47,10 @@ async function main(): Promise<void> {
   });
   console.log(`Development Service Bus broker on port ${broker.port}`);
   console.log(broker.connectionString);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: stopping the broker`);
-    broker.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  stopOnSignal(
+    (signal) => `${signal}: stopping the broker`,
+    () => broker.stop(),
+  );
 }
 
 if (require.main === module) {
