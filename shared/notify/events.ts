@@ -59,12 +59,7 @@ export const SCALE_CHECK = { v: 1, kind: 'ScaleCheck' } as const;
 export function parseScaleSignal(
   body: unknown,
 ): { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' } | string {
-  const value: unknown =
-    typeof body === 'string'
-      ? safeJson(body)
-      : body instanceof Uint8Array
-        ? safeJson(Buffer.from(body).toString('utf8'))
-        : body;
+  const value = triggerValue(body);
   if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === SCALE_CHECK.kind)
     return { kind: 'check' };
   const event = parseWorkDetected(value);
@@ -73,12 +68,7 @@ export function parseScaleSignal(
 
 /** Parses a watchdog check from a trigger body; a string describes what is wrong. */
 export function parseWatchdogCheck(body: unknown): WatchdogCheck | string {
-  const value: unknown =
-    typeof body === 'string'
-      ? safeJson(body)
-      : body instanceof Uint8Array
-        ? safeJson(Buffer.from(body).toString('utf8'))
-        : body;
+  const value = triggerValue(body);
   if (typeof value !== 'object' || value === null) return 'watchdog body is not a JSON object';
   const v = value as Record<string, unknown>;
   if (v.v !== 1 || typeof v.batchId !== 'string') return 'watchdog body is not a v1 check with a batchId';
@@ -95,12 +85,7 @@ const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;
 
 /** Parses an event from a trigger body; a malformed one is a PermanentError upstream (dead-letter, don't retry). */
 export function parseWorkDetected(body: unknown): WorkDetected | string {
-  const value: unknown =
-    typeof body === 'string'
-      ? safeJson(body)
-      : body instanceof Uint8Array
-        ? safeJson(Buffer.from(body).toString('utf8'))
-        : body;
+  const value = triggerValue(body);
   if (typeof value !== 'object' || value === null) return 'event body is not a JSON object';
   const v = value as Record<string, unknown>;
   if (typeof v.queueName !== 'string' || !QUEUE_NAME.test(v.queueName))
@@ -117,6 +102,13 @@ export function parseWorkDetected(body: unknown): WorkDetected | string {
     ...(typeof v.batchId === 'string' ? { batchId: v.batchId } : {}),
     ...(v.fanOut === true ? { fanOut: true as const } : {}),
   };
+}
+
+/** A trigger body as a value: JSON text or bytes are parsed (undefined when not JSON); anything else is taken as is. */
+function triggerValue(body: unknown): unknown {
+  if (typeof body === 'string') return safeJson(body);
+  if (body instanceof Uint8Array) return safeJson(Buffer.from(body).toString('utf8'));
+  return body;
 }
 
 function safeJson(text: string): unknown {
