@@ -4,7 +4,8 @@
  * against it: (port − real) ÷ real.
  */
 import type { IdleFigures, LatencyFigures, TrickleFigures } from './analyze';
-import type { PeerResult } from './scenarios/webjobs-peer';
+import type { PeerMiss, PeerResult } from './scenarios/webjobs-peer';
+import { INVOKE_TIMEOUT_MS } from './scenarios/webjobs-peer';
 import { summarize } from './stats';
 
 export interface PeerFigures {
@@ -16,6 +17,8 @@ export interface PeerFigures {
   idlePerQueueHour: Record<string, number>;
   wake: { trials: number; p50Ms: number; p90Ms: number };
   trickle: { messages: number; perMessage: Record<string, number>; p50Ms: number; p95Ms: number };
+  /** Messages not run within the bound, left out of the latencies above, each with what the wire showed. */
+  missed: PeerMiss[];
 }
 
 const HOUR = 3_600_000;
@@ -44,6 +47,7 @@ export function peerFigures(r: PeerResult): PeerFigures {
       p50Ms: quantile(r.trickle.latencyMs, 0.5),
       p95Ms: quantile(r.trickle.latencyMs, 0.95),
     },
+    missed: r.missed,
   };
 }
 
@@ -95,6 +99,12 @@ export function renderPeerSection(
     `| trickle queue tx (get, delete, update) per message | ${num(realQueueOps, 1)} | ${num(portQueueOps, 1)} | ${error(portQueueOps, realQueueOps)} |`,
     `| trickle put → run, p50 (ms) | ${num(p.trickle.p50Ms)} (p95 ${num(p.trickle.p95Ms)}) | — | — |`,
     '',
+    ...(p.missed.length > 0
+      ? [
+          `Not run within ${num(INVOKE_TIMEOUT_MS / 1000)} s, and left out of the latencies: ${p.missed.map((m) => `${m.phase} ${m.queue} (${m.why})`).join('; ')}.`,
+          '',
+        ]
+      : []),
     `Idle by operation (per queue-hour): ${byOp(p.idlePerQueueHour) || 'none'}. Trickle by operation (per message): ${byOp(p.trickle.perMessage)}. The port's trickle figure is its queue operations per 1,000 transactions halved (a pointer and a result per batch); its latency is submit-to-report of a whole batch (above), so it is not set beside the peer's, whose functions do no work.`,
   ];
 }

@@ -291,6 +291,7 @@ async function main(): Promise<void> {
       log(
         `  webjobs peer: settle ${results.webjobsPeer.settleSeconds.toFixed(0)} s, idle ${(results.webjobsPeer.idlePerQueueHour.total ?? 0).toFixed(1)} tx per queue-hour, wake p50 ${results.webjobsPeer.wake.p50Ms} ms`,
       );
+      for (const m of peer.missed) log(`  webjobs peer: ${m.phase} message ${m.id} on ${m.queue} not run: ${m.why}`);
     }
     if (only.has('memory')) {
       const memory = await timed(timings, 'memory', log, () =>

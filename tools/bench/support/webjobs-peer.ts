@@ -29,6 +29,10 @@ export interface Invocation {
 export interface WebJobsPeer {
   readonly prefix: string;
   invocations(): readonly Invocation[];
+  /** Why the peer is not running (its exit code or signal), or undefined while it runs. */
+  exited(): string | undefined;
+  /** The end of what the peer wrote to stderr (its host's warnings). */
+  stderrTail(): string;
   stop(): Promise<void>;
 }
 
@@ -88,6 +92,13 @@ export async function startPeer(options: {
   return {
     prefix: options.prefix,
     invocations: () => invocations,
+    exited: () =>
+      child.exitCode !== null
+        ? `exited with code ${child.exitCode}`
+        : child.signalCode !== null
+          ? `killed by ${child.signalCode}`
+          : undefined,
+    stderrTail: () => errors.slice(-1000),
     stop: async () => {
       child.stdin?.end();
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

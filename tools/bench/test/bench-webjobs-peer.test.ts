@@ -11,7 +11,7 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { dotnetSkip } from '../../../test/support/dotnet';
 import { waitFor } from '../../../test/support/poll';
 import { type Azurite, startAzurite } from '../../devstack/azurite';
-import { peerFigures } from '../peer-figures';
+import { peerFigures, renderPeerSection } from '../peer-figures';
 import { settleOf } from '../scenarios/webjobs-peer';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy';
 import { buildPeer, PEER_QUEUES, startPeer } from '../support/webjobs-peer';
@@ -64,12 +64,17 @@ describe('bench: the real Functions queue trigger peer', () => {
         storage: { 'queue.get': 20, 'queue.delete': 4, total: 24 },
         latencyMs: [5, 6, 7, 8],
       },
+      missed: [{ phase: 'wake', queue: 'work-0', id: 'm1', why: '2 polls since the put; still visible (never taken)' }],
     });
     assert.equal(f.idlePerQueueHour.total, 60);
     assert.equal(f.settleSeconds, 75);
     assert.equal(f.settleMissed, 1);
     assert.equal(f.wake.p50Ms, 30);
     assert.equal(f.trickle.perMessage['queue.delete'], 1);
+    // A miss stays out of the latencies, and the section says which message and what the wire showed.
+    assert.equal(f.wake.trials, 4);
+    const section = renderPeerSection(f, {}).join('\n');
+    assert.match(section, /Not run within 150 s.*wake work-0 \(2 polls since the put; still visible \(never taken\)\)/);
   });
 
   test(
