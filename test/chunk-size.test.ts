@@ -50,11 +50,12 @@ describe('the chunk size rule, with the default settings (cap 20,000, 4 partitio
   });
 
   test('the visibility bound: a chunk is mapped well within the visibility timeout', () => {
-    // 2 s × 20,000 tx/s × 0.25 = 10,000.
-    const short = chunkRule({ ...defaults, visibilityTimeoutSeconds: 2 });
-    assert.equal(short.plan({ transactions: 1_000_000, longestLine: TYPICAL }).size, 10_000);
+    // 60 s × 5,000 tx/s × 0.25 = 75,000: not the binding bound by default. 10 s: 12,500 → 12,000.
+    const short = chunkRule({ ...defaults, visibilityTimeoutSeconds: 10 });
+    assert.equal(short.plan({ transactions: 1_000_000, longestLine: TYPICAL }).size, 12_000);
+    // 1 s: 1,250, under one piece: one member.
     const tiny = chunkRule({ ...defaults, visibilityTimeoutSeconds: 1 });
-    assert.equal(tiny.plan({ transactions: 1_000_000, longestLine: TYPICAL }).size, 4_000);
+    assert.deepEqual(tiny.plan({ transactions: 1_000_000, longestLine: TYPICAL }), { size: 1_250, piece: 1_250 });
   });
 
   test("PUSHDRAIN_CHUNK_SIZE is the cap: below 2,000 it is every batch's size", () => {

@@ -15,8 +15,8 @@ export const CHUNK_PIECE = 2_000;
 export const CHUNKS_PER_QUEUE = 2;
 /** Characters of canonical lines one chunk holds at most: what one map inflates, parses and bills at once. */
 export const MAX_CHUNK_CHARS = 4 * 1024 * 1024;
-/** Transactions per second one chunk is mapped at on a starved CPU (several chunks per core, GC). */
-export const SLOW_MAP_RATE = 20_000;
+/** Transactions per second one chunk is mapped at on a starved CPU (the slowest measured, docs/DESIGN.md). */
+export const SLOW_MAP_RATE = 5_000;
 /** Share of the visibility timeout a chunk's map may take (a receive holds up to a batch of them). */
 export const VISIBILITY_SHARE = 0.25;
 
