@@ -135,8 +135,8 @@ param sweepSchedule string = '0 */5 * * * *'
 
 @minValue(1)
 @maxValue(100000)
-@description('PUSHDRAIN_CHUNK_SIZE: transactions per chunk blob (one queue message each).')
-param chunkSize int = 2000
+@description('PUSHDRAIN_CHUNK_SIZE: the largest chunk blob (one queue message each), in transactions; each batch is cut below it (docs/DESIGN.md, Chunk size).')
+param chunkSize int = 20000
 
 // 32 is the Azure maximum per receive and the cheapest per message; a lower value only adds
 // queue transactions. Exposed so that a deployment can say so explicitly, not to be tuned down.

@@ -10,6 +10,7 @@ import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
+import { chunkRule } from './ingest/chunk-size';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/chunk-codec';
 import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
@@ -100,6 +101,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     finalizer,
     names,
     chunkSize: tuning.chunkSize,
+    chunks: chunkRule(tuning),
     now,
     log,
   });

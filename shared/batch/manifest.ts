@@ -45,6 +45,8 @@ export interface Manifest {
   transactions: number;
   /** Transactions per chunk when this batch was cut (a take-over must cut identically). */
   chunkSize: number;
+  /** Lines per gzip member of a chunk; absent: one member per chunk (versions before the chunk size rule). */
+  chunkPiece?: number;
   chunks: number;
   /** The queues its chunks went to, each with its count and size: what ingest woke, and recovery wakes again. */
   queues: Required<Wake>[];
@@ -122,12 +124,52 @@ export type ManifestChange = (current: Manifest) => Manifest | undefined | Promi
 
 /** Enough for many concurrent aggregators; past it the caller retries the message later. */
 const MAX_CONFLICTS = 25;
+/** Manifests whose last version this process saw it keeps (a few MB at most: most are a few hundred bytes). */
+const MAX_KNOWN = 256;
+const MAX_KNOWN_CHARS = 4 * 1024 * 1024;
+
+/**
+ * The last version of each recent manifest this process read or wrote, so that `update` can
+ * write on it at once: the write's If-Match is what proves it still current, as it proves a
+ * version just read. On one instance (a small batch ingested and reduced by the same process)
+ * that saves the read of every read-modify-write; a version another process has since replaced
+ * costs one refused write, then the read as before.
+ */
+class KnownVersions {
+  private readonly byId = new Map<string, { text: string; etag: string }>();
+  private chars = 0;
+
+  get(batchId: string): { text: string; etag: string } | undefined {
+    return this.byId.get(batchId);
+  }
+
+  set(batchId: string, text: string, etag: string): void {
+    this.forget(batchId);
+    if (text.length > MAX_KNOWN_CHARS / 4) return;
+    this.byId.set(batchId, { text, etag });
+    this.chars += text.length;
+    // Oldest first out (a Map iterates in insertion order).
+    for (const [id] of this.byId) {
+      if (this.byId.size <= MAX_KNOWN && this.chars <= MAX_KNOWN_CHARS) break;
+      this.forget(id);
+    }
+  }
+
+  forget(batchId: string): void {
+    const had = this.byId.get(batchId);
+    if (!had) return;
+    this.chars -= had.text.length;
+    this.byId.delete(batchId);
+  }
+}
 
 /**
  * Reads and conditionally writes manifests. `update` is the only way to change one: it
  * re-reads and re-applies the change when another writer got there first (ETag 412).
  */
 export class ManifestStore {
+  private readonly known = new KnownVersions();
+
   constructor(
     private readonly blobs: BlobStore,
     private readonly clock: Pick<Clock, 'sleep' | 'random'> = systemClock,
@@ -135,30 +177,39 @@ export class ManifestStore {
 
   async read(batchId: string): Promise<VersionedManifest | undefined> {
     const got = await this.blobs.read(layout.manifest(batchId));
-    if (!got) return undefined;
-    return { manifest: JSON.parse(got.body.toString('utf8')) as Manifest, etag: got.etag };
+    if (!got) {
+      this.known.forget(batchId);
+      return undefined;
+    }
+    const text = got.body.toString('utf8');
+    this.known.set(batchId, text, got.etag);
+    return { manifest: JSON.parse(text) as Manifest, etag: got.etag };
   }
 
   /** Creates the manifest only if none exists; undefined means one already does. */
   async create(m: Manifest): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), {
-      contentType: 'application/json',
-      condition: { ifNoneMatch: '*' },
-      metadata: manifestSummary(m),
-    });
+    return this.write(m, { ifNoneMatch: '*' });
   }
 
   /** Replaces the manifest if it is still at `etag`; undefined means it changed meanwhile. */
   async replace(m: Manifest, etag: string): Promise<string | undefined> {
-    return this.blobs.write(layout.manifest(m.batchId), encode(m), {
-      contentType: 'application/json',
-      condition: { ifMatch: etag },
-      metadata: manifestSummary(m),
-    });
+    return this.write(m, { ifMatch: etag });
   }
 
-  /** Applies `change` atomically. Undefined when the manifest does not exist. */
+  /**
+   * Applies `change` atomically. Undefined when the manifest does not exist. The first attempt
+   * starts from the version this process last saw, when it has one (KnownVersions).
+   */
   async update(batchId: string, change: ManifestChange): Promise<VersionedManifest | undefined> {
+    const known = this.known.get(batchId);
+    // Only a write proves the known version current: a change that leaves it as it is (a
+    // decision taken on what may be an old version) is decided again on a fresh read.
+    const next = known && (await change(JSON.parse(known.text) as Manifest));
+    if (known && next) {
+      // Refused (or any failure): the reading path below decides afresh.
+      const etag = await this.replace(next, known.etag).catch(() => undefined);
+      if (etag !== undefined) return { manifest: next, etag };
+    }
     for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       const current = await this.read(batchId);
       if (!current) return undefined;
@@ -170,6 +221,18 @@ export class ManifestStore {
       await this.clock.sleep(conflictDelay(attempt, 20, () => this.clock.random()));
     }
     throw new TransientError(`manifest ${batchId} is contended: ${MAX_CONFLICTS} conflicting writes in a row`);
+  }
+
+  private async write(m: Manifest, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | undefined> {
+    const text = JSON.stringify(m);
+    const etag = await this.blobs.write(layout.manifest(m.batchId), Buffer.from(text, 'utf8'), {
+      contentType: 'application/json',
+      condition,
+      metadata: manifestSummary(m),
+    });
+    if (etag) this.known.set(m.batchId, text, etag);
+    else this.known.forget(m.batchId);
+    return etag;
   }
 }
 
@@ -190,10 +253,6 @@ export function manifestSummary(m: Manifest): Record<string, string> {
     // Metadata values are ASCII header text: the reason travels percent-encoded, and short.
     ...(m.error ? { error: encodeURIComponent(m.error.slice(0, 300)) } : {}),
   };
-}
-
-function encode(m: Manifest): Buffer {
-  return Buffer.from(JSON.stringify(m), 'utf8');
 }
 
 /*

@@ -19,8 +19,8 @@ import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
 const tuningShape = z.object({
   /** Input queues `work-0…work-{P-1}`. */
   partitions: wholeNumber('PUSHDRAIN_PARTITIONS', { def: 4, min: 1, max: 64 }),
-  /** Transactions per chunk blob (one queue message each). */
-  chunkSize: wholeNumber('PUSHDRAIN_CHUNK_SIZE', { def: 2000, min: 1, max: 100_000 }),
+  /** The largest chunk blob (one queue message each), in transactions; each batch's size is chosen below it (ingest/chunk-size.ts). */
+  chunkSize: wholeNumber('PUSHDRAIN_CHUNK_SIZE', { def: 20_000, min: 1, max: 100_000 }),
   /** Messages per `receiveMessages` call; Azure caps it at 32. */
   dequeueBatchSize: wholeNumber('PUSHDRAIN_DEQUEUE_BATCH_SIZE', { def: 32, min: 1, max: 32 }),
   /** How long a received message stays invisible while it is processed. */

@@ -98,6 +98,7 @@ export class Drain {
     this.deadline = clock.now() + options.budgetMs;
     // A wake-up that joined during the probe counts on this drain: go on, with a slot.
     if (!(await this.probe()) && this.join.joins === 0) {
+      if (this.probeSettledAll()) return this.drained();
       const end = await this.closingLook('queue unreachable', () => this.stopping());
       if (end) return end;
     }
@@ -158,6 +159,18 @@ export class Drain {
     } finally {
       this.join.lookAhead = false;
     }
+  }
+
+  /**
+   * A short probe that took work and left none of it behind needs no closing look: the queue
+   * held nothing more that was visible, and nothing it took will come back. What the look would
+   * still find is another process's messages in flight, which that process's drain (or, if it
+   * died, its own event, redelivered once its lock expires) takes. An empty probe, or one with a
+   * failed message, still looks: that is when messages in flight may have nobody else.
+   */
+  private probeSettledAll(): boolean {
+    const s = this.probeStats;
+    return s.receives === 1 && s.emptyReceives === 0 && s.receiveErrors === 0 && s.failed === 0;
   }
 
   /** One round under the slot: the fan-out decision, then a task group until the queue is drained. */

@@ -1,5 +1,5 @@
 /**
- * The chunk blobs of a body, cut during its validation pass and kept in memory, so a valid
+ * The chunk pieces of a body (chunk-size.ts), cut during its validation pass and kept in memory, so a valid
  * body is not read and parsed a second time, and nothing is written before the whole body has
  * validated. Kept compressed (a 1,000,000-transaction batch is ~20 MB), and only up to a bound:
  * past it they are dropped, and ingest cuts them in a second pass (chunk-source.ts).

@@ -4,6 +4,7 @@
  */
 import { encodeChunkLines, type EncodedChunk } from '../model/chunk-codec';
 import { type BodySource, hashing } from './body';
+import type { ChunkPlan } from './chunk-size';
 import { bodyChanged } from './ingest-errors';
 import { type BodyFormat, readRecords } from './records';
 import { rereadRecord } from './reread-record';
@@ -18,7 +19,7 @@ export interface ValidBody {
 /** Each chunk as a function that encodes it (kept chunks are encoded already), in order. */
 export async function* chunkSource(
   body: ValidBody,
-  size: number,
+  plan: ChunkPlan,
   kept: EncodedChunk[] | undefined,
 ): AsyncGenerator<() => Promise<EncodedChunk>> {
   if (kept) {
@@ -26,9 +27,9 @@ export async function* chunkSource(
     return;
   }
   let index = 0;
-  for await (const lines of chunkBody(body, size)) {
+  for await (const lines of chunkBody(body, plan.size)) {
     const chunk = index++;
-    yield () => encodeChunkLines(chunk, lines);
+    yield () => encodeChunkLines(chunk, lines, plan.piece);
   }
 }
 

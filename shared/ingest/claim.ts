@@ -57,8 +57,10 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
       );
     }
     // Take over an abandoned or dead attempt. Its done chunks stay valid: same body, same
-    // chunking (the recorded chunk size wins), same blob names.
+    // chunking (the recorded chunk size and piece win), same blob names.
     const takeover: Manifest = { ...fresh, chunkSize: m.chunkSize, done: m.done, failed: m.failed };
+    if (m.chunkPiece !== undefined) takeover.chunkPiece = m.chunkPiece;
+    else delete takeover.chunkPiece;
     const took = await store.replace(takeover, existing.etag);
     if (took !== undefined) return { kind: 'new', manifest: takeover, etag: took };
     existing = undefined; // changed meanwhile: start over

@@ -16,13 +16,14 @@ import {
 } from '../batch/manifest';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
-import type { EncodedChunk } from '../model/chunk-codec';
+import { type EncodedChunk, joinPieces } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { Notifier, Wake } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
+import { type ChunkRule, fixedChunks } from './chunk-size';
 import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
 import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
@@ -58,7 +59,10 @@ export interface IngestDeps {
   open: OpenBatches;
   finalizer: Finalizer;
   names: EntityNames;
+  /** PUSHDRAIN_CHUNK_SIZE: without `chunks`, every chunk holds exactly this many; with it, the cap. */
   chunkSize: number;
+  /** How each batch is cut (chunk-size.ts). @defaultValue fixedChunks(chunkSize) */
+  chunks?: ChunkRule;
   now: () => number;
   log: Logger;
   /** @defaultValue MAX_KEPT_BYTES */
@@ -82,10 +86,12 @@ export class Ingestor {
 
 async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
   checkIdempotencyKey(req.idempotencyKey);
+  const rule = ctx.chunks ?? fixedChunks(ctx.chunkSize);
   const summary = await validateBody(req.open, req.format, {
-    size: ctx.chunkSize,
+    size: rule.piece,
     maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES,
   });
+  const plan = rule.plan(summary);
   checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey);
   const now = ctx.now();
@@ -100,7 +106,8 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),
     transactions: summary.transactions,
-    chunkSize: ctx.chunkSize,
+    chunkSize: plan.size,
+    ...(plan.piece < plan.size ? { chunkPiece: plan.piece } : {}),
     chunks: 0,
     queues: [],
     notification: 'pending',
@@ -127,8 +134,8 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     warn: (msg) => ctx.log.warn(msg),
   });
   try {
-    // A take-over keeps the chunk size its claim recorded: chunks cut to another size are not used.
-    const kept = claim.manifest.chunkSize === ctx.chunkSize ? summary.chunks : undefined;
+    // A take-over keeps the cut its claim recorded: pieces that do not make up those chunks are not used.
+    const kept = keptChunks(summary.chunks, rule.piece, claim.manifest);
     return await writeAndAccept(ctx, req, { manifest: claim.manifest, etag: claim.etag, heartbeat, kept });
   } catch (e) {
     await heartbeat.stop();
@@ -142,6 +149,20 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
   } finally {
     await heartbeat.stop();
   }
+}
+
+/**
+ * The kept pieces as the manifest's chunks: runs of whole pieces, each piece one gzip member.
+ * Undefined when they cannot be (another cut recorded by a taken-over claim): cut them again.
+ */
+function keptChunks(pieces: EncodedChunk[] | undefined, piece: number, m: Manifest): EncodedChunk[] | undefined {
+  const member = m.chunkPiece ?? m.chunkSize;
+  if (!pieces || member !== piece || m.chunkSize % piece !== 0) return undefined;
+  const per = m.chunkSize / piece;
+  if (per === 1) return pieces;
+  const out: EncodedChunk[] = [];
+  for (let at = 0; at < pieces.length; at += per) out.push(joinPieces(out.length, pieces.slice(at, at + per)));
+  return out;
 }
 
 /** What the claim gave this request to write under. */

@@ -19,12 +19,14 @@ export interface BodySummary {
   transactions: number;
   /** sha256 of the (inflated) body: an Idempotency-Key replay must carry the same body. */
   sha256: string;
-  /** The chunk blobs, when asked for and they fit the bound; otherwise ingest cuts them itself. */
+  /** The longest canonical line, in characters (the chunk size rule's memory bound). */
+  longestLine: number;
+  /** The chunk pieces, when asked for and they fit the bound; otherwise ingest cuts them itself. */
   chunks?: EncodedChunk[];
 }
 
 export interface Chunking {
-  /** Transactions per chunk. */
+  /** Transactions per piece (chunks are runs of pieces, see chunk-size.ts). */
   size: number;
   /** Compressed bytes kept at most. */
   maxBytes: number;
@@ -48,6 +50,7 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   const details: ErrorDetail[] = [];
   let problems = 0;
   let count = 0;
+  let longestLine = 0;
   let limit: ErrorDetail | undefined;
   const keeper = chunking ? new ChunkKeeper(chunking.size, chunking.maxBytes) : undefined;
   const add = (d: ErrorDetail): void => {
@@ -79,6 +82,7 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
       continue;
     }
     ids.add(r.id, rec.line);
+    if (r.canonical.length > longestLine) longestLine = r.canonical.length;
     const wait = keeper?.add(r.canonical);
     if (wait) await wait;
   }
@@ -100,5 +104,5 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
     );
   }
   const chunks = await keeper?.finish();
-  return { transactions: count, sha256: digest(), ...(chunks ? { chunks } : {}) };
+  return { transactions: count, sha256: digest(), longestLine, ...(chunks ? { chunks } : {}) };
 }

@@ -24,7 +24,7 @@ export interface QueuedPointer {
 export interface ChunkWrite {
   blobs: BlobStore;
   names: EntityNames;
-  /** The claim: its batch id, chunk size, transaction count and body sha256. */
+  /** The claim: its batch id, chunk size and piece, transaction count and body sha256. */
   manifest: Manifest;
   body: ValidBody;
   /** The chunks validation kept; without them the body is cut again. */
@@ -34,12 +34,12 @@ export interface ChunkWrite {
 
 /** Writes every chunk blob; returns the pointers in chunk order. */
 export async function writeChunks(w: ChunkWrite): Promise<QueuedPointer[]> {
-  const { batchId, chunkSize, transactions } = w.manifest;
+  const { batchId, chunkSize, chunkPiece, transactions } = w.manifest;
   const pointers: QueuedPointer[] = [];
   // Kept chunks are in memory already: only the second pass needs the tight bound.
   const writes = new Pool(w.kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
   let counted = 0;
-  for await (const encode of chunkSource(w.body, chunkSize, w.kept)) {
+  for await (const encode of chunkSource(w.body, { size: chunkSize, piece: chunkPiece ?? chunkSize }, w.kept)) {
     checkAborted(w.signal);
     await writes.run(async () => {
       const enc = await encode();

@@ -19,7 +19,7 @@ const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 /**
- * Inflates a chunk (~280 KB at 2,000 transactions) in a few 64 KiB steps rather than many of
+ * Inflates a chunk (~280 KB per 2,000 transactions) in 64 KiB steps rather than many of
  * zlib's default 16 KiB: half the CPU. Larger steps gain little and each decode would hold
  * (and the GC count) that much more memory outside the heap.
  */
@@ -36,11 +36,31 @@ export function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Canonical lines (each a valid transaction's canonicalLine) into a chunk blob. */
-export async function encodeChunkLines(index: number, lines: readonly string[]): Promise<EncodedChunk> {
-  // join() with a final empty item: one flat string with the trailing newline, no second copy.
-  const body = await gzipAsync(Buffer.from([...lines, ''].join('\n'), 'utf8'));
-  return { index, count: lines.length, body, sha256: sha256Hex(body) };
+/**
+ * Canonical lines (each a valid transaction's canonicalLine) into a chunk blob: one gzip member
+ * per `piece` lines (by default one for all), concatenated, which gunzip reads as one stream.
+ */
+export async function encodeChunkLines(
+  index: number,
+  lines: readonly string[],
+  piece = lines.length,
+): Promise<EncodedChunk> {
+  if (piece >= lines.length) {
+    // join() with a final empty item: one flat string with the trailing newline, no second copy.
+    const body = await gzipAsync(Buffer.from([...lines, ''].join('\n'), 'utf8'));
+    return { index, count: lines.length, body, sha256: sha256Hex(body) };
+  }
+  const members: EncodedChunk[] = [];
+  for (let at = 0; at < lines.length; at += piece)
+    members.push(await encodeChunkLines(index, lines.slice(at, at + piece)));
+  return joinPieces(index, members);
+}
+
+/** Pieces (chunk blobs of consecutive lines) as one chunk blob: the same bytes encodeChunkLines gives. */
+export function joinPieces(index: number, pieces: readonly EncodedChunk[]): EncodedChunk {
+  if (pieces.length === 1) return { ...(pieces[0] as EncodedChunk), index };
+  const body = Buffer.concat(pieces.map((p) => p.body));
+  return { index, count: pieces.reduce((n, p) => n + p.count, 0), body, sha256: sha256Hex(body) };
 }
 
 export function encodeChunk(index: number, txns: readonly Transaction[]): Promise<EncodedChunk> {

@@ -2,7 +2,8 @@
  * Scenario 7, the machine's limit: the same work pushdrain does per transaction, in one
  * process with no storage and no queues: parse NDJSON → validate (to a canonical line) → gzip
  * a chunk → gunzip it → read it back → bill it → fold it into the report. The same batches as
- * the throughput run, the same chunk size, the same shared functions, so the ratio is
+ * the throughput run, cut as pushdrain cuts them (its chunk size rule, from the batch's
+ * transactions and longest line, measured before the clock starts), the same shared functions, so the ratio is
  * pushdrain's overhead and nothing else.
  */
 import { billChunk } from '../../../shared/billing/bill';
@@ -11,6 +12,7 @@ import { defaultTuning } from '../../../shared/config/settings';
 import { DEFAULT_TAX_RATES } from '../../../shared/config/tax-rates';
 import { bufferSource } from '../../../shared/ingest/body';
 import { checkRecord } from '../../../shared/ingest/check-record';
+import { type BatchShape, chunkRule } from '../../../shared/ingest/chunk-size';
 import { readRecords } from '../../../shared/ingest/records';
 import { decodeChunk, encodeChunkLines } from '../../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';
@@ -31,16 +33,19 @@ export interface LimitRun {
 export async function limitJob(job: LimitJob): Promise<LimitRun> {
   const bodies = job.batches.map(batchBody);
   const tuning = defaultTuning();
+  const rule = chunkRule(tuning);
+  const plans = bodies.map((b) => rule.plan(shapeOf(b)));
   const rates = { ...DEFAULT_TAX_RATES };
   let transactions = 0;
   const cpu0 = processCpuSeconds();
   const t0 = performance.now();
-  for (const body of bodies) {
+  for (const [i, body] of bodies.entries()) {
+    const plan = plans[i]!;
     const builder = new ReportBuilder();
     let chunk: string[] = [];
     let index = 0;
     const fold = async (lines: string[]): Promise<void> => {
-      const enc = await encodeChunkLines(index++, lines);
+      const enc = await encodeChunkLines(index++, lines, plan.piece);
       builder.add(billChunk(await decodeChunk(enc.body, enc.sha256), rates).partials);
     };
     for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson')) {
@@ -48,7 +53,7 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
       const r = rec.error === undefined ? checkRecord(rec) : undefined;
       if (!r || 'errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
       chunk.push(r.canonical);
-      if (chunk.length === tuning.chunkSize) {
+      if (chunk.length === plan.size) {
         await fold(chunk);
         chunk = [];
       }
@@ -58,4 +63,18 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
   }
   const elapsedMs = performance.now() - t0;
   return { transactions, elapsedMs, cpuSeconds: processCpuSeconds() - cpu0, tps: (transactions * 1000) / elapsedMs };
+}
+
+/** Lines and the longest line of a generated NDJSON batch (its lines are canonical already). */
+function shapeOf(body: Buffer): BatchShape {
+  let transactions = 0;
+  let longestLine = 0;
+  for (let start = 0; start < body.length;) {
+    let end = body.indexOf(0x0a, start);
+    if (end === -1) end = body.length;
+    if (end > start) transactions++;
+    longestLine = Math.max(longestLine, end - start);
+    start = end + 1;
+  }
+  return { transactions, longestLine };
 }

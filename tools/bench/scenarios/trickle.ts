@@ -11,6 +11,7 @@
  * poller's empty polls count for the whole window. pushdrain's meter is also read once it has
  * gone quiet after the window, so a drain that outlived it is seen (`afterWindow`).
  */
+import { CHUNK_PIECE } from '../../../shared/ingest/chunk-size';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
 import type { DesignName } from '../app';
@@ -115,9 +116,10 @@ export async function runTrickle(
       // the window; a batch of one chunk per partition touches every input queue.
       await Promise.all(
         fleet.map(async ({ design, f }) => {
+          // One smallest chunk per partition (the chunk size rule gives a batch this small CHUNK_PIECE-sized chunks).
           const { partitions, chunkSize } = f.app.settings.tuning;
           const body = batchBody({
-            count: design === 'no-claim-check' ? 10 : partitions * chunkSize,
+            count: design === 'no-claim-check' ? 10 : partitions * Math.min(chunkSize, CHUNK_PIECE),
             seed: SEED_BASE - 1,
           });
           await f.watcher.wait([await f.app.submit(body)], BATCH_TIMEOUT_MS);
