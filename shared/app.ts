@@ -6,6 +6,7 @@
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
+import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
@@ -58,6 +59,8 @@ export interface AppParts {
   map: MapProcessor;
   reduce: ReduceProcessor;
   drains: DrainCoordinator;
+  /** The continuations this process scheduled: coalesced, and cancelled once their queue is seen empty. */
+  continuations: Continuations;
   redriver: Redriver;
   watchdog: Watchdog;
   recovery: Recovery;
@@ -82,6 +85,8 @@ export interface HealthState {
   /** The worst of the parts (see PushdrainApp.health); the app still takes and processes work. */
   status: 'ok' | 'degraded' | 'red';
   drains: DrainActivity;
+  /** Continuations this process scheduled, coalesced and cancelled (see drain/continuations.ts). */
+  continuations: ContinuationCounts;
   scaleAgent: ScaleHealth;
   /** Failover state per entity; only with a secondary namespace. */
   serviceBus?: PublisherHealth;
@@ -299,6 +304,7 @@ export class PushdrainApp {
     return {
       status,
       drains: this.#parts.drains.activity(),
+      continuations: this.#parts.continuations.snapshot(),
       scaleAgent,
       ...(serviceBus ? { serviceBus } : {}),
       ...(deadLetters ? { deadLetters } : {}),
@@ -330,7 +336,16 @@ export class PushdrainApp {
     this.#parts.drains.beginShutdown();
   }
 
+  /**
+   * Before the process goes (a scale-in): cancels the scheduled continuations of queues that are
+   * empty now, so they wake nobody for nothing; close() does it too. Never throws.
+   */
+  settleContinuations(): Promise<void> {
+    return this.#parts.continuations.settle();
+  }
+
   async close(): Promise<void> {
+    await this.settleContinuations();
     await this.#parts.deadLetterTally?.close();
     await this.#parts.inspector?.close();
     await this.#parts.deadLetters?.close();

@@ -5,6 +5,7 @@
 import { PermanentError } from '../errors';
 import { type EntityNames, type Role, ROLE_OF } from '../names';
 import type { PublisherHealth } from './failover-state';
+import type { ScheduledMessages } from './messages';
 
 export interface WorkDetected {
   storageAccount: string;
@@ -42,7 +43,8 @@ export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
 
 /** Implemented over Service Bus in production and by a capturing fake in unit tests. */
 export interface WorkPublisher {
-  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
+  /** A schedule (delayMs > 0) returns what can cancel it, when the publisher can (see ScheduledMessages). */
+  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
@@ -158,9 +160,9 @@ export class Notifier {
     await this.publisher.publish(queues.map((q) => this.event(q, batchId)));
   }
 
-  /** Hands a queue over to a later wake-up, now or after a delay (a scheduled message). */
-  async continuation(queue: string, delayMs: number): Promise<void> {
-    await this.publisher.publish([this.event({ queue })], { delayMs });
+  /** Hands a queue over to a later wake-up, now or after a delay (a scheduled message, which may come back cancellable). */
+  continuation(queue: string, delayMs: number): Promise<ScheduledMessages | void> {
+    return this.publisher.publish([this.event({ queue })], { delayMs });
   }
 
   /** Asks for `count` more drains of a deep queue: fan-out events, held by the instances that take them. */

@@ -20,10 +20,23 @@ export interface OutgoingMessage {
   applicationProperties: Record<string, PropertyValue>;
 }
 
+/**
+ * Messages scheduled on an entity that can still be taken back before they are due (Service
+ * Bus cancels by sequence number; the numbers stay with the channel that scheduled them).
+ */
+export interface ScheduledMessages {
+  readonly count: number;
+  /** Rejects when a message is no longer scheduled (it came due, or was cancelled already). */
+  cancel(): Promise<void>;
+}
+
 /** Sends to the entities of one namespace. Errors are the SDK's, unclassified. */
 export interface MessageChannel {
-  /** Sends now, or schedules for `scheduledAt` (a scheduled message, free until it fires). */
-  send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<void>;
+  /**
+   * Sends now, or schedules for `scheduledAt` (a scheduled message, free until it fires); a
+   * schedule returns what can cancel it, where the channel can.
+   */
+  send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<ScheduledMessages | void>;
   /** Opens a sender link to the entity and closes it without sending: the entity takes sends again. */
   ping(entity: string): Promise<void>;
   close(): Promise<void>;
