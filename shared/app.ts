@@ -94,6 +94,8 @@ export interface HealthState {
   deadLetters?: DeadLetterHealth;
   /** POST /api/batches in progress here, and how many were stopped because the client went away. */
   ingests: { inProgress: number; aborted: number };
+  /** Parts the host runs for the app that are down and being restarted (npm start's embedded Azurite). */
+  down?: string[];
 }
 
 /** A batch as an HTTP request carries it. */
@@ -110,6 +112,7 @@ export class PushdrainApp {
   private provisioned: Promise<void> | undefined;
   private page: DashboardPage | undefined;
   private readonly ingests = { inProgress: 0, aborted: 0 };
+  private readonly down = new Set<string>();
   // Private so that adapters and tests go through the use cases, never around them.
   readonly #parts: AppParts;
 
@@ -299,6 +302,7 @@ export class PushdrainApp {
       serviceBus?.status ?? 'ok',
       scaleAgent.status === 'red' ? 'degraded' : 'ok',
       (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
+      this.down.size > 0 ? 'red' : 'ok',
     ];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
     return {
@@ -309,7 +313,17 @@ export class PushdrainApp {
       ...(serviceBus ? { serviceBus } : {}),
       ...(deadLetters ? { deadLetters } : {}),
       ingests: { ...this.ingests },
+      ...(this.down.size > 0 ? { down: [...this.down] } : {}),
     };
+  }
+
+  /**
+   * The host says a part it runs for the app is down (true) or back (false): the local stack's
+   * supervisor restarting its embedded Azurite. Health is red meanwhile; requests fail as they would.
+   */
+  partDown(part: string, down: boolean): void {
+    if (down) this.down.add(part);
+    else this.down.delete(part);
   }
 
   /**

@@ -9,8 +9,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import type { ServiceBusReceiver } from '@azure/service-bus';
-
 import type { AppParts, PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { Continuations } from '../shared/drain/continuations';
