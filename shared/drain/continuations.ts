@@ -17,7 +17,7 @@
  * fires as before; a crashed process cancels nothing. Neither loses work, both cost one start.
  */
 import { ensureError } from '../errors';
-import type { ScheduledMessages } from '../notify/messages';
+import type { ScheduledMessages } from '../notify/events';
 import type { Clock, Logger } from '../ports';
 
 export interface ContinuationsDeps {

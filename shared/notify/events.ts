@@ -5,7 +5,6 @@
 import { PermanentError } from '../errors';
 import { type EntityNames, type Role, ROLE_OF } from '../names';
 import type { PublisherHealth } from './failover-state';
-import type { ScheduledMessages } from './messages';
 
 export interface WorkDetected {
   storageAccount: string;
@@ -19,6 +18,16 @@ export interface WorkDetected {
    * queue's slot 0. It never starts a hand-over of its own (see shared/drain/coordinator.ts).
    */
   fanOut?: true;
+}
+
+/**
+ * Messages scheduled on an entity that can still be taken back before they are due (Service
+ * Bus cancels by sequence number; the numbers stay with the channel that scheduled them).
+ */
+export interface ScheduledMessages {
+  readonly count: number;
+  /** Rejects when a message is no longer scheduled (it came due, or was cancelled already). */
+  cancel(): Promise<void>;
 }
 
 export interface PublishOptions {

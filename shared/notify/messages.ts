@@ -4,7 +4,7 @@
  * same routing properties on the wire.
  */
 import { EVENT_TTL_MS, SCALE_CHECK_ROLE, WATCHDOG_TTL_MS } from '../names';
-import { SCALE_CHECK, type WatchdogCheck, type WorkDetected } from './events';
+import { SCALE_CHECK, type ScheduledMessages, type WatchdogCheck, type WorkDetected } from './events';
 
 /** Application property values Service Bus filters and the Functions host carry unchanged. */
 export type PropertyValue = string | number | boolean;
@@ -18,16 +18,6 @@ export interface OutgoingMessage {
   /** Explicit, so that a backlog copy can carry it (the entities' defaults are the same values). */
   timeToLive: number;
   applicationProperties: Record<string, PropertyValue>;
-}
-
-/**
- * Messages scheduled on an entity that can still be taken back before they are due (Service
- * Bus cancels by sequence number; the numbers stay with the channel that scheduled them).
- */
-export interface ScheduledMessages {
-  readonly count: number;
-  /** Rejects when a message is no longer scheduled (it came due, or was cancelled already). */
-  cancel(): Promise<void>;
 }
 
 /** Sends to the entities of one namespace. Errors are the SDK's, unclassified. */

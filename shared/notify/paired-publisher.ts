@@ -11,16 +11,9 @@ import type { Clock, Logger } from '../ports';
 import { failoverClass, failureSummary, SERVER_BUSY_WAIT_MS } from '../retry/transient';
 import { toBacklogMessage } from './backlog-message';
 import { BacklogRotation } from './backlog-rotation';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { EntityFailover, type PublisherHealth } from './failover-state';
-import {
-  type MessageChannel,
-  type OutgoingMessage,
-  scaleCheckMessage,
-  type ScheduledMessages,
-  toMessage,
-  watchdogMessage,
-} from './messages';
+import { type MessageChannel, type OutgoingMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 
 export interface PairedOptions {
   primary: MessageChannel;

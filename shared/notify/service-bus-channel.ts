@@ -5,7 +5,8 @@
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 
 import { PermanentError } from '../errors';
-import type { MessageChannel, OutgoingMessage, ScheduledMessages } from './messages';
+import type { ScheduledMessages } from './events';
+import type { MessageChannel, OutgoingMessage } from './messages';
 
 export class ServiceBusChannel implements MessageChannel {
   private readonly senders = new Map<string, ServiceBusSender>();

@@ -11,8 +11,8 @@ import { PermanentError, TransientError } from '../errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../names';
 import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
-import { scaleCheckMessage, type ScheduledMessages, toMessage, watchdogMessage } from './messages';
+import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import { scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };

@@ -11,8 +11,13 @@ import { onWorkDetected } from '../../../functions/drain';
 import type { PushdrainApp } from '../../../shared/app';
 import { createApp } from '../../../shared/create-app';
 import { SUBSCRIPTIONS } from '../../../shared/names';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../../shared/notify/events';
-import type { ScheduledMessages } from '../../../shared/notify/messages';
+import type {
+  PublishOptions,
+  ScheduledMessages,
+  WatchdogCheck,
+  WorkDetected,
+  WorkPublisher,
+} from '../../../shared/notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from '../../../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../../../shared/storage/meter';
 import { serviceBusOptions } from '../../devstack/host/host-json';
