@@ -117,7 +117,8 @@ export class Continuations {
    */
   async settle(): Promise<void> {
     const now = this.deps.clock.now();
-    const queues = [...this.pending.keys()].filter((q) => this.live(q, now).length > 0);
+    // Only what can be cancelled is worth a look (a publisher may hand back no way to cancel).
+    const queues = [...this.pending.keys()].filter((q) => this.live(q, now).some((p) => p.scheduled));
     let cancelled = 0;
     for (const queue of queues) {
       const lookedAt = this.deps.clock.now();
