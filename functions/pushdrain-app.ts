@@ -28,3 +28,9 @@ export function pushdrainApp(): PushdrainApp {
 app.hook.appStart(() => {
   pushdrainApp();
 });
+
+// A scale-in stops the worker: continuations of queues that are empty by now are cancelled
+// first, so they do not start an instance for nothing later (docs/DESIGN.md).
+app.hook.appTerminate(async () => {
+  await current?.settleContinuations();
+});

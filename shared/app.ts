@@ -6,6 +6,7 @@
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
+import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
@@ -58,6 +59,8 @@ export interface AppParts {
   map: MapProcessor;
   reduce: ReduceProcessor;
   drains: DrainCoordinator;
+  /** The continuations this process scheduled: coalesced, and cancelled once their queue is seen empty. */
+  continuations: Continuations;
   redriver: Redriver;
   watchdog: Watchdog;
   recovery: Recovery;
@@ -82,6 +85,8 @@ export interface HealthState {
   /** The worst of the parts (see PushdrainApp.health); the app still takes and processes work. */
   status: 'ok' | 'degraded' | 'red';
   drains: DrainActivity;
+  /** Continuations this process scheduled, coalesced and cancelled (see drain/continuations.ts). */
+  continuations: ContinuationCounts;
   scaleAgent: ScaleHealth;
   /** Failover state per entity; only with a secondary namespace. */
   serviceBus?: PublisherHealth;
@@ -89,6 +94,8 @@ export interface HealthState {
   deadLetters?: DeadLetterHealth;
   /** POST /api/batches in progress here, and how many were stopped because the client went away. */
   ingests: { inProgress: number; aborted: number };
+  /** Parts the host runs for the app that are down and being restarted (npm start's embedded Azurite). */
+  down?: string[];
 }
 
 /** A batch as an HTTP request carries it. */
@@ -105,6 +112,7 @@ export class PushdrainApp {
   private provisioned: Promise<void> | undefined;
   private page: DashboardPage | undefined;
   private readonly ingests = { inProgress: 0, aborted: 0 };
+  private readonly down = new Set<string>();
   // Private so that adapters and tests go through the use cases, never around them.
   readonly #parts: AppParts;
 
@@ -294,16 +302,28 @@ export class PushdrainApp {
       serviceBus?.status ?? 'ok',
       scaleAgent.status === 'red' ? 'degraded' : 'ok',
       (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
+      this.down.size > 0 ? 'red' : 'ok',
     ];
     const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
     return {
       status,
       drains: this.#parts.drains.activity(),
+      continuations: this.#parts.continuations.snapshot(),
       scaleAgent,
       ...(serviceBus ? { serviceBus } : {}),
       ...(deadLetters ? { deadLetters } : {}),
       ingests: { ...this.ingests },
+      ...(this.down.size > 0 ? { down: [...this.down] } : {}),
     };
+  }
+
+  /**
+   * The host says a part it runs for the app is down (true) or back (false): the local stack's
+   * supervisor restarting its embedded Azurite. Health is red meanwhile; requests fail as they would.
+   */
+  partDown(part: string, down: boolean): void {
+    if (down) this.down.add(part);
+    else this.down.delete(part);
   }
 
   /**
@@ -330,7 +350,16 @@ export class PushdrainApp {
     this.#parts.drains.beginShutdown();
   }
 
+  /**
+   * Before the process goes (a scale-in): cancels the scheduled continuations of queues that are
+   * empty now, so they wake nobody for nothing; close() does it too. Never throws.
+   */
+  settleContinuations(): Promise<void> {
+    return this.#parts.continuations.settle();
+  }
+
   async close(): Promise<void> {
+    await this.settleContinuations();
     await this.#parts.deadLetterTally?.close();
     await this.#parts.inspector?.close();
     await this.#parts.deadLetters?.close();

@@ -8,6 +8,7 @@ import { ManifestStore, OpenBatches } from './batch/manifest';
 import { ProgressRecorder } from './batch/progress';
 import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
+import { Continuations } from './drain/continuations';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import { chunkRule } from './ingest/chunk-size';
@@ -127,6 +128,12 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     taxRates: settings.taxRates,
   });
   const reduce = new ReduceProcessor(progress, finalizer, log);
+  const continuations = new Continuations({
+    publish: (queue, delayMs) => notifier.continuation(queue, delayMs),
+    depth: (queue) => queues.depth(queue),
+    clock,
+    log,
+  });
   const drains = new DrainCoordinator({
     queues,
     slots: new BlobLeaseSlots(
@@ -135,7 +142,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       log,
     ),
     processors: { map: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), reduce },
-    continuation: (queue, delayMs) => notifier.continuation(queue, delayMs),
+    continuation: (queue, delayMs) => continuations.schedule(queue, delayMs),
+    seenEmpty: (queue, lookedAt) => continuations.seenEmpty(queue, lookedAt),
     fanOut: (queue, count) => notifier.fanOut(queue, count),
     clock,
     log,
@@ -182,6 +190,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     map,
     reduce,
     drains,
+    continuations,
     redriver: new Redriver({ queues, manifests, open, notifier, names, log, deadLetters }),
     watchdog,
     scaleAgent: new ScaleAgent({

@@ -34,6 +34,11 @@ export interface CoordinatorDeps {
   processors: Record<Stage, MessageProcessor>;
   /** Publishes a continuation event for the queue (now, or after a delay). */
   continuation(queue: string, delayMs: number): Promise<void>;
+  /**
+   * A drain's closing look found the queue empty at `lookedAt`: continuations scheduled before
+   * then cover nothing (see Continuations.seenEmpty). Best effort, never throws.
+   */
+  seenEmpty?(queue: string, lookedAt: number): Promise<void>;
   /** Publishes `count` fan-out events for the queue. */
   fanOut(queue: string, count: number): Promise<void>;
   clock: Clock;
@@ -117,7 +122,7 @@ export class DrainCoordinator {
     // Latest drain wins the entry; an older one still running simply stops being joined.
     this.live.set(queue, entry);
     try {
-      return await new Drain({
+      const result = await new Drain({
         queue: queues.queue(queue),
         processor: processors[stage],
         slots,
@@ -134,6 +139,8 @@ export class DrainCoordinator {
         },
         probe: !fanOut,
       }).run();
+      if (result.kind === 'drained' && result.emptyAt !== undefined) await this.seenEmpty(queue, result.emptyAt);
+      return result;
     } finally {
       entry.join.lookAhead = false;
       this.processed[stage] += entry.join.processed;
@@ -159,6 +166,12 @@ export class DrainCoordinator {
       this.lookAgainUntil.delete(queue);
       throw e;
     }
+  }
+
+  /** An empty queue needs no look-again: the next one after finding the slots busy is scheduled anew. */
+  private async seenEmpty(queue: string, lookedAt: number): Promise<void> {
+    if ((this.lookAgainUntil.get(queue) ?? 0) > lookedAt) this.lookAgainUntil.delete(queue);
+    await this.deps.seenEmpty?.(queue, lookedAt);
   }
 
   /** Drain invocations in progress in this process (tests assert none is left behind). */

@@ -24,7 +24,15 @@ export type DrainState = 'created' | 'running' | 'stopping' | 'stopped';
 /** How a wake-up ended; the coordinator adds the kinds of a wake-up that did not drain. */
 export type DrainResult =
   | { kind: 'slots-busy'; probe: DrainStats }
-  | { kind: 'drained'; probe: DrainStats; rounds: number; stats: DrainStats[]; continuation?: 'now' | 'delayed' }
+  | {
+      kind: 'drained';
+      probe: DrainStats;
+      rounds: number;
+      stats: DrainStats[];
+      continuation?: 'now' | 'delayed';
+      /** The closing look found the queue empty; the time just before it read the depth. */
+      emptyAt?: number;
+    }
   /** Joined a drain of the queue already running in this process. */
   | { kind: 'joined' }
   /** A fan-out event held while this process drained its queue. */
@@ -203,12 +211,13 @@ export class Drain {
    * a crashed host's, which come back after the visibility timeout).
    */
   private async closingLook(what: string, stop: () => boolean): Promise<Ended | undefined> {
-    const { queue, options } = this.deps;
+    const { queue, options, clock } = this.deps;
     // From here on a wake-up must drain itself: this look may already be on its way.
     this.join.lookAhead = false;
     let visible: boolean;
     try {
-      if ((await queue.depth()) === 0) return this.drained();
+      const lookedAt = clock.now();
+      if ((await queue.depth()) === 0) return this.drained(undefined, lookedAt);
       visible = await queue.hasVisible();
     } catch (e) {
       return this.handOverLater(e, what);
@@ -223,7 +232,7 @@ export class Drain {
     return this.deps.clock.now() >= this.deadline || this.deps.options.signal?.aborted === true;
   }
 
-  private drained(continuation?: 'now' | 'delayed'): Ended {
+  private drained(continuation?: 'now' | 'delayed', emptyAt?: number): Ended {
     this.phase = 'stopping';
     return {
       kind: 'drained',
@@ -231,6 +240,7 @@ export class Drain {
       rounds: this.rounds.length,
       stats: this.rounds,
       ...(continuation ? { continuation } : {}),
+      ...(emptyAt !== undefined ? { emptyAt } : {}),
     };
   }
 

@@ -20,6 +20,16 @@ export interface WorkDetected {
   fanOut?: true;
 }
 
+/**
+ * Messages scheduled on an entity that can still be taken back before they are due (Service
+ * Bus cancels by sequence number; the numbers stay with the channel that scheduled them).
+ */
+export interface ScheduledMessages {
+  readonly count: number;
+  /** Rejects when a message is no longer scheduled (it came due, or was cancelled already). */
+  cancel(): Promise<void>;
+}
+
 export interface PublishOptions {
   /** Deliver no earlier than this many ms from now (a scheduled message); 0 = now. */
   delayMs?: number;
@@ -42,7 +52,8 @@ export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
 
 /** Implemented over Service Bus in production and by a capturing fake in unit tests. */
 export interface WorkPublisher {
-  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
+  /** A schedule (delayMs > 0) returns what can cancel it, when the publisher can (see ScheduledMessages). */
+  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
@@ -158,9 +169,9 @@ export class Notifier {
     await this.publisher.publish(queues.map((q) => this.event(q, batchId)));
   }
 
-  /** Hands a queue over to a later wake-up, now or after a delay (a scheduled message). */
-  async continuation(queue: string, delayMs: number): Promise<void> {
-    await this.publisher.publish([this.event({ queue })], { delayMs });
+  /** Hands a queue over to a later wake-up, now or after a delay (a scheduled message, which may come back cancellable). */
+  continuation(queue: string, delayMs: number): Promise<ScheduledMessages | void> {
+    return this.publisher.publish([this.event({ queue })], { delayMs });
   }
 
   /** Asks for `count` more drains of a deep queue: fan-out events, held by the instances that take them. */

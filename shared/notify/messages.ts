@@ -4,7 +4,7 @@
  * same routing properties on the wire.
  */
 import { EVENT_TTL_MS, SCALE_CHECK_ROLE, WATCHDOG_TTL_MS } from '../names';
-import { SCALE_CHECK, type WatchdogCheck, type WorkDetected } from './events';
+import { SCALE_CHECK, type ScheduledMessages, type WatchdogCheck, type WorkDetected } from './events';
 
 /** Application property values Service Bus filters and the Functions host carry unchanged. */
 export type PropertyValue = string | number | boolean;
@@ -22,8 +22,11 @@ export interface OutgoingMessage {
 
 /** Sends to the entities of one namespace. Errors are the SDK's, unclassified. */
 export interface MessageChannel {
-  /** Sends now, or schedules for `scheduledAt` (a scheduled message, free until it fires). */
-  send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<void>;
+  /**
+   * Sends now, or schedules for `scheduledAt` (a scheduled message, free until it fires); a
+   * schedule returns what can cancel it, where the channel can.
+   */
+  send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<ScheduledMessages | void>;
   /** Opens a sender link to the entity and closes it without sending: the entity takes sends again. */
   ping(entity: string): Promise<void>;
   close(): Promise<void>;

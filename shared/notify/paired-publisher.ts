@@ -11,7 +11,7 @@ import type { Clock, Logger } from '../ports';
 import { failoverClass, failureSummary, SERVER_BUSY_WAIT_MS } from '../retry/transient';
 import { toBacklogMessage } from './backlog-message';
 import { BacklogRotation } from './backlog-rotation';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { EntityFailover, type PublisherHealth } from './failover-state';
 import { type MessageChannel, type OutgoingMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 
@@ -43,10 +43,10 @@ export class PairedPublisher implements WorkPublisher {
     this.rotation = new BacklogRotation(o.backlogQueues, o.pingIntervalMs);
   }
 
-  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
+  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<ScheduledMessages | void> {
     if (events.length === 0) return;
     const at = options.delayMs && options.delayMs > 0 ? new Date(this.o.clock.now() + options.delayMs) : undefined;
-    await this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
+    return this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
   }
 
   async scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
@@ -78,29 +78,38 @@ export class PairedPublisher implements WorkPublisher {
     await Promise.all([this.o.primary.close(), this.o.secondary.close()]);
   }
 
-  private async send(entity: string, messages: OutgoingMessage[], at: Date | undefined, what: string): Promise<void> {
+  /** What the primary scheduled can be cancelled; a backlog copy cannot (the syphon schedules it again). */
+  private async send(
+    entity: string,
+    messages: OutgoingMessage[],
+    at: Date | undefined,
+    what: string,
+  ): Promise<ScheduledMessages | void> {
     const state = this.entities.get(entity);
     if (!state) throw new PermanentError(`${entity} is not an entity this publisher sends to`);
-    if (!state.failedOver && (await this.toPrimary(state, messages, at, what)) === 'sent') return;
+    if (!state.failedOver) {
+      const sent = await this.toPrimary(state, messages, at, what);
+      if (sent !== 'failover') return sent.scheduled;
+    }
     await this.toBacklog(entity, messages, at, what);
   }
 
-  /** 'sent', or 'failover' when this send should go to the secondary; throws what the caller must see. */
+  /** What the primary took, or 'failover' when this send should go to the secondary; throws what the caller must see. */
   private async toPrimary(
     state: EntityFailover,
     messages: OutgoingMessage[],
     at: Date | undefined,
     what: string,
-  ): Promise<'sent' | 'failover'> {
+  ): Promise<{ scheduled: ScheduledMessages | void } | 'failover'> {
     const { clock, primary, log } = this.o;
     let error: unknown;
     for (let attempt = 1; attempt <= PRIMARY_ATTEMPTS; attempt++) {
       const wait = state.busyWait(clock.now());
       if (wait > 0) await clock.sleep(wait); // ServerBusy: no retry for this entity before the wait is over
       try {
-        await primary.send(state.entity, messages, at);
+        const scheduled = await primary.send(state.entity, messages, at);
         state.succeeded();
-        return 'sent';
+        return { scheduled };
       } catch (e) {
         error = e;
         const kind = failoverClass(e);

@@ -5,6 +5,7 @@
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 
 import { PermanentError } from '../errors';
+import type { ScheduledMessages } from './events';
 import type { MessageChannel, OutgoingMessage } from './messages';
 
 export class ServiceBusChannel implements MessageChannel {
@@ -13,13 +14,20 @@ export class ServiceBusChannel implements MessageChannel {
 
   constructor(private readonly client: ServiceBusClient) {}
 
-  async send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<void> {
+  async send(
+    entity: string,
+    messages: readonly OutgoingMessage[],
+    scheduledAt?: Date,
+  ): Promise<ScheduledMessages | void> {
     if (messages.length === 0) return;
     const sender = this.sender(entity);
     const all: ServiceBusMessage[] = [...messages];
     if (scheduledAt) {
-      await sender.scheduleMessages(all, scheduledAt);
-      return;
+      const sequenceNumbers = await sender.scheduleMessages(all, scheduledAt);
+      return {
+        count: sequenceNumbers.length,
+        cancel: () => this.sender(entity).cancelScheduledMessages(sequenceNumbers),
+      };
     }
     if (all.length === 1) {
       await sender.sendMessages(all[0] as ServiceBusMessage);

@@ -11,7 +11,7 @@ import { PermanentError, TransientError } from '../errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../names';
 import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
@@ -47,10 +47,10 @@ export class ServiceBusPublisher implements WorkPublisher {
     );
   }
 
-  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
+  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<ScheduledMessages | void> {
     if (events.length === 0) return;
     const at = options.delayMs && options.delayMs > 0 ? new Date(this.now() + options.delayMs) : undefined;
-    await this.wrap(`publishing ${events.length} WorkDetected event(s)`, () =>
+    return this.wrap(`publishing ${events.length} WorkDetected event(s)`, () =>
       this.channel.send(this.topic, events.map(toMessage), at),
     );
   }

@@ -11,7 +11,7 @@ export function scaleOutSection(r: ScaleOutRun): string {
     '',
     `Input messages processed in all: ${n(input)} for ${n(r.chunks)} chunks${input > r.chunks ? ` (${n(input - r.chunks)} processed twice: redelivered after their visibility timeout, or the delete of a finished message came too late; the map step and the fold are idempotent)` : ''}.`,
     '',
-    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); active messages ${Object.entries(
+    `After the drain: ${r.after.instances} instances (back to zero ${s(r.after.scaledToZeroMs)} s after the last report); instance starts after the last report: ${r.after.startsAfterLastReport ?? '—'}, later instances that processed no message: ${r.after.startsForNothing ?? '—'}; active messages ${Object.entries(
       r.after.subscriptions,
     )
       .map(([k, v]) => `${k} ${v}`)

@@ -38,6 +38,8 @@ export interface Azurite {
   readonly connectionString: string;
   /** The child's process id (tests kill it to prove what a crash keeps). */
   readonly pid: number;
+  /** Called once if the child exits by itself (a crash, a kill); never after stop(). */
+  onExit(listener: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void): void;
   stop(): Promise<void>;
 }
 
@@ -92,6 +94,11 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     // In-memory data dies with the process anyway; a persisted store gets a graceful close.
     stop: () => stopChild(child, options.location ? 'SIGTERM' : 'SIGKILL'),
     pid: child.pid ?? 0,
+    onExit: (listener) => {
+      if (child.exitCode !== null || child.signalCode !== null)
+        listener({ code: child.exitCode, signal: child.signalCode });
+      else child.once('exit', (code, signal) => listener({ code, signal }));
+    },
   };
 }
 

@@ -20,6 +20,7 @@ import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 import { isSet as isSetIn } from './setting';
 import { stopOnSignal } from './stop-on-signal';
+import { supervise, type Supervised } from './supervisor';
 
 const env = process.env;
 
@@ -49,22 +50,44 @@ async function main(): Promise<void> {
   const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
   const instances = instancesOption(process.argv.slice(2));
   const started = Date.now();
-  let azurite: Azurite | undefined;
+  let azurite: Supervised<Azurite> | undefined;
   let broker: Broker | undefined;
+  // Set once the host runs: until then a dying Azurite has no health to turn red.
+  let partDown: (part: string, down: boolean) => void = () => undefined;
+  let stopAll: () => Promise<void> = () => Promise.resolve();
   const embeddedStorage = !isSet('StorageConnection') && !isSet('AzureWebJobsStorage');
   if (embeddedStorage) {
     const location = join(dataRoot, '.azurite');
     mkdirSync(location, { recursive: true });
     const blobPort = port('AZURITE_BLOB_PORT', 10000);
     const queuePort = port('AZURITE_QUEUE_PORT', 10001);
-    azurite = await listening(
+    const first = await listening(
       [
         { component: 'Azurite (blob service)', setting: 'AZURITE_BLOB_PORT', port: blobPort },
         { component: 'Azurite (queue service)', setting: 'AZURITE_QUEUE_PORT', port: queuePort },
       ],
       () => startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) }),
     );
-    env.StorageConnection = azurite.connectionString;
+    // A restart takes the ports the first one got (the connection string names them) and the same
+    // folder, after waiting for the dead one's last save, as a start does.
+    azurite = supervise({
+      part: 'Azurite',
+      first,
+      restart: () =>
+        startAzurite({
+          location,
+          blobPort: first.blobPort,
+          queuePort: first.queuePort,
+          log: (line) => console.log(line),
+        }),
+      log: (line) => console.error(`pushdrain: ${line}`),
+      down: (isDown) => partDown('Azurite', isDown),
+      giveUp: (message) => {
+        console.error(`pushdrain: ${message}`);
+        void stopAll().finally(() => process.exit(1));
+      },
+    });
+    env.StorageConnection = first.connectionString;
   }
   const embeddedBus = !isSet('ServiceBusConnection');
   const busData = dataDirFromEnv(env.SERVICEBUS_DATA_DIR, dataRoot);
@@ -126,10 +149,10 @@ async function main(): Promise<void> {
   ];
   console.log(lines.join('\n'));
 
-  // Before start-up recovery: a stop that comes while it runs (a fleet scaling in) is graceful.
-  stopOnSignal(
-    (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
-    async () => {
+  partDown = (part, down) => host.partDown(part, down);
+  let stopping: Promise<void> | undefined;
+  stopAll = () =>
+    (stopping ??= (async () => {
       const t0 = Date.now();
       await host.stop();
       const t1 = Date.now();
@@ -138,7 +161,11 @@ async function main(): Promise<void> {
       const t2 = Date.now();
       await azurite?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
-    },
+    })());
+  // Before start-up recovery: a stop that comes while it runs (a fleet scaling in) is graceful.
+  stopOnSignal(
+    (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
+    stopAll,
   );
   // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
   // stopped process, and the sweep covers what stalls.

@@ -11,7 +11,13 @@ import { onWorkDetected } from '../../../functions/drain';
 import type { PushdrainApp } from '../../../shared/app';
 import { createApp } from '../../../shared/create-app';
 import { SUBSCRIPTIONS } from '../../../shared/names';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../../shared/notify/events';
+import type {
+  PublishOptions,
+  ScheduledMessages,
+  WatchdogCheck,
+  WorkDetected,
+  WorkPublisher,
+} from '../../../shared/notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from '../../../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../../../shared/storage/meter';
 import { serviceBusOptions } from '../../devstack/host/host-json';
@@ -29,7 +35,7 @@ export class CountingPublisher implements WorkPublisher {
 
   constructor(private readonly inner: WorkPublisher) {}
 
-  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void> {
+  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void> {
     this.events += events.length;
     return this.inner.publish(events, options);
   }

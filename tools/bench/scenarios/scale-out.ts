@@ -89,6 +89,13 @@ export interface ScaleOutRun {
     scheduledOnTopic: number;
     queuedMessages: number;
     scaledToZeroMs: number | undefined;
+    /**
+     * Instances started after the last report, while nothing was queued: each one a cold start
+     * for nothing (a scheduled continuation that came due; 0 is the design's promise).
+     */
+    startsAfterLastReport: number;
+    /** Instances started after the controller's first decision that processed no message at all. */
+    startsForNothing: number;
   };
 }
 
@@ -232,6 +239,8 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
         scheduledOnTopic: env.broker.scheduledCount(TOPIC) ?? 0,
         queuedMessages: queued,
         scaledToZeroMs,
+        startsAfterLastReport: shares.filter((x) => x.startedAtMs > elapsedMs).length,
+        startsForNothing: shares.slice(running.decisions[0]?.added ?? 0).filter((x) => x.input + x.output === 0).length,
       },
     };
   } finally {

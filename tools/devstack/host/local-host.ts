@@ -28,6 +28,8 @@ export interface LocalHost {
   readonly serviceBus: ServiceBusHost;
   /** Recovery of what a stopped process left open, with what was queued; see PushdrainApp.recover. */
   recover(options: Parameters<PushdrainApp['recover']>[0]): ReturnType<PushdrainApp['recover']>;
+  /** A part npm start runs for the app is down (true) or back (false): health is red meanwhile. */
+  partDown(part: string, down: boolean): void;
   /** Graceful: stop taking requests and events, let drains hand their work back, close. */
   stop(): Promise<void>;
 }
@@ -62,6 +64,7 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
     timers,
     serviceBus,
     recover: (options) => pushdrainApp().recover(options),
+    partDown: (part, down) => pushdrainApp().partDown(part, down),
     stop: () =>
       (stopping ??= (async () => {
         const app = pushdrainApp();

@@ -39,7 +39,7 @@ export function instancesOption(argv: readonly string[]): InstancesRequest | und
 
 export async function serveFleet(
   request: InstancesRequest,
-  parts: { broker: Broker | undefined; azurite: Azurite | undefined; port: number },
+  parts: { broker: Broker | undefined; azurite: Pick<Azurite, 'stop'> | undefined; port: number },
 ): Promise<void> {
   const { broker, azurite } = parts;
   if (!broker)
