@@ -13,10 +13,11 @@
 import type { Tuning } from '../config/settings';
 import type { Stage } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
+import { type EventLoopDelay, eventLoopDelay } from '../util/event-loop-delay';
 import { Drain, type DrainResult } from './drain';
 import { type DrainOptions, drainOptions } from './drain-options';
 import { FanOut, type FanOutState } from './fan-out';
-import { COUNTED, type Counted, JoinPoint } from './join-point';
+import { JoinPoint } from './join-point';
 import { ReceiveSizer } from './receive-sizer';
 import type { TaskGroupState } from './task-group';
 
@@ -59,11 +60,13 @@ export interface DrainActivity {
    * Messages this process processed while another delivery had them too (a delete or a
    * visibility extension found the message taken): work done twice.
    */
-  duplicates: number;
+  duplicates: Record<Stage, number>;
   /** Drain rounds of this process whose slot lease was lost to another drain (they stopped taking messages). */
   leasesLost: number;
   /** Visibility extensions made for messages still in work (one storage transaction each). */
   visibilityExtensions: number;
+  /** How late this process's timers (lease renewals, extensions) ran, since the coordinator started. */
+  eventLoopDelay: EventLoopDelay;
 }
 
 /**
@@ -94,16 +97,14 @@ export class DrainCoordinator {
   /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
   private readonly lookAgainUntil = new Map<string, number>();
   private readonly processed: Record<Stage, number> = { map: 0, reduce: 0 };
-  private readonly totals: Record<Exclude<Counted, 'processed'>, number> = {
-    duplicates: 0,
-    extensions: 0,
-    leasesLost: 0,
-  };
+  private readonly duplicates: Record<Stage, number> = { map: 0, reduce: 0 };
+  private readonly totals: Record<'extensions' | 'leasesLost', number> = { extensions: 0, leasesLost: 0 };
   /** One per stage: every drain of the stage sizes its receives from the same recent time per message. */
   private readonly sizers: Record<Stage, ReceiveSizer>;
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
+    eventLoopDelay(); // starts the histogram
     this.sizers = {
       map: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
       reduce: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
@@ -172,7 +173,7 @@ export class DrainCoordinator {
       this.processed[stage] += entry.join.processed;
       const duplicates = entry.join.total('duplicates');
       const lost = entry.join.total('leasesLost');
-      this.totals.duplicates += duplicates;
+      this.duplicates[stage] += duplicates;
       this.totals.extensions += entry.join.total('extensions');
       this.totals.leasesLost += lost;
       if (duplicates > 0) this.deps.counters?.duplicates?.(queue, duplicates);
@@ -217,19 +218,23 @@ export class DrainCoordinator {
 
   activity(): DrainActivity {
     const processed = { ...this.processed };
+    const duplicates = { ...this.duplicates };
     const totals = { ...this.totals };
     for (const d of this.running) {
       processed[d.stage] += d.join.processed;
-      for (const k of COUNTED) if (k !== 'processed') totals[k] += d.join.total(k);
+      duplicates[d.stage] += d.join.total('duplicates');
+      totals.extensions += d.join.total('extensions');
+      totals.leasesLost += d.join.total('leasesLost');
     }
     return {
       inProgress: this.running.size,
       held: this.held,
       processed,
       fanOutPublished: this.fanOut.published,
-      duplicates: totals.duplicates,
+      duplicates,
       leasesLost: totals.leasesLost,
       visibilityExtensions: totals.extensions,
+      eventLoopDelay: eventLoopDelay(),
     };
   }
 

@@ -211,5 +211,5 @@ function poisonEntry(poisonQueue: string, m: PeekedMessage): PoisonEntry {
 }
 
 function pickOverload(a: Pick<DrainActivity, 'duplicates' | 'leasesLost'>): { duplicates: number; leasesLost: number } {
-  return { duplicates: a.duplicates, leasesLost: a.leasesLost };
+  return { duplicates: a.duplicates.map + a.duplicates.reduce, leasesLost: a.leasesLost };
 }
