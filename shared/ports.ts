@@ -126,7 +126,13 @@ export const MAX_RECEIVE = 32;
 export interface DrainQueue {
   readonly name: string;
   receive(max: number, visibilityTimeoutSeconds: number): Promise<QueueMessage[]>;
+  /** Throws MessageTakenError when another delivery has the message now (a duplicate, not a failure). */
   delete(message: QueueMessage): Promise<void>;
+  /**
+   * Keeps a message in work invisible for `visibilityTimeoutSeconds` more, from now (one
+   * request), and stores the new pop receipt on `message`. Throws MessageTakenError as delete does.
+   */
+  extend?(message: QueueMessage, visibilityTimeoutSeconds: number): Promise<void>;
   /** Approximate count, invisible (in-flight) messages included. */
   depth(): Promise<number>;
   /** Whether at least one message is visible right now. */
@@ -158,6 +164,8 @@ export interface HeldSlot {
   readonly id: string;
   /** Which of the queue's slots (0-based); the holder of slot 0 leads the queue's fan-out. */
   readonly index: number;
+  /** Its lease was taken over (renewal refused): the drain must stop taking new messages. */
+  readonly lost?: boolean;
   release(): Promise<void>;
 }
 

@@ -2,16 +2,24 @@
  * What a dequeue task does with one received batch: process every message, run the
  * processor's after-batch hook, and delete only what succeeded. A permanent error, or too
  * many deliveries, moves a message to poison; any other failure leaves it to reappear after
- * its visibility timeout.
+ * its visibility timeout. While the batch is in work its visibility is kept (VisibilityKeeper);
+ * a message another delivery took meanwhile is a duplicate, counted, not an error.
  */
 import { ensureError, PermanentError } from '../errors';
-import type { DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
+import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
+import { MessageTakenError } from '../queue/message-taken-error';
+import type { ReceiveSizer } from './receive-sizer';
+import { VisibilityKeeper } from './visibility-keeper';
 
 /** The counters a batch moves (a subset of DrainStats). */
 export interface BatchCounts {
   processed: number;
   failed: number;
   poisoned: number;
+  /** Processed here while another delivery had the message too: work done twice. */
+  duplicates: number;
+  /** Visibility extensions (one Update Message each). */
+  extensions: number;
 }
 
 export interface BatchHandlerDeps {
@@ -22,38 +30,71 @@ export interface BatchHandlerDeps {
   maxDequeueCount: number;
   /** Moved by every batch handled. */
   counts: BatchCounts;
+  /** The visibility timeout the batch was received with: extensions renew it. Absent: no extension. */
+  visibilityTimeoutSeconds?: number;
+  /** Told how long each batch was held (received to deleted), with `clock`. */
+  sizer?: ReceiveSizer;
+  clock?: Clock;
 }
 
 export class BatchHandler {
-  constructor(private readonly deps: BatchHandlerDeps) {}
+  private readonly keeper: VisibilityKeeper | undefined;
 
-  async handle(messages: readonly QueueMessage[]): Promise<void> {
-    const results = await Promise.all(messages.map((m) => this.one(m)));
-    const ok = messages.filter((_, i) => results[i]);
-    if (ok.length === 0) return;
-    if (this.deps.processor.afterBatch) {
-      try {
-        await this.deps.processor.afterBatch();
-      } catch (e) {
-        // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
-        this.deps.counts.failed += ok.length;
-        this.deps.log.warn(
-          `${this.deps.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`,
-        );
-        return;
-      }
+  constructor(private readonly deps: BatchHandlerDeps) {
+    this.keeper =
+      deps.visibilityTimeoutSeconds !== undefined
+        ? new VisibilityKeeper(deps.queue, deps.visibilityTimeoutSeconds, deps.counts, deps.log)
+        : undefined;
+  }
+
+  /** `receivedAt`: when the receive returned (clock ms), so the sizer sees the whole hold. */
+  async handle(messages: readonly QueueMessage[], receivedAt?: number): Promise<void> {
+    const held = this.keeper?.hold(messages);
+    let ok: QueueMessage[];
+    try {
+      ok = await this.work(messages);
+    } finally {
+      // Before any delete: an update in flight changes the receipt the delete must use.
+      await held?.release();
     }
+    const { counts, queue, log } = this.deps;
     await Promise.all(
       ok.map(async (m) => {
+        if (held?.taken.has(m.id)) {
+          counts.duplicates++;
+          return;
+        }
         try {
-          await this.deps.queue.delete(m);
-          this.deps.counts.processed++;
+          await queue.delete(m);
+          counts.processed++;
         } catch (e) {
+          // Someone else has it now: the work was done twice (idempotently); nothing to log per message.
+          if (e instanceof MessageTakenError) counts.duplicates++;
           // Processed but not deleted: it comes back and is processed again, idempotently.
-          this.deps.log.warn(`${this.deps.queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
+          else log.warn(`${queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
         }
       }),
     );
+    const { sizer, clock } = this.deps;
+    if (sizer && clock && receivedAt !== undefined) sizer.observe(messages.length, clock.now() - receivedAt);
+  }
+
+  /** Processes the batch and runs the after-batch hook: the messages that may be deleted. */
+  private async work(messages: readonly QueueMessage[]): Promise<QueueMessage[]> {
+    const results = await Promise.all(messages.map((m) => this.one(m)));
+    const ok = messages.filter((_, i) => results[i]);
+    if (ok.length === 0 || !this.deps.processor.afterBatch) return ok;
+    try {
+      await this.deps.processor.afterBatch();
+      return ok;
+    } catch (e) {
+      // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
+      this.deps.counts.failed += ok.length;
+      this.deps.log.warn(
+        `${this.deps.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`,
+      );
+      return [];
+    }
   }
 
   /** True when the message was processed and may be deleted. */

@@ -13,10 +13,12 @@
 import type { Tuning } from '../config/settings';
 import type { Stage } from '../names';
 import type { Clock, DrainSlots, Logger, MessageProcessor, QueueStore } from '../ports';
+import { type EventLoopDelay, eventLoopDelay } from '../util/event-loop-delay';
 import { Drain, type DrainResult } from './drain';
 import { type DrainOptions, drainOptions } from './drain-options';
 import { FanOut, type FanOutState } from './fan-out';
 import { JoinPoint } from './join-point';
+import { ReceiveSizer } from './receive-sizer';
 import type { TaskGroupState } from './task-group';
 
 /** A drain of this process, as the status report shows it. */
@@ -46,6 +48,8 @@ export interface CoordinatorDeps {
   tuning: Tuning;
   /** Told the number of drains running whenever it changes (the status history records it). */
   onRunning?(count: number): void;
+  /** Told of duplicates and lost leases as drains end (metrics). */
+  counters?: DrainCounterHook;
 }
 
 /** What this process has done, for GET /api/health (no Storage request). */
@@ -57,6 +61,26 @@ export interface DrainActivity {
   processed: Record<Stage, number>;
   /** Fan-out events this process published. */
   fanOutPublished: number;
+  /**
+   * Messages this process processed while another delivery had them too (a delete or a
+   * visibility extension found the message taken): work done twice.
+   */
+  duplicates: Record<Stage, number>;
+  /** Drain rounds of this process whose slot lease was lost to another drain (they stopped taking messages). */
+  leasesLost: number;
+  /** Visibility extensions made for messages still in work (one storage transaction each). */
+  visibilityExtensions: number;
+  /** How late this process's timers (lease renewals, extensions) ran, since the coordinator started. */
+  eventLoopDelay: EventLoopDelay;
+}
+
+/**
+ * Told of every duplicate and lost lease as it happens: plain counters an observability layer
+ * can wire to metrics (pushdrain.drain.duplicates, pushdrain.drain.leases_lost).
+ */
+export interface DrainCounterHook {
+  duplicates?(queue: string, count: number): void;
+  leaseLost?(queue: string): void;
 }
 
 /** A drain invocation while it runs: where wake-ups join it, and its fan-out state. */
@@ -78,9 +102,18 @@ export class DrainCoordinator {
   /** Per queue: until when a look-again this process scheduled after finding the slots busy is pending. */
   private readonly lookAgainUntil = new Map<string, number>();
   private readonly processed: Record<Stage, number> = { map: 0, reduce: 0 };
+  private readonly duplicates: Record<Stage, number> = { map: 0, reduce: 0 };
+  private readonly totals: Record<'extensions' | 'leasesLost', number> = { extensions: 0, leasesLost: 0 };
+  /** One per stage: every drain of the stage sizes its receives from the same recent time per message. */
+  private readonly sizers: Record<Stage, ReceiveSizer>;
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
+    eventLoopDelay(); // starts the histogram
+    this.sizers = {
+      map: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
+      reduce: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
+    };
     this.fanOut = new FanOut({
       publish: (q, n) => deps.fanOut(q, n),
       depth: (q) => deps.queues.depth(q),
@@ -138,12 +171,20 @@ export class DrainCoordinator {
           return fanOut && entry.join.joins === 0 ? ('leave' as const) : ('hand-over' as const);
         },
         probe: !fanOut,
+        sizer: this.sizers[stage],
       }).run();
       if (result.kind === 'drained' && result.emptyAt !== undefined) await this.seenEmpty(queue, result.emptyAt);
       return result;
     } finally {
       entry.join.lookAhead = false;
       this.processed[stage] += entry.join.processed;
+      const duplicates = entry.join.total('duplicates');
+      const lost = entry.join.total('leasesLost');
+      this.duplicates[stage] += duplicates;
+      this.totals.extensions += entry.join.total('extensions');
+      this.totals.leasesLost += lost;
+      if (duplicates > 0) this.deps.counters?.duplicates?.(queue, duplicates);
+      for (let i = 0; i < lost; i++) this.deps.counters?.leaseLost?.(queue);
       this.running.delete(entry);
       this.deps.onRunning?.(this.running.size);
       if (this.live.get(queue) === entry) this.live.delete(queue);
@@ -190,8 +231,24 @@ export class DrainCoordinator {
 
   activity(): DrainActivity {
     const processed = { ...this.processed };
-    for (const d of this.running) processed[d.stage] += d.join.processed;
-    return { inProgress: this.running.size, held: this.held, processed, fanOutPublished: this.fanOut.published };
+    const duplicates = { ...this.duplicates };
+    const totals = { ...this.totals };
+    for (const d of this.running) {
+      processed[d.stage] += d.join.processed;
+      duplicates[d.stage] += d.join.total('duplicates');
+      totals.extensions += d.join.total('extensions');
+      totals.leasesLost += d.join.total('leasesLost');
+    }
+    return {
+      inProgress: this.running.size,
+      held: this.held,
+      processed,
+      fanOutPublished: this.fanOut.published,
+      duplicates,
+      leasesLost: totals.leasesLost,
+      visibilityExtensions: totals.extensions,
+      eventLoopDelay: eventLoopDelay(),
+    };
   }
 
   /** Graceful stop: drains finish their current batch, then hand the rest over. */

@@ -12,6 +12,12 @@ export interface DrainStats {
   /** Receives that failed (throttling, 5xx, sockets): they back off. */
   receiveErrors: number;
   stoppedByBudget: boolean;
+  /** Processed here while another delivery had the message too (a delete or extension found it taken). */
+  duplicates: number;
+  /** Visibility extensions made for messages still in work (one Update Message each). */
+  extensions: number;
+  /** The slot's lease was lost during the round: its tasks stopped taking messages. */
+  leaseLost: boolean;
 }
 
 export function emptyStats(): DrainStats {
@@ -26,5 +32,8 @@ export function emptyStats(): DrainStats {
     sleeps: [],
     receiveErrors: 0,
     stoppedByBudget: false,
+    duplicates: 0,
+    extensions: 0,
+    leaseLost: false,
   };
 }

@@ -17,6 +17,7 @@ import { BatchHandler } from './batch-handler';
 import type { DrainOptions } from './drain-options';
 import { type DrainStats, emptyStats } from './drain-stats';
 import { JoinPoint } from './join-point';
+import { ReceiveSizer } from './receive-sizer';
 import { TaskGroup } from './task-group';
 
 export type DrainState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -70,6 +71,8 @@ export interface DrainDeps {
   readonly probe?: boolean;
   /** Where later wake-ups of this process join it. @defaultValue a JoinPoint of its own */
   join?: JoinPoint;
+  /** Sizes every receive of the drain from the recent time per message. @defaultValue options.sizer, or one of its own */
+  sizer?: ReceiveSizer;
 }
 
 /** Rounds repeat only while the closing look finds work and time is left; this bounds them anyway. */
@@ -81,9 +84,14 @@ export class Drain {
   private readonly probeStats = emptyStats();
   private readonly rounds: DrainStats[] = [];
   private deadline = 0;
+  private readonly sizer: ReceiveSizer;
 
   constructor(private readonly deps: DrainDeps) {
     this.join = deps.join ?? new JoinPoint();
+    this.sizer =
+      deps.sizer ??
+      deps.options.sizer ??
+      new ReceiveSizer(deps.options.batchSize, deps.options.visibilityTimeoutSeconds);
     this.join.probe = this.probeStats;
   }
 
@@ -128,7 +136,7 @@ export class Drain {
       }
       await slot.release();
       this.deps.log.info(
-        `${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks`,
+        `${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks${stats.duplicates ? `, ${stats.duplicates} duplicates (taken by another delivery)` : ''}${stats.extensions ? `, ${stats.extensions} visibility extensions` : ''}${stats.leaseLost ? '; slot lease lost, stopped taking messages' : ''}`,
       );
       // Re-check after releasing the slot: an event may have arrived while we held it.
       const end = await this.closingLook('re-check failed', () => stats.stoppedByBudget || this.stopping());
@@ -139,7 +147,7 @@ export class Drain {
 
   /** The slot-less receive; true when the drain must go on with a slot (a full or failed receive). */
   private async probe(): Promise<boolean> {
-    const { queue, processor, log, options } = this.deps;
+    const { queue, processor, log, options, clock } = this.deps;
     if (this.deps.probe === false) return true;
     if (this.stopping()) {
       this.join.lookAhead = false;
@@ -147,7 +155,9 @@ export class Drain {
     }
     const stats = this.probeStats;
     try {
-      const got = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
+      const size = this.sizer.next();
+      const got = await queue.receive(size, options.visibilityTimeoutSeconds);
+      const at = clock.now();
       stats.receives++;
       if (got.length === 0) stats.emptyReceives++;
       else
@@ -157,8 +167,11 @@ export class Drain {
           log,
           maxDequeueCount: options.maxDequeueCount,
           counts: stats,
-        }).handle(got);
-      return got.length >= options.batchSize;
+          visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+          sizer: this.sizer,
+          clock,
+        }).handle(got, at);
+      return got.length >= size;
     } catch (e) {
       // Let the task group retry it, with its back-off.
       stats.receiveErrors++;
@@ -185,10 +198,18 @@ export class Drain {
   private async round(slot: HeldSlot, round: number): Promise<DrainStats> {
     const { queue, processor, clock, log, options } = this.deps;
     if (this.deps.acquired) await this.deps.acquired(slot, round);
-    const tasks = new TaskGroup({ queue, processor, clock, log, options: { ...options, deadline: this.deadline } });
+    const tasks = new TaskGroup({
+      queue,
+      processor,
+      clock,
+      log,
+      options: { ...options, deadline: this.deadline, sizer: this.sizer, slot },
+    });
     this.join.begin(tasks);
     // One task; a full receive sizes the group from the depth (see TaskOptions.taskCount).
     const stats = await tasks.run(1);
+    // Lost after the last task's last look still counts: the slot was somebody else's by the end.
+    if (slot.lost) stats.leaseLost = true;
     this.rounds.push(stats);
     return stats;
   }

@@ -13,8 +13,10 @@ import { ensureError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { backoffDelay } from '../retry/backoff';
 import { retryDecision } from '../retry/transient';
+import { onAbort } from '../util/on-abort';
 import { BatchHandler } from './batch-handler';
 import { type DrainStats, emptyStats } from './drain-stats';
+import { ReceiveSizer } from './receive-sizer';
 import type { TaskCountRule } from './task-count';
 
 export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -35,6 +37,13 @@ export interface TaskOptions {
    * (a deep queue); a drain of a few messages never pays for the read.
    */
   taskCount?: TaskCountRule;
+  /**
+   * Sizes each receive from the recent time per message (see ReceiveSizer); shared across the
+   * drains of a stage. @defaultValue one of the group's own
+   */
+  sizer?: ReceiveSizer;
+  /** The drain slot the group works under: once its lease is lost, no task takes new messages. */
+  slot?: { readonly lost?: boolean };
 }
 
 export interface TaskGroupDeps {
@@ -68,6 +77,7 @@ export class TaskGroup {
   private readonly aborted = latch();
   private sized = false;
   private readonly batches: BatchHandler;
+  private readonly sizer: ReceiveSizer;
 
   private readonly queue: DrainQueue;
   private readonly clock: Clock;
@@ -76,12 +86,16 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
+    this.sizer = deps.options.sizer ?? new ReceiveSizer(deps.options.batchSize, deps.options.visibilityTimeoutSeconds);
     this.batches = new BatchHandler({
       queue: deps.queue,
       processor: deps.processor,
       log: deps.log,
       maxDequeueCount: deps.options.maxDequeueCount,
       counts: this.stats,
+      visibilityTimeoutSeconds: deps.options.visibilityTimeoutSeconds,
+      sizer: this.sizer,
+      clock: deps.clock,
     });
   }
 
@@ -98,15 +112,14 @@ export class TaskGroup {
   async run(initialTasks: number): Promise<DrainStats> {
     if (this.phase !== 'created') throw new Error(`task group already ${this.phase}`);
     this.phase = 'running';
-    const { signal } = this.options;
-    // Removed again at the end: the signal lives as long as the process, groups do not.
-    const onAbort = (): void => this.aborted.open();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // Removed again at the end: the signal lives as long as the process, groups do not, and
+    // many run at once (onAbort keeps one listener on the signal for all of them).
+    const stopWaiting = onAbort(this.options.signal, () => this.aborted.open());
     try {
       for (let i = 0; i < Math.min(initialTasks, this.options.maxTasks); i++) this.start();
       while (this.running.size > 0) await Promise.race(this.running);
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      stopWaiting();
     }
     this.phase = 'stopped';
     return this.stats;
@@ -151,8 +164,14 @@ export class TaskGroup {
     );
   }
 
-  /** Whether to stop taking work: the budget is spent or the host is shutting down. */
+  /** Whether to stop taking work: the budget is spent, the host is shutting down, or the slot is lost. */
   private stopNow(): boolean {
+    if (this.options.slot?.lost) {
+      // Another drain holds our slot now: taking more would put one drain too many on the queue.
+      this.phase = 'stopping';
+      this.stats.leaseLost = true;
+      return true;
+    }
     if (this.clock.now() < this.options.deadline && !this.options.signal?.aborted) return false;
     this.phase = 'stopping';
     this.stats.stoppedByBudget = true;
@@ -160,12 +179,14 @@ export class TaskGroup {
   }
 
   /** One receive; a failure counts and returns nothing, with the least wait the retry table asks for. */
-  private async receive(): Promise<{ messages: QueueMessage[]; failed: boolean; minWait: number }> {
+  private async receive(
+    size: number,
+  ): Promise<{ messages: QueueMessage[]; failed: boolean; minWait: number; at: number }> {
     const { options, queue } = this;
     try {
-      const messages = await queue.receive(options.batchSize, options.visibilityTimeoutSeconds);
+      const messages = await queue.receive(size, options.visibilityTimeoutSeconds);
       this.stats.receives++;
-      return { messages, failed: false, minWait: 0 };
+      return { messages, failed: false, minWait: 0, at: this.clock.now() };
     } catch (e) {
       // Back off on this queue only; other queues' drains are unaffected.
       const decision = retryDecision(e);
@@ -173,7 +194,7 @@ export class TaskGroup {
       this.log.warn(
         `${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`,
       );
-      return { messages: [], failed: true, minWait: decision.waitMs ?? 0 };
+      return { messages: [], failed: true, minWait: decision.waitMs ?? 0, at: this.clock.now() };
     }
   }
 
@@ -187,7 +208,8 @@ export class TaskGroup {
       for (;;) {
         const seen = this.generation;
         if (this.stopNow()) return;
-        const { messages, failed, minWait } = await this.receive();
+        const size = this.sizer.next();
+        const { messages, failed, minWait, at } = await this.receive(size);
         if (messages.length === 0) {
           this.stats.emptyReceives++;
           if (this.generation !== seen) {
@@ -210,9 +232,9 @@ export class TaskGroup {
           continue;
         }
         idle = 0;
-        const full = messages.length >= options.batchSize;
+        const full = messages.length >= size;
         if (full) this.scaleUp();
-        await this.batches.handle(messages);
+        await this.batches.handle(messages, at);
         if (!full && this.generation === seen) return;
       }
     } finally {

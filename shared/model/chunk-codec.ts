@@ -11,6 +11,7 @@ import { gunzip, gzip } from 'node:zlib';
 
 import { PermanentError } from '../errors';
 import { isValidBatchId, layout } from '../layout';
+import { cpuTurn } from '../util/cpu-turn';
 import { canonicalLine, parseCanonical } from './canonical-line';
 import type { Transaction } from './transaction';
 import { validateTransaction } from './validate-transaction';
@@ -81,6 +82,8 @@ export async function decodeChunk(body: Buffer, expectedSha256: string | undefin
   } catch (e) {
     throw new PermanentError('chunk blob is not valid gzip', { cause: e });
   }
+  // The parse is the first CPU-heavy step of a chunk: one at a time per loop turn (timers between).
+  await cpuTurn();
   const out: Transaction[] = [];
   // Lines read in place (no array of lines); a line that is not canonical is sliced and parsed.
   for (let start = 0, line = 1; start < text.length; line++) {

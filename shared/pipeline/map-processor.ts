@@ -12,6 +12,7 @@ import { layout } from '../layout';
 import { decodeChunk, parseWorkPointer, resultPointer } from '../model/chunk-codec';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
+import { cpuTurn } from '../util/cpu-turn';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
 
@@ -42,6 +43,8 @@ export class MapProcessor implements MessageProcessor {
     const txns = await decodeChunk(got.body, p.sha256);
     if (txns.length !== p.count)
       throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
+    // Billing and serializing are the second CPU-heavy step: its own loop turn (see cpuTurn).
+    await cpuTurn();
     const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
     await blobs.write(layout.result(p.batchId, p.chunk), body, {

@@ -13,6 +13,7 @@ import {
   type QueueStore,
 } from '../ports';
 import { statusOf } from '../storage/azure-blob-store';
+import { MessageTakenError } from './message-taken-error';
 
 /** TTL -1: a backlog never silently expires (the default is 7 days). */
 const FOREVER = { messageTimeToLive: -1 };
@@ -45,9 +46,17 @@ export class StorageDrainQueue implements DrainQueue {
     try {
       await this.client.deleteMessage(message.id, message.popReceipt);
     } catch (e) {
-      // Already gone (deleted by an earlier delivery's worker): the outcome we wanted.
-      if (statusOf(e) === 404) return;
-      throw e;
+      throw takenOr(e, message);
+    }
+  }
+
+  async extend(message: QueueMessage, visibilityTimeoutSeconds: number): Promise<void> {
+    try {
+      const res = await this.client.updateMessage(message.id, message.popReceipt, undefined, visibilityTimeoutSeconds);
+      // The old receipt is void from here on: the delete must use this one.
+      if (res.popReceipt) message.popReceipt = res.popReceipt;
+    } catch (e) {
+      throw takenOr(e, message);
     }
   }
 
@@ -72,8 +81,25 @@ export class StorageDrainQueue implements DrainQueue {
     };
     // Send first, delete second: a crash in between leaves a duplicate, never a loss.
     await this.poisonClient.sendMessage(JSON.stringify(record), FOREVER);
-    await this.delete(message);
+    try {
+      await this.delete(message);
+    } catch (e) {
+      // Another delivery has it: it will be poisoned (or processed) there; the record here is a duplicate.
+      if (!(e instanceof MessageTakenError)) throw e;
+    }
   }
+}
+
+/**
+ * 404 (gone: another delivery deleted it) and 400 PopReceiptMismatch (another delivery received
+ * it since) both mean the message is no longer ours.
+ */
+function takenOr(e: unknown, message: QueueMessage): unknown {
+  const status = statusOf(e);
+  const code = (e as { code?: unknown } | null)?.code;
+  if (status === 404 || (status === 400 && code === 'PopReceiptMismatch'))
+    return new MessageTakenError(message.id, { cause: e });
+  return e;
 }
 
 export class AzureQueueStore implements QueueStore {

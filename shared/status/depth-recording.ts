@@ -17,6 +17,7 @@ export function recordingDepths(store: QueueStore, seen: (queue: string, depth: 
         name: q.name,
         receive: (max, visibilityTimeoutSeconds) => q.receive(max, visibilityTimeoutSeconds),
         delete: (message) => q.delete(message),
+        ...(q.extend ? { extend: q.extend.bind(q) } : {}),
         depth: async () => record(name, await q.depth()),
         hasVisible: () => q.hasVisible(),
         poison: (message, reason) => q.poison(message, reason),

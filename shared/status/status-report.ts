@@ -6,7 +6,7 @@
  * so watching the system does not blur what the system costs.
  */
 import type { BatchDirectory, BatchListing } from '../batch/batch-list';
-import type { RunningDrain } from '../drain/coordinator';
+import type { DrainActivity, RunningDrain } from '../drain/coordinator';
 import type { EntityNames } from '../names';
 import type { BusInspection, BusInspector } from '../notify/inspection';
 import type { PeekedMessage, QueueStore } from '../ports';
@@ -44,7 +44,15 @@ export interface StatusReport {
   poison: { total: number; shown: PoisonEntry[] };
   serviceBus: BusInspection;
   /** This instance's drains (each instance answers for itself). */
-  drains: { running: number; tasks: number; byQueue: RunningDrain[] };
+  drains: {
+    running: number;
+    tasks: number;
+    byQueue: RunningDrain[];
+    /** Messages processed here while another delivery had them too (work done twice), since start. */
+    duplicates: number;
+    /** Drain rounds here whose slot lease was lost to another drain, since start. */
+    leasesLost: number;
+  };
   batches: BatchListing;
   storage: {
     /** The app's Storage requests by operation since this instance started. */
@@ -63,7 +71,11 @@ export interface StatusDeps {
   names: EntityNames;
   batches: BatchDirectory;
   inspector: BusInspector | undefined;
-  drains: { readonly inProgress: number; runningDrains(): RunningDrain[] };
+  drains: {
+    readonly inProgress: number;
+    runningDrains(): RunningDrain[];
+    activity(): Pick<DrainActivity, 'duplicates' | 'leasesLost'>;
+  };
   activity: Activity;
   meter: { snapshot(): MeterSnapshot };
   statusMeter: { snapshot(): MeterSnapshot };
@@ -150,7 +162,12 @@ export class StatusReporter {
       queues,
       poison: { total: queues.reduce((n, q) => n + q.poison.depth, 0), shown },
       serviceBus,
-      drains: { running: drains.inProgress, tasks: running.reduce((n, d) => n + d.tasks, 0), byQueue: running },
+      drains: {
+        running: drains.inProgress,
+        tasks: running.reduce((n, d) => n + d.tasks, 0),
+        byQueue: running,
+        ...pickOverload(drains.activity()),
+      },
       batches,
       storage: {
         byOperation: meter.snapshot(),
@@ -191,4 +208,8 @@ function poisonEntry(poisonQueue: string, m: PeekedMessage): PoisonEntry {
       dequeueCount: m.dequeueCount,
     }
   );
+}
+
+function pickOverload(a: Pick<DrainActivity, 'duplicates' | 'leasesLost'>): { duplicates: number; leasesLost: number } {
+  return { duplicates: a.duplicates.map + a.duplicates.reduce, leasesLost: a.leasesLost };
 }

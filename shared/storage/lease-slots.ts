@@ -59,22 +59,35 @@ export class BlobLeaseSlots implements DrainSlots {
   }
 
   private held(name: string, index: number, lease: BlobLeaseClient): HeldSlot {
+    let released = false;
+    let lost = false;
     const timer = setInterval(() => {
-      lease
-        .renewLease()
-        .catch((e: unknown) =>
-          this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`),
-        );
+      lease.renewLease().catch((e: unknown) => {
+        if (released || lost) return;
+        if (!leaseGone(e)) {
+          // Throttled or unreachable: the lease has 10 s left, the next renewal tries again.
+          this.log.warn(`drain slot ${name}: lease renewal failed: ${String((e as Error).message)}`);
+          return;
+        }
+        // Another drain took the slot (our lease expired first): stop, once, and say so once.
+        lost = true;
+        clearInterval(timer);
+        this.log.warn(`drain slot ${name}: lease lost to another drain; this drain stops taking messages`);
+      });
     }, RENEW_EVERY_MS);
     timer.unref();
-    let released = false;
     return {
       id: name,
       index,
+      get lost() {
+        return lost;
+      },
       release: async () => {
         if (released) return;
         released = true;
         clearInterval(timer);
+        // Someone else's lease now: releasing it would fail, and must not succeed.
+        if (lost) return;
         try {
           await lease.releaseLease();
         } catch (e) {
@@ -84,4 +97,10 @@ export class BlobLeaseSlots implements DrainSlots {
       },
     };
   }
+}
+
+/** A renewal refused because the lease is not ours any more: 409 (another lease ID, or none) or 412. */
+function leaseGone(e: unknown): boolean {
+  const status = statusOf(e);
+  return status === 409 || status === 412;
 }

@@ -94,6 +94,12 @@
       tile('poison messages', fmt(s.poison.total), s.poison.total > 0),
       tile('dead letters', fmt(dead), dead > 0),
       tile('drains here (tasks)', `${fmt(s.drains.running)} (${fmt(s.drains.tasks)})`),
+      // Work done twice here (a message taken by another delivery) and slot leases lost: overload.
+      tile(
+        'taken twice / leases lost here',
+        `${fmt(s.drains.duplicates)} / ${fmt(s.drains.leasesLost)}`,
+        s.drains.duplicates > 0 || s.drains.leasesLost > 0,
+      ),
       tile('open batches', fmt(s.batches.counts.accepted + s.batches.counts.processing)),
     );
     renderCharts(s);

@@ -25,6 +25,7 @@ export const SCENARIOS = [
   'limit',
   'broker',
   'scaleout',
+  'overload',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -49,6 +50,8 @@ export interface BenchConfig {
   /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
   broker: BrokerConfig;
   scaleOut: ScaleOutConfig;
+  /** The scale-out run again beside a CPU hog (one busy process per core): each spins at most this long. */
+  overload: { cpuHogMaxMs: number };
   /** The real queue trigger beside the port, with idle, wake or trickle; `peers: 0` skips it. */
   webjobsPeer: PeerConfig;
 }
@@ -137,6 +140,7 @@ export function fullConfig(): BenchConfig {
       intervalMs: 1_000,
       timeoutMs: 15 * 60_000,
     },
+    overload: { cpuHogMaxMs: 10 * 60_000 },
   };
 }
 
@@ -193,5 +197,6 @@ export function quickConfig(): BenchConfig {
       intervalMs: 500,
       timeoutMs: 3 * 60_000,
     },
+    overload: { cpuHogMaxMs: 3 * 60_000 },
   };
 }

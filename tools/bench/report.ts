@@ -20,7 +20,7 @@ import type {
 import { BASELINES, DESIGN_TITLES, type DesignName, DESIGNS } from './app';
 import type { BenchConfig } from './config';
 import { type PeerFigures, renderPeerSection } from './peer-figures';
-import { scaleOutSection } from './scale-out-report';
+import { overloadSection, scaleOutSection } from './scale-out-report';
 import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
 import type { Summary } from './stats';
@@ -57,6 +57,8 @@ export interface BenchResults {
   broker?: BrokerFigures;
   profile?: ProfileFigures;
   scaleOut?: ScaleOutRun;
+  /** The scale-out run again beside a CPU hog (one busy process per core). */
+  overload?: ScaleOutRun;
   /** The real Functions queue trigger (WebJobs SDK), measured beside the functions-queue port. */
   webjobsPeer?: PeerFigures;
   warnings: string[];
@@ -430,6 +432,13 @@ export function renderTables(r: BenchResults): string {
       '### 10. Scale-out across instances (simulated scale controller; 2 cores, so distribution, not speed-up)',
       '',
       scaleOutSection(r.scaleOut),
+    );
+  if (r.overload)
+    parts.push(
+      '',
+      '### 11. Overload: the scale-out run beside a CPU hog (one busy process per core)',
+      '',
+      overloadSection(r.overload, r.scaleOut),
     );
   if (r.profile)
     parts.push(

@@ -25,6 +25,7 @@ import { type DesignName, DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { peerFigures } from './peer-figures';
 import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
+import { overloadSummary } from './scale-out-report';
 import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
 import { runIdle } from './scenarios/idle';
 import { runLatency } from './scenarios/latency';
@@ -201,7 +202,7 @@ async function main(): Promise<void> {
     for (const spec of [
       ...cfg.throughput.batches,
       ...cfg.throughput.noClaimCheckBatches,
-      ...(only.has('scaleout') ? cfg.scaleOut.batches : []),
+      ...(only.has('scaleout') || only.has('overload') ? cfg.scaleOut.batches : []),
     ])
       batchFile(spec);
     return startEnv(pushdrainAppCount(cfg));
@@ -311,6 +312,19 @@ async function main(): Promise<void> {
       results.scaleOut = await timed(timings, 'scaleout', log, () =>
         runScaleOut({ ...cfg.scaleOut, instanceLog }, log),
       );
+    }
+    if (only.has('overload')) {
+      const instanceLog = join(
+        root,
+        'tools',
+        'bench',
+        'results',
+        `overload-instances${cfg.mode === 'quick' ? '-quick' : ''}.log`,
+      );
+      results.overload = await timed(timings, 'overload', log, () =>
+        runScaleOut({ ...cfg.scaleOut, instanceLog, cpuHogMaxMs: cfg.overload.cpuHogMaxMs }, log),
+      );
+      if (results.scaleOut) log(`  overload: ${overloadSummary(results.scaleOut, results.overload)}`);
     }
     if (only.has('limit')) {
       if (limitRuns.length === 0)

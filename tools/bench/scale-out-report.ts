@@ -42,3 +42,30 @@ export function scaleOutSection(r: ScaleOutRun): string {
   ];
   return lines.join('\n');
 }
+
+/** One line: the starved run against the plain one (the bench log, and the section's summary). */
+export function overloadSummary(plain: ScaleOutRun, starved: ScaleOutRun): string {
+  const ratio = plain.elapsedMs > 0 ? starved.elapsedMs / plain.elapsedMs : Number.NaN;
+  return `starved ${s(starved.elapsedMs)} s against plain ${s(plain.elapsedMs)} s (× ${ratio.toFixed(2)}); chunks processed twice ${n(starved.processedTwice)} of ${n(starved.chunks)} (${pct(starved.processedTwice, starved.chunks)}) against ${n(plain.processedTwice)}; leases lost ${starved.leasesLost} against ${plain.leasesLost}; event-loop delay p99 ${starved.eventLoopDelayP99Ms} ms against ${plain.eventLoopDelayP99Ms} ms`;
+}
+
+function pct(part: number, whole: number): string {
+  return whole > 0 ? `${((100 * part) / whole).toFixed(2)} %` : '—';
+}
+
+/** The overload run's figures beside the plain run's (when both ran), then its own scale-out tables. */
+export function overloadSection(r: ScaleOutRun, plain: ScaleOutRun | undefined): string {
+  const row = (name: string, x: ScaleOutRun): string =>
+    `| ${name} | ${x.hogProcesses} | ${s(x.elapsedMs)} | ${n(x.processedTwice)} of ${n(x.chunks)} (${pct(x.processedTwice, x.chunks)}) | ${x.leasesLost} | ${x.eventLoopDelayP99Ms} | ${n(x.visibilityExtensions)} (${((1000 * x.visibilityExtensions) / Math.max(1, x.chunks)).toFixed(1)} per 1,000 chunks) | ${x.reportsExact} of ${x.batches} |`;
+  return [
+    'The same backlog and fleet as the scale-out run, with one busy process per core started at the controller’s start and stopped at the last report: every instance gets a fraction of the CPU it had, as a throttled instance would. The goals: at most 1 % of chunks processed twice, no slot lease lost, at most 2.5× the plain run’s time.',
+    '',
+    '| run | busy processes | last report (s) | chunks processed twice | slot leases lost | event-loop delay p99, worst instance (ms) | visibility extensions | reports exact |',
+    '|---|---|---|---|---|---|---|---|',
+    ...(plain ? [row('plain', plain)] : []),
+    row('starved', r),
+    '',
+    ...(plain ? [`Starved ÷ plain time: × ${(r.elapsedMs / Math.max(1, plain.elapsedMs)).toFixed(2)}.`, ''] : []),
+    scaleOutSection(r),
+  ].join('\n');
+}

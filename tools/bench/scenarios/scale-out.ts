@@ -21,6 +21,7 @@ import type { Decision } from '../../devstack/scale/controller';
 import { runFleet, type RunningFleet, targetPerInstance } from '../../devstack/scale/fleet';
 import { expectedReport } from '../../testkit/oracle';
 import { CompletionWatcher } from '../support/completion';
+import { type CpuHog, startCpuHog } from '../support/cpu-hog';
 import { batchBody, type BatchSpec, batchTransactions } from '../support/data';
 import { startEnv } from '../support/env';
 import { sleep } from '../support/fleet';
@@ -52,6 +53,11 @@ export interface ScaleOutConfig {
   instanceLog?: string;
   intervalMs: number;
   timeoutMs: number;
+  /**
+   * The overload run: one busy process per core beside the fleet from the controller's start to
+   * the last report, each spinning at most this long. Absent: the plain run.
+   */
+  cpuHogMaxMs?: number;
 }
 
 export interface InstanceShare {
@@ -62,6 +68,12 @@ export interface InstanceShare {
   input: number;
   output: number;
   fanOutPublished: number;
+  /** Input messages it processed while another delivery had them too (found taken at delete). */
+  inputDuplicates: number;
+  leasesLost: number;
+  visibilityExtensions: number;
+  /** Its event loop's delay p99 over its life, ms. */
+  eventLoopDelayP99Ms: number;
 }
 
 export interface ScaleOutRun {
@@ -82,6 +94,17 @@ export interface ScaleOutRun {
   shares: InstanceShare[];
   peakInstances: number;
   reportsExact: number;
+  /** Busy processes beside the fleet (the overload run); 0 in the plain run. */
+  hogProcesses: number;
+  /**
+   * Chunks mapped more than once: input messages processed (deleted) or found taken after
+   * processing, beyond one per chunk.
+   */
+  processedTwice: number;
+  leasesLost: number;
+  visibilityExtensions: number;
+  /** The worst instance's event-loop delay p99, ms. */
+  eventLoopDelayP99Ms: number;
   /** After the fleet scaled back to zero. */
   after: {
     instances: number;
@@ -129,6 +152,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
   const timeline: ScaleOutRun['timeline'] = [];
   let sampling = true;
   let sampler: Promise<void> = Promise.resolve();
+  let hog: CpuHog | undefined;
   try {
     await http.ready();
     const s0 = Date.now();
@@ -146,6 +170,10 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       `  scale-out: ${ids.length} batches submitted in ${(submitMs / 1000).toFixed(1)} s; backlog ${backlog.transactions} transactions in ${inputMessages} messages, ${backlog.activeEvents} events; starting the controller`,
     );
     const t0 = Date.now();
+    if (cfg.cpuHogMaxMs !== undefined) {
+      hog = startCpuHog(cfg.cpuHogMaxMs);
+      log(`  scale-out: CPU hog of ${hog.processes} busy processes (at most ${(cfg.cpuHogMaxMs / 1000).toFixed(0)} s)`);
+    }
     const running = runFleet({
       broker: env.broker,
       env: settingsEnv,
@@ -170,6 +198,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
     })();
     const done = await watcher.wait(ids, cfg.timeoutMs);
     const elapsedMs = Math.max(...done.map((d) => d.completedAt)) - t0;
+    await hog?.stop();
     log(
       `  scale-out: all completed ${(elapsedMs / 1000).toFixed(1)} s after the first POST; waiting for the fleet to scale in`,
     );
@@ -211,12 +240,18 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       input: s.activity?.processed.map ?? 0,
       output: s.activity?.processed.reduce ?? 0,
       fanOutPublished: s.activity?.fanOutPublished ?? 0,
+      inputDuplicates: s.activity?.duplicates?.map ?? 0,
+      leasesLost: s.activity?.leasesLost ?? 0,
+      visibilityExtensions: s.activity?.visibilityExtensions ?? 0,
+      eventLoopDelayP99Ms: s.activity?.eventLoopDelay?.p99Ms ?? 0,
     }));
+    const chunks = cfg.batches.reduce((a, b) => a + Math.ceil(b.count / cfg.chunkSize), 0);
+    const mapped = shares.reduce((a, x) => a + x.input + x.inputDuplicates, 0);
     const transactions = done.reduce((a, d) => a + d.transactions, 0);
     return {
       transactions,
       batches: ids.length,
-      chunks: cfg.batches.reduce((a, b) => a + Math.ceil(b.count / cfg.chunkSize), 0),
+      chunks,
       settings: {
         chunkSize: String(cfg.chunkSize),
         messagesPerDrain: String(cfg.messagesPerDrain),
@@ -233,6 +268,11 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       shares,
       peakInstances: Math.max(0, ...timeline.map((t) => t.instances)),
       reportsExact: exact,
+      hogProcesses: hog?.processes ?? 0,
+      processedTwice: Math.max(0, mapped - chunks),
+      leasesLost: shares.reduce((a, x) => a + x.leasesLost, 0),
+      visibilityExtensions: shares.reduce((a, x) => a + x.visibilityExtensions, 0),
+      eventLoopDelayP99Ms: Math.max(0, ...shares.map((x) => x.eventLoopDelayP99Ms)),
       after: {
         instances: running.size(),
         subscriptions,
@@ -244,6 +284,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
       },
     };
   } finally {
+    await hog?.stop();
     sampling = false;
     await sampler;
     await fleet?.stop();

@@ -5,6 +5,7 @@
  * /proc over the same window (the machine may be shared, so its total busy time is not used). The app's storage transactions come
  * from its meter. The first batch's report is checked against the independent oracle.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
@@ -50,6 +51,8 @@ export interface ThroughputRun {
   verified: boolean;
   warnings: string[];
   profileFile?: string;
+  /** How late the app's event loop ran timers over the measured window (lease renewals are timers), ms. */
+  eventLoopDelay?: { p99Ms: number; maxMs: number };
 }
 
 export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
@@ -64,6 +67,9 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     const before = app.meter.snapshot();
     let profiling: Profiling | undefined;
     if (job.profileFile) profiling = await startProfiling(job.profileFile);
+    // 20 ms sampling, as the app's own (shared/util/event-loop-delay.ts); the resolution is taken off.
+    const loop = monitorEventLoopDelay({ resolution: 20 });
+    loop.enable();
     const cpu0 = processCpuSeconds();
     const azurite0 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
     const t0 = Date.now();
@@ -72,6 +78,8 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     const submitted = Date.now();
     const done = await watcher.wait(ids, job.timeoutMs);
     const cpu1 = processCpuSeconds();
+    loop.disable();
+    const loopMs = (ns: number): number => Math.max(0, Math.round(ns / 1e6 - 20));
     const azurite1 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
     const profileFile = profiling ? await profiling.stop() : undefined;
     const storage = meterDelta(app.meter.snapshot(), before);
@@ -93,6 +101,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
       peakRssMb: process.resourceUsage().maxRSS / 1024,
       verified,
       warnings: problems.slice(0, 20),
+      eventLoopDelay: { p99Ms: loopMs(loop.percentile(99)), maxMs: loopMs(loop.max) },
       ...(profileFile ? { profileFile } : {}),
     };
   } finally {

@@ -17,6 +17,11 @@ export interface InstanceActivity {
   held: number;
   processed: { map: number; reduce: number };
   fanOutPublished: number;
+  /** Absent from an instance of an older build. */
+  duplicates?: { map: number; reduce: number };
+  leasesLost?: number;
+  visibilityExtensions?: number;
+  eventLoopDelay?: { p99Ms: number; maxMs: number };
 }
 
 export interface InstanceOptions {

@@ -1,0 +1,84 @@
+/**
+ * Keeps a received batch invisible while it is in work, as the Functions queue trigger does: a
+ * message still held once 40 % of its visibility timeout has passed gets the whole timeout
+ * again (one Update Message request each), and again 40 % later, for as long as it is held.
+ * Renewing before half the timeout leaves the other half for a late timer (a busy event loop)
+ * and a slow request. A message whose update finds it taken (another delivery received it
+ * after all) is marked, so it is not deleted and counts as a duplicate.
+ *
+ * Receive sizing (ReceiveSizer) keeps batches short enough that this rarely fires: it is the
+ * guard for a slow moment, not the way work is paced. Its cost is one storage transaction per
+ * held message per 40 % of the timeout.
+ */
+import { ensureError } from '../errors';
+import type { DrainQueue, Logger, QueueMessage } from '../ports';
+import { MessageTakenError } from '../queue/message-taken-error';
+
+/** The share of the visibility timeout after which a held message is extended. */
+export const EXTEND_AT = 0.4;
+
+export interface VisibilityCounts {
+  /** Update Message requests made to keep messages in work. */
+  extensions: number;
+}
+
+export interface HeldBatch {
+  /** Ids of the messages another delivery took while we held them. */
+  readonly taken: ReadonlySet<string>;
+  /** Stops extending; resolves once an update in flight has settled (its new receipt stored). */
+  release(): Promise<void>;
+}
+
+export class VisibilityKeeper {
+  constructor(
+    private readonly queue: DrainQueue,
+    private readonly visibilityTimeoutSeconds: number,
+    private readonly counts: VisibilityCounts,
+    private readonly log: Logger,
+  ) {}
+
+  hold(messages: readonly QueueMessage[]): HeldBatch {
+    const taken = new Set<string>();
+    const queue = this.queue;
+    if (!queue.extend || messages.length === 0) return { taken, release: () => Promise.resolve() };
+    let released = false;
+    let inFlight: Promise<void> = Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const everyMs = this.visibilityTimeoutSeconds * 1000 * EXTEND_AT;
+    const extendAll = async (): Promise<void> => {
+      await Promise.all(
+        messages
+          .filter((m) => !taken.has(m.id))
+          .map(async (m) => {
+            try {
+              await queue.extend!(m, this.visibilityTimeoutSeconds);
+              this.counts.extensions++;
+            } catch (e) {
+              if (e instanceof MessageTakenError) taken.add(m.id);
+              // A failed update leaves the old receipt and timeout: the next tick tries again.
+              else this.log.warn(`${queue.name}: visibility of ${m.id} not extended: ${ensureError(e).message}`);
+            }
+          }),
+      );
+    };
+    const arm = (): void => {
+      timer = setTimeout(() => {
+        if (released) return;
+        inFlight = extendAll().finally(() => {
+          if (!released) arm();
+        });
+      }, everyMs);
+      // Never keeps a process alive: the batch it guards does.
+      timer.unref();
+    };
+    arm();
+    return {
+      taken,
+      release: async () => {
+        released = true;
+        clearTimeout(timer);
+        await inFlight;
+      },
+    };
+  }
+}
