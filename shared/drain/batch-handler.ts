@@ -47,9 +47,13 @@ export class BatchHandler {
         : undefined;
   }
 
-  /** `receivedAt`: when the receive returned (clock ms), so the sizer sees the whole hold. */
+  /**
+   * `receivedAt`: when the receive was sent (clock ms): the visibility timeout may have started
+   * any time after, so the keeper and the sizer count from there.
+   */
   async handle(messages: readonly QueueMessage[], receivedAt?: number): Promise<void> {
-    const held = this.keeper?.hold(messages);
+    const { clock } = this.deps;
+    const held = this.keeper?.hold(messages, clock && receivedAt !== undefined ? clock.now() - receivedAt : 0);
     let ok: QueueMessage[];
     try {
       ok = await this.work(messages);
@@ -75,7 +79,7 @@ export class BatchHandler {
         }
       }),
     );
-    const { sizer, clock } = this.deps;
+    const { sizer } = this.deps;
     if (sizer && clock && receivedAt !== undefined) sizer.observe(messages.length, clock.now() - receivedAt);
   }
 

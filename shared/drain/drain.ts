@@ -156,8 +156,8 @@ export class Drain {
     const stats = this.probeStats;
     try {
       const size = this.sizer.next();
-      const got = await queue.receive(size, options.visibilityTimeoutSeconds);
       const at = clock.now();
+      const got = await queue.receive(size, options.visibilityTimeoutSeconds);
       stats.receives++;
       if (got.length === 0) stats.emptyReceives++;
       else

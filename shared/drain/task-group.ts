@@ -183,10 +183,11 @@ export class TaskGroup {
     size: number,
   ): Promise<{ messages: QueueMessage[]; failed: boolean; minWait: number; at: number }> {
     const { options, queue } = this;
+    const sent = this.clock.now();
     try {
       const messages = await queue.receive(size, options.visibilityTimeoutSeconds);
       this.stats.receives++;
-      return { messages, failed: false, minWait: 0, at: this.clock.now() };
+      return { messages, failed: false, minWait: 0, at: sent };
     } catch (e) {
       // Back off on this queue only; other queues' drains are unaffected.
       const decision = retryDecision(e);

@@ -37,7 +37,11 @@ export class VisibilityKeeper {
     private readonly log: Logger,
   ) {}
 
-  hold(messages: readonly QueueMessage[]): HeldBatch {
+  /**
+   * `sinceMs`: how long ago the receive was sent. The timeout started on the server when it
+   * answered, so a slow answer has already used part of it: the first extension comes that much sooner.
+   */
+  hold(messages: readonly QueueMessage[], sinceMs = 0): HeldBatch {
     const taken = new Set<string>();
     const queue = this.queue;
     if (!queue.extend || messages.length === 0) return { taken, release: () => Promise.resolve() };
@@ -61,17 +65,17 @@ export class VisibilityKeeper {
           }),
       );
     };
-    const arm = (): void => {
+    const arm = (firstMs = everyMs): void => {
       timer = setTimeout(() => {
         if (released) return;
         inFlight = extendAll().finally(() => {
           if (!released) arm();
         });
-      }, everyMs);
+      }, firstMs);
       // Never keeps a process alive: the batch it guards does.
       timer.unref();
     };
-    arm();
+    arm(Math.max(0, everyMs - sinceMs));
     return {
       taken,
       release: async () => {
