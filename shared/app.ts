@@ -9,6 +9,7 @@ import type { Settings } from './config/settings';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
+import type { DeliveryOutcome, EventDelivery } from './events/event-delivery';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
@@ -52,6 +53,8 @@ export interface AppParts {
   progress: ProgressRecorder;
   notifier: Notifier;
   finalizer: Finalizer;
+  /** The batch events' outbox: deliveries, their retries, poison and redrive. */
+  events: EventDelivery;
   ingestor: Ingestor;
   reader: BatchReader;
   sweeper: Sweeper;
@@ -248,9 +251,11 @@ export class PushdrainApp {
     return result;
   }
 
-  /** A scheduled per-batch check fired (queue `batch-watchdog`). */
-  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
+  /** A scheduled per-batch check fired (queue `batch-watchdog`): the watchdog's, or an event delivery's retry. */
+  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome | DeliveryOutcome> {
     await this.ready();
+    const { delivery } = check;
+    if (delivery) return this.working(() => this.#parts.events.retry(check.batchId, delivery));
     return this.working(() => this.#parts.watchdog.check(check));
   }
 
@@ -331,6 +336,7 @@ export class PushdrainApp {
   }
 
   async close(): Promise<void> {
+    await this.#parts.events.idle(); // attempts in flight record their outcome before the clients go
     await this.#parts.deadLetterTally?.close();
     await this.#parts.inspector?.close();
     await this.#parts.deadLetters?.close();

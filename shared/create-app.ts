@@ -10,6 +10,9 @@ import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
+import { deliveryAttempt } from './events/delivery-attempt';
+import { redriveDeliveries } from './events/delivery-redrive';
+import { EventDelivery } from './events/event-delivery';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/chunk-codec';
 import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
@@ -44,6 +47,9 @@ import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
 import { Watchdog } from './watchdog/check-batch';
 import { Recovery } from './watchdog/recovery';
+
+/** A pending delivery this long past due was lost with its process: recovery re-attempts it. */
+const EVENT_LOST_AFTER_MS = 120_000;
 
 export interface AppOptions {
   /** @defaultValue Service Bus from settings.serviceBus */
@@ -87,9 +93,21 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
+  const events = new EventDelivery({
+    manifests,
+    open,
+    targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
+    attempt: deliveryAttempt(settings.events, now),
+    scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
+    poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
+    retryScheduleSeconds: settings.events.retryScheduleSeconds,
+    lostAfterMs: EVENT_LOST_AFTER_MS,
+    now,
+    log,
+  });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent);
+  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events);
   const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({
     blobs,
@@ -144,6 +162,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     open,
     manifests,
     finalizer,
+    events,
     notifier,
     watchdog,
     names,
@@ -164,6 +183,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     progress,
     notifier,
     finalizer,
+    events,
     ingestor,
     reader: new BatchReader(manifests, blobs),
     recovery,
@@ -180,7 +200,17 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     map,
     reduce,
     drains,
-    redriver: new Redriver({ queues, manifests, open, notifier, names, log, deadLetters }),
+    redriver: new Redriver({
+      queues,
+      manifests,
+      open,
+      notifier,
+      names,
+      log,
+      deadLetters,
+      deliveries: (req) =>
+        redriveDeliveries({ queues, manifests, open, events, poisonQueue: names.deliveriesPoisonQueue, now, log }, req),
+    }),
     watchdog,
     scaleAgent: new ScaleAgent({
       settings: settings.scale,

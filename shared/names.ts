@@ -65,6 +65,8 @@ export interface EntityNames {
   inputQueueOf: (batchId: string, chunk: number) => string;
   resultsQueue: string;
   poisonQueue: (queue: string) => string;
+  /** Batch-event deliveries that exhausted their retry schedule, each with its last status and error. */
+  deliveriesPoisonQueue: string;
   /** Every queue the app reads or writes, poison twins included. */
   allQueues: () => string[];
   /** The stage of a queue we own, or undefined for a foreign name (never drain what we don't own). */
@@ -84,7 +86,8 @@ export function entityNames(prefix: string, partitions: number): EntityNames {
     inputQueueOf: (batchId, chunk) => inputQueue(partitionOf(batchId, chunk, partitions)),
     resultsQueue,
     poisonQueue,
-    allQueues: () => [...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]),
+    deliveriesPoisonQueue: `${prefix}deliveries-poison`,
+    allQueues: () => [...[...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]), `${prefix}deliveries-poison`],
     stageOf: (queue) => (queue === resultsQueue ? 'reduce' : inputs.includes(queue) ? 'map' : undefined),
   };
 }

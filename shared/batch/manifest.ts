@@ -5,6 +5,7 @@
  */
 import { TransientError } from '../errors';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
+import type { OutboxEvent } from '../events/outbox';
 import type { Wake } from '../notify/events';
 import { type BlobStore, type Clock, systemClock } from '../ports';
 import { conflictDelay } from '../retry/backoff';
@@ -53,6 +54,13 @@ export interface Manifest {
   done: number[];
   failed: FailedChunk[];
   error?: string;
+  /** The client's `Callback-Url` (an allowlisted origin), delivered to beside the operator's webhooks. */
+  callbackUrl?: string;
+  /**
+   * The outbox: each completed/failed event with its deliveries, recorded by the very write that
+   * made the batch terminal (see shared/events/outbox.ts).
+   */
+  events?: OutboxEvent[];
 }
 
 export function isTerminal(m: Manifest): boolean {

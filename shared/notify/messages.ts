@@ -46,7 +46,9 @@ export function watchdogMessage(check: WatchdogCheck): OutgoingMessage {
     contentType: 'application/json',
     subject: 'WatchdogCheck',
     // One id per (batch, attempt): duplicate detection, where enabled, drops a double schedule.
-    messageId: `${check.batchId}:${check.attempt}`,
+    messageId: check.delivery
+      ? `${check.batchId}:${check.delivery.eventId}:${check.delivery.index}:${check.delivery.attempts}`
+      : `${check.batchId}:${check.attempt}`,
     timeToLive: WATCHDOG_TTL_MS,
     applicationProperties: {},
   };

@@ -1,0 +1,249 @@
+/**
+ * Batch events on the real stack (Azurite, the development broker, the local host as `npm start`
+ * runs it) to real receivers on 127.0.0.1 that verify every request with `standardwebhooks`:
+ * exactly one verified event per event id, retries on the schedule, poison and redrive, a
+ * receiver that never answers, and a kill -9 of the host's process group between completion and
+ * delivery.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+
+import { BlobServiceClient } from '@azure/storage-blob';
+
+import { BATCH_EVENT_SOURCE } from '../shared/events/batch-event';
+import { entityNames } from '../shared/names';
+import { spoilChunks } from '../tools/devstack/spoil-chunks';
+import { generate, toNdjson } from '../tools/testkit/generate';
+import { expectedReport } from '../tools/testkit/oracle';
+import { type BrokerHarness, startTestBroker } from './support/broker';
+import { type HostProcess, startHostProcess } from './support/host-process';
+import { LOCAL_KEY, type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
+import { uniquePrefix } from './support/storage';
+import { type ReceivedEvent, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+/** Short waits, for tests: three retries a second apart, then poison. */
+const SCHEDULE = '1,1,1';
+
+let stack: LocalStack;
+let main: WebhookReceiver;
+let other: WebhookReceiver;
+
+before(async () => {
+  [main, other] = await Promise.all([startWebhookReceiver(SECRET), startWebhookReceiver(SECRET, '/other')]);
+  stack = await startLocalStack({
+    PUSHDRAIN_WEBHOOK_URL: `${main.url},${other.url}`,
+    PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+    PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: SCHEDULE,
+    PUSHDRAIN_CHUNK_SIZE: '100',
+    PUSHDRAIN_MAX_DEQUEUE_COUNT: '2',
+    PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1',
+    PUSHDRAIN_MAX_IDLE_MS: '500',
+  });
+});
+
+after(async () => {
+  await stack?.stop();
+  await main?.close();
+  await other?.close();
+});
+
+async function submit(base: string, lines: number, seed: number): Promise<{ batchId: string; txns: unknown[] }> {
+  const txns = generate(lines, seed, 7);
+  const res = await fetch(`${base}/api/batches`, {
+    method: 'POST',
+    body: toNdjson(txns),
+    headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY },
+  });
+  assert.equal(res.status, 202, await res.clone().text());
+  return { batchId: ((await res.json()) as { batchId: string }).batchId, txns };
+}
+
+async function statusOfBatch(base: string, batchId: string): Promise<{ status: string; completedAt?: string }> {
+  return (await (
+    await fetch(`${base}/api/batches/${batchId}`, { headers: { 'x-functions-key': LOCAL_KEY } })
+  ).json()) as {
+    status: string;
+    completedAt?: string;
+  };
+}
+
+/** The events `r` accepted (2xx) for this batch, one per distinct id. */
+function eventsFor(r: WebhookReceiver, batchId: string): ReceivedEvent[] {
+  return [...r.distinct().values()].filter((e) => e.event.subject === batchId);
+}
+
+async function received(
+  host: HostProcess,
+  r: WebhookReceiver,
+  batchId: string,
+  timeoutMs = 60_000,
+): Promise<ReceivedEvent> {
+  return host.until(`an event for ${batchId}`, timeoutMs, () => eventsFor(r, batchId)[0]);
+}
+
+async function redriveDeliveries(base: string): Promise<{ moved: number; byQueue: Record<string, number> }> {
+  const res = await fetch(`${base}/api/admin/redrive`, {
+    method: 'POST',
+    body: JSON.stringify({ queue: 'deliveries' }),
+    headers: { 'Content-Type': 'application/json', 'x-functions-key': LOCAL_KEY },
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  return (await res.json()) as { moved: number; byQueue: Record<string, number> };
+}
+
+describe('batch events to signed webhooks', () => {
+  test('each of several batches: exactly one verified batch.completed per event id, at every webhook', async () => {
+    const batches = await Promise.all([
+      submit(stack.host.base, 250, 11),
+      submit(stack.host.base, 40, 12),
+      submit(stack.host.base, 1, 13),
+    ]);
+    for (const { batchId, txns } of batches) {
+      const got = await received(stack.host, main, batchId);
+      await received(stack.host, other, batchId);
+      const status = await statusOfBatch(stack.host.base, batchId);
+      assert.equal(status.status, 'completed');
+      assert.equal(got.contentType, 'application/cloudevents+json; charset=utf-8');
+      assert.equal(got.webhookId, got.event.id, 'webhook-id is the CloudEvent id');
+      assert.equal(got.event.type, 'com.pushdrain.batch.completed');
+      assert.equal((got.event as unknown as { source: string }).source, BATCH_EVENT_SOURCE);
+      assert.equal((got.event as unknown as { specversion: string }).specversion, '1.0');
+      assert.equal(got.event.subject, batchId);
+      assert.equal(got.event.time, status.completedAt);
+      const data = got.event.data as {
+        status: string;
+        reportPath: string;
+        summary: { transactions: number; totals: unknown[] };
+      };
+      assert.equal(data.status, 'completed');
+      assert.equal(data.reportPath, `/api/batches/${batchId}/report`);
+      assert.equal(data.summary.transactions, txns.length);
+      assert.deepEqual(data.summary.totals, expectedReport(txns as Parameters<typeof expectedReport>[0]).totals);
+      assert.equal('rows' in data, false, 'no report rows in the event');
+    }
+    // Wait for the slower of the two, then count: one distinct event per batch, and never a second id.
+    for (const r of [main, other])
+      for (const { batchId } of batches) assert.equal(eventsFor(r, batchId).length, 1, `one event id for ${batchId}`);
+    assert.equal(main.unverified + other.unverified, 0);
+  });
+
+  test('a batch with a poisoned chunk: one verified batch.failed with its error', async () => {
+    const { batchId } = await submitHeld(stack, toNdjson(generate(10, 21, 3)));
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
+    assert.deepEqual(await spoilChunks({ blobs, batchId, prefix: stack.prefix }), [0]);
+    await wake(stack, entityNames(stack.prefix, 4).inputQueues());
+    const got = await received(stack.host, main, batchId);
+    assert.equal(got.event.type, 'com.pushdrain.batch.failed');
+    const data = got.event.data as { status: string; error: string; chunksFailed: number; reportPath?: string };
+    assert.equal(data.status, 'failed');
+    assert.equal(data.chunksFailed, 1);
+    assert.match(data.error, /chunk 0: chunk blob checksum mismatch/);
+    assert.equal(data.reportPath, undefined, 'a failed batch has no report');
+    await received(stack.host, other, batchId);
+    assert.equal(eventsFor(main, batchId).length, 1);
+  });
+
+  test('503 three times, then 200: delivered once, each retry after its wait on the schedule', async () => {
+    main.script([503, 503, 503]);
+    const { batchId } = await submit(stack.host.base, 30, 31);
+    const got = await received(stack.host, main, batchId);
+    const tries = main.attempts.filter((a) => a.webhookId === got.webhookId);
+    assert.deepEqual(
+      tries.map((a) => a.answer),
+      [503, 503, 503, 200],
+    );
+    for (let i = 1; i < tries.length; i++)
+      assert.ok(
+        tries[i]!.at - tries[i - 1]!.at >= 900,
+        `retry ${i} waited its second (${tries[i]!.at - tries[i - 1]!.at} ms)`,
+      );
+    assert.equal(eventsFor(main, batchId).length, 1);
+  });
+
+  test('down past the schedule: poisoned with its last status, then redriven and delivered', async () => {
+    main.script([], 503);
+    const { batchId } = await submit(stack.host.base, 5, 41);
+    const log = new RegExp(
+      `batch ${batchId} to http://127\\.0\\.0\\.1:\\d+/hooks/pushdrain: poisoned after 4 attempts, last HTTP 503`,
+    );
+    await stack.host.until('the delivery poisoned', 60_000, () => (log.test(stack.host.output()) ? true : undefined));
+    const attempts = main.attempts.filter((a) => a.answer === 503).length;
+    assert.ok(attempts >= 4);
+    assert.equal(eventsFor(main, batchId).length, 0);
+    main.script([], 200);
+    const redriven = await redriveDeliveries(stack.host.base);
+    assert.equal(redriven.byQueue.deliveries, 1);
+    const got = await received(stack.host, main, batchId);
+    assert.equal(got.event.type, 'com.pushdrain.batch.completed');
+    assert.equal(eventsFor(main, batchId).length, 1);
+  });
+
+  test('a receiver that never answers delays neither the other receiver nor the next batch', async () => {
+    other.script([], 'hang');
+    try {
+      const first = await submit(stack.host.base, 20, 51);
+      await received(stack.host, main, first.batchId);
+      const second = await submit(stack.host.base, 20, 52);
+      await received(stack.host, main, second.batchId);
+      assert.equal((await statusOfBatch(stack.host.base, second.batchId)).status, 'completed');
+      // Both went out to the silent receiver too, and neither has been answered: nothing waited for it.
+      const held = other.attempts.filter((a) => a.answer === 'hang').map((a) => a.webhookId);
+      assert.ok(
+        held.includes(eventsFor(main, first.batchId)[0]!.webhookId),
+        'the first event is held at the silent receiver',
+      );
+      assert.equal(eventsFor(other, first.batchId).length, 0);
+    } finally {
+      other.script([], 200);
+      other.release(200);
+    }
+  });
+});
+
+describe('batch events across a crash', () => {
+  let bus: BrokerHarness;
+  let host: HostProcess | undefined;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    [bus, receiver] = await Promise.all([startTestBroker(), startWebhookReceiver(SECRET)]);
+  });
+
+  after(async () => {
+    await host?.kill();
+    await bus?.close();
+    await receiver?.close();
+  });
+
+  test('kill -9 of the process group after completion, before delivery: delivered after npm start again', async () => {
+    host = await startHostProcess(
+      {
+        StorageConnection: stack.azurite.connectionString,
+        ServiceBusConnection: bus.broker.connectionString,
+        PUSHDRAIN_NAME_PREFIX: uniquePrefix(),
+        PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *', // never: only start-up recovery may deliver it
+        PUSHDRAIN_WEBHOOK_URL: receiver.url,
+        PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+      },
+      0,
+      30_000,
+      { processGroup: true },
+    );
+    receiver.script([], 'hang'); // the first attempt reaches the receiver and gets no answer
+    const { batchId } = await submit(host.base, 50, 61);
+    await host.until('the first attempt arrived', 60_000, () => (receiver.attempts.length > 0 ? true : undefined));
+    assert.equal((await statusOfBatch(host.base, batchId)).status, 'completed');
+    await host.kill();
+    receiver.script([], 200);
+    receiver.release(503); // what the dead host's request would have got, had it lived
+    assert.equal(eventsFor(receiver, batchId).length, 0, 'not delivered before the crash');
+    await host.restart();
+    const got = await received(host, receiver, batchId);
+    assert.equal(got.event.type, 'com.pushdrain.batch.completed');
+    assert.equal(got.webhookId, receiver.attempts[0]!.webhookId, 'the same event id as the lost attempt');
+    const line = new RegExp(`Recovery: 1 open batch\\(es\\) \\(${batchId} delivering\\)`);
+    await host.until('start-up recovery says so', 30_000, () => (line.test(host!.output()) ? true : undefined));
+  });
+});
