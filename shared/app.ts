@@ -9,6 +9,7 @@ import type { Settings } from './config/settings';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
+import { checkCallbackUrl } from './events/callback-policy';
 import type { DeliveryOutcome, EventDelivery } from './events/event-delivery';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
@@ -100,6 +101,8 @@ export interface Submission {
   format: BodyFormat;
   gzip: boolean;
   idempotencyKey?: string;
+  /** The `Callback-Url` header: checked against PUSHDRAIN_CALLBACK_ORIGINS before anything is written. */
+  callbackUrl?: string;
   /** Fires when the client disconnects (the local host gives one; Azure's Node.js worker does not). */
   signal?: AbortSignal;
 }
@@ -134,6 +137,11 @@ export class PushdrainApp {
 
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
+    // A refused callback is a 400 before anything is written (not even the containers).
+    const callbackUrl =
+      s.callbackUrl !== undefined
+        ? checkCallbackUrl(s.callbackUrl, this.#parts.settings.events.callbackOrigins)
+        : undefined;
     this.ingests.inProgress++;
     try {
       await this.ready();
@@ -142,6 +150,7 @@ export class PushdrainApp {
           open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
           format: s.format,
           ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
+          ...(callbackUrl !== undefined ? { callbackUrl } : {}),
           ...(s.signal ? { signal: s.signal } : {}),
           source: 'http',
         }),

@@ -10,6 +10,7 @@ import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
+import type { HostLookup } from './events/address-guard';
 import { deliveryAttempt } from './events/delivery-attempt';
 import { redriveDeliveries } from './events/delivery-redrive';
 import { EventDelivery } from './events/event-delivery';
@@ -64,6 +65,8 @@ export interface AppOptions {
   inspector?: BusInspector;
   /** @defaultValue the management API for settings.scale.site (tests pass one on a local endpoint) */
   scaleTarget?: ScaleTarget;
+  /** How callback hosts resolve before each delivery. @defaultValue the system resolver */
+  lookup?: HostLookup;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -97,7 +100,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     manifests,
     open,
     targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
-    attempt: deliveryAttempt(settings.events, now),
+    attempt: deliveryAttempt(settings.events, now, options.lookup),
     scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,

@@ -7,11 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import { BlobServiceClient } from '@azure/storage-blob';
 
 import { BATCH_EVENT_SOURCE } from '../shared/events/batch-event';
+import { eventSettings } from '../shared/config/event-settings';
+import { deliveryAttempt } from '../shared/events/delivery-attempt';
+import { pendingDeliveries } from '../shared/events/outbox';
+import { batchIdFor, layout } from '../shared/layout';
 import { entityNames } from '../shared/names';
 import { spoilChunks } from '../tools/devstack/spoil-chunks';
 import { generate, toNdjson } from '../tools/testkit/generate';
@@ -29,10 +35,29 @@ const SCHEDULE = '1,1,1';
 let stack: LocalStack;
 let main: WebhookReceiver;
 let other: WebhookReceiver;
+/** A client's own receiver, at an origin the operator allowlisted exactly. */
+let client: WebhookReceiver;
+/** Where a redirect points: it must never be reached. */
+let sink: WebhookReceiver;
+/** An allowlisted callback that answers every request with a redirect to `sink`. */
+let redirector: Server;
+let redirects = 0;
 
 before(async () => {
-  [main, other] = await Promise.all([startWebhookReceiver(SECRET), startWebhookReceiver(SECRET, '/other')]);
+  [main, other, client, sink] = await Promise.all([
+    startWebhookReceiver(SECRET),
+    startWebhookReceiver(SECRET, '/other'),
+    startWebhookReceiver(SECRET, '/client/events'),
+    startWebhookReceiver(SECRET, '/latest/meta-data'),
+  ]);
+  redirector = createServer((req, res) => {
+    redirects++;
+    req.resume();
+    res.writeHead(302, { Location: sink.url }).end();
+  });
+  await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
   stack = await startLocalStack({
+    PUSHDRAIN_CALLBACK_ORIGINS: `${new URL(client.url).origin},${redirectorOrigin()},https://*.allowed.test`,
     PUSHDRAIN_WEBHOOK_URL: `${main.url},${other.url}`,
     PUSHDRAIN_WEBHOOK_SECRET: SECRET,
     PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: SCHEDULE,
@@ -45,9 +70,27 @@ before(async () => {
 
 after(async () => {
   await stack?.stop();
-  await main?.close();
-  await other?.close();
+  for (const r of [main, other, client, sink]) await r?.close();
+  redirector?.closeAllConnections();
+  await new Promise((r) => redirector?.close(r));
 });
+
+function redirectorOrigin(): string {
+  return `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`;
+}
+
+async function post(
+  base: string,
+  body: Buffer,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${base}/api/batches`, {
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY, ...headers },
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
 
 async function submit(base: string, lines: number, seed: number): Promise<{ batchId: string; txns: unknown[] }> {
   const txns = generate(lines, seed, 7);
@@ -245,5 +288,106 @@ describe('batch events across a crash', () => {
     assert.equal(got.webhookId, receiver.attempts[0]!.webhookId, 'the same event id as the lost attempt');
     const line = new RegExp(`Recovery: 1 open batch\\(es\\) \\(${batchId} delivering\\)`);
     await host.until('start-up recovery says so', 30_000, () => (line.test(host!.output()) ? true : undefined));
+  });
+});
+
+describe('Callback-Url: the allowlist at submission, the SSRF guard at every delivery', () => {
+  const body = toNdjson(generate(12, 71, 3));
+
+  test('an origin not allowlisted, or not https, is 400 callback_not_allowed and writes nothing', async () => {
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
+    for (const [i, callback] of [
+      'https://evil.example/hook',
+      'https://169.254.169.254/latest/meta-data/',
+      'http://169.254.169.254/latest/meta-data/',
+      `http://127.0.0.1:${Number(new URL(main.url).port) + 1}/other-port`,
+      'https://user:pw@billing.allowed.test/x',
+      'not a url',
+    ].entries()) {
+      const key = `refused-callback-${i}-${randomBytes(4).toString('hex')}`;
+      const res = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': callback });
+      assert.equal(res.status, 400, callback);
+      assert.equal(res.body.error, 'callback_not_allowed', callback);
+      assert.equal(String(res.body.message).includes('pw'), false, 'no credentials echoed');
+      const batchId = batchIdFor(key);
+      assert.equal((await fetch(`${stack.host.base}/api/batches/${batchId}`)).status, 404, callback);
+      const manifest = blobs
+        .getContainerClient(entityNames(stack.prefix, 4).container('batches'))
+        .getBlobClient(layout.manifest(batchId).name);
+      assert.equal(await manifest.exists(), false, `nothing written for ${callback}`);
+    }
+  });
+
+  test('an exactly allowlisted loopback callback gets the verified event too, and is stored on the manifest', async () => {
+    const res = await post(stack.host.base, body, { 'Callback-Url': client.url });
+    assert.equal(res.status, 202);
+    const batchId = String(res.body.batchId);
+    const got = await received(stack.host, client, batchId);
+    assert.equal(got.event.type, 'com.pushdrain.batch.completed');
+    assert.equal((await received(stack.host, main, batchId)).webhookId, got.webhookId, 'one event, every target');
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
+    const text = (
+      await blobs
+        .getContainerClient(entityNames(stack.prefix, 4).container('batches'))
+        .getBlobClient(layout.manifest(batchId).name)
+        .downloadToBuffer()
+    ).toString('utf8');
+    assert.equal((JSON.parse(text) as { callbackUrl: string }).callbackUrl, client.url);
+  });
+
+  test('the callback is part of the Idempotency-Key identity: another callback is a 409, the same one a replay', async () => {
+    const key = `callback-identity-${randomBytes(4).toString('hex')}`;
+    const first = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': client.url });
+    assert.equal(first.status, 202);
+    const same = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': client.url });
+    assert.equal(same.status, 202);
+    assert.equal(same.body.batchId, first.body.batchId);
+    const other = await post(stack.host.base, body, {
+      'Idempotency-Key': key,
+      'Callback-Url': `${new URL(client.url).origin}/elsewhere`,
+    });
+    assert.equal(other.status, 409);
+    assert.equal(other.body.error, 'idempotency_conflict');
+    const none = await post(stack.host.base, body, { 'Idempotency-Key': key });
+    assert.equal(none.status, 409, 'dropping the callback is another request too');
+  });
+
+  test('a redirect is never followed: the attempt fails with its 3xx and the target is never reached', async () => {
+    const before = redirects;
+    const res = await post(stack.host.base, body, { 'Callback-Url': `${redirectorOrigin()}/hook` });
+    assert.equal(res.status, 202);
+    const batchId = String(res.body.batchId);
+    const line = new RegExp(
+      `batch ${batchId} to ${redirectorOrigin().replace(/\./g, '\\.')}/hook: attempt 1 failed \\(HTTP 302\\)`,
+    );
+    await stack.host.until('the redirected attempt failed', 60_000, () =>
+      line.test(stack.host.output()) ? true : undefined,
+    );
+    assert.ok(redirects > before);
+    assert.equal(sink.attempts.length, 0, 'the redirect target saw no request');
+  });
+
+  test('a wildcard-allowlisted host that resolves to loopback or the metadata address is refused at delivery', async () => {
+    const settings = eventSettings({
+      PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+      PUSHDRAIN_CALLBACK_ORIGINS: 'https://*.allowed.test',
+    });
+    const port = new URL(sink.url).port;
+    // The resolver is the seam: these names resolve as an attacker's DNS would answer.
+    const answers: Record<string, string> = {
+      'loop.allowed.test': '127.0.0.1',
+      'meta.allowed.test': '169.254.169.254',
+    };
+    const attempt = deliveryAttempt(settings, Date.now, (host) =>
+      Promise.resolve(answers[host] ? [{ address: answers[host], family: 4 as const }] : []),
+    );
+    const event = { id: 'evt_ssrf', type: 'com.pushdrain.batch.completed', body: '{}', deliveries: [] };
+    for (const [host, address] of Object.entries(answers)) {
+      const [d] = pendingDeliveries([{ kind: 'callback', target: `https://${host}:${port}/latest/meta-data` }], '');
+      const result = await attempt(d!, event);
+      assert.equal(result.status, undefined);
+      assert.match(result.error ?? '', new RegExp(`^refused: ${host} resolves to ${address.replace(/\./g, '\\.')}`));
+    }
+    assert.equal(sink.attempts.length, 0);
   });
 });

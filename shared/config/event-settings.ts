@@ -38,7 +38,10 @@ export interface EventSettings {
   secret: Secret | undefined;
   /** PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds. */
   retryScheduleSeconds: number[];
-  /** PUSHDRAIN_CALLBACK_ORIGINS: origins a `Callback-Url` may name (also their SSRF exemption). @defaultValue [] */
+  /**
+   * PUSHDRAIN_CALLBACK_ORIGINS: origins a `Callback-Url` may name, exactly or as `https://*.domain`
+   * (see shared/events/callback-policy.ts). @defaultValue []
+   */
   callbackOrigins: string[];
 }
 
@@ -81,11 +84,14 @@ export function eventSettings(env: Env): EventSettings {
   if (rawSecret !== '' && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(rawSecret))
     throw new ConfigError('PUSHDRAIN_WEBHOOK_SECRET', 'must be a Standard Webhooks secret: whsec_ then base64');
   const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
+    const entry = raw.replace(/\/$/, '');
+    // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.
+    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) return entry.toLowerCase();
     const url = parseEndpoint(raw);
-    if (!url || url.origin !== raw.replace(/\/$/, ''))
+    if (!url || url.origin !== entry)
       throw new ConfigError(
         'PUSHDRAIN_CALLBACK_ORIGINS',
-        `entry ${i + 1} is not an origin (https://host[:port], http only for loopback)`,
+        `entry ${i + 1} is not an origin (https://host[:port] or https://*.domain, http only for loopback)`,
       );
     return url.origin;
   });

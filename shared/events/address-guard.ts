@@ -52,20 +52,27 @@ export class RefusedAddressError extends Error {
   override readonly name = 'RefusedAddressError';
 }
 
+/** Every address a host name resolves to. */
+export type HostLookup = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export const systemLookup: HostLookup = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
+
 /**
  * The address to connect to for `hostname`: its first answer, every answer checked unless
  * `allowPrivate`. A refusal is a RefusedAddressError.
  */
-export async function resolveChecked(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress> {
+export async function resolveChecked(
+  hostname: string,
+  allowPrivate: boolean,
+  resolve: HostLookup = systemLookup,
+): Promise<ResolvedAddress> {
   const host = hostname.replace(/^\[|\]$/g, '');
   const family = isIP(host);
-  const answers: ResolvedAddress[] =
-    family === 4 || family === 6
-      ? [{ address: host, family }]
-      : (await lookup(host, { all: true, verbatim: true })).map((a) => ({
-          address: a.address,
-          family: a.family === 6 ? 6 : 4,
-        }));
+  const answers: ResolvedAddress[] = family === 4 || family === 6 ? [{ address: host, family }] : await resolve(host);
   const first = answers[0];
   if (!first) throw new RefusedAddressError(`${host} has no address`);
   if (!allowPrivate) {

@@ -12,7 +12,7 @@ import { Webhook } from 'standardwebhooks';
 
 import type { Secret } from '../config/event-settings';
 import { ensureError } from '../errors';
-import { RefusedAddressError, resolveChecked } from './address-guard';
+import { type HostLookup, RefusedAddressError, resolveChecked } from './address-guard';
 import { CLOUDEVENTS_CONTENT_TYPE } from './batch-event';
 import type { AttemptResult } from './outbox';
 
@@ -31,6 +31,8 @@ export interface SignedPost {
   allowPrivate: boolean;
   timeoutMs?: number;
   now?: () => number;
+  /** @defaultValue the system resolver */
+  lookup?: HostLookup;
 }
 
 /** Standard Webhooks' three headers for `body`, signed at `at`. */
@@ -48,7 +50,7 @@ export async function postSigned(p: SignedPost): Promise<AttemptResult> {
   const timeoutMs = p.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const deadline = AbortSignal.timeout(timeoutMs);
   try {
-    const target = await resolveChecked(url.hostname, p.allowPrivate);
+    const target = await resolveChecked(url.hostname, p.allowPrivate, p.lookup);
     const pinned: LookupFunction = (_host, options, callback) => {
       if ((options as { all?: boolean }).all)
         (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
