@@ -13,8 +13,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { BlobServiceClient } from '@azure/storage-blob';
 
-import { BATCH_EVENT_SOURCE } from '../shared/events/batch-event';
 import { eventSettings } from '../shared/config/event-settings';
+import { BATCH_EVENT_SOURCE } from '../shared/events/batch-event';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { pendingDeliveries } from '../shared/events/outbox';
 import { batchIdFor, layout } from '../shared/layout';

@@ -4,8 +4,8 @@
  * (ingest, aggregators) never lose each other's updates.
  */
 import { TransientError } from '../errors';
-import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
 import type { OutboxEvent } from '../events/outbox';
+import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
 import type { Wake } from '../notify/events';
 import { type BlobStore, type Clock, systemClock } from '../ports';
 import { conflictDelay } from '../retry/backoff';
