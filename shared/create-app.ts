@@ -16,7 +16,7 @@ import { redriveDeliveries } from './events/delivery-redrive';
 import { EventDelivery } from './events/event-delivery';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/chunk-codec';
-import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
+import { backlogQueues, BATCH_EVENTS_TOPIC, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
 import { writeBacklogRejection } from './notify/backlog-rejection';
 import type { DeadLetterQueues } from './notify/dead-letters';
 import { Notifier, type WorkPublisher } from './notify/events';
@@ -99,8 +99,19 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const events = new EventDelivery({
     manifests,
     open,
-    targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
-    attempt: deliveryAttempt(settings.events, now, options.lookup),
+    targets: () => [
+      ...settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
+      // The topic gets every batch's event wherever Service Bus is configured.
+      ...(settings.serviceBus && bus.publisher.publishBatchEvent
+        ? [{ kind: 'topic' as const, target: BATCH_EVENTS_TOPIC }]
+        : []),
+    ],
+    attempt: deliveryAttempt({
+      settings: settings.events,
+      now,
+      publish: bus.publisher.publishBatchEvent && ((e) => bus.publisher.publishBatchEvent!(e)),
+      lookup: options.lookup,
+    }),
     scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,

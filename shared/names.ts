@@ -6,6 +6,12 @@ import { createHash } from 'node:crypto';
 
 export const TOPIC = 'work-detected';
 
+/** Service Bus topic of the batches' completed/failed CloudEvents; consumers bring their own subscriptions. */
+export const BATCH_EVENTS_TOPIC = 'batch-events';
+
+/** Time to live of a batch event on `batch-events`: the topic's default (infra/servicebus-entities.json). */
+export const BATCH_EVENT_TTL_MS = 14 * 24 * 3600_000;
+
 /** Service Bus queue of scheduled per-batch watchdog checks (zero cost until one fires). */
 export const WATCHDOG_QUEUE = 'batch-watchdog';
 

@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { BlobServiceClient } from '@azure/storage-blob';
 
 import { eventSettings } from '../shared/config/event-settings';
@@ -18,7 +19,9 @@ import { BATCH_EVENT_SOURCE } from '../shared/events/batch-event';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { pendingDeliveries } from '../shared/events/outbox';
 import { batchIdFor, layout } from '../shared/layout';
-import { entityNames } from '../shared/names';
+import { BATCH_EVENTS_TOPIC, entityNames } from '../shared/names';
+import type { BrokerOptions } from '../tools/devstack/servicebus/broker';
+import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
 import { spoilChunks } from '../tools/devstack/spoil-chunks';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
@@ -56,17 +59,38 @@ before(async () => {
     res.writeHead(302, { Location: sink.url }).end();
   });
   await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
-  stack = await startLocalStack({
-    PUSHDRAIN_CALLBACK_ORIGINS: `${new URL(client.url).origin},${redirectorOrigin()},https://*.allowed.test`,
-    PUSHDRAIN_WEBHOOK_URL: `${main.url},${other.url}`,
-    PUSHDRAIN_WEBHOOK_SECRET: SECRET,
-    PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: SCHEDULE,
-    PUSHDRAIN_CHUNK_SIZE: '100',
-    PUSHDRAIN_MAX_DEQUEUE_COUNT: '2',
-    PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1',
-    PUSHDRAIN_MAX_IDLE_MS: '500',
-  });
+  stack = await startLocalStack(
+    {
+      PUSHDRAIN_CALLBACK_ORIGINS: `${new URL(client.url).origin},${redirectorOrigin()},https://*.allowed.test`,
+      PUSHDRAIN_WEBHOOK_URL: `${main.url},${other.url}`,
+      PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+      PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: SCHEDULE,
+      PUSHDRAIN_CHUNK_SIZE: '100',
+      PUSHDRAIN_MAX_DEQUEUE_COUNT: '2',
+      PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1',
+      PUSHDRAIN_MAX_IDLE_MS: '500',
+    },
+    withAuditSubscription(),
+  );
 });
+
+/** The repo's entities, plus what a consumer of `batch-events` adds: a subscription of its own. */
+function withAuditSubscription(): BrokerOptions {
+  const full = loadEntitiesConfig();
+  return {
+    entities: {
+      ...full,
+      topics: (full.topics ?? []).map((t) =>
+        t.name === BATCH_EVENTS_TOPIC
+          ? {
+              ...t,
+              subscriptions: [{ name: 'audit', filter: null, lockDuration: 'PT30S', maxDeliveryCount: 10 } as never],
+            }
+          : t,
+      ),
+    },
+  };
+}
 
 after(async () => {
   await stack?.stop();
@@ -326,12 +350,13 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
     assert.equal(got.event.type, 'com.pushdrain.batch.completed');
     assert.equal((await received(stack.host, main, batchId)).webhookId, got.webhookId, 'one event, every target');
     const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
-    const text = (
-      await blobs
-        .getContainerClient(entityNames(stack.prefix, 4).container('batches'))
-        .getBlobClient(layout.manifest(batchId).name)
-        .downloadToBuffer()
-    ).toString('utf8');
+    const manifest = blobs
+      .getContainerClient(entityNames(stack.prefix, 4).container('batches'))
+      .getBlobClient(layout.manifest(batchId).name);
+    // One GET (a ranged download could straddle a delivery's rewrite of the manifest).
+    const chunks: Buffer[] = [];
+    for await (const c of (await manifest.download()).readableStreamBody!) chunks.push(Buffer.from(c as Buffer));
+    const text = Buffer.concat(chunks).toString('utf8');
     assert.equal((JSON.parse(text) as { callbackUrl: string }).callbackUrl, client.url);
   });
 
@@ -378,9 +403,11 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       'loop.allowed.test': '127.0.0.1',
       'meta.allowed.test': '169.254.169.254',
     };
-    const attempt = deliveryAttempt(settings, Date.now, (host) =>
-      Promise.resolve(answers[host] ? [{ address: answers[host], family: 4 as const }] : []),
-    );
+    const attempt = deliveryAttempt({
+      settings,
+      now: Date.now,
+      lookup: (host) => Promise.resolve(answers[host] ? [{ address: answers[host], family: 4 as const }] : []),
+    });
     const event = { id: 'evt_ssrf', type: 'com.pushdrain.batch.completed', body: '{}', deliveries: [] };
     for (const [host, address] of Object.entries(answers)) {
       const [d] = pendingDeliveries([{ kind: 'callback', target: `https://${host}:${port}/latest/meta-data` }], '');
@@ -389,5 +416,32 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       assert.match(result.error ?? '', new RegExp(`^refused: ${host} resolves to ${address.replace(/\./g, '\\.')}`));
     }
     assert.equal(sink.attempts.length, 0);
+  });
+});
+
+describe('the batch-events topic', () => {
+  test('a subscriber through the official SDK receives the same CloudEvent the webhook got', async () => {
+    const { batchId } = await submit(stack.host.base, 15, 81);
+    const hook = await received(stack.host, main, batchId);
+    const receiver = stack.bus.client().createReceiver(BATCH_EVENTS_TOPIC, 'audit');
+    try {
+      let found: ServiceBusReceivedMessage | undefined;
+      for (let i = 0, deadline = Date.now() + 30_000; i < 100 && !found && Date.now() < deadline; i++) {
+        for (const m of await receiver.receiveMessages(10, { maxWaitTimeInMs: 1000 })) {
+          await receiver.completeMessage(m);
+          if (m.applicationProperties?.['cloudEvents:subject'] === batchId) found = m;
+        }
+      }
+      assert.ok(found, `an event for ${batchId} on ${BATCH_EVENTS_TOPIC}/audit`);
+      const body = Buffer.isBuffer(found.body) ? found.body.toString('utf8') : JSON.stringify(found.body);
+      assert.deepEqual(JSON.parse(body), hook.event, 'the same structured CloudEvent, byte for byte in JSON');
+      assert.equal(found.contentType, 'application/cloudevents+json; charset=utf-8');
+      assert.equal(found.messageId, hook.webhookId);
+      assert.equal(found.applicationProperties?.['cloudEvents:type'], 'com.pushdrain.batch.completed');
+      assert.equal(found.applicationProperties?.['cloudEvents:id'], hook.webhookId);
+      assert.equal(found.applicationProperties?.['cloudEvents:specversion'], '1.0');
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -1,9 +1,11 @@
 /**
- * One attempt of one delivery, by its kind: webhooks and callbacks are signed POSTs (webhook-post.ts).
+ * One attempt of one delivery, by its kind: the topic is a Service Bus send (`batch-events`, with
+ * the publisher's send availability); webhooks and callbacks are signed POSTs (webhook-post.ts).
  * The operator's own webhooks are trusted as configured; a callback is a client's URL, so the SSRF
  * guard refuses a private address unless its origin is in PUSHDRAIN_CALLBACK_ORIGINS.
  */
 import type { EventSettings } from '../config/event-settings';
+import { ensureError } from '../errors';
 import type { HostLookup } from './address-guard';
 import { isExplicitlyAllowed } from './callback-policy';
 import type { AttemptResult, Delivery, OutboxEvent } from './outbox';
@@ -11,11 +13,28 @@ import { postSigned } from './webhook-post';
 
 export type AttemptFn = (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
 
-/** `lookup`: how host names resolve (the system resolver unless a test gives its own). */
-export function deliveryAttempt(settings: EventSettings, now: () => number, lookup?: HostLookup): AttemptFn {
-  return (d, e) => {
+export interface DeliveryAttemptDeps {
+  settings: EventSettings;
+  now: () => number;
+  /** Sends to the `batch-events` topic; undefined without Service Bus. */
+  publish?: ((e: OutboxEvent) => Promise<void>) | undefined;
+  /** How host names resolve. @defaultValue the system resolver */
+  lookup?: HostLookup | undefined;
+}
+
+export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAttemptDeps): AttemptFn {
+  return async (d, e) => {
+    if (d.kind === 'topic') {
+      if (!publish) return { error: 'ServiceBusConnection is not configured: the topic cannot be sent to' };
+      try {
+        await publish(e);
+        return { sent: true };
+      } catch (err) {
+        return { error: ensureError(err).message.slice(0, 300) };
+      }
+    }
     const { secret } = settings;
-    if (!secret) return Promise.resolve({ error: 'PUSHDRAIN_WEBHOOK_SECRET is not set: nothing can sign the event' });
+    if (!secret) return { error: 'PUSHDRAIN_WEBHOOK_SECRET is not set: nothing can sign the event' };
     const allowPrivate = d.kind === 'webhook' || isExplicitlyAllowed(settings.callbackOrigins, d.target);
     return postSigned({
       url: d.target,

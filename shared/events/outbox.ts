@@ -37,6 +37,8 @@ export interface OutboxEvent {
 export interface AttemptResult {
   status?: number;
   error?: string;
+  /** A topic send the broker accepted (no HTTP status). */
+  sent?: true;
 }
 
 /** Takes a manifest (typed structurally: the manifest module imports this one). */
@@ -68,7 +70,8 @@ export function applyAttempt(
   if (result.error !== undefined) d.lastError = result.error;
   else delete d.lastError;
   const at = new Date(now).toISOString();
-  if (result.status !== undefined && result.status >= 200 && result.status < 300 && result.error === undefined) {
+  const ok = result.sent === true || (result.status !== undefined && result.status >= 200 && result.status < 300);
+  if (ok && result.error === undefined) {
     d.state = 'delivered';
     d.dueAt = at;
     return { kind: 'settled' };

@@ -50,6 +50,8 @@ export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
+  /** Sends a batch's CloudEvent to the `batch-events` topic (structured body, `cloudEvents:` properties). */
+  publishBatchEvent?(event: { id: string; type: string; body: string }): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
   scheduleScaleCheck?(delayMs: number): Promise<void>;
   /** Failover state per entity; only a publisher with a secondary namespace has one. */
