@@ -7,8 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
@@ -27,7 +30,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
-import { LOCAL_KEY, type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
+import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, submitHeld, wake } from './support/local-stack';
 import { uniquePrefix } from './support/storage';
 import { type ReceivedEvent, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -443,5 +446,24 @@ describe('the batch-events topic', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('npx pushdrain submit --callback', () => {
+  test('passes the Callback-Url header: an allowlisted one gets the event, another is refused with its reason', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'pd-events-')), 'batch.ndjson');
+    writeFileSync(file, toNdjson(generate(8, 91, 2)));
+    const env = { PUSHDRAIN_URL: stack.host.base, PUSHDRAIN_KEY: LOCAL_KEY };
+    const ok = await runCli(['submit', file, '--callback', client.url, '--no-wait', '--json'], env, 120_000);
+    assert.equal(ok.code, 0, ok.stderr);
+    const { batchId } = JSON.parse(ok.stdout) as { batchId: string };
+    assert.equal((await received(stack.host, client, batchId)).event.subject, batchId);
+    const refused = await runCli(
+      ['submit', file, '--callback', 'https://evil.example/hook', '--no-idempotency', '--no-wait'],
+      env,
+      120_000,
+    );
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /callback_not_allowed|not in PUSHDRAIN_CALLBACK_ORIGINS/);
   });
 });
