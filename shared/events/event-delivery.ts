@@ -99,7 +99,8 @@ export class EventDelivery {
       e.deliveries.forEach((d, index) => {
         if (d.state !== 'pending' || Date.parse(d.dueAt) > dueBy) return;
         started++;
-        this.background(this.attempt(m.batchId, { eventId: e.id, index, attempts: d.attempts }));
+        // The manifest in hand is the one just written: no read before the first POST.
+        this.background(this.attempt(m.batchId, { eventId: e.id, index, attempts: d.attempts }, m));
       });
     return started;
   }
@@ -133,10 +134,10 @@ export class EventDelivery {
     void tracked.finally(() => this.inflight.delete(tracked));
   }
 
-  private async attempt(batchId: string, r: DeliveryRetry): Promise<DeliveryOutcome> {
+  private async attempt(batchId: string, r: DeliveryRetry, known?: Manifest): Promise<DeliveryOutcome> {
     const { manifests, retryScheduleSeconds, now, log } = this.deps;
-    const got = await manifests.read(batchId);
-    const found = got && locate(got.manifest, r);
+    const current = known ?? (await manifests.read(batchId))?.manifest;
+    const found = current && locate(current, r);
     if (!found) return { kind: 'stale' };
     const result = await this.deps.attempt(found.d, found.e);
     const probe = structuredClone(found.d);
