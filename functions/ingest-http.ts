@@ -71,6 +71,7 @@ export async function postBatch(
   try {
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
+    const callbackUrl = req.headers.get('callback-url') ?? undefined;
     const body = await readBody(req, app.maxBodyBytes);
     const signal = requestSignal(context);
     const result = await app.submit({
@@ -78,6 +79,7 @@ export async function postBatch(
       format,
       gzip,
       ...(key !== undefined ? { idempotencyKey: key } : {}),
+      ...(callbackUrl !== undefined ? { callbackUrl } : {}),
       ...(signal ? { signal } : {}),
     });
     context.log(

@@ -2,6 +2,7 @@
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import type { DeliveryOutcome } from '../shared/events/event-delivery';
 import { WATCHDOG_QUEUE } from '../shared/names';
 import { parseWatchdogCheck } from '../shared/notify/events';
 import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
@@ -12,14 +13,14 @@ export async function onWatchdog(
   app: PushdrainApp,
   body: unknown,
   context: InvocationContext,
-): Promise<WatchdogOutcome | undefined> {
+): Promise<WatchdogOutcome | DeliveryOutcome | undefined> {
   const check = parseWatchdogCheck(body);
   if (typeof check === 'string') {
     context.error(`watchdog check ignored: ${check}`);
     return undefined;
   }
   const outcome = await app.watchdog(check);
-  context.log(`watchdog ${check.batchId} #${check.attempt}: ${outcome.kind}`);
+  context.log(`${check.delivery ? 'delivery retry' : 'watchdog'} ${check.batchId} #${check.attempt}: ${outcome.kind}`);
   return outcome;
 }
 

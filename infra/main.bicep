@@ -276,6 +276,24 @@ param scaleUpCooldownSeconds int = 60
 param scaleDownCooldownSeconds int = 900
 
 // ---------------------------------------------------------------------------------------------
+// Batch events (shared/config/event-settings.ts)
+// ---------------------------------------------------------------------------------------------
+
+@description('PUSHDRAIN_WEBHOOK_URL: https URLs (comma-separated) that receive every batch\'s completed/failed event; empty sends none.')
+param webhookUrl string = ''
+
+@secure()
+@description('PUSHDRAIN_WEBHOOK_SECRET: the Standard Webhooks secret (whsec_…) that signs them. Required with webhookUrl or callbackOrigins; stored in a Key Vault this template creates, and the app setting is a Key Vault reference.')
+param webhookSecret string = ''
+
+@minLength(1)
+@description('PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds; after the last, a delivery goes to deliveries-poison.')
+param webhookRetrySchedule string = '5,300,1800,7200,18000,36000,36000'
+
+@description('PUSHDRAIN_CALLBACK_ORIGINS: origins (comma-separated) a client may name in Callback-Url; empty refuses every callback.')
+param callbackOrigins string = ''
+
+// ---------------------------------------------------------------------------------------------
 // Names
 // ---------------------------------------------------------------------------------------------
 
@@ -447,6 +465,35 @@ var sendAvailabilitySettings = enableSecondaryNamespace ? {
   ServiceBusSecondaryConnection__clientId: identity.outputs.clientId
 } : {}
 
+// Only with webhooks or callbacks: the vault holds the secret, the app reads it through a Key Vault reference.
+var keyVaultName = 'kv-${take(resourceToken, 21)}'
+var webhookSecretName = 'pushdrain-webhook-secret'
+// The app needs the secret exactly when it has somewhere to send (it refuses to start otherwise).
+var eventsOn = !empty(webhookUrl) || !empty(callbackOrigins)
+
+module vault 'core/security/key-vault.bicep' = if (eventsOn) {
+  name: 'key-vault'
+  scope: rg
+  params: {
+    name: keyVaultName
+    location: location
+    tags: tags
+    secretName: webhookSecretName
+    webhookSecret: webhookSecret
+    identityPrincipalId: identity.outputs.principalId
+  }
+}
+
+var eventSettings = union(
+  {
+    PUSHDRAIN_WEBHOOK_URL: webhookUrl
+    PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: webhookRetrySchedule
+    PUSHDRAIN_CALLBACK_ORIGINS: callbackOrigins
+  },
+  // By name (versionless): a rotated secret is picked up without a redeploy.
+  eventsOn ? { PUSHDRAIN_WEBHOOK_SECRET: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${webhookSecretName})' } : {}
+)
+
 module api 'app/function-app.bicep' = {
   name: 'api'
   scope: rg
@@ -465,10 +512,11 @@ module api 'app/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings)
+    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings, eventSettings)
   }
   dependsOn: [
     rbac
+    vault
   ]
 }
 

@@ -10,6 +10,8 @@ import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
+import { checkCallbackUrl } from './events/callback-policy';
+import type { DeliveryOutcome, EventDelivery } from './events/event-delivery';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
@@ -53,6 +55,8 @@ export interface AppParts {
   progress: ProgressRecorder;
   notifier: Notifier;
   finalizer: Finalizer;
+  /** The batch events' outbox: deliveries, their retries, poison and redrive. */
+  events: EventDelivery;
   ingestor: Ingestor;
   reader: BatchReader;
   sweeper: Sweeper;
@@ -104,6 +108,8 @@ export interface Submission {
   format: BodyFormat;
   gzip: boolean;
   idempotencyKey?: string;
+  /** The `Callback-Url` header: checked against PUSHDRAIN_CALLBACK_ORIGINS before anything is written. */
+  callbackUrl?: string;
   /** Fires when the client disconnects (the local host gives one; Azure's Node.js worker does not). */
   signal?: AbortSignal;
 }
@@ -139,6 +145,11 @@ export class PushdrainApp {
 
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
+    // A refused callback is a 400 before anything is written (not even the containers).
+    const callbackUrl =
+      s.callbackUrl !== undefined
+        ? checkCallbackUrl(s.callbackUrl, this.#parts.settings.events.callbackOrigins)
+        : undefined;
     this.ingests.inProgress++;
     try {
       await this.ready();
@@ -147,6 +158,7 @@ export class PushdrainApp {
           open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
           format: s.format,
           ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
+          ...(callbackUrl !== undefined ? { callbackUrl } : {}),
           ...(s.signal ? { signal: s.signal } : {}),
           source: 'http',
         }),
@@ -256,9 +268,11 @@ export class PushdrainApp {
     return result;
   }
 
-  /** A scheduled per-batch check fired (queue `batch-watchdog`). */
-  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
+  /** A scheduled per-batch check fired (queue `batch-watchdog`): the watchdog's, or an event delivery's retry. */
+  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome | DeliveryOutcome> {
     await this.ready();
+    const { delivery } = check;
+    if (delivery) return this.working(() => this.#parts.events.retry(check.batchId, delivery));
     return this.working(() => this.#parts.watchdog.check(check));
   }
 
@@ -359,6 +373,7 @@ export class PushdrainApp {
   }
 
   async close(): Promise<void> {
+    await this.#parts.events.idle(); // attempts in flight record their outcome before the clients go
     await this.settleContinuations();
     await this.#parts.deadLetterTally?.close();
     await this.#parts.inspector?.close();

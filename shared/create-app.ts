@@ -11,10 +11,14 @@ import type { Settings } from './config/settings';
 import { Continuations } from './drain/continuations';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
+import type { HostLookup } from './events/address-guard';
+import { deliveryAttempt } from './events/delivery-attempt';
+import { redriveDeliveries } from './events/delivery-redrive';
+import { EventDelivery } from './events/event-delivery';
 import { chunkRule } from './ingest/chunk-size';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/chunk-codec';
-import { backlogQueues, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
+import { backlogQueues, BATCH_EVENTS_TOPIC, CONTAINERS, entityNames, FUNCTION_NAMES } from './names';
 import { writeBacklogRejection } from './notify/backlog-rejection';
 import type { DeadLetterQueues } from './notify/dead-letters';
 import { Notifier, type WorkPublisher } from './notify/events';
@@ -47,6 +51,9 @@ import { Sweeper } from './sweep/incoming-sweep';
 import { Watchdog } from './watchdog/check-batch';
 import { Recovery } from './watchdog/recovery';
 
+/** A pending delivery this long past due was lost with its process: recovery re-attempts it. */
+const EVENT_LOST_AFTER_MS = 120_000;
+
 export interface AppOptions {
   /** @defaultValue Service Bus from settings.serviceBus */
   publisher?: WorkPublisher;
@@ -60,6 +67,8 @@ export interface AppOptions {
   inspector?: BusInspector;
   /** @defaultValue the management API for settings.scale.site (tests pass one on a local endpoint) */
   scaleTarget?: ScaleTarget;
+  /** How callback hosts resolve before each delivery. @defaultValue the system resolver */
+  lookup?: HostLookup;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -89,9 +98,32 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
+  const events = new EventDelivery({
+    manifests,
+    open,
+    targets: () => [
+      ...settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
+      // The topic gets every batch's event wherever Service Bus is configured.
+      ...(settings.serviceBus && bus.publisher.publishBatchEvent
+        ? [{ kind: 'topic' as const, target: BATCH_EVENTS_TOPIC }]
+        : []),
+    ],
+    attempt: deliveryAttempt({
+      settings: settings.events,
+      now,
+      publish: bus.publisher.publishBatchEvent && ((e) => bus.publisher.publishBatchEvent!(e)),
+      lookup: options.lookup,
+    }),
+    scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
+    poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
+    retryScheduleSeconds: settings.events.retryScheduleSeconds,
+    lostAfterMs: EVENT_LOST_AFTER_MS,
+    now,
+    log,
+  });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent);
+  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events);
   const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({
     blobs,
@@ -154,6 +186,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     open,
     manifests,
     finalizer,
+    events,
     notifier,
     watchdog,
     names,
@@ -174,6 +207,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     progress,
     notifier,
     finalizer,
+    events,
     ingestor,
     reader: new BatchReader(manifests, blobs),
     recovery,
@@ -191,7 +225,17 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     reduce,
     drains,
     continuations,
-    redriver: new Redriver({ queues, manifests, open, notifier, names, log, deadLetters }),
+    redriver: new Redriver({
+      queues,
+      manifests,
+      open,
+      notifier,
+      names,
+      log,
+      deadLetters,
+      deliveries: (req) =>
+        redriveDeliveries({ queues, manifests, open, events, poisonQueue: names.deliveriesPoisonQueue, now, log }, req),
+    }),
     watchdog,
     scaleAgent: new ScaleAgent({
       settings: settings.scale,

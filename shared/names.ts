@@ -6,6 +6,12 @@ import { createHash } from 'node:crypto';
 
 export const TOPIC = 'work-detected';
 
+/** Service Bus topic of the batches' completed/failed CloudEvents; consumers bring their own subscriptions. */
+export const BATCH_EVENTS_TOPIC = 'batch-events';
+
+/** Time to live of a batch event on `batch-events`: the topic's default (infra/servicebus-entities.json). */
+export const BATCH_EVENT_TTL_MS = 14 * 24 * 3600_000;
+
 /** Service Bus queue of scheduled per-batch watchdog checks (zero cost until one fires). */
 export const WATCHDOG_QUEUE = 'batch-watchdog';
 
@@ -65,6 +71,8 @@ export interface EntityNames {
   inputQueueOf: (batchId: string, chunk: number) => string;
   resultsQueue: string;
   poisonQueue: (queue: string) => string;
+  /** Batch-event deliveries that exhausted their retry schedule, each with its last status and error. */
+  deliveriesPoisonQueue: string;
   /** Every queue the app reads or writes, poison twins included. */
   allQueues: () => string[];
   /** The stage of a queue we own, or undefined for a foreign name (never drain what we don't own). */
@@ -84,7 +92,8 @@ export function entityNames(prefix: string, partitions: number): EntityNames {
     inputQueueOf: (batchId, chunk) => inputQueue(partitionOf(batchId, chunk, partitions)),
     resultsQueue,
     poisonQueue,
-    allQueues: () => [...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]),
+    deliveriesPoisonQueue: `${prefix}deliveries-poison`,
+    allQueues: () => [...[...inputs, resultsQueue].flatMap((q) => [q, poisonQueue(q)]), `${prefix}deliveries-poison`],
     stageOf: (queue) => (queue === resultsQueue ? 'reduce' : inputs.includes(queue) ? 'map' : undefined),
   };
 }

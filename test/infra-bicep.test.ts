@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { DEFAULT_RETRY_SCHEDULE } from '../shared/config/event-settings';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { backlogEntities } from '../tools/devstack/servicebus/secondary';
@@ -238,6 +239,12 @@ void describe('infra: identity and roles', () => {
     scopes: ['Microsoft.Storage/storageAccounts'],
   };
   const scaleAgentRoleScopes = ['Microsoft.Web/sites'];
+  /** With a webhook secret: the app reads that one secret through its Key Vault reference. */
+  const secretReader = {
+    id: '4633458b-17de-408a-b874-0445c86b69e6',
+    role: 'Key Vault Secrets User',
+    scopes: ['Microsoft.KeyVault/vaults/secrets'],
+  };
 
   for (const expected of expectedRoles) {
     void it(`${expected.role} is granted to the app identity, scoped to one ${expected.scopes.join(' or one ')}`, () => {
@@ -249,7 +256,7 @@ void describe('infra: identity and roles', () => {
   }
 
   void it('every role assignment, in every variant, is scoped to a single resource of the type its role is for, never a resource group or subscription', () => {
-    const known = new Map([...expectedRoles, developerOnly].map((r) => [r.id, r.scopes]));
+    const known = new Map([...expectedRoles, developerOnly, secretReader].map((r) => [r.id, r.scopes]));
     let checked = 0;
     for (const variant of VARIANTS) {
       const custom = new Set(resourcesOf('Microsoft.Authorization/roleDefinitions', variant).map((d) => d.name));
@@ -682,5 +689,36 @@ void describe('infra: send availability (the secondary namespace)', () => {
       `${ns.id}/queues/${q} 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0`,
     ]);
     assert.deepEqual(app.map((a) => `${a.scope} ${a.role}`).sort(), expected.sort());
+  });
+});
+
+void describe('infra: batch events', () => {
+  void it('off by default: no vault, no secret setting, no webhook, no callback origin', () => {
+    const settings = appSettingsOf('default');
+    assert.equal(settings.PUSHDRAIN_WEBHOOK_SECRET, undefined);
+    assert.equal(settings.PUSHDRAIN_WEBHOOK_URL, '');
+    assert.equal(settings.PUSHDRAIN_CALLBACK_ORIGINS, '');
+    assert.equal(settings.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE);
+  });
+
+  void it('with webhooks: the secret is a Key Vault reference the app identity alone may read, never the value', () => {
+    const settings = appSettingsOf('webhooks');
+    const vault = onlyOf('Microsoft.KeyVault/vaults', 'webhooks');
+    const secret = onlyOf('Microsoft.KeyVault/vaults/secrets', 'webhooks');
+    assert.equal(
+      settings.PUSHDRAIN_WEBHOOK_SECRET,
+      `@Microsoft.KeyVault(VaultName=${leafName(vault)};SecretName=${leafName(secret)})`,
+    );
+    assert.equal(settings.PUSHDRAIN_WEBHOOK_URL, 'https://hooks.example.com/pushdrain');
+    const props = vault.properties as { enableRbacAuthorization: boolean; enablePurgeProtection: boolean };
+    assert.equal(props.enableRbacAuthorization, true, 'RBAC, no access policies');
+    assert.equal(props.enablePurgeProtection, true);
+    const readers = roleAssignmentsOf('webhooks').filter((a) => a.scope === secret.id);
+    assert.deepEqual(
+      readers.map((a) => [a.role, a.principalId]),
+      [['4633458b-17de-408a-b874-0445c86b69e6', appPrincipal('webhooks')]],
+    );
+    const site = onlyOf('Microsoft.Web/sites', 'webhooks');
+    assert.equal((site.properties as { keyVaultReferenceIdentity: string }).keyVaultReferenceIdentity, identity().id);
   });
 });

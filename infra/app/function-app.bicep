@@ -96,6 +96,8 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // Key Vault references (PUSHDRAIN_WEBHOOK_SECRET) resolve with the app's user-assigned identity.
+    keyVaultReferenceIdentity: identityId
     siteConfig: {
       ftpsState: 'Disabled'
       minTlsVersion: '1.2'

@@ -4,6 +4,7 @@
  * (ingest, aggregators) never lose each other's updates.
  */
 import { TransientError } from '../errors';
+import type { OutboxEvent } from '../events/outbox';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
 import type { Wake } from '../notify/events';
 import { type BlobStore, type Clock, systemClock } from '../ports';
@@ -55,6 +56,13 @@ export interface Manifest {
   done: number[];
   failed: FailedChunk[];
   error?: string;
+  /** The client's `Callback-Url` (an allowlisted origin), delivered to beside the operator's webhooks. */
+  callbackUrl?: string;
+  /**
+   * The outbox: each completed/failed event with its deliveries, recorded by the very write that
+   * made the batch terminal (see shared/events/outbox.ts).
+   */
+  events?: OutboxEvent[];
 }
 
 export function isTerminal(m: Manifest): boolean {

@@ -9,6 +9,7 @@ import { backlogQueues } from '../names';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
 import { type NamedLimit, namedLimits, parseEnv, wholeNumber } from './env-schema';
+import { type EventSettings, eventSettings } from './event-settings';
 import { scaleChoices, type ScaleSettings } from './scale-rules';
 import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
 
@@ -109,6 +110,8 @@ export interface Settings {
   tuning: Tuning;
   /** The scaling agent (a consumer of the `scale` subscription). */
   scale: ScaleSettings;
+  /** Batch events: webhooks, their secret, the retry schedule, callback origins. */
+  events: EventSettings;
 }
 
 /** The declared tuning settings, for the docs and infra/ checks. */
@@ -162,6 +165,7 @@ export function loadSettings(env: Env = process.env): Settings {
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
     scale: { ...scaleChoices(env), ...limits },
+    events: eventSettings(env),
   };
 }
 

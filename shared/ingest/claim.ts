@@ -37,9 +37,12 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
     if (fresh.attempt !== undefined && m.attempt === fresh.attempt && m.state === 'ingesting') {
       return { kind: 'new', manifest: m, etag: existing.etag };
     }
-    if (m.bodySha256 !== fresh.bodySha256) {
+    // The callback is part of the request's identity: the same key with another one is not a retry.
+    if (m.bodySha256 !== fresh.bodySha256 || m.callbackUrl !== fresh.callbackUrl) {
       throw new ValidationError(
-        'this Idempotency-Key was already used with a different body',
+        m.bodySha256 !== fresh.bodySha256
+          ? 'this Idempotency-Key was already used with a different body'
+          : 'this Idempotency-Key was already used with a different Callback-Url',
         409,
         'idempotency_conflict',
       );

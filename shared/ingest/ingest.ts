@@ -34,6 +34,8 @@ export interface IngestRequest {
   open: BodySource;
   format: BodyFormat;
   idempotencyKey?: string;
+  /** Already checked against the allowlist (shared/events/callback-policy.ts). */
+  callbackUrl?: string;
   source: 'http' | 'sweep';
   sourceName?: string;
   /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
@@ -102,6 +104,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     source: req.source,
     ...(req.sourceName ? { sourceName: req.sourceName } : {}),
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    ...(req.callbackUrl ? { callbackUrl: req.callbackUrl } : {}),
     attempt: randomUUID(),
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),

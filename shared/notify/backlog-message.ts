@@ -4,9 +4,9 @@
  * its time to live and its scheduled enqueue time as application properties. The syphon reads
  * it back and rebuilds the original from the validated body.
  */
-import { TOPIC, WATCHDOG_QUEUE } from '../names';
+import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
 import { parseWatchdogCheck, parseWorkDetected } from './events';
-import { type OutgoingMessage, toMessage, watchdogMessage } from './messages';
+import { batchEventMessage, type OutgoingMessage, toMessage, watchdogMessage } from './messages';
 
 export const BACKLOG_PROPERTY = {
   /** The entity on the primary the message is for: `work-detected` or `batch-watchdog`. */
@@ -18,7 +18,7 @@ export const BACKLOG_PROPERTY = {
   subject: 'backlogSubject',
 } as const;
 
-export const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE];
+export const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC];
 
 export function toBacklogMessage(
   destination: string,
@@ -79,6 +79,10 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
     if (p.role !== event.role || p.queueName !== event.queueName)
       return 'the role and queueName properties disagree with the body';
     message = toMessage(event);
+  } else if (destination === BATCH_EVENTS_TOPIC) {
+    const event = batchEventOf(d.body);
+    if (typeof event === 'string') return `the body is not a batch CloudEvent: ${event}`;
+    message = batchEventMessage(event);
   } else {
     const check = parseWatchdogCheck(d.body);
     if (typeof check === 'string') return `the body is not a watchdog check: ${check}`;
@@ -89,4 +93,24 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
     scheduledAt,
     message: { ...message, timeToLive: ttl, ...(d.messageId ? { messageId: d.messageId } : {}) },
   };
+}
+
+/** A batch event's structured JSON from a trigger body (bytes, text or a parsed object). */
+function batchEventOf(body: unknown): { id: string; type: string; body: string } | string {
+  const text =
+    typeof body === 'string'
+      ? body
+      : body instanceof Uint8Array
+        ? Buffer.from(body).toString('utf8')
+        : JSON.stringify(body ?? null);
+  let ce: unknown;
+  try {
+    ce = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  const v = ce as Record<string, unknown> | null;
+  if (typeof v !== 'object' || v === null || typeof v.id !== 'string' || typeof v.type !== 'string')
+    return 'no id and type';
+  return { id: v.id, type: v.type, body: text };
 }

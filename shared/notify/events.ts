@@ -43,6 +43,11 @@ export interface WatchdogCheck {
   attempt: number;
   /** Chunks done + failed at the previous check, to tell progress from a stall. */
   settledBefore: number;
+  /**
+   * Present on a batch event delivery's scheduled retry (shared/events/event-delivery.ts): the
+   * same per-batch scheduled queue carries it, with its send availability and dead-lettering.
+   */
+  delivery?: { eventId: string; index: number; attempts: number };
 }
 
 /** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
@@ -56,6 +61,8 @@ export interface WorkPublisher {
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void>;
   /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
   scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
+  /** Sends a batch's CloudEvent to the `batch-events` topic (structured body, `cloudEvents:` properties). */
+  publishBatchEvent?(event: { id: string; type: string; body: string }): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
   scheduleScaleCheck?(delayMs: number): Promise<void>;
   /** Failover state per entity; only a publisher with a secondary namespace has one. */
@@ -89,7 +96,18 @@ export function parseWatchdogCheck(body: unknown): WatchdogCheck | string {
     typeof v.settledBefore === 'number' && Number.isInteger(v.settledBefore) && v.settledBefore >= 0
       ? v.settledBefore
       : 0;
-  return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore };
+  const delivery = parseDelivery(v.delivery);
+  if (typeof delivery === 'string') return delivery;
+  return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore, ...(delivery ? { delivery } : {}) };
+}
+
+function parseDelivery(raw: unknown): WatchdogCheck['delivery'] | string {
+  if (raw === undefined) return undefined;
+  const d = raw as Record<string, unknown> | null;
+  const whole = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
+  if (typeof d !== 'object' || d === null || typeof d.eventId !== 'string' || !whole(d.index) || !whole(d.attempts))
+    return 'watchdog delivery must have an eventId, an index and attempts';
+  return { eventId: d.eventId.slice(0, 100), index: d.index, attempts: d.attempts };
 }
 
 const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;

@@ -3,7 +3,7 @@
  * go through. One builder per destination, so every sender (primary, backlog, syphon) puts the
  * same routing properties on the wire.
  */
-import { EVENT_TTL_MS, SCALE_CHECK_ROLE, WATCHDOG_TTL_MS } from '../names';
+import { BATCH_EVENT_TTL_MS, EVENT_TTL_MS, SCALE_CHECK_ROLE, WATCHDOG_TTL_MS } from '../names';
 import { SCALE_CHECK, type ScheduledMessages, type WatchdogCheck, type WorkDetected } from './events';
 
 /** Application property values Service Bus filters and the Functions host carry unchanged. */
@@ -49,9 +49,33 @@ export function watchdogMessage(check: WatchdogCheck): OutgoingMessage {
     contentType: 'application/json',
     subject: 'WatchdogCheck',
     // One id per (batch, attempt): duplicate detection, where enabled, drops a double schedule.
-    messageId: `${check.batchId}:${check.attempt}`,
+    messageId: check.delivery
+      ? `${check.batchId}:${check.delivery.eventId}:${check.delivery.index}:${check.delivery.attempts}`
+      : `${check.batchId}:${check.attempt}`,
     timeToLive: WATCHDOG_TTL_MS,
     applicationProperties: {},
+  };
+}
+
+/**
+ * A batch event on `batch-events`: the structured CloudEvent as the body (the same bytes a webhook
+ * gets), plus the `cloudEvents:`-prefixed application properties of the AMQP binding, so that a
+ * consumer's subscription can filter on `cloudEvents:type` or `cloudEvents:subject`.
+ */
+export function batchEventMessage(e: { id: string; type: string; body: string }): OutgoingMessage {
+  const ce = JSON.parse(e.body) as Record<string, unknown>;
+  const props: Record<string, PropertyValue> = {};
+  for (const k of ['id', 'source', 'specversion', 'type', 'subject', 'time']) {
+    const v = ce[k];
+    if (typeof v === 'string') props[`cloudEvents:${k}`] = v;
+  }
+  return {
+    body: Buffer.from(e.body, 'utf8'),
+    contentType: 'application/cloudevents+json; charset=utf-8',
+    subject: e.type,
+    messageId: e.id,
+    timeToLive: BATCH_EVENT_TTL_MS,
+    applicationProperties: props,
   };
 }
 

@@ -6,14 +6,21 @@
  * the syphon moves the backlog back. Which failure counts is the one table's call (failoverClass).
  */
 import { PermanentError, TransientError } from '../errors';
-import { TOPIC, WATCHDOG_QUEUE } from '../names';
+import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
 import type { Clock, Logger } from '../ports';
 import { failoverClass, failureSummary, SERVER_BUSY_WAIT_MS } from '../retry/transient';
 import { toBacklogMessage } from './backlog-message';
 import { BacklogRotation } from './backlog-rotation';
 import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { EntityFailover, type PublisherHealth } from './failover-state';
-import { type MessageChannel, type OutgoingMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
+import {
+  batchEventMessage,
+  type MessageChannel,
+  type OutgoingMessage,
+  scaleCheckMessage,
+  toMessage,
+  watchdogMessage,
+} from './messages';
 
 export interface PairedOptions {
   primary: MessageChannel;
@@ -39,7 +46,9 @@ export class PairedPublisher implements WorkPublisher {
   private readonly closedSignal = new Promise<void>((resolve) => (this.wakeOnClose = resolve));
 
   constructor(private readonly o: PairedOptions) {
-    this.entities = new Map([TOPIC, WATCHDOG_QUEUE].map((e) => [e, new EntityFailover(e, o.failoverIntervalMs)]));
+    this.entities = new Map(
+      [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC].map((e) => [e, new EntityFailover(e, o.failoverIntervalMs)]),
+    );
     this.rotation = new BacklogRotation(o.backlogQueues, o.pingIntervalMs);
   }
 
@@ -56,6 +65,10 @@ export class PairedPublisher implements WorkPublisher {
       new Date(this.o.clock.now() + delayMs),
       `scheduling the watchdog check of ${check.batchId}`,
     );
+  }
+
+  async publishBatchEvent(event: { id: string; type: string; body: string }): Promise<void> {
+    await this.send(BATCH_EVENTS_TOPIC, [batchEventMessage(event)], undefined, `publishing batch event ${event.id}`);
   }
 
   async scheduleScaleCheck(delayMs: number): Promise<void> {

@@ -8,11 +8,11 @@ import { ServiceBusClient } from '@azure/service-bus';
 
 import type { ServiceBusConnection } from '../config/connections';
 import { PermanentError, TransientError } from '../errors';
-import { TOPIC, WATCHDOG_QUEUE } from '../names';
+import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
 import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
 import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
-import { scaleCheckMessage, toMessage, watchdogMessage } from './messages';
+import { batchEventMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };
@@ -38,6 +38,12 @@ export class ServiceBusPublisher implements WorkPublisher {
   async scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
     await this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
       this.channel.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.now() + delayMs)),
+    );
+  }
+
+  async publishBatchEvent(event: { id: string; type: string; body: string }): Promise<void> {
+    await this.wrap(`publishing batch event ${event.id}`, () =>
+      this.channel.send(BATCH_EVENTS_TOPIC, [batchEventMessage(event)]),
     );
   }
 

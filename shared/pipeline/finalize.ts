@@ -23,6 +23,8 @@ import {
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
+import type { EventDelivery } from '../events/event-delivery';
+import { hasPendingDeliveries } from '../events/outbox';
 import { isValidBatchId, layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
 import { mapLimit } from '../util/pool';
@@ -43,6 +45,8 @@ export class Finalizer {
     private readonly now: () => number,
     private readonly log: Logger,
     private readonly recent?: RecentResults,
+    /** The outbox: its event is recorded by the write that makes the batch terminal. */
+    private readonly events?: Pick<EventDelivery, 'record' | 'dispatch'>,
   ) {}
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -62,23 +66,27 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    if (m.failed.length === 0) await this.writeReport(m);
-    return this.mark(m, this.now());
+    const report = m.failed.length === 0 ? await this.writeReport(m) : undefined;
+    return this.mark(m, this.now(), report);
   }
 
   /**
-   * A write that made the batch terminal has landed: it leaves the open-batch index (a crash
-   * before this leaves a marker that recovery removes), and a first completion is logged.
+   * A write that made the batch terminal has landed: its event's deliveries start (in the
+   * background), and it leaves the open-batch index once none is pending (a crash before this
+   * leaves a marker that recovery removes), and a first completion is logged.
    */
   async settled(m: Manifest, first = true): Promise<void> {
     if (!isTerminal(m)) return;
-    await this.open
-      .remove(m.batchId)
-      .catch((e: unknown) =>
-        this.log.warn(
-          `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
-        ),
-      );
+    this.events?.dispatch(m);
+    // The index is how recovery finds an undelivered event: the last delivery removes the marker.
+    if (!hasPendingDeliveries(m))
+      await this.open
+        .remove(m.batchId)
+        .catch((e: unknown) =>
+          this.log.warn(
+            `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
+          ),
+        );
     if (first && m.state === 'completed')
       this.log.info(
         `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
@@ -86,15 +94,15 @@ export class Finalizer {
   }
 
   private async finalize(m: Manifest): Promise<void> {
-    if (m.failed.length === 0) await this.writeReport(m);
+    const report = m.failed.length === 0 ? await this.writeReport(m) : undefined;
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
-      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now),
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report),
     );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
-  private mark(m: Manifest, now: number): Manifest {
+  private mark(m: Manifest, now: number, report: Report | undefined): Manifest {
     const failed = m.failed.length > 0;
     m.state = failed ? 'failed' : 'completed';
     m.completedAt = new Date(now).toISOString();
@@ -104,6 +112,8 @@ export class Finalizer {
         .slice(0, 5)
         .map((f) => `chunk ${f.chunk}: ${f.reason}`)
         .join('; ')}`;
+    const event = this.events?.record(m, report);
+    if (event) m.events = [...(m.events ?? []), event];
     return m;
   }
 
@@ -116,7 +126,7 @@ export class Finalizer {
     return readResultHeader(got.body);
   }
 
-  private async writeReport(m: Manifest): Promise<void> {
+  private async writeReport(m: Manifest): Promise<Report> {
     const builder = new ReportBuilder();
     const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
@@ -129,6 +139,7 @@ export class Finalizer {
     await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), {
       contentType: 'application/json',
     });
+    return report;
   }
 }
 

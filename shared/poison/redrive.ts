@@ -79,7 +79,12 @@ export interface RedriveDeps {
   log: Logger;
   /** Service Bus dead-letter queues; undefined without a Service Bus connection. */
   deadLetters?: DeadLetterQueues | undefined;
+  /** Sends poisoned event deliveries again (queue `deliveries`; see shared/events/delivery-redrive.ts). */
+  deliveries?: (req: { batchId?: string; max: number }) => Promise<{ moved: number; skipped: number }>;
 }
+
+/** The `queue` a redrive names for the event deliveries' poison queue. */
+export const DELIVERIES = 'deliveries';
 
 export class Redriver {
   constructor(private readonly deps: RedriveDeps) {}
@@ -87,13 +92,21 @@ export class Redriver {
   async redrive(req: RedriveRequest = {}): Promise<RedriveResult> {
     const { queues, manifests, names, log } = this.deps;
     const all = [...names.inputQueues(), names.resultsQueue];
-    if (req.queue !== undefined && !all.includes(req.queue)) {
-      throw new ValidationError(`queue must be one of ${all.join(', ')}`, 400, 'invalid_request');
+    if (req.queue !== undefined && !all.includes(req.queue) && req.queue !== DELIVERIES) {
+      throw new ValidationError(`queue must be one of ${[...all, DELIVERIES].join(', ')}`, 400, 'invalid_request');
     }
     const max = validateMax(req.max);
     const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };
+    if (this.deps.deliveries && (req.queue === undefined || req.queue === DELIVERIES)) {
+      const d = await this.deps.deliveries({ ...(req.batchId !== undefined ? { batchId: req.batchId } : {}), max });
+      result.moved += d.moved;
+      result.skipped += d.skipped;
+      if (d.moved > 0) result.byQueue[DELIVERIES] = d.moved;
+      if (req.queue === DELIVERIES) return result;
+    }
     const reopened = new Set<string>();
     for (const queue of req.queue ? [req.queue] : all) {
+      if (result.moved >= max) break;
       const poison = queues.queue(names.poisonQueue(queue));
       // Bounded: each round either moves or skips what it received, and skipped ones stay invisible.
       for (let round = 0; round < Math.ceil(MAX_LIMIT / MAX_RECEIVE) && result.moved < max; round++) {
@@ -119,7 +132,11 @@ export class Redriver {
         }
       }
     }
-    await this.deps.notifier.wake(Object.keys(result.byQueue).map((queue) => ({ queue })));
+    await this.deps.notifier.wake(
+      Object.keys(result.byQueue)
+        .filter((queue) => queue !== DELIVERIES)
+        .map((queue) => ({ queue })),
+    );
     result.reopenedBatches = [...reopened].sort();
     log.warn(
       `redrive: ${result.moved} messages moved back (${JSON.stringify(result.byQueue)}), ${result.skipped} skipped`,

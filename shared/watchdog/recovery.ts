@@ -11,6 +11,8 @@
  */
 import { isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches } from '../batch/manifest';
 import { ensureError } from '../errors';
+import type { EventDelivery } from '../events/event-delivery';
+import { hasPendingDeliveries } from '../events/outbox';
 import { STALE_INGEST_MS } from '../ingest/claim';
 import type { EntityNames, Stage } from '../names';
 import type { Notifier } from '../notify/events';
@@ -21,12 +23,15 @@ import type { Watchdog } from './check-batch';
 export type RecoveryAction =
   | { batchId: string; kind: 'notified' | 'finished' | 'closed' | 'progressing' | 'claimed' }
   | { batchId: string; kind: 'repaired'; reenqueued: number }
+  | { batchId: string; kind: 'delivering'; started: number }
   | { batchId: string; kind: 'failed'; error: string };
 
 export interface RecoveryDeps {
   open: OpenBatches;
   manifests: ManifestStore;
   finalizer: Finalizer;
+  /** Re-attempts a terminal batch's lost deliveries (it stays in the index while one is pending). */
+  events: Pick<EventDelivery, 'recover'>;
   notifier: Notifier;
   watchdog: Watchdog;
   names: EntityNames;
@@ -106,6 +111,8 @@ export class Recovery {
   private async one(batchId: string, rule: StallRule, woken: Set<string>): Promise<RecoveryAction> {
     const { open, manifests, finalizer, notifier, watchdog, now, log } = this.deps;
     const m = (await manifests.read(batchId))?.manifest;
+    if (m && isTerminal(m) && hasPendingDeliveries(m))
+      return { batchId, kind: 'delivering', started: this.deps.events.recover(m, rule.leftBefore) };
     if (!m || isTerminal(m) || m.state === 'abandoned') {
       await open.remove(batchId); // finished (a crash came between the finalize and this removal), or never accepted
       return { batchId, kind: 'closed' };

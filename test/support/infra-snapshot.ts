@@ -8,7 +8,7 @@
 import { readRepoFile } from './repo';
 
 /** One .bicepparam per variant, so that both sides of every `if` in infra/ are evaluated. */
-export const VARIANTS = ['default', 'secondary', 'premium', 'scale-agent'] as const;
+export const VARIANTS = ['default', 'secondary', 'premium', 'scale-agent', 'webhooks'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export interface PredictedResource {

@@ -10,6 +10,7 @@ import { TOPIC } from '../../shared/names';
 import type { StatusReport } from '../../shared/status/status-report';
 import { type Azurite, startAzurite } from '../../tools/devstack/azurite';
 import { findRepoRoot } from '../../tools/devstack/host/registry';
+import type { BrokerOptions } from '../../tools/devstack/servicebus/broker';
 import { type BrokerHarness, startTestBroker } from './broker';
 import { type HostProcess, startHostProcess } from './host-process';
 import { uniquePrefix } from './storage';
@@ -22,9 +23,13 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-export async function startLocalStack(env: Record<string, string> = {}): Promise<LocalStack> {
+/** `broker`: the development broker's options (a test may add a subscription of its own, say). */
+export async function startLocalStack(
+  env: Record<string, string> = {},
+  broker: BrokerOptions = {},
+): Promise<LocalStack> {
   const prefix = uniquePrefix();
-  const [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
+  const [azurite, bus] = await Promise.all([startAzurite(), startTestBroker(broker)]);
   const host = await startHostProcess({
     StorageConnection: azurite.connectionString,
     ServiceBusConnection: bus.broker.connectionString,

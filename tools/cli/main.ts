@@ -76,6 +76,10 @@ export function program(run: (code: number) => void): Command {
     )
     .option('--idempotency-key <key>', 'use this Idempotency-Key instead of one derived from the content')
     .option('--no-idempotency', 'send no Idempotency-Key (a re-run makes a new batch)')
+    .option(
+      '--callback <url>',
+      "send the batch's completed/failed event to this URL too (Callback-Url; allowlisted origins only)",
+    )
     .option('--no-wait', 'return once the batch is accepted (202)')
     .option('--timeout <seconds>', 'stop waiting after this long', wholeNumber('--timeout'), 600)
     .option('--poll <ms>', 'status poll interval while waiting', wholeNumber('--poll'), 500)
@@ -87,6 +91,7 @@ export function program(run: (code: number) => void): Command {
           format?: 'ndjson' | 'json';
           idempotencyKey?: string;
           idempotency: boolean;
+          callback?: string;
           wait: boolean;
           timeout: number;
           poll: number;
@@ -101,6 +106,7 @@ export function program(run: (code: number) => void): Command {
           {
             ...(o.format ? { format: o.format } : {}),
             idempotencyKey: o.idempotency ? o.idempotencyKey : false,
+            ...(o.callback !== undefined ? { callbackUrl: o.callback } : {}),
             wait: o.wait,
             timeoutSeconds: o.timeout,
             pollMs: Math.max(100, o.poll),

@@ -18,6 +18,8 @@ import { bytes, duration, money, num, type Painter, painter, progressBar } from 
 export interface SubmitOptions {
   format?: 'ndjson' | 'json';
   idempotencyKey?: string | false;
+  /** Sent as `Callback-Url`: the server checks it against PUSHDRAIN_CALLBACK_ORIGINS. */
+  callbackUrl?: string;
   wait: boolean;
   timeoutSeconds: number;
   /** Poll interval while waiting, ms. */
@@ -149,6 +151,7 @@ async function upload(
     'Content-Type': MEDIA[format],
     'Content-Encoding': 'gzip',
     ...(key ? { 'Idempotency-Key': key } : {}),
+    ...(o.callbackUrl !== undefined ? { 'Callback-Url': o.callbackUrl } : {}),
   };
   // Bounded: Retry-After answers (ingest in progress, 503) are honoured a few times.
   for (let attempt = 1; ; attempt++) {

@@ -184,7 +184,7 @@ const ACTED = new Set(['notified', 'finished', 'repaired', 'failed']);
 async function recoverAtStart(host: LocalHost, started: number): Promise<void> {
   try {
     const { actions, queued } = await host.recover({ leftBefore: started });
-    const acted = actions.filter((a) => ACTED.has(a.kind));
+    const acted = actions.filter((a) => (a.kind === 'delivering' ? a.started > 0 : ACTED.has(a.kind)));
     if (acted.length === 0) return;
     const depths = Object.entries(queued).map(([q, n]) => `${q}=${n}`);
     console.log(

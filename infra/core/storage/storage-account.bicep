@@ -48,14 +48,20 @@ var appContainers = [
   'leases'
 ]
 
-// shared/names.ts allQueues(): work-{p} for each partition, results, and a -poison twin of each.
+// shared/names.ts allQueues(): work-{p} for each partition, results, a -poison twin of each, and
+// deliveries-poison (batch-event deliveries past their retry schedule).
 var baseQueues = concat(map(range(0, partitions), p => 'work-${p}'), [
   'results'
 ])
-var queueNames = flatten(map(baseQueues, q => [
-  q
-  '${q}-poison'
-]))
+var queueNames = concat(
+  flatten(map(baseQueues, q => [
+    q
+    '${q}-poison'
+  ])),
+  [
+    'deliveries-poison'
+  ]
+)
 
 resource account 'Microsoft.Storage/storageAccounts@2025-06-01' = {
   name: name

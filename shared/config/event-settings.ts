@@ -1,0 +1,120 @@
+/**
+ * The batch-event settings: the operator's webhooks, their signing secret, the retry schedule and
+ * the origins a client may name as its batch's callback. The secret is held in a `Secret`, which
+ * prints as `[redacted]` wherever the settings are logged, serialised or inspected.
+ */
+import { inspect } from 'node:util';
+
+import { ConfigError } from '../errors';
+import type { Env } from './connections';
+
+/** Standard Webhooks' recommendation: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
+
+/** A value that must never be printed: only `reveal()` gives it. */
+export class Secret {
+  readonly #value: string;
+  constructor(value: string) {
+    this.#value = value;
+  }
+  reveal(): string {
+    return this.#value;
+  }
+  toString(): string {
+    return '[redacted]';
+  }
+  toJSON(): string {
+    return '[redacted]';
+  }
+  [inspect.custom](): string {
+    return '[redacted]';
+  }
+}
+
+export interface EventSettings {
+  /** PUSHDRAIN_WEBHOOK_URL: every batch's event goes to each. @defaultValue [] */
+  webhookUrls: string[];
+  /** PUSHDRAIN_WEBHOOK_SECRET (`whsec_…`): signs webhooks and callbacks alike. */
+  secret: Secret | undefined;
+  /** PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds. */
+  retryScheduleSeconds: number[];
+  /**
+   * PUSHDRAIN_CALLBACK_ORIGINS: origins a `Callback-Url` may name, exactly or as `https://*.domain`
+   * (see shared/events/callback-policy.ts). @defaultValue []
+   */
+  callbackOrigins: string[];
+}
+
+/** True for a host that is loopback by name or address (where plain http is allowed). */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** An https URL, or http on loopback; never with credentials. Undefined when it is none of those. */
+export function parseEndpoint(raw: string): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (url.username !== '' || url.password !== '') return undefined;
+  if (url.protocol === 'https:') return url;
+  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return url;
+  return undefined;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+export function eventSettings(env: Env): EventSettings {
+  const webhookUrls = list(env.PUSHDRAIN_WEBHOOK_URL).map((raw, i) => {
+    const url = parseEndpoint(raw);
+    // The URL may carry a token in its query: name its position, never echo it.
+    if (!url)
+      throw new ConfigError('PUSHDRAIN_WEBHOOK_URL', `entry ${i + 1} is not an https URL (http only for loopback)`);
+    return url.href;
+  });
+  const rawSecret = env.PUSHDRAIN_WEBHOOK_SECRET?.trim() ?? '';
+  if (rawSecret !== '' && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(rawSecret))
+    throw new ConfigError('PUSHDRAIN_WEBHOOK_SECRET', 'must be a Standard Webhooks secret: whsec_ then base64');
+  const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
+    const entry = raw.replace(/\/$/, '');
+    // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.
+    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) return entry.toLowerCase();
+    const url = parseEndpoint(raw);
+    if (!url || url.origin !== entry)
+      throw new ConfigError(
+        'PUSHDRAIN_CALLBACK_ORIGINS',
+        `entry ${i + 1} is not an origin (https://host[:port] or https://*.domain, http only for loopback)`,
+      );
+    return url.origin;
+  });
+  if (rawSecret === '' && (webhookUrls.length > 0 || callbackOrigins.length > 0))
+    throw new ConfigError(
+      'PUSHDRAIN_WEBHOOK_SECRET',
+      'is required with PUSHDRAIN_WEBHOOK_URL or PUSHDRAIN_CALLBACK_ORIGINS',
+    );
+  return {
+    webhookUrls,
+    secret: rawSecret === '' ? undefined : new Secret(rawSecret),
+    retryScheduleSeconds: retrySchedule(env.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE),
+    callbackOrigins,
+  };
+}
+
+function retrySchedule(raw: string | undefined): number[] {
+  const text = raw === undefined || raw.trim() === '' ? DEFAULT_RETRY_SCHEDULE : raw;
+  const steps = text.split(',').map((s) => s.trim());
+  if (steps.length > 20 || steps.some((s) => !/^\d{1,6}$/.test(s) || Number(s) > 7 * 24 * 3600))
+    throw new ConfigError(
+      'PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE',
+      `must be up to 20 comma-separated whole seconds (each at most a week), got "${text}"`,
+    );
+  return steps.map(Number);
+}

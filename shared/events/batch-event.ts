@@ -1,0 +1,74 @@
+/**
+ * The batch event, a CloudEvents 1.0 event in structured JSON mode (`application/cloudevents+json`),
+ * built with the `cloudevents` SDK: `com.pushdrain.batch.completed` or `…failed`, subject = the
+ * batch id, time = its completedAt, data = its status body, the report's path and a summary (the
+ * transactions and the totals per currency; never a transaction row).
+ */
+import { randomUUID } from 'node:crypto';
+
+import { CloudEvent, HTTP } from 'cloudevents';
+
+import { type BatchStatusBody, type Manifest, statusBody } from '../batch/manifest';
+import type { TotalsRow } from '../billing/bill';
+import type { Report } from '../billing/report';
+import { PermanentError } from '../errors';
+import { type DeliveryKind, type OutboxEvent, pendingDeliveries } from './outbox';
+
+export const BATCH_EVENT_TYPES = {
+  completed: 'com.pushdrain.batch.completed',
+  failed: 'com.pushdrain.batch.failed',
+} as const;
+
+/** The event's `source`: where batches live in the HTTP API. */
+export const BATCH_EVENT_SOURCE = '/api/batches';
+
+export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
+
+export interface BatchEventData extends BatchStatusBody {
+  /** `GET` this for the report rows (completed batches only). */
+  reportPath?: string;
+  summary: { transactions: number; totals: TotalsRow[] };
+}
+
+/** A new id per event (not per attempt): `evt_` and a UUID. */
+export function newEventId(): string {
+  return `evt_${randomUUID()}`;
+}
+
+/** The structured-mode JSON of a terminal batch's event. */
+export function batchEventBody(m: Manifest, report: Report | undefined, id: string): { type: string; body: string } {
+  const status = statusBody(m);
+  if (!status || (status.status !== 'completed' && status.status !== 'failed') || !m.completedAt)
+    throw new PermanentError(`batch ${m.batchId} is not completed or failed: it has no event`);
+  const type = BATCH_EVENT_TYPES[status.status];
+  const data: BatchEventData = {
+    ...status,
+    ...(status.status === 'completed' ? { reportPath: `/api/batches/${m.batchId}/report` } : {}),
+    summary: { transactions: m.transactions, totals: report?.totals ?? [] },
+  };
+  const event = new CloudEvent<BatchEventData>({
+    id,
+    type,
+    source: BATCH_EVENT_SOURCE,
+    subject: m.batchId,
+    time: m.completedAt,
+    datacontenttype: 'application/json',
+    data,
+  });
+  return { type, body: HTTP.structured(event).body as string };
+}
+
+/**
+ * The outbox entry for a manifest just marked terminal: its event and one pending delivery per
+ * target, due now. Undefined when there is nowhere to deliver.
+ */
+export function outboxEvent(
+  m: Manifest,
+  report: Report | undefined,
+  targets: readonly { kind: DeliveryKind; target: string }[],
+): OutboxEvent | undefined {
+  if (targets.length === 0 || !m.completedAt) return undefined;
+  const id = newEventId();
+  const { type, body } = batchEventBody(m, report, id);
+  return { id, type, body, deliveries: pendingDeliveries(targets, m.completedAt) };
+}

@@ -1,0 +1,49 @@
+/**
+ * One attempt of one delivery, by its kind: the topic is a Service Bus send (`batch-events`, with
+ * the publisher's send availability); webhooks and callbacks are signed POSTs (webhook-post.ts).
+ * The operator's own webhooks are trusted as configured; a callback is a client's URL, so the SSRF
+ * guard refuses a private address unless its origin is in PUSHDRAIN_CALLBACK_ORIGINS.
+ */
+import type { EventSettings } from '../config/event-settings';
+import { ensureError } from '../errors';
+import type { HostLookup } from './address-guard';
+import { isExplicitlyAllowed } from './callback-policy';
+import type { AttemptResult, Delivery, OutboxEvent } from './outbox';
+import { postSigned } from './webhook-post';
+
+export type AttemptFn = (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
+
+export interface DeliveryAttemptDeps {
+  settings: EventSettings;
+  now: () => number;
+  /** Sends to the `batch-events` topic; undefined without Service Bus. */
+  publish?: ((e: OutboxEvent) => Promise<void>) | undefined;
+  /** How host names resolve. @defaultValue the system resolver */
+  lookup?: HostLookup | undefined;
+}
+
+export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAttemptDeps): AttemptFn {
+  return async (d, e) => {
+    if (d.kind === 'topic') {
+      if (!publish) return { error: 'ServiceBusConnection is not configured: the topic cannot be sent to' };
+      try {
+        await publish(e);
+        return { sent: true };
+      } catch (err) {
+        return { error: ensureError(err).message.slice(0, 300) };
+      }
+    }
+    const { secret } = settings;
+    if (!secret) return { error: 'PUSHDRAIN_WEBHOOK_SECRET is not set: nothing can sign the event' };
+    const allowPrivate = d.kind === 'webhook' || isExplicitlyAllowed(settings.callbackOrigins, d.target);
+    return postSigned({
+      url: d.target,
+      eventId: e.id,
+      body: e.body,
+      secret,
+      allowPrivate,
+      now,
+      ...(lookup ? { lookup } : {}),
+    });
+  };
+}
