@@ -53,6 +53,8 @@ export interface Manifest {
   done: number[];
   failed: FailedChunk[];
   error?: string;
+  /** W3C trace context of the batch's ingest span: every later span of the batch is in its trace. */
+  traceparent?: string;
 }
 
 export function isTerminal(m: Manifest): boolean {

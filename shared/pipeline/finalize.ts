@@ -25,6 +25,7 @@ import { parseResultHeader, readResultHeader, type RecentResults, type ResultHea
 import { ensureError, TransientError, ValidationError } from '../errors';
 import { isValidBatchId, layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
 
 const READ_CONCURRENCY = 8;
@@ -43,6 +44,7 @@ export class Finalizer {
     private readonly now: () => number,
     private readonly log: Logger,
     private readonly recent?: RecentResults,
+    private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {}
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -62,7 +64,7 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    if (m.failed.length === 0) await this.writeReport(m);
+    if (m.failed.length === 0) await this.inFinalizeSpan(m, () => this.writeReport(m));
     return this.mark(m, this.now());
   }
 
@@ -79,14 +81,25 @@ export class Finalizer {
           `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
         ),
       );
+    if (first) this.telemetry.metrics.batchSettled(m.state === 'completed' ? 'completed' : 'failed', m.latencyMs ?? 0);
     if (first && m.state === 'completed')
       this.log.info(
         `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
       );
   }
 
+  /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */
+  private inFinalizeSpan(m: Manifest, work: () => Promise<void>): Promise<void> {
+    if (!this.telemetry.enabled) return work();
+    return this.telemetry.inSpan(
+      'pushdrain.finalize',
+      { parent: m.traceparent, attributes: { 'pushdrain.batch_id': m.batchId, 'pushdrain.chunks': m.chunks } },
+      work,
+    );
+  }
+
   private async finalize(m: Manifest): Promise<void> {
-    if (m.failed.length === 0) await this.writeReport(m);
+    if (m.failed.length === 0) await this.inFinalizeSpan(m, () => this.writeReport(m));
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
       isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now),
