@@ -23,7 +23,9 @@ function declareWorkerTelemetry(): void {
 
 /** Applies @azure/functions-opentelemetry-instrumentation to this module's `app` (its hooks). */
 async function instrumentFunctions(): Promise<void> {
-  const { AzureFunctionsInstrumentation } = await import('@azure/functions-opentelemetry-instrumentation');
+  // A webpack bundle: import() of it sees only its `default` (module.exports), not named exports.
+  const loaded = await import('@azure/functions-opentelemetry-instrumentation');
+  const { AzureFunctionsInstrumentation } = loaded.default;
   // Disabled: it would wait for the next require of @azure/functions, which has already happened.
   const instrumentation = new AzureFunctionsInstrumentation({ enabled: false });
   // Its setup call repeats the capability declared above, which may by now be locked.
