@@ -25,6 +25,7 @@ export const SCENARIOS = [
   'limit',
   'broker',
   'scaleout',
+  'telemetry',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
