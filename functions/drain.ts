@@ -10,6 +10,8 @@ import type { DrainResult } from '../shared/drain/drain';
 import { ensureError, PermanentError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';
+import { DIAGNOSTIC_ID } from '../shared/notify/messages';
+import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { pushdrainApp } from './pushdrain-app';
 
 /**
@@ -26,8 +28,10 @@ export async function onWorkDetected(
     context.error(`WorkDetected ignored: ${event}`);
     return undefined;
   }
+  const properties = context.triggerMetadata?.applicationProperties as Record<string, unknown> | undefined;
+  const traceparent = checkedTraceparent(properties?.[DIAGNOSTIC_ID]);
   try {
-    return await app.drain(event);
+    return await app.drain(traceparent ? { ...event, traceparent } : event);
   } catch (e) {
     if (e instanceof PermanentError) {
       context.error(`WorkDetected ignored: ${e.message}`);

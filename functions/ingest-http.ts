@@ -5,6 +5,7 @@ import type { PushdrainApp } from '../shared/app';
 import { AbortedError, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
+import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 
@@ -62,6 +63,14 @@ export function requestSignal(context: InvocationContext): AbortSignal | undefin
   return s instanceof AbortSignal ? s : undefined;
 }
 
+/**
+ * The trace context the batch continues: the host's invocation (in Azure it has already continued
+ * the client's `traceparent`), else the client's own header (the local host has no invocation span).
+ */
+export function requestTraceparent(req: HttpRequest, context: InvocationContext): string | undefined {
+  return checkedTraceparent(context.traceContext?.traceParent) ?? checkedTraceparent(req.headers.get('traceparent'));
+}
+
 export async function postBatch(
   app: PushdrainApp,
   req: HttpRequest,
@@ -74,6 +83,7 @@ export async function postBatch(
     const callbackUrl = req.headers.get('callback-url') ?? undefined;
     const body = await readBody(req, app.maxBodyBytes);
     const signal = requestSignal(context);
+    const traceparent = requestTraceparent(req, context);
     const result = await app.submit({
       body,
       format,
@@ -81,6 +91,7 @@ export async function postBatch(
       ...(key !== undefined ? { idempotencyKey: key } : {}),
       ...(callbackUrl !== undefined ? { callbackUrl } : {}),
       ...(signal ? { signal } : {}),
+      ...(traceparent ? { traceparent } : {}),
     });
     context.log(
       `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`,

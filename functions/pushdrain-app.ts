@@ -8,8 +8,11 @@ import type { PushdrainApp } from '../shared/app';
 import { loadSettings } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
 import { ConfigError } from '../shared/errors';
+import { NO_TELEMETRY, type Telemetry } from '../shared/telemetry/telemetry';
+import { workerTelemetry } from './telemetry';
 
 let current: PushdrainApp | undefined;
+let telemetry: Telemetry = NO_TELEMETRY;
 
 export function pushdrainApp(): PushdrainApp {
   if (!current) {
@@ -20,12 +23,13 @@ export function pushdrainApp(): PushdrainApp {
         'is not set (nor ServiceBusConnection__fullyQualifiedNamespace): WorkDetected events cannot be published',
       );
     }
-    current = createApp(settings);
+    current = createApp(settings, { telemetry });
   }
   return current;
 }
 
-app.hook.appStart(() => {
+app.hook.appStart(async () => {
+  telemetry = await workerTelemetry();
   pushdrainApp();
 });
 
@@ -33,4 +37,6 @@ app.hook.appStart(() => {
 // first, so they do not start an instance for nothing later (docs/DESIGN.md).
 app.hook.appTerminate(async () => {
   await current?.settleContinuations();
+  // What is buffered (spans of the last batches, the last metric interval) goes out before exit.
+  await telemetry.shutdown();
 });

@@ -95,6 +95,12 @@ param intermediateRetentionDays int = 30
 @description('Log Analytics retention in days (the first 31 days are included in the ingestion price).')
 param logRetentionDays int = 30
 
+@description('Email that receives the alerts (infra/core/monitor/alerts.bicep); empty: the action group has no receiver.')
+param alertEmail string = ''
+
+@description('Where alert descriptions point operators: the README\'s Operations section (use your repository\'s URL).')
+param runbookUrl string = 'README.md#operations'
+
 // ---------------------------------------------------------------------------------------------
 // Send availability: a secondary Service Bus namespace with backlog queues (off by default)
 // ---------------------------------------------------------------------------------------------
@@ -518,6 +524,22 @@ module api 'app/function-app.bicep' = {
     rbac
     vault
   ]
+}
+
+// Alerts: poison, dead letters, stalled and failed batches, function failures, HTTP 5xx.
+module alerts 'core/monitor/alerts.bicep' = {
+  name: 'alerts'
+  scope: rg
+  params: {
+    namePrefix: resourceToken
+    tags: tags
+    applicationInsightsId: monitoring.outputs.applicationInsightsId
+    serviceBusNamespaceId: serviceBus.outputs.id
+    functionAppId: api.outputs.id
+    alertEmail: alertEmail
+    runbookUrl: runbookUrl
+    stallSeconds: stallSeconds
+  }
 }
 
 // The agent's least-privilege role on the site (infra/app/scale-agent.bicep says why not a built-in one).

@@ -36,6 +36,7 @@ import type { DeadLetterHealth, DeadLetterTally } from './status/dead-letter-tal
 import type { StatusReport, StatusReporter } from './status/status-report';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
+import type { Telemetry } from './telemetry/telemetry';
 import type { Watchdog, WatchdogOutcome } from './watchdog/check-batch';
 import type { Recovery, RecoveryAction } from './watchdog/recovery';
 
@@ -80,6 +81,8 @@ export interface AppParts {
   scaleAgent: ScaleAgent;
   /** Restores backlog messages to the primary; only with a secondary namespace configured. */
   syphon: Syphon | undefined;
+  /** Spans and `pushdrain.*` metrics; NO_TELEMETRY when off. */
+  telemetry: Telemetry;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
   provision(): Promise<void>;
 }
@@ -112,6 +115,8 @@ export interface Submission {
   callbackUrl?: string;
   /** Fires when the client disconnects (the local host gives one; Azure's Node.js worker does not). */
   signal?: AbortSignal;
+  /** The W3C trace context the batch's trace continues (the client's `traceparent`, or the host's invocation). */
+  traceparent?: string;
 }
 
 export class PushdrainApp {
@@ -160,10 +165,14 @@ export class PushdrainApp {
           ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
           ...(s.signal ? { signal: s.signal } : {}),
+          ...(s.traceparent ? { traceparent: s.traceparent } : {}),
           source: 'http',
         }),
       );
-      if (!result.replayed) this.#parts.activity.accepted(result.transactions);
+      if (!result.replayed) {
+        this.#parts.activity.accepted(result.transactions);
+        this.#parts.telemetry.metrics.batchAccepted('http', result.transactions);
+      }
       return result;
     } catch (e) {
       if (e instanceof AbortedError) this.ingests.aborted++;
@@ -190,7 +199,10 @@ export class PushdrainApp {
     // A run that found nothing is what idling costs (its two listings); one that found work is work.
     if (result.files.length > 0 || result.recovered.length > 0) this.#parts.activity.worked();
     for (const f of result.files)
-      if (f.kind === 'ingested' && !f.result.replayed) this.#parts.activity.accepted(f.result.transactions);
+      if (f.kind === 'ingested' && !f.result.replayed) {
+        this.#parts.activity.accepted(f.result.transactions);
+        this.#parts.telemetry.metrics.batchAccepted('sweep', f.result.transactions);
+      }
     return result;
   }
 
@@ -221,7 +233,24 @@ export class PushdrainApp {
       );
     await this.ready();
     const before = meter.snapshot();
-    const outcome = await this.working(() => drains.drain(event.queueName, stage, event.fanOut === true));
+    // The invocation's own span; each batch it serves is linked as the map/reduce spans start.
+    const outcome = await this.#parts.telemetry.inSpan(
+      'pushdrain.drain',
+      {
+        attributes: {
+          'pushdrain.queue': event.queueName,
+          'pushdrain.stage': stage,
+          'pushdrain.fan_out': event.fanOut === true,
+        },
+      },
+      (span) => {
+        if (event.traceparent) span.link(event.traceparent);
+        return this.working(() => drains.drain(event.queueName, stage, event.fanOut === true)).then((o) => {
+          span.set('pushdrain.outcome', o.kind);
+          return o;
+        });
+      },
+    );
     if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
     const used = Object.entries(meterDelta(meter.snapshot(), before));
     // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
@@ -380,5 +409,10 @@ export class PushdrainApp {
     await this.#parts.deadLetters?.close();
     await this.#parts.notifier.close();
     await this.#parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
+  }
+
+  /** Where telemetry goes (`npm start` prints it), or "telemetry off". */
+  get telemetryDestination(): string {
+    return this.#parts.telemetry.destination;
   }
 }

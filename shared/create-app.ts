@@ -48,6 +48,7 @@ import { createStorageClients, credentialFor } from './storage/clients';
 import { BlobLeaseSlots } from './storage/lease-slots';
 import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
+import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry';
 import { Watchdog } from './watchdog/check-batch';
 import { Recovery } from './watchdog/recovery';
 
@@ -69,6 +70,8 @@ export interface AppOptions {
   scaleTarget?: ScaleTarget;
   /** How callback hosts resolve before each delivery. @defaultValue the system resolver */
   lookup?: HostLookup;
+  /** Started before the app (start-telemetry.ts). @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
@@ -80,7 +83,12 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const names = entityNames(settings.namePrefix, tuning.partitions);
   const clients = createStorageClients(settings.storage, meter);
   const activity = new Activity(now);
-  meter.onCount((_op, n) => activity.storage(n));
+  const telemetry = options.telemetry ?? NO_TELEMETRY;
+  const { metrics } = telemetry;
+  meter.onCount((op, n) => {
+    activity.storage(n);
+    metrics.storage(op, n);
+  });
   // The status report reads through clients of its own meter: watching is not what the app costs.
   const statusMeter = new StorageMeter();
   const statusClients = createStorageClients(settings.storage, statusMeter);
@@ -89,12 +97,18 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const deadLetters = bus.deadLetters;
   const tally =
     deadLetters || bus.inspector
-      ? new DeadLetterTally({ count: deadLetters && (() => deadLetters.count()), now, log })
+      ? new DeadLetterTally({
+          count: deadLetters && (() => deadLetters.count()),
+          now,
+          log,
+          onCount: (total) => metrics.deadLetters(total),
+        })
       : undefined;
   const inspector = bus.inspector && tally ? tally.recording(bus.inspector) : bus.inspector;
-  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) =>
-    activity.depths({ [queue]: depth }),
-  );
+  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) => {
+    activity.depths({ [queue]: depth });
+    metrics.queueDepth(queue, depth);
+  });
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
@@ -123,7 +137,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events);
+  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events, telemetry);
   const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({
     blobs,
@@ -137,6 +151,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     chunks: chunkRule(tuning),
     now,
     log,
+    telemetry,
   });
   const watchdog = new Watchdog({
     manifests,
@@ -148,6 +163,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     names,
     maxChecks: tuning.watchdogMaxChecks,
     log,
+    telemetry,
   });
   const map = new MapProcessor({
     blobs,
@@ -158,8 +174,9 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     recent,
     resultsQueue: names.resultsQueue,
     taxRates: settings.taxRates,
+    telemetry,
   });
-  const reduce = new ReduceProcessor(progress, finalizer, log);
+  const reduce = new ReduceProcessor(progress, finalizer, log, telemetry);
   const continuations = new Continuations({
     publish: (queue, delayMs) => notifier.continuation(queue, delayMs),
     depth: (queue) => queues.depth(queue),
@@ -176,11 +193,17 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     processors: { map: activity.countingBilled(map, (m) => parseWorkPointer(m.text).count), reduce },
     continuation: (queue, delayMs) => continuations.schedule(queue, delayMs),
     seenEmpty: (queue, lookedAt) => continuations.seenEmpty(queue, lookedAt),
-    fanOut: (queue, count) => notifier.fanOut(queue, count),
+    fanOut: async (queue, count) => {
+      await notifier.fanOut(queue, count);
+      metrics.fanOut(count);
+    },
     clock,
     log,
     tuning,
-    onRunning: (n) => activity.drains(n),
+    onRunning: (n) => {
+      activity.drains(n);
+      metrics.drainsInProgress(n);
+    },
   });
   const recovery = new Recovery({
     open,
@@ -194,6 +217,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     maxBatches: tuning.sweepMaxBatches,
     now,
     log,
+    telemetry,
   });
   return {
     settings,
@@ -271,6 +295,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
         .padStart(8, '0')}`,
     }),
     syphon: bus.syphon,
+    telemetry,
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
     },

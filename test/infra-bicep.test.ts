@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { DEFAULT_RETRY_SCHEDULE } from '../shared/config/event-settings';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
+import { METRICS } from '../shared/telemetry/otel-metrics';
 import { backlogEntities } from '../tools/devstack/servicebus/secondary';
 import {
   appSettingsOf,
@@ -720,5 +721,71 @@ void describe('infra: batch events', () => {
     );
     const site = onlyOf('Microsoft.Web/sites', 'webhooks');
     assert.equal((site.properties as { keyVaultReferenceIdentity: string }).keyVaultReferenceIdentity, identity().id);
+  });
+});
+
+void describe('infra: alerts as code', () => {
+  const alerts = (variant: Variant = 'default'): PredictedResource[] =>
+    resourcesOf('Microsoft.Insights/metricAlerts', variant);
+  interface Criterion {
+    metricNamespace: string;
+    metricName: string;
+    timeAggregation: string;
+    operator: string;
+    threshold: number;
+    skipMetricValidation?: boolean;
+  }
+  const criterion = (r: PredictedResource): Criterion =>
+    ((r.properties?.criteria as { allOf: Criterion[] }).allOf[0] as Criterion) ??
+    assert.fail(`${r.name}: no criterion`);
+  const watching = (metric: string): PredictedResource =>
+    alerts().find((r) => criterion(r).metricName === metric) ?? assert.fail(`no alert on ${metric}`);
+
+  void it('one rule per condition, each > 0 on the resource that emits it, none on Storage', () => {
+    const ai = onlyOf('Microsoft.Insights/components');
+    const expected: [string, string, string, string][] = [
+      ['DeadletteredMessages', 'Microsoft.ServiceBus/namespaces', 'Maximum', primaryNamespace().id],
+      [METRICS.poisonMoves, 'azure.applicationinsights', 'Total', ai.id],
+      [METRICS.batchesStalled, 'azure.applicationinsights', 'Total', ai.id],
+      [METRICS.batchesFailed, 'azure.applicationinsights', 'Total', ai.id],
+      ['requests/failed', 'microsoft.insights/components', 'Count', ai.id],
+      ['Http5xx', 'Microsoft.Web/sites', 'Total', onlyOf('Microsoft.Web/sites').id],
+    ];
+    assert.equal(alerts().length, expected.length);
+    for (const [metric, namespace, aggregation, scope] of expected) {
+      const rule = watching(metric);
+      const c = criterion(rule);
+      assert.deepEqual(
+        [c.metricNamespace, c.timeAggregation, c.operator, c.threshold],
+        [namespace, aggregation, 'GreaterThan', 0],
+        metric,
+      );
+      assert.deepEqual(rule.properties?.scopes, [scope], `${metric} watches its own resource`);
+      assert.equal(rule.properties?.enabled, true);
+      // A custom metric is declared before the app first sends it; a platform metric is checked at deploy.
+      assert.equal(c.skipMetricValidation, namespace === 'azure.applicationinsights', metric);
+    }
+    for (const r of alerts())
+      for (const scope of r.properties?.scopes as string[])
+        assert.ok(!scope.includes('Microsoft.Storage'), `${r.name} polls nothing in Storage`);
+  });
+
+  void it('every rule notifies the action group and links the README Operations section in its description', () => {
+    const group = onlyOf('Microsoft.Insights/actionGroups');
+    for (const r of alerts()) {
+      assert.deepEqual(r.properties?.actions, [{ actionGroupId: group.id }], r.name);
+      assert.match(String(r.properties?.description), /See README\.md#operations$/, r.name);
+    }
+    assert.match(String(watching(METRICS.batchesStalled).properties?.description), /PUSHDRAIN_STALL_SECONDS \(180 s\)/);
+    assert.ok(readRepoFile('README.md').includes('\n## Operations\n'), 'the anchor exists');
+  });
+
+  void it('the action group emails the optional address: none by default, one receiver when given', () => {
+    const receivers = (variant: Variant): unknown =>
+      onlyOf('Microsoft.Insights/actionGroups', variant).properties?.emailReceivers;
+    assert.deepEqual(receivers('default'), []);
+    assert.deepEqual(receivers('premium'), [
+      { name: 'operators', emailAddress: 'ops@example.com', useCommonAlertSchema: true },
+    ]);
   });
 });

@@ -63,6 +63,8 @@ export interface Manifest {
    * made the batch terminal (see shared/events/outbox.ts).
    */
   events?: OutboxEvent[];
+  /** W3C trace context of the batch's ingest span: every later span of the batch is in its trace. */
+  traceparent?: string;
 }
 
 export function isTerminal(m: Manifest): boolean {

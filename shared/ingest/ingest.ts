@@ -21,6 +21,7 @@ import type { EntityNames } from '../names';
 import type { Notifier, Wake } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
+import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/telemetry';
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
 import { type ChunkRule, fixedChunks } from './chunk-size';
@@ -40,6 +41,8 @@ export interface IngestRequest {
   sourceName?: string;
   /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
   signal?: AbortSignal;
+  /** The caller's W3C trace context: the batch's trace continues it. */
+  traceparent?: string;
 }
 
 export interface IngestResult {
@@ -69,6 +72,8 @@ export interface IngestDeps {
   log: Logger;
   /** @defaultValue MAX_KEPT_BYTES */
   keepBytes?: number;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -81,12 +86,25 @@ const ENQUEUE_CONCURRENCY = 16;
 export class Ingestor {
   constructor(private readonly deps: IngestDeps) {}
 
+  /** The batch's trace starts here: its ingest span's context goes on the manifest, pointers and events. */
   ingest(req: IngestRequest): Promise<IngestResult> {
-    return ingest(this.deps, req);
+    const telemetry = this.deps.telemetry ?? NO_TELEMETRY;
+    return telemetry.inSpan(
+      'pushdrain.ingest',
+      { parent: req.traceparent, attributes: { 'pushdrain.source': req.source } },
+      async (span) => {
+        const result = await ingest(this.deps, req, span);
+        span.set('pushdrain.batch_id', result.batchId);
+        span.set('pushdrain.transactions', result.transactions);
+        span.set('pushdrain.chunks', result.chunks);
+        span.set('pushdrain.replayed', result.replayed);
+        return result;
+      },
+    );
   }
 }
 
-async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult> {
+async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Promise<IngestResult> {
   checkIdempotencyKey(req.idempotencyKey);
   const rule = ctx.chunks ?? fixedChunks(ctx.chunkSize);
   const summary = await validateBody(req.open, req.format, {
@@ -116,6 +134,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     notification: 'pending',
     done: [],
     failed: [],
+    ...(span.traceparent !== undefined ? { traceparent: span.traceparent } : {}),
   };
   const claim = await claimBatch(ctx.manifests, fresh, now);
   if (claim.kind === 'replay') {
@@ -210,7 +229,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   // batch: it stays `notification: pending` in the open index, and the sweep's recovery publishes it.
   let notified = true;
   try {
-    await ctx.notifier.accepted(batchId, queues);
+    await ctx.notifier.accepted(batchId, queues, m.traceparent);
   } catch (e) {
     notified = false;
     ctx.log.warn(

@@ -34,7 +34,7 @@ export interface ChunkWrite {
 
 /** Writes every chunk blob; returns the pointers in chunk order. */
 export async function writeChunks(w: ChunkWrite): Promise<QueuedPointer[]> {
-  const { batchId, chunkSize, chunkPiece, transactions } = w.manifest;
+  const { batchId, chunkSize, chunkPiece, transactions, traceparent } = w.manifest;
   const pointers: QueuedPointer[] = [];
   // Kept chunks are in memory already: only the second pass needs the tight bound.
   const writes = new Pool(w.kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
@@ -54,7 +54,16 @@ export async function writeChunks(w: ChunkWrite): Promise<QueuedPointer[]> {
       });
       pointers[chunk] = {
         queue: w.names.inputQueueOf(batchId, chunk),
-        pointer: { v: 1, batchId, chunk, blob: ref.name, count: enc.count, sha256: enc.sha256, bytes: enc.body.length },
+        pointer: {
+          v: 1,
+          batchId,
+          chunk,
+          blob: ref.name,
+          count: enc.count,
+          sha256: enc.sha256,
+          bytes: enc.body.length,
+          ...(traceparent !== undefined ? { traceparent } : {}),
+        },
       };
     });
   }

@@ -124,6 +124,8 @@ export interface WorkPointer {
   count: number;
   sha256: string;
   bytes: number;
+  /** W3C trace context of the batch (its ingest span): the chunk's map span is its child. */
+  traceparent?: string;
 }
 
 /** On queue `results`: one billed chunk to fold into its batch. */
@@ -134,11 +136,20 @@ export interface ResultPointer {
   /** Blob name in the results container: `{batchId}/{chunk}`. */
   blob: string;
   count: number;
+  /** W3C trace context of the chunk's map span: its reduce span is that span's child. */
+  traceparent?: string;
 }
 
 /** The pointer to a billed chunk (count is informational: the fold reads the result's own header). */
-export function resultPointer(batchId: string, chunk: number, count: number): ResultPointer {
-  return { v: 1, batchId, chunk, blob: layout.result(batchId, chunk).name, count };
+export function resultPointer(batchId: string, chunk: number, count: number, traceparent?: string): ResultPointer {
+  return {
+    v: 1,
+    batchId,
+    chunk,
+    blob: layout.result(batchId, chunk).name,
+    count,
+    ...(traceparent !== undefined ? { traceparent } : {}),
+  };
 }
 
 function parseCommon(text: string): Record<string, unknown> {

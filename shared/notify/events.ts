@@ -18,6 +18,12 @@ export interface WorkDetected {
    * queue's slot 0. It never starts a hand-over of its own (see shared/drain/coordinator.ts).
    */
   fanOut?: true;
+  /**
+   * W3C trace context of the batch step that published it. On the wire it is the message's
+   * `Diagnostic-Id` application property (what the Service Bus SDK and the Functions host read),
+   * never the body.
+   */
+  traceparent?: string;
 }
 
 /**
@@ -170,7 +176,7 @@ export class Notifier {
     private readonly watchdogSlaSeconds: number,
   ) {}
 
-  private event(w: Wake, batchId?: string): WorkDetected {
+  private event(w: Wake, batchId?: string, traceparent?: string): WorkDetected {
     const stage = this.names.stageOf(w.queue);
     if (!stage) throw new PermanentError(`queue ${w.queue} is not one this app drains`);
     return {
@@ -179,12 +185,13 @@ export class Notifier {
       payloadSize: w.payloadSize ?? 0,
       role: ROLE_OF[stage],
       ...(batchId ? { batchId } : {}),
+      ...(traceparent ? { traceparent } : {}),
     };
   }
 
   /** Work is on these queues. Callers enqueue first and wake second: no wake-up is lost. */
-  async wake(queues: readonly Wake[], batchId?: string): Promise<void> {
-    await this.publisher.publish(queues.map((q) => this.event(q, batchId)));
+  async wake(queues: readonly Wake[], batchId?: string, traceparent?: string): Promise<void> {
+    await this.publisher.publish(queues.map((q) => this.event(q, batchId, traceparent)));
   }
 
   /** Hands a queue over to a later wake-up, now or after a delay (a scheduled message, which may come back cancellable). */
@@ -200,8 +207,8 @@ export class Notifier {
   }
 
   /** A batch was just accepted: wake its queues and schedule its first watchdog check. */
-  async accepted(batchId: string, queues: readonly Wake[]): Promise<void> {
-    await this.wake(queues, batchId);
+  async accepted(batchId: string, queues: readonly Wake[], traceparent?: string): Promise<void> {
+    await this.wake(queues, batchId, traceparent);
     await this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 });
   }
 

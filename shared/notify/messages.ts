@@ -34,14 +34,22 @@ export interface MessageChannel {
 
 /** `role` and `queueName` are what the subscriptions' correlation filters match on. */
 export function toMessage(event: WorkDetected): OutgoingMessage {
+  const { traceparent, ...body } = event;
   return {
-    body: event,
+    body,
     contentType: 'application/json',
     subject: 'WorkDetected',
     timeToLive: EVENT_TTL_MS,
-    applicationProperties: { role: event.role, queueName: event.queueName },
+    applicationProperties: {
+      role: event.role,
+      queueName: event.queueName,
+      ...(traceparent ? { [DIAGNOSTIC_ID]: traceparent } : {}),
+    },
   };
 }
+
+/** The application property that carries a message's W3C trace context (Service Bus SDK, Functions host). */
+export const DIAGNOSTIC_ID = 'Diagnostic-Id';
 
 export function watchdogMessage(check: WatchdogCheck): OutgoingMessage {
   return {

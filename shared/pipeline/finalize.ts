@@ -27,6 +27,7 @@ import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries } from '../events/outbox';
 import { isValidBatchId, layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
 
 const READ_CONCURRENCY = 8;
@@ -47,6 +48,7 @@ export class Finalizer {
     private readonly recent?: RecentResults,
     /** The outbox: its event is recorded by the write that makes the batch terminal. */
     private readonly events?: Pick<EventDelivery, 'record' | 'dispatch'>,
+    private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {}
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -66,7 +68,7 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    const report = m.failed.length === 0 ? await this.writeReport(m) : undefined;
+    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
     return this.mark(m, this.now(), report);
   }
 
@@ -87,14 +89,25 @@ export class Finalizer {
             `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
           ),
         );
+    if (first) this.telemetry.metrics.batchSettled(m.state === 'completed' ? 'completed' : 'failed', m.latencyMs ?? 0);
     if (first && m.state === 'completed')
       this.log.info(
         `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
       );
   }
 
+  /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */
+  private inFinalizeSpan<T>(m: Manifest, work: () => Promise<T>): Promise<T> {
+    if (!this.telemetry.enabled) return work();
+    return this.telemetry.inSpan(
+      'pushdrain.finalize',
+      { parent: m.traceparent, attributes: { 'pushdrain.batch_id': m.batchId, 'pushdrain.chunks': m.chunks } },
+      work,
+    );
+  }
+
   private async finalize(m: Manifest): Promise<void> {
-    const report = m.failed.length === 0 ? await this.writeReport(m) : undefined;
+    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
       isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report),

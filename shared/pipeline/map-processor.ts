@@ -9,9 +9,10 @@ import { encodeResult, type RecentResults } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
-import { decodeChunk, parseWorkPointer, resultPointer } from '../model/chunk-codec';
+import { decodeChunk, parseWorkPointer, resultPointer, type WorkPointer } from '../model/chunk-codec';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { cpuTurn } from '../util/cpu-turn';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
@@ -26,18 +27,42 @@ export interface MapDeps {
   recent?: RecentResults;
   resultsQueue: string;
   taxRates: TaxRates;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }
 
 export class MapProcessor implements MessageProcessor {
   /** Result bytes enqueued since the last published event, summed across dequeue tasks. */
   private produced = 0;
   private producedBatch: string | undefined;
+  private producedTrace: string | undefined;
+  private readonly telemetry: Telemetry;
 
-  constructor(private readonly deps: MapDeps) {}
+  constructor(private readonly deps: MapDeps) {
+    this.telemetry = deps.telemetry ?? NO_TELEMETRY;
+  }
 
+  /** One span per chunk, a child of the batch's ingest span; its context travels on the result pointer. */
   async process(message: QueueMessage): Promise<void> {
-    const { blobs, queues, resultsQueue, taxRates } = this.deps;
     const p = parseWorkPointer(message.text);
+    if (!this.telemetry.enabled) return this.bill(p, p.traceparent);
+    const span = this.telemetry.startSpan('pushdrain.map', {
+      parent: p.traceparent,
+      attributes: { 'pushdrain.batch_id': p.batchId, 'pushdrain.chunk': p.chunk, 'pushdrain.transactions': p.count },
+    });
+    try {
+      await this.bill(p, span.traceparent);
+      this.telemetry.metrics.billed(p.count);
+    } catch (e) {
+      span.fail(e);
+      throw e;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async bill(p: WorkPointer, traceparent: string | undefined): Promise<void> {
+    const { blobs, queues, resultsQueue, taxRates } = this.deps;
     const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
     const txns = await decodeChunk(got.body, p.sha256);
@@ -52,19 +77,27 @@ export class MapProcessor implements MessageProcessor {
       contentEncoding: 'gzip',
     });
     this.deps.recent?.put(p.batchId, p.chunk, headerText);
-    await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count));
+    await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count, traceparent));
     this.produced += body.length;
-    this.producedBatch = this.producedBatch === undefined || this.producedBatch === p.batchId ? p.batchId : '';
+    const same = this.producedBatch === undefined || this.producedBatch === p.batchId;
+    this.producedBatch = same ? p.batchId : '';
+    this.producedTrace = same ? traceparent : undefined;
   }
 
   async afterBatch(): Promise<void> {
     if (this.produced === 0) return;
     const payloadSize = this.produced;
     const batchId = this.producedBatch;
+    const traceparent = this.producedTrace;
     this.produced = 0;
     this.producedBatch = undefined;
+    this.producedTrace = undefined;
     try {
-      await this.deps.notifier.wake([{ queue: this.deps.resultsQueue, payloadSize }], batchId || undefined);
+      await this.deps.notifier.wake(
+        [{ queue: this.deps.resultsQueue, payloadSize }],
+        batchId || undefined,
+        traceparent,
+      );
     } catch (e) {
       this.produced += payloadSize; // publish again with the next batch (or the redelivery)
       throw e;
@@ -72,6 +105,12 @@ export class MapProcessor implements MessageProcessor {
   }
 
   onPoison(message: QueueMessage, reason: string): Promise<void> {
-    return recordPoison(this.deps.progress, this.deps.finalizer, parseWorkPointer, message, reason);
+    const { progress, finalizer } = this.deps;
+    return recordPoison(
+      { progress, finalizer, telemetry: this.telemetry, stage: 'map' },
+      parseWorkPointer,
+      message,
+      reason,
+    );
   }
 }

@@ -3,8 +3,9 @@
  * often the message is delivered; when the batch is settled, finalize it.
  */
 import type { ProgressRecorder } from '../batch/progress';
-import { parseResultPointer } from '../model/chunk-codec';
+import { parseResultPointer, type ResultPointer } from '../model/chunk-codec';
 import type { Logger, MessageProcessor, QueueMessage } from '../ports';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
 
@@ -13,10 +14,21 @@ export class ReduceProcessor implements MessageProcessor {
     private readonly progress: ProgressRecorder,
     private readonly finalizer: Finalizer,
     private readonly log: Logger,
+    private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {}
 
+  /** One span per result, a child of its chunk's map span (the result pointer carries its context). */
   async process(message: QueueMessage): Promise<void> {
     const p = parseResultPointer(message.text);
+    if (!this.telemetry.enabled) return this.fold(p);
+    await this.telemetry.inSpan(
+      'pushdrain.reduce',
+      { parent: p.traceparent, attributes: { 'pushdrain.batch_id': p.batchId, 'pushdrain.chunk': p.chunk } },
+      () => this.fold(p),
+    );
+  }
+
+  private async fold(p: ResultPointer): Promise<void> {
     const m = await this.progress.record(p.batchId, { chunk: p.chunk, done: true });
     if (!m) {
       this.log.warn(`results for unknown batch ${p.batchId} (chunk ${p.chunk}) dropped`);
@@ -27,6 +39,12 @@ export class ReduceProcessor implements MessageProcessor {
   }
 
   onPoison(message: QueueMessage, reason: string): Promise<void> {
-    return recordPoison(this.progress, this.finalizer, parseResultPointer, message, reason);
+    const deps = {
+      progress: this.progress,
+      finalizer: this.finalizer,
+      telemetry: this.telemetry,
+      stage: 'reduce' as const,
+    };
+    return recordPoison(deps, parseResultPointer, message, reason);
   }
 }

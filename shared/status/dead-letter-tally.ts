@@ -30,6 +30,8 @@ export interface TallyDeps {
   log: Logger;
   /** Counts older than this make a health call start a recount. @defaultValue 300000 (5 min) */
   maxAgeMs?: number;
+  /** Each count taken, as its total (the dead-letter metric). */
+  onCount?: (total: number) => void;
 }
 
 export const DEAD_LETTER_MAX_AGE_MS = 5 * 60_000;
@@ -46,6 +48,8 @@ export class DeadLetterTally {
   /** Counts taken at `at` (when the count started); an older count never replaces a newer one. */
   record(counts: readonly DeadLetterCount[], at: number): void {
     if (!this.last || at >= this.last.at) this.last = { at, counts };
+    else return;
+    this.deps.onCount?.(counts.reduce((n, c) => n + (c.error === undefined ? c.deadLetters : 0), 0));
   }
 
   /** What GET /api/health shows; makes no request. */

@@ -13,6 +13,7 @@ import type { EntityNames } from '../names';
 import type { Notifier, Wake, WatchdogCheck } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
 
 export type WatchdogOutcome =
@@ -30,6 +31,8 @@ export interface WatchdogDeps {
   names: EntityNames;
   maxChecks: number;
   log: Logger;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }
 
 function missingChunks(m: Manifest): number[] {
@@ -38,7 +41,11 @@ function missingChunks(m: Manifest): number[] {
 }
 
 export class Watchdog {
-  constructor(private readonly deps: WatchdogDeps) {}
+  private readonly telemetry: Telemetry;
+
+  constructor(private readonly deps: WatchdogDeps) {
+    this.telemetry = deps.telemetry ?? NO_TELEMETRY;
+  }
 
   async check(check: WatchdogCheck): Promise<WatchdogOutcome> {
     const { manifests, progress, finalizer, log } = this.deps;
@@ -57,16 +64,29 @@ export class Watchdog {
       let last: Manifest | undefined;
       for (const chunk of missing) last = await progress.record(m.batchId, { chunk, done: false, reason });
       await finalizer.ifSettled(last);
+      this.telemetry.metrics.stalled('failed');
+      this.telemetry.batchEvent(m.traceparent, 'pushdrain.watchdog.failed', {
+        'pushdrain.attempt': check.attempt,
+        'pushdrain.missing': missing.length,
+      });
       log.error(`batch ${m.batchId} failed: ${missing.length} of ${m.chunks} chunks ${reason}`);
       return { kind: 'failed', missing: missing.length };
     }
     const settled = m.chunks - missing.length;
-    const { reenqueued } = await this.repair(m, settled <= check.settledBefore);
+    const stalled = settled <= check.settledBefore;
+    const { reenqueued } = await this.repair(m, stalled);
     const nextInMs = await this.deps.notifier.scheduleCheck({
       v: 1,
       batchId: m.batchId,
       attempt: check.attempt + 1,
       settledBefore: settled,
+    });
+    if (stalled) this.telemetry.metrics.stalled('nudged');
+    this.telemetry.batchEvent(m.traceparent, 'pushdrain.watchdog.nudged', {
+      'pushdrain.attempt': check.attempt,
+      'pushdrain.missing': missing.length,
+      'pushdrain.reenqueued': reenqueued,
+      'pushdrain.stalled': stalled,
     });
     log.warn(
       `batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`,
@@ -97,17 +117,19 @@ export class Watchdog {
       const queue = hasResult ? names.resultsQueue : names.inputQueueOf(batchId, chunk);
       wake.set(queue, { queue });
       if (!stalled && (await depth(queue)) > 0) return;
-      const pointer = hasResult ? resultPointer(batchId, chunk, 1) : await this.workPointer(batchId, chunk);
+      const pointer = hasResult
+        ? resultPointer(batchId, chunk, 1, m.traceparent)
+        : await this.workPointer(batchId, chunk, m.traceparent);
       if (!pointer) return;
       await queues.send(queue, pointer);
       reenqueued++;
     });
-    await this.deps.notifier.wake([...wake.values()], batchId);
+    await this.deps.notifier.wake([...wake.values()], batchId, m.traceparent);
     return { reenqueued, queues: [...wake.keys()] };
   }
 
   /** Rebuilds a work pointer from the chunk blob's metadata (sha256, count) written at ingest. */
-  private async workPointer(batchId: string, chunk: number): Promise<WorkPointer | undefined> {
+  private async workPointer(batchId: string, chunk: number, traceparent?: string): Promise<WorkPointer | undefined> {
     const ref = layout.chunk(batchId, chunk);
     const info = await this.deps.blobs.info(ref);
     if (!info) {
@@ -122,6 +144,15 @@ export class Watchdog {
       );
       return undefined;
     }
-    return { v: 1, batchId, chunk, blob: ref.name, count, sha256, bytes: info.size };
+    return {
+      v: 1,
+      batchId,
+      chunk,
+      blob: ref.name,
+      count,
+      sha256,
+      bytes: info.size,
+      ...(traceparent !== undefined ? { traceparent } : {}),
+    };
   }
 }

@@ -18,6 +18,7 @@ import type { EntityNames, Stage } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
 import type { Logger } from '../ports';
+import type { Telemetry } from '../telemetry/telemetry';
 import type { Watchdog } from './check-batch';
 
 export type RecoveryAction =
@@ -41,6 +42,8 @@ export interface RecoveryDeps {
   maxBatches: number;
   now: () => number;
   log: Logger;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }
 
 /** When the batch last showed life: its last settled chunk, else its acceptance. */
@@ -124,7 +127,8 @@ export class Recovery {
       return { batchId, kind: 'closed' };
     }
     if (m.notification === 'pending') {
-      await notifier.accepted(batchId, m.queues);
+      await notifier.accepted(batchId, m.queues, m.traceparent);
+      this.deps.telemetry?.batchEvent(m.traceparent, 'pushdrain.recovery.notified');
       await manifests.update(batchId, (cur) =>
         cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent' },
       );
@@ -146,6 +150,11 @@ export class Recovery {
     const why = stalled
       ? `no progress for ${idleS} s`
       : `left open by a stopped process (no progress since ${new Date(last).toISOString()})`;
+    if (stalled) this.deps.telemetry?.metrics.stalled('recovered');
+    this.deps.telemetry?.batchEvent(m.traceparent, 'pushdrain.recovery.repaired', {
+      'pushdrain.reenqueued': reenqueued,
+      'pushdrain.stalled': stalled,
+    });
     log.warn(`batch ${batchId}: ${why}; recovery woke its queues and re-enqueued ${reenqueued} lost pointers`);
     return { batchId, kind: 'repaired', reenqueued };
   }

@@ -6,6 +6,7 @@
 import type { PushdrainApp } from '../../shared/app';
 import type { Settings } from '../../shared/config/settings';
 import type { StorageMeter } from '../../shared/storage/meter';
+import type { Telemetry } from '../../shared/telemetry/telemetry';
 
 export const DESIGNS = ['pushdrain', 'classic-poller', 'functions-queue', 'no-claim-check'] as const;
 export type DesignName = (typeof DESIGNS)[number];
@@ -46,4 +47,6 @@ export interface AppOptions {
   /** Start the pollers already in the idle state they would reach after this long (baselines). */
   idleMs?: number;
   random?: () => number;
+  /** pushdrain only: spans and metrics (the telemetry-cost scenario). @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry;
 }

@@ -26,6 +26,7 @@ export const SCENARIOS = [
   'broker',
   'scaleout',
   'overload',
+  'telemetry',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 

@@ -23,6 +23,7 @@ import { type PeerFigures, renderPeerSection } from './peer-figures';
 import { overloadSection, scaleOutSection } from './scale-out-report';
 import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
+import type { TelemetryCostFigures } from './scenarios/telemetry-cost';
 import type { Summary } from './stats';
 
 export interface MachineInfo {
@@ -55,6 +56,8 @@ export interface BenchResults {
   memory?: MemoryFigures;
   limit?: LimitFigures;
   broker?: BrokerFigures;
+  /** CPU per 1M transactions with telemetry to a local OTLP sink against telemetry off. */
+  telemetry?: TelemetryCostFigures;
   profile?: ProfileFigures;
   scaleOut?: ScaleOutRun;
   /** The scale-out run again beside a CPU hog (one busy process per core). */

@@ -32,6 +32,7 @@ import { runLatency } from './scenarios/latency';
 import type { LimitJob, LimitRun } from './scenarios/limit';
 import { runMemory } from './scenarios/memory';
 import { runScaleOut } from './scenarios/scale-out';
+import { runTelemetryCost } from './scenarios/telemetry-cost';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
 import { runTrickle } from './scenarios/trickle';
 import { runWake } from './scenarios/wake';
@@ -300,6 +301,15 @@ async function main(): Promise<void> {
       );
       raw.memory = memory;
       results.memory = memoryFigures(memory);
+    }
+    if (only.has('telemetry')) {
+      const cost = await timed(timings, 'telemetry', log, () =>
+        runTelemetryCost(env, cfg.throughput, { azuritePid, log }),
+      );
+      results.telemetry = cost;
+      log(
+        `  telemetry cost: off ${cost.offCpuPerMillion.toFixed(2)} s, OTLP ${cost.otlpCpuPerMillion.toFixed(2)} s CPU per 1M tx: ${(cost.overhead * 100).toFixed(1)} % more (${cost.sink.requests} exports, ${cost.sink.bytes} bytes to the sink)`,
+      );
     }
     if (only.has('scaleout')) {
       const instanceLog = join(

@@ -9,6 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
+import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { type Azurite, startAzurite } from './azurite';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
@@ -140,6 +141,7 @@ async function main(): Promise<void> {
           `             ${secondary.connectionString}`,
         ]
       : []),
+    `  Telemetry  ${describeTelemetry(telemetrySettings(env))}`,
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map(
       (s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`,

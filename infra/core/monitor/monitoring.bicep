@@ -49,4 +49,5 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' = {
 
 output logAnalyticsId string = logAnalytics.id
 output applicationInsightsName string = applicationInsights.name
+output applicationInsightsId string = applicationInsights.id
 output applicationInsightsConnectionString string = applicationInsights.properties.ConnectionString

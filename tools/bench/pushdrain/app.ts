@@ -79,7 +79,12 @@ export function startPushdrain(options: AppOptions): BenchApp {
   const publisher = new CountingPublisher(
     new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic),
   );
-  const runtime = createApp(settings, { publisher, meter, log: benchLog });
+  const runtime = createApp(settings, {
+    publisher,
+    meter,
+    log: benchLog,
+    ...(options.telemetry ? { telemetry: options.telemetry } : {}),
+  });
   const host: ServiceBusHost = startServiceBusTriggers(
     [
       trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime),

@@ -8,7 +8,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 
+import { telemetrySettings } from '../../../shared/config/telemetry-settings';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
+import { startTelemetry } from '../../../shared/telemetry/start-telemetry';
 import { expectedReport } from '../../testkit/oracle';
 import type { DesignName } from '../app';
 import { startApp } from '../designs';
@@ -29,6 +31,8 @@ export interface ThroughputJob {
   azuritePid?: number;
   /** Write a CPU profile of the measured window here. */
   profileFile?: string;
+  /** pushdrain only: send spans and metrics to this OTLP/HTTP endpoint (http/protobuf). */
+  telemetryEndpoint?: string;
   timeoutMs: number;
 }
 
@@ -57,10 +61,20 @@ export interface ThroughputRun {
 
 export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
   const bodies = job.batches.map(batchBody);
+  const telemetry = job.telemetryEndpoint
+    ? await startTelemetry(
+        telemetrySettings({
+          OTEL_EXPORTER_OTLP_ENDPOINT: job.telemetryEndpoint,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_METRIC_EXPORT_INTERVAL: '5000',
+        }),
+      )
+    : undefined;
   const app = await startApp(job.design, {
     prefix: job.prefix,
     storage: job.storage,
     ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}),
+    ...(telemetry ? { telemetry } : {}),
   });
   const watcher = new CompletionWatcher(app.settings);
   try {
@@ -77,6 +91,8 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     for (const body of bodies) ids.push(await app.submit(body));
     const submitted = Date.now();
     const done = await watcher.wait(ids, job.timeoutMs);
+    // What is still buffered is exported inside the window: its cost is telemetry's.
+    await telemetry?.shutdown();
     const cpu1 = processCpuSeconds();
     loop.disable();
     const loopMs = (ns: number): number => Math.max(0, Math.round(ns / 1e6 - 20));
