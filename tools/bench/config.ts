@@ -65,7 +65,9 @@ const DRAIN_QUIET_MS = tuning.maxIdleMs + 1_000;
 /** pushdrain apps a run starts in all; each gets a topic copy of its own (see support/env.ts). */
 export function pushdrainAppCount(c: BenchConfig): number {
   const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
-  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + c.trickle.reps;
+  // The telemetry scenario runs each throughput repetition twice: telemetry off, then to an OTLP sink.
+  const telemetry = 2 * c.throughput.reps;
+  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + c.trickle.reps + telemetry;
 }
 
 export function fullConfig(): BenchConfig {

@@ -83,21 +83,26 @@ describe('pushdrain CLI against the local stack', () => {
     const uploads = [...r.stderr.matchAll(/^upload +\[[#-]{20}\] (\d+)% \| ([\d,]+)\/([\d,]+) bytes$/gm)];
     assert.ok(uploads.length >= 1, r.stderr);
     assert.equal(uploads.at(-1)?.[1], '100');
-    const chunks = [...r.stderr.matchAll(/^chunks +\[[#-]{20}\] (\d+)% \| (\d+)\/100 chunks$/gm)].map((m) =>
-      Number(m[2]),
-    );
+    // The chunk count is the app's choice for the batch's size (docs/DESIGN.md, "Chunk size").
+    const accepted = /^accepted: batch \S+, 200,000 transactions in (\d+) chunks$/m.exec(r.stderr);
+    assert.ok(accepted, r.stderr);
+    const total = Number(accepted[1]);
+    assert.ok(total > 1, 'a 200,000-transaction batch is cut into several chunks');
+    const chunks = [...r.stderr.matchAll(/^chunks +\[[#-]{20}\] (\d+)% \| (\d+)\/(\d+) chunks$/gm)]
+      .filter((m) => Number(m[3]) === total)
+      .map((m) => Number(m[2]));
     assert.ok(chunks.length >= 2, `a line as the wait starts and one at the end:\n${r.stderr}`);
-    assert.equal(chunks.at(-1), 100);
+    assert.equal(chunks.at(-1), total);
     assert.deepEqual(
       chunks,
       [...chunks].sort((a, b) => a - b),
       'progress only moves forward',
     );
-    assert.match(r.stderr, /^accepted: batch \S+, 200,000 transactions in 100 chunks$/m);
     // The result is on stdout.
-    const m = /^completed: batch (\S+), 200,000 transactions in 100 chunks, [\d,.]+ (ms|s) from submission$/m.exec(
-      r.stdout,
-    );
+    const m = new RegExp(
+      `^completed: batch (\\S+), 200,000 transactions in ${total} chunks, [\\d,.]+ (ms|s) from submission$`,
+      'm',
+    ).exec(r.stdout);
     assert.ok(m?.[1], r.stdout);
     batchId = m[1];
     assert.match(r.stdout, /^totals: AUD [\d,.-]+ \([\d,]+ tx, tax [\d,.-]+\) · CAD /m);
@@ -170,7 +175,7 @@ describe('pushdrain CLI against the local stack', () => {
       new RegExp(`^${stack.prefix}work-0 +0 +– +0 +– +(–|(running|stopping|starting), \\d+ tasks)$`, 'm'),
     );
     assert.match(human.stdout, /^work-detected\/Subscriptions\/drain +\d+ +0 +0$/m);
-    assert.match((await cli(['batches'])).stdout, new RegExp(`^${batchId} +completed +100/100 +200,000 `, 'm'));
+    assert.match((await cli(['batches'])).stdout, new RegExp(`^${batchId} +completed +(\\d+)/\\1 +200,000 `, 'm'));
     assert.match((await cli(['status'])).stdout, /^batches: 0 open, 1 completed, 0 failed$/m);
     assert.ok(!ANSI.test(human.stdout));
   });
