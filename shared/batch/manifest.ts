@@ -3,6 +3,7 @@
  * Every change is a read-modify-write under an ETag condition, so concurrent writers
  * (ingest, aggregators) never lose each other's updates.
  */
+import type { Submitter } from '../auth/principal';
 import { TransientError } from '../errors';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
 import type { Wake } from '../notify/events';
@@ -27,6 +28,8 @@ export interface Manifest {
   /** The incoming/ blob a swept batch came from. */
   sourceName?: string;
   idempotencyKey?: string;
+  /** Who submitted it over HTTP with a token (a function key or the sweep records none). */
+  submitter?: Submitter;
   /**
    * A random id per ingest request. Tells "our own create, retried after its response was
    * lost" from "another request's claim", and keeps a taken-over request from touching it.
@@ -93,6 +96,7 @@ export interface BatchStatusBody {
   submittedAt: string;
   completedAt?: string;
   error?: string;
+  submitter?: Submitter;
 }
 
 /** The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted. */
@@ -109,6 +113,7 @@ export function statusBody(m: Manifest): BatchStatusBody | undefined {
     submittedAt: m.submittedAt,
     ...(m.completedAt ? { completedAt: m.completedAt } : {}),
     ...(m.error ? { error: m.error } : {}),
+    ...(m.submitter ? { submitter: m.submitter } : {}),
   };
 }
 
@@ -189,6 +194,7 @@ export function manifestSummary(m: Manifest): Record<string, string> {
     ...(m.latencyMs !== undefined ? { latencyms: String(m.latencyMs) } : {}),
     // Metadata values are ASCII header text: the reason travels percent-encoded, and short.
     ...(m.error ? { error: encodeURIComponent(m.error.slice(0, 300)) } : {}),
+    ...(m.submitter ? { submitter: encodeURIComponent(JSON.stringify(m.submitter)) } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 
 import { ConfigError } from '../errors';
 import { backlogQueues } from '../names';
+import { type AuthSettings, authSettings } from './auth-settings';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
 import { type NamedLimit, namedLimits, parseEnv, wholeNumber } from './env-schema';
@@ -109,6 +110,8 @@ export interface Settings {
   tuning: Tuning;
   /** The scaling agent (a consumer of the `scale` subscription). */
   scale: ScaleSettings;
+  /** Who may call the HTTP routes (PUSHDRAIN_AUTH and the token settings). */
+  auth: AuthSettings;
 }
 
 /** The declared tuning settings, for the docs and infra/ checks. */
@@ -162,6 +165,7 @@ export function loadSettings(env: Env = process.env): Settings {
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
     scale: { ...scaleChoices(env), ...limits },
+    auth: authSettings(env),
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 
+import type { Submitter } from '../auth/principal';
 import {
   isSettled,
   type Manifest,
@@ -35,6 +36,8 @@ export interface IngestRequest {
   idempotencyKey?: string;
   source: 'http' | 'sweep';
   sourceName?: string;
+  /** The token holder submitting it: recorded on the manifest, and the scope of its Idempotency-Key. */
+  submitter?: Submitter;
   /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
   signal?: AbortSignal;
 }
@@ -87,7 +90,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     maxBytes: ctx.keepBytes ?? MAX_KEPT_BYTES,
   });
   checkAborted(req.signal);
-  const batchId = batchIdFor(req.idempotencyKey);
+  const batchId = batchIdFor(req.idempotencyKey, req.submitter?.objectId);
   const now = ctx.now();
   const fresh: Manifest = {
     v: 1,
@@ -96,6 +99,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest): Promise<IngestResult
     source: req.source,
     ...(req.sourceName ? { sourceName: req.sourceName } : {}),
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    ...(req.submitter ? { submitter: req.submitter } : {}),
     attempt: randomUUID(),
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),
