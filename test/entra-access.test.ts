@@ -20,7 +20,7 @@ import type { Report } from '../shared/billing/report';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump } from './support/invoke';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
-import { algNoneToken, forgedClientPrincipal, type TestIssuer,testIssuer } from './support/tokens';
+import { algNoneToken, forgedClientPrincipal, type TestIssuer, testIssuer } from './support/tokens';
 
 useStorage();
 

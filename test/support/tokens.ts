@@ -20,6 +20,8 @@ import {
 
 export interface TestIssuer {
   issuer: DevIssuer;
+  /** The data folder holding its key (PUSHDRAIN_DATA_DIR for `pushdrain dev-token`). */
+  dataDir: string;
   /** PUSHDRAIN_AUTH=entra and the issuer's settings. */
   env: Record<string, string>;
   token(name: string, roles: readonly Role[], extra?: { lifetimeSeconds?: number; audience?: string }): Promise<string>;
@@ -34,6 +36,7 @@ export async function testIssuer(mode: 'entra' | 'both' = 'entra'): Promise<Test
   const key = await loadOrCreateKey(dir);
   return {
     issuer,
+    dataDir: dir,
     env: { PUSHDRAIN_AUTH: mode, ...issuerSettings(issuer) },
     token: (name, roles, extra = {}) => mintDevToken(key, issuer.issuer, { name, roles, ...extra }),
     foreignKeyToken: async (name, roles) => {
