@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { EXIT } from '../tools/cli/exit-codes';
 import { type CliRun, type LocalStack, runCli, startLocalStack } from './support/local-stack';
-import { forgedClientPrincipal, type TestIssuer,testIssuer } from './support/tokens';
+import { forgedClientPrincipal, type TestIssuer, testIssuer } from './support/tokens';
 
 let iss: TestIssuer;
 let stack: LocalStack;
