@@ -50,12 +50,14 @@ describe('infra: Microsoft Entra ID', () => {
       d.PUSHDRAIN_AUTH_JWKS_URL,
       `[format('{0}{1}/discovery/v2.0/keys', environment().authentication.loginEndpoint, '${tenant}')]`,
     );
-    assert.equal(d.PUSHDRAIN_AUTH_AUDIENCE, '', 'no registration yet: the app refuses to start, naming the setting');
-    const p = appSettingsOf('premium');
+    // The preprovision hook's values (the default snapshot sets them as the hook does).
     assert.equal(
-      p.PUSHDRAIN_AUTH_AUDIENCE,
+      d.PUSHDRAIN_AUTH_AUDIENCE,
       '11111111-2222-3333-4444-555555555555,api://11111111-2222-3333-4444-555555555555',
     );
+    const p = appSettingsOf('premium');
+    assert.equal(p.PUSHDRAIN_AUTH, 'both');
+    assert.equal(p.PUSHDRAIN_AUTH_AUDIENCE, '11111111-2222-3333-4444-555555555555');
     const k = appSettingsOf('scale-agent');
     assert.equal(k.PUSHDRAIN_AUTH, 'keys');
     assert.equal(k.PUSHDRAIN_AUTH_ISSUER, undefined);

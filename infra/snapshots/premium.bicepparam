@@ -6,6 +6,6 @@ extends '../main.bicepparam'
 param hostingPlan = 'premium'
 param archiveRetentionDays = 0
 param intermediateRetentionDays = 0
-// As the preprovision hook leaves the azd environment: the app registration's id and URI.
+// With PUSHDRAIN_AUTH=both: the key check at the platform stays, and the token settings are set.
+param authMode = 'both'
 param apiAppId = '11111111-2222-3333-4444-555555555555'
-param apiIdentifierUri = 'api://11111111-2222-3333-4444-555555555555'
