@@ -134,6 +134,8 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
         batchId,
         WAIT,
       );
+      const row = `#open-batches tr[data-batch="${batchId}"], #recent-batches tr[data-batch="${batchId}"]`;
+      assert.equal((await reader.textContent(`${row} >> .submitter`))?.trim(), 'carol', 'the submitter is on the page');
       assert.equal(await reader.textContent('#who'), 'signed in as rita (Batches.Read)');
       assert.ok(await reader.isVisible('#tiles'));
       assert.ok(await reader.isHidden('#redrive-form'));

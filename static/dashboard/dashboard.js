@@ -75,6 +75,17 @@
     for (const el of document.querySelectorAll('.redrive-batch')) el.hidden = !allows('Operations.Admin');
   }
 
+  // Who submitted a batch (token callers only): the name, else the object id; the app id on hover.
+  function submitter(b) {
+    if (!b.submitter) return '';
+    const s = b.submitter;
+    return h(
+      'span',
+      { class: 'muted submitter', title: `oid ${s.objectId}${s.appId ? `, app ${s.appId}` : ''}` },
+      ` ${s.name || s.objectId}`,
+    );
+  }
+
   function showError(text) {
     const el = $('error');
     el.hidden = !text;
@@ -165,7 +176,7 @@
         h(
           'tr',
           { 'data-batch': b.batchId },
-          h('td', {}, h('code', {}, b.batchId)),
+          h('td', {}, h('code', {}, b.batchId), submitter(b)),
           h('td', { class: `status status-${b.status}` }, b.status),
           h('td', {}, progress(b)),
           h(
@@ -186,7 +197,7 @@
           h(
             'tr',
             { 'data-batch': b.batchId },
-            h('td', {}, h('code', {}, b.batchId)),
+            h('td', {}, h('code', {}, b.batchId), submitter(b)),
             h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
             h('td', {}, fmt(b.transactions)),
             h('td', {}, ms(b.latencyMs)),
