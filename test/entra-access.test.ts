@@ -93,6 +93,7 @@ describe('PUSHDRAIN_AUTH=entra: every route × every role and bad credential', (
     const accepted = await post(rt.app, bearer(await iss.token('alice', ['Batches.Submit'])));
     assert.equal(accepted.status, 202, JSON.stringify(accepted.jsonBody));
     const batchId = (accepted.jsonBody as { batchId: string }).batchId;
+    assert.ok(requests(rt) > 0, 'the meter counts this app’s Storage requests (so an unchanged count means none)');
 
     const bad: Record<string, { headers: Headers; status: 401 }> = {
       'no token': { headers: {}, status: 401 },

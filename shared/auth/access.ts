@@ -18,10 +18,6 @@ export class Access {
     this.verifier = verifier ?? (settings.tokens ? new TokenVerifier(settings.tokens) : undefined);
   }
 
-  get mode(): AuthSettings['mode'] {
-    return this.settings.mode;
-  }
-
   /** The caller, if it holds one of `anyOf`; otherwise an AccessError (401 or 403) naming the roles. */
   async authorize(authorization: string | null | undefined, anyOf: readonly Role[]): Promise<Principal> {
     const principal = await this.authenticate(authorization, anyOf);
