@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import type { Role } from '../shared/auth/principal';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
 import { type LocalStack, startLocalStack } from './support/local-stack';
-import { type TestIssuer,testIssuer } from './support/tokens';
+import { type TestIssuer, testIssuer } from './support/tokens';
 
 interface El {
   textContent: string | null;
