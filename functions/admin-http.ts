@@ -5,11 +5,13 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { describeSubmitter, submitterOf } from '../shared/auth/principal';
 import { ValidationError } from '../shared/errors';
 import type { DeadLetterRedriveRequest } from '../shared/poison/dead-letter-redrive';
 import type { RedriveRequest } from '../shared/poison/redrive';
 import { errorResponse, json, redactSecrets } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
+import { authLevel, ROUTE_ROLES } from './route-access';
 
 export type ParsedRedrive =
   { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
@@ -63,7 +65,9 @@ export async function postRedrive(
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
   try {
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.admin);
     const parsed = parseRedrive(await req.text());
+    context.log(`redrive asked by ${describeSubmitter(submitterOf(caller))}`);
     if (parsed.kind === 'deadLetters') {
       const result = await app.redriveDeadLetters(parsed.request);
       context.log(
@@ -88,6 +92,6 @@ export async function postRedrive(
 app.http('adminRedrive', {
   route: 'admin/redrive',
   methods: ['POST'],
-  authLevel: 'admin',
+  authLevel: authLevel('admin'),
   handler: (req, context) => postRedrive(pushdrainApp(), req, context),
 });

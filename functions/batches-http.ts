@@ -6,6 +6,7 @@ import { reportCsv } from '../shared/billing/report';
 import { ValidationError } from '../shared/errors';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
+import { authLevel, ROUTE_ROLES } from './route-access';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
 
@@ -15,7 +16,8 @@ export async function getBatch(
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
   try {
-    const status = await app.status(req.params.batchId ?? '');
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
+    const status = await app.status(req.params.batchId ?? '', caller);
     return status ? json(200, status) : json(404, NOT_FOUND);
   } catch (e) {
     return errorResponse(e, context);
@@ -38,8 +40,9 @@ export async function getBatchReport(
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
   try {
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
     const format = reportFormat(req);
-    const found = await app.report(req.params.batchId ?? '');
+    const found = await app.report(req.params.batchId ?? '', caller);
     if (found.kind === 'not_found') return json(404, NOT_FOUND);
     if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
     if (format === 'csv') {
@@ -91,14 +94,14 @@ export function health(app: PushdrainApp): HttpResponseInit {
 app.http('getBatch', {
   route: 'batches/{batchId}',
   methods: ['GET'],
-  authLevel: 'function',
+  authLevel: authLevel('function'),
   handler: (req, context) => getBatch(pushdrainApp(), req, context),
 });
 
 app.http('getBatchReport', {
   route: 'batches/{batchId}/report',
   methods: ['GET'],
-  authLevel: 'function',
+  authLevel: authLevel('function'),
   handler: (req, context) => getBatchReport(pushdrainApp(), req, context),
 });
 

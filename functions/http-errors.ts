@@ -1,6 +1,7 @@
 /** Maps the shared error classes to HTTP responses. 5xx bodies never echo internals. */
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
+import { AccessError } from '../shared/auth/access-error';
 import { AbortedError, ensureError, ValidationError } from '../shared/errors';
 import { isTransient } from '../shared/retry/transient';
 
@@ -21,6 +22,15 @@ export function redactSecrets(text: string): string {
 
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
   const e = ensureError(error);
+  if (e instanceof AccessError) {
+    const challenge: Record<string, string> =
+      e.status === 401 ? { 'WWW-Authenticate': 'Bearer error="invalid_token"' } : {};
+    return json(
+      e.status,
+      { error: e.code, message: e.message, ...(e.requiredRoles.length > 0 ? { requiredRoles: e.requiredRoles } : {}) },
+      challenge,
+    );
+  }
   if (e instanceof ValidationError) {
     const retryAfter: Record<string, string> =
       e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};

@@ -2,12 +2,14 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { describeSubmitter, submitterOf } from '../shared/auth/principal';
 import { AbortedError, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
+import { authLevel, ROUTE_ROLES } from './route-access';
 
 const MEDIA_TYPES: Record<string, BodyFormat> = {
   'application/json': 'json',
@@ -78,6 +80,9 @@ export async function postBatch(
 ): Promise<HttpResponseInit> {
   const started = Date.now();
   try {
+    // First: a refused caller gets nothing read, provisioned or written.
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.submit);
+    const submitter = submitterOf(caller);
     const { format, gzip } = bodyKind(req);
     const key = idempotencyKey(req);
     const callbackUrl = req.headers.get('callback-url') ?? undefined;
@@ -92,9 +97,10 @@ export async function postBatch(
       ...(callbackUrl !== undefined ? { callbackUrl } : {}),
       ...(signal ? { signal } : {}),
       ...(traceparent ? { traceparent } : {}),
+      ...(submitter ? { submitter } : {}),
     });
     context.log(
-      `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks`,
+      `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks, submitted by ${describeSubmitter(submitter)}`,
     );
     return json(
       202,
@@ -112,6 +118,6 @@ export async function postBatch(
 app.http('postBatch', {
   route: 'batches',
   methods: ['POST'],
-  authLevel: 'function',
+  authLevel: authLevel('function'),
   handler: (req, context) => postBatch(pushdrainApp(), req, context),
 });

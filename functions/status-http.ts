@@ -7,13 +7,15 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import type { PushdrainApp } from '../shared/app';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
+import { authLevel, ROUTE_ROLES } from './route-access';
 
 export async function getStatus(
   app: PushdrainApp,
-  _req: HttpRequest,
+  req: HttpRequest,
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
   try {
+    await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.status);
     return json(200, await app.statusReport(), { 'Cache-Control': 'no-store' });
   } catch (e) {
     return errorResponse(e, context);
@@ -29,7 +31,7 @@ export function getDashboard(app: PushdrainApp, req: HttpRequest): HttpResponseI
 app.http('adminStatus', {
   route: 'admin/status',
   methods: ['GET'],
-  authLevel: 'function',
+  authLevel: authLevel('function'),
   handler: (req, context) => getStatus(pushdrainApp(), req, context),
 });
 

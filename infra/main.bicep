@@ -35,6 +35,24 @@ param principalId string = ''
 param principalType string = 'User'
 
 // ---------------------------------------------------------------------------------------------
+// Who may call the API (docs/SECURITY.md; the app registration comes from infra/hooks/entra-app.mjs)
+// ---------------------------------------------------------------------------------------------
+
+@allowed([
+  'keys'
+  'entra'
+  'both'
+])
+@description('PUSHDRAIN_AUTH: entra = Microsoft Entra ID bearer tokens with app roles (routes anonymous at the platform, checked in the app); keys = function keys only; both = a function key at the platform and, when sent, a token that narrows the caller.')
+param authMode string = 'entra'
+
+@description('The API\'s app registration (client) id, set by the preprovision hook; an accepted token audience.')
+param apiAppId string = ''
+
+@description('The API\'s identifier URI (api://<appId>), set by the preprovision hook; an accepted token audience.')
+param apiIdentifierUri string = ''
+
+// ---------------------------------------------------------------------------------------------
 // Hosting
 // ---------------------------------------------------------------------------------------------
 
@@ -464,6 +482,16 @@ var scaleAgentSettings = {
   PUSHDRAIN_SCALE_DOWN_COOLDOWN_SECONDS: string(scaleDownCooldownSeconds)
 }
 
+// Tokens of this tenant, validated in the app against its JWKS (Flex Consumption does not enforce
+// App Service Authentication: docs/DESIGN.md). An empty audience fails at start, naming the setting.
+var loginEndpoint = environment().authentication.loginEndpoint
+var authSettings = authMode == 'keys' ? { PUSHDRAIN_AUTH: 'keys' } : {
+  PUSHDRAIN_AUTH: authMode
+  PUSHDRAIN_AUTH_ISSUER: '${loginEndpoint}${tenant().tenantId}/v2.0'
+  PUSHDRAIN_AUTH_AUDIENCE: join(filter([apiAppId, apiIdentifierUri], a => !empty(a)), ',')
+  PUSHDRAIN_AUTH_JWKS_URL: '${loginEndpoint}${tenant().tenantId}/discovery/v2.0/keys'
+}
+
 // Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.
 var sendAvailabilitySettings = enableSecondaryNamespace ? {
   ServiceBusSecondaryConnection__fullyQualifiedNamespace: sendAvailability!.outputs.fullyQualifiedNamespace
@@ -518,7 +546,7 @@ module api 'app/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
-    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings, eventSettings)
+    appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings, eventSettings, authSettings)
   }
   dependsOn: [
     rbac
@@ -571,4 +599,6 @@ output AZURE_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 // The connection string names the ingestion endpoint; with local auth off it grants nothing by itself.
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
+output PUSHDRAIN_AUTH string = authMode
+output PUSHDRAIN_API_SCOPE string = empty(apiIdentifierUri) ? '' : '${apiIdentifierUri}/.default'
 output AZURE_SERVICEBUS_SECONDARY_FQDN string = enableSecondaryNamespace ? sendAvailability!.outputs.fullyQualifiedNamespace : ''

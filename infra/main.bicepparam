@@ -13,3 +13,6 @@ param enableSecondaryNamespace = bool(readEnvironmentVariable('PUSHDRAIN_ENABLE_
 param webhookUrl = readEnvironmentVariable('PUSHDRAIN_WEBHOOK_URL', '')
 param webhookSecret = readEnvironmentVariable('PUSHDRAIN_WEBHOOK_SECRET', '')
 param callbackOrigins = readEnvironmentVariable('PUSHDRAIN_CALLBACK_ORIGINS', '')
+param authMode = readEnvironmentVariable('PUSHDRAIN_AUTH', 'entra')
+param apiAppId = readEnvironmentVariable('PUSHDRAIN_API_APP_ID', '')
+param apiIdentifierUri = readEnvironmentVariable('PUSHDRAIN_API_IDENTIFIER_URI', '')

@@ -3,6 +3,8 @@
  * local host, the CLI). Each method is one use case; it makes sure Storage is provisioned,
  * then hands over to the pipeline step that owns the work. Built by create-app.ts.
  */
+import type { Access } from './auth/access';
+import type { Principal, Role, Submitter } from './auth/principal';
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
@@ -79,6 +81,8 @@ export interface AppParts {
   /** The dead-letter counts health shows; undefined when nothing can count them. */
   deadLetterTally: DeadLetterTally | undefined;
   scaleAgent: ScaleAgent;
+  /** Who may call the HTTP routes (PUSHDRAIN_AUTH). */
+  access: Access;
   /** Restores backlog messages to the primary; only with a secondary namespace configured. */
   syphon: Syphon | undefined;
   /** Spans and `pushdrain.*` metrics; NO_TELEMETRY when off. */
@@ -117,6 +121,8 @@ export interface Submission {
   signal?: AbortSignal;
   /** The W3C trace context the batch's trace continues (the client's `traceparent`, or the host's invocation). */
   traceparent?: string;
+  /** The token holder submitting it (none for a function-key holder): recorded, and scopes the Idempotency-Key. */
+  submitter?: Submitter;
 }
 
 export class PushdrainApp {
@@ -166,6 +172,7 @@ export class PushdrainApp {
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
           ...(s.signal ? { signal: s.signal } : {}),
           ...(s.traceparent ? { traceparent: s.traceparent } : {}),
+          ...(s.submitter ? { submitter: s.submitter } : {}),
           source: 'http',
         }),
       );
@@ -182,14 +189,25 @@ export class PushdrainApp {
     }
   }
 
-  /** GET /api/batches/{id}: undefined for a batch that was never accepted. */
-  status(batchId: string): Promise<BatchStatusBody | undefined> {
-    return this.#parts.reader.status(batchId);
+  /**
+   * Every HTTP route that returns or changes data asks this first, before any other work: the
+   * caller, if it holds one of `anyOf`; otherwise an AccessError (401 or 403).
+   */
+  authorize(authorization: string | null | undefined, anyOf: readonly Role[]): Promise<Principal> {
+    return this.#parts.access.authorize(authorization, anyOf);
   }
 
-  /** GET /api/batches/{id}/report. */
-  report(batchId: string): Promise<ReportLookup> {
-    return this.#parts.reader.report(batchId);
+  /**
+   * GET /api/batches/{id}: undefined for a batch that was never accepted, and for one `viewer` may
+   * not see (another submitter's: the same answer as a missing one).
+   */
+  status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
+    return this.#parts.reader.status(batchId, viewer);
+  }
+
+  /** GET /api/batches/{id}/report; `not_found` for a batch `viewer` may not see. */
+  report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
+    return this.#parts.reader.report(batchId, viewer);
   }
 
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */

@@ -3,6 +3,7 @@
  * validated settings. Nothing else in shared/ picks an adapter or builds an SDK client.
  */
 import { type AppParts, PushdrainApp } from './app';
+import { Access } from './auth/access';
 import { ManifestListing } from './batch/batch-list';
 import { ManifestStore, OpenBatches } from './batch/manifest';
 import { ProgressRecorder } from './batch/progress';
@@ -273,6 +274,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       clock,
       log,
     }),
+    access: new Access(settings.auth),
     activity,
     inspector,
     deadLetters,

@@ -68,7 +68,9 @@ export function isValidIdempotencyKey(value: string): boolean {
 }
 
 /** A retry with the same Idempotency-Key maps to the same batch, so a replay finds it. */
-export function batchIdFor(idempotencyKey: string | undefined): string {
+export function batchIdFor(idempotencyKey: string | undefined, owner?: string): string {
   if (idempotencyKey === undefined) return `b-${randomUUID()}`;
-  return `k-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 32)}`;
+  // Scoped to its owner: two submitters' equal keys name two batches, so neither can find the other's.
+  const scoped = owner === undefined ? idempotencyKey : `${owner}\n${idempotencyKey}`;
+  return `k-${createHash('sha256').update(scoped).digest('hex').slice(0, 32)}`;
 }

@@ -48,4 +48,32 @@ describe('HTTP auth levels', () => {
     const redrive = routes.find((r) => r.template === 'api/admin/redrive');
     if (redrive) assert.equal(redrive.authLevel, 'admin');
   });
+
+  test('PUSHDRAIN_AUTH=entra: the platform lets every route through, the app checks the token (test/entra-access)', () => {
+    const root = repoRoot();
+    const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { PUSHDRAIN_AUTH: 'entra' },
+    });
+    assert.equal(run.status, 0, run.stderr);
+    const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
+    assert.ok(routes.length >= 4);
+    for (const r of routes) assert.equal(r.authLevel, 'anonymous', `${r.functionName} (${r.template})`);
+  });
+
+  test('PUSHDRAIN_AUTH=both keeps the key levels (the platform checks the key, a token narrows the caller)', () => {
+    const root = repoRoot();
+    const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { PUSHDRAIN_AUTH: 'both' },
+    });
+    assert.equal(run.status, 0, run.stderr);
+    const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
+    assert.equal(routes.find((r) => r.template === 'api/batches')?.authLevel, 'function');
+    assert.equal(routes.find((r) => r.template === 'api/admin/redrive')?.authLevel, 'admin');
+  });
 });

@@ -123,9 +123,11 @@ const DEPLOY_TIME: Record<string, string> = {
   clientId: '00000000-0000-0000-0000-000000000000',
 };
 
-/** The scaling agent's own identity, which only exists once deployed. */
+/** The scaling agent's own identity, and the cloud's login endpoint, known once deployed. */
 const DEPLOY_TIME_SETTINGS: Record<string, string> = {
   PUSHDRAIN_SCALE_CLIENT_ID: '00000000-0000-0000-0000-000000000000',
+  PUSHDRAIN_AUTH_ISSUER: 'https://login.microsoftonline.com/00000000-0000-0000-0000-00000000aaaa/v2.0',
+  PUSHDRAIN_AUTH_JWKS_URL: 'https://login.microsoftonline.com/00000000-0000-0000-0000-00000000aaaa/discovery/v2.0/keys',
 };
 
 /** The environment the app starts with on every deployment (conditional settings left out). */

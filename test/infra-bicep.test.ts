@@ -92,6 +92,8 @@ void describe('infra: the snapshots', () => {
       'AZURE_MANAGED_IDENTITY_CLIENT_ID',
       'APPLICATIONINSIGHTS_CONNECTION_STRING',
       'AZURE_SERVICEBUS_SECONDARY_FQDN',
+      'PUSHDRAIN_AUTH',
+      'PUSHDRAIN_API_SCOPE',
     ];
     const outputs = snapshot().outputs;
     assert.deepEqual(Object.keys(outputs).sort(), [...expected].sort());

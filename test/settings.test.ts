@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import { authSettings } from '../shared/config/auth-settings';
 import { defaultTuning, loadSettings, TUNING_SPECS } from '../shared/config/settings';
 import { ConfigError } from '../shared/errors';
 
@@ -88,5 +89,32 @@ describe('documentation', () => {
       (s) => !readme.includes(`| \`${s.setting}\` | ${s.def} | ${s.min}–${s.max} |`),
     ).map((s) => s.setting);
     assert.deepEqual(missing, []);
+  });
+});
+
+describe('PUSHDRAIN_AUTH and the token settings', () => {
+  test('keys by default; entra needs the issuer, audience and an https (or loopback) JWKS, each named', () => {
+    assert.equal(authSettings({}).mode, 'keys');
+    assert.throws(() => authSettings({ PUSHDRAIN_AUTH: 'tokens' }), /PUSHDRAIN_AUTH: must be keys, entra or both/);
+    assert.throws(() => authSettings({ PUSHDRAIN_AUTH: 'entra' }), /PUSHDRAIN_AUTH_AUDIENCE: is required/);
+    const base = {
+      PUSHDRAIN_AUTH: 'entra',
+      PUSHDRAIN_AUTH_AUDIENCE: 'api://pushdrain, 0000-app-id',
+      PUSHDRAIN_AUTH_ISSUER: 'https://login.microsoftonline.com/t/v2.0',
+    };
+    assert.throws(() => authSettings(base), /PUSHDRAIN_AUTH_JWKS_URL: is required/);
+    assert.throws(
+      () => authSettings({ ...base, PUSHDRAIN_AUTH_JWKS_URL: 'http://login.example/keys' }),
+      /PUSHDRAIN_AUTH_JWKS_URL: must be https/,
+    );
+    const ok = authSettings({
+      ...base,
+      PUSHDRAIN_AUTH_JWKS_URL: 'https://login.microsoftonline.com/t/discovery/v2.0/keys',
+    });
+    assert.deepEqual(ok.tokens?.audiences, ['api://pushdrain', '0000-app-id']);
+    assert.equal(
+      authSettings({ ...base, PUSHDRAIN_AUTH_JWKS_URL: 'http://127.0.0.1:7072/discovery/v2.0/keys' }).mode,
+      'entra',
+    );
   });
 });

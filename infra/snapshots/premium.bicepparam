@@ -8,3 +8,6 @@ param hostingPlan = 'premium'
 param archiveRetentionDays = 0
 param intermediateRetentionDays = 0
 param alertEmail = 'ops@example.com'
+// With PUSHDRAIN_AUTH=both: the key check at the platform stays, and the token settings are set.
+param authMode = 'both'
+param apiAppId = '11111111-2222-3333-4444-555555555555'

@@ -4,3 +4,5 @@ extends '../main.bicepparam'
 
 param scaleAgentMode = 'apply'
 param scaleMinInstances = 1
+// Function keys only (PUSHDRAIN_AUTH=keys): no token settings.
+param authMode = 'keys'

@@ -4,6 +4,7 @@
  * reading a manifest. The scan is bounded; behind the `BatchDirectory` seam an index of open
  * batches can later serve `open` in one request.
  */
+import type { Submitter } from '../auth/principal';
 import type { BlobStore } from '../ports';
 import { type BatchState, type BatchStatusBody, type ManifestStore, statusBody, statusOf } from './manifest';
 
@@ -68,7 +69,26 @@ export function summaryFromMetadata(
     ...(md.completedat ? { completedAt: md.completedat } : {}),
     ...(md.latencyms !== undefined ? { latencyMs: Number(md.latencyms) } : {}),
     ...(md.error !== undefined ? { error: decodeError(md.error) } : {}),
+    ...submitterFrom(md.submitter),
   };
+}
+
+/** The submitter as manifestSummary wrote it; anything unreadable is left out, never guessed. */
+function submitterFrom(v: string | undefined): { submitter?: Submitter } {
+  if (v === undefined) return {};
+  try {
+    const s = JSON.parse(decodeURIComponent(v)) as Partial<Submitter>;
+    if (typeof s.objectId !== 'string') return {};
+    return {
+      submitter: {
+        objectId: s.objectId,
+        ...(typeof s.appId === 'string' ? { appId: s.appId } : {}),
+        ...(typeof s.name === 'string' ? { name: s.name } : {}),
+      },
+    };
+  } catch {
+    return {};
+  }
 }
 
 function decodeError(v: string): string {

@@ -3,6 +3,7 @@
  * Every change is a read-modify-write under an ETag condition, so concurrent writers
  * (ingest, aggregators) never lose each other's updates.
  */
+import type { Submitter } from '../auth/principal';
 import { TransientError } from '../errors';
 import type { OutboxEvent } from '../events/outbox';
 import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
@@ -28,6 +29,8 @@ export interface Manifest {
   /** The incoming/ blob a swept batch came from. */
   sourceName?: string;
   idempotencyKey?: string;
+  /** Who submitted it over HTTP with a token (a function key or the sweep records none). */
+  submitter?: Submitter;
   /**
    * A random id per ingest request. Tells "our own create, retried after its response was
    * lost" from "another request's claim", and keeps a taken-over request from touching it.
@@ -105,6 +108,7 @@ export interface BatchStatusBody {
   submittedAt: string;
   completedAt?: string;
   error?: string;
+  submitter?: Submitter;
 }
 
 /** The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted. */
@@ -121,6 +125,7 @@ export function statusBody(m: Manifest): BatchStatusBody | undefined {
     submittedAt: m.submittedAt,
     ...(m.completedAt ? { completedAt: m.completedAt } : {}),
     ...(m.error ? { error: m.error } : {}),
+    ...(m.submitter ? { submitter: m.submitter } : {}),
   };
 }
 
@@ -262,6 +267,7 @@ export function manifestSummary(m: Manifest): Record<string, string> {
     ...(m.latencyMs !== undefined ? { latencyms: String(m.latencyMs) } : {}),
     // Metadata values are ASCII header text: the reason travels percent-encoded, and short.
     ...(m.error ? { error: encodeURIComponent(m.error.slice(0, 300)) } : {}),
+    ...(m.submitter ? { submitter: encodeURIComponent(JSON.stringify(m.submitter)) } : {}),
   };
 }
 

@@ -2,10 +2,13 @@
  * The reduce step's output: merge chunk partials into report rows and per-currency totals.
  * Rows are keyed by (account, currency), so merging is order-independent.
  */
+import type { Submitter } from '../auth/principal';
 import { addSums, compareText, type ReportRow, sortRows, type TotalsRow, zeroSums } from './bill';
 
 export interface Report {
   batchId: string;
+  /** Who submitted the batch (token callers only). */
+  submitter?: Submitter;
   transactions: number;
   rows: ReportRow[];
   totals: TotalsRow[];

@@ -6,6 +6,7 @@ import { z } from 'zod';
 
 import { ConfigError } from '../errors';
 import { backlogQueues } from '../names';
+import { type AuthSettings, authSettings } from './auth-settings';
 import type { Env, ServiceBusConnection, StorageConnection } from './connections';
 import { serviceBusConnection, storageConnection } from './connections';
 import { type NamedLimit, namedLimits, parseEnv, wholeNumber } from './env-schema';
@@ -112,6 +113,8 @@ export interface Settings {
   scale: ScaleSettings;
   /** Batch events: webhooks, their secret, the retry schedule, callback origins. */
   events: EventSettings;
+  /** Who may call the HTTP routes (PUSHDRAIN_AUTH and the token settings). */
+  auth: AuthSettings;
 }
 
 /** The declared tuning settings, for the docs and infra/ checks. */
@@ -166,6 +169,7 @@ export function loadSettings(env: Env = process.env): Settings {
     tuning,
     scale: { ...scaleChoices(env), ...limits },
     events: eventSettings(env),
+    auth: authSettings(env),
   };
 }
 

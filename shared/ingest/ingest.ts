@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 
+import type { Submitter } from '../auth/principal';
 import {
   isSettled,
   type Manifest,
@@ -39,6 +40,8 @@ export interface IngestRequest {
   callbackUrl?: string;
   source: 'http' | 'sweep';
   sourceName?: string;
+  /** The token holder submitting it: recorded on the manifest, and the scope of its Idempotency-Key. */
+  submitter?: Submitter;
   /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
   signal?: AbortSignal;
   /** The caller's W3C trace context: the batch's trace continues it. */
@@ -113,7 +116,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
   });
   const plan = rule.plan(summary);
   checkAborted(req.signal);
-  const batchId = batchIdFor(req.idempotencyKey);
+  const batchId = batchIdFor(req.idempotencyKey, req.submitter?.objectId);
   const now = ctx.now();
   const fresh: Manifest = {
     v: 1,
@@ -123,6 +126,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     ...(req.sourceName ? { sourceName: req.sourceName } : {}),
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
     ...(req.callbackUrl ? { callbackUrl: req.callbackUrl } : {}),
+    ...(req.submitter ? { submitter: req.submitter } : {}),
     attempt: randomUUID(),
     bodySha256: summary.sha256,
     submittedAt: new Date(now).toISOString(),

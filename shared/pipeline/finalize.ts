@@ -11,6 +11,7 @@
  * The read side of the HTTP API (`BatchReader`: a batch's status, and the report written here)
  * is at the end of this file.
  */
+import { maySee, type Principal } from '../auth/principal';
 import {
   type BatchStatusBody,
   isSettled,
@@ -143,7 +144,7 @@ export class Finalizer {
     const builder = new ReportBuilder();
     const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
-    const report = builder.build(m.batchId);
+    const report: Report = { ...builder.build(m.batchId), ...(m.submitter ? { submitter: m.submitter } : {}) };
     if (report.transactions !== m.transactions) {
       throw new TransientError(
         `report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`,
@@ -171,15 +172,19 @@ export class BatchReader {
     private readonly blobs: BlobStore,
   ) {}
 
-  /** The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted. */
-  async status(batchId: string): Promise<BatchStatusBody | undefined> {
+  /**
+   * The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted or that
+   * `viewer` may not see: the manifest is read either way, so the two answers cost the same.
+   */
+  async status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
     checkBatchId(batchId);
     const got = await this.manifests.read(batchId);
-    return got ? statusBody(got.manifest) : undefined;
+    if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
+    return statusBody(got.manifest);
   }
 
-  async report(batchId: string): Promise<ReportLookup> {
-    const status = await this.status(batchId);
+  async report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
+    const status = await this.status(batchId, viewer);
     if (!status) return { kind: 'not_found' };
     if (status.status !== 'completed') return { kind: 'not_ready', status: status.status };
     const got = await this.blobs.read(layout.report(batchId));

@@ -1,9 +1,11 @@
 // pushdrain status page. Reads GET admin/status (function key) every few seconds and draws it;
 // POST admin/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
-// or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL.
+// or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL. With
+// PUSHDRAIN_AUTH=entra a pasted token (a dev token locally) is sent as a bearer token instead, and the
+// page hides what the token's roles do not allow (elements marked data-role); the app checks again.
 'use strict';
 (() => {
-  const state = { key: '', refreshMs: 2000, timer: 0, loaded: false };
+  const state = { key: '', token: '', roles: null, refreshMs: 2000, timer: 0, loaded: false };
   const $ = (id) => document.getElementById(id);
   const fmt = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'));
 
@@ -50,7 +52,38 @@
   const ms = (n) => (n === undefined ? '–' : n < 10000 ? `${fmt(n)} ms` : `${(n / 1000).toFixed(1)} s`);
 
   function headers(key) {
-    return key ? { 'x-functions-key': key } : {};
+    return {
+      ...(key ? { 'x-functions-key': key } : {}),
+      ...(state.token ? { Authorization: `Bearer ${state.token}` } : {}),
+    };
+  }
+
+  // The token's claims, read only to decide what to show: the app validates the token on every request.
+  function claimsOf(token) {
+    try {
+      const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), '=')));
+    } catch {
+      return null;
+    }
+  }
+
+  const allows = (role) => state.roles === null || state.roles.includes(role);
+
+  function showRoles() {
+    for (const el of document.querySelectorAll('[data-role]')) el.hidden = !allows(el.dataset.role);
+    for (const el of document.querySelectorAll('.redrive-batch')) el.hidden = !allows('Operations.Admin');
+  }
+
+  // Who submitted a batch (token callers only): the name, else the object id; the app id on hover.
+  function submitter(b) {
+    if (!b.submitter) return '';
+    const s = b.submitter;
+    return h(
+      'span',
+      { class: 'muted submitter', title: `oid ${s.objectId}${s.appId ? `, app ${s.appId}` : ''}` },
+      ` ${s.name || s.objectId}`,
+    );
   }
 
   function showError(text) {
@@ -61,15 +94,19 @@
 
   async function poll() {
     clearTimeout(state.timer);
+    if (state.token && !allows('Batches.Read')) return; // a submitter finds its own batches by id
     try {
       const res = await fetch('admin/status', { headers: headers(state.key), cache: 'no-store' });
       if (res.status === 401 || res.status === 403) {
-        showError(`The function key was refused (${res.status}). Enter it above.`);
+        const body = await res.json().catch(() => ({}));
+        if (state.token) showError(`Refused (${res.status}): ${body.message || 'the token was not accepted'}`);
+        else showError(`The function key was refused (${res.status}). Enter it above.`);
         $('key').focus();
         return; // no retry loop with a wrong key
       }
       if (!res.ok) throw new Error(`status ${res.status}: ${(await res.text()).slice(0, 200)}`);
       render(await res.json());
+      showRoles();
       showError('');
     } catch (e) {
       showError(`Could not read the status: ${e.message}`);
@@ -145,7 +182,7 @@
         h(
           'tr',
           { 'data-batch': b.batchId },
-          h('td', {}, h('code', {}, b.batchId)),
+          h('td', {}, h('code', {}, b.batchId), submitter(b)),
           h('td', { class: `status status-${b.status}` }, b.status),
           h('td', {}, progress(b)),
           h(
@@ -166,7 +203,7 @@
           h(
             'tr',
             { 'data-batch': b.batchId },
-            h('td', {}, h('code', {}, b.batchId)),
+            h('td', {}, h('code', {}, b.batchId), submitter(b)),
             h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
             h('td', {}, fmt(b.transactions)),
             h('td', {}, ms(b.latencyMs)),
@@ -430,6 +467,19 @@
   $('key-form').addEventListener('submit', (e) => {
     e.preventDefault();
     state.key = $('key').value;
+    poll();
+  });
+  $('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    state.token = $('token').value.trim();
+    $('token').value = '';
+    const claims = state.token ? claimsOf(state.token) : null;
+    state.roles = claims ? (Array.isArray(claims.roles) ? claims.roles : []) : null;
+    $('who').textContent = claims
+      ? `signed in as ${claims.name || claims.oid || 'unknown'} (${state.roles.join(', ') || 'no role'})`
+      : '';
+    showRoles();
+    showError('');
     poll();
   });
   $('find-form').addEventListener('submit', async (e) => {

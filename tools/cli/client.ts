@@ -13,6 +13,8 @@ export interface ErrorBody {
   message?: string;
   details?: { line: number; field: string; message: string }[];
   status?: string;
+  /** On a 401/403 from an app with PUSHDRAIN_AUTH=entra: the app roles the route needs (one of). */
+  requiredRoles?: string[];
 }
 
 export class CliError extends Error {
@@ -36,6 +38,8 @@ export interface Response {
 export interface ClientOptions {
   url: string;
   key?: string;
+  /** With `--auth entra`: the access token for each request, sent as `Authorization: Bearer`. */
+  bearer?: () => Promise<string>;
   /** Per request, except uploads. @defaultValue 30000 */
   timeoutMs?: number;
 }
@@ -59,9 +63,11 @@ export function parseBody(text: string): unknown {
 function failure(what: string, res: Response): CliError {
   const body = parseBody(res.text) as ErrorBody | undefined;
   const reason =
-    res.status === 401 || res.status === 403
-      ? 'the key was refused (use --key, or PUSHDRAIN_KEY; redrive needs the admin key)'
-      : (body?.message ?? (res.text.slice(0, 200) || 'no body'));
+    (res.status === 401 || res.status === 403) && body?.requiredRoles === undefined
+      ? 'the key was refused (use --key, or PUSHDRAIN_KEY; redrive needs the admin key; --auth entra sends a token)'
+      : res.status === 403
+        ? `missing app role ${(body?.requiredRoles ?? []).join(' or ')}: ${body?.message ?? ''}`
+        : (body?.message ?? (res.text.slice(0, 200) || 'no body'));
   return new CliError(`${what}: HTTP ${res.status}: ${reason}`, exitFor(res.status), body, res.status);
 }
 
@@ -84,8 +90,18 @@ export class ApiClient {
     return `${this.base}${path}`;
   }
 
-  headers(extra: Record<string, string> = {}, key = this.options.key): Record<string, string> {
-    return { ...(key ? { 'x-functions-key': key } : {}), 'User-Agent': 'pushdrain-cli', ...extra };
+  headers(extra: Record<string, string> = {}, key = this.options.key, token?: string): Record<string, string> {
+    return {
+      ...(key ? { 'x-functions-key': key } : {}),
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      'User-Agent': 'pushdrain-cli',
+      ...extra,
+    };
+  }
+
+  /** The bearer token for the next request (the credential caches and renews it). */
+  private token(): Promise<string | undefined> {
+    return this.options.bearer ? this.options.bearer() : Promise.resolve(undefined);
   }
 
   /** One request; network failures become CliError(unavailable). Non-2xx is returned, not thrown. */
@@ -94,11 +110,12 @@ export class ApiClient {
     path: string,
     init: { body?: string; headers?: Record<string, string>; key?: string } = {},
   ): Promise<Response> {
+    const token = await this.token();
     let res: globalThis.Response;
     try {
       res = await fetch(this.url(path), {
         method,
-        headers: this.headers(init.headers, init.key ?? this.options.key),
+        headers: this.headers(init.headers, init.key ?? this.options.key, token),
         ...(init.body !== undefined ? { body: init.body } : {}),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
       });
@@ -129,18 +146,22 @@ export class ApiClient {
    * POST a (large) body in slices, reporting bytes handed to the socket, and resolve with the
    * answer. node:http rather than fetch: fetch cannot report upload progress.
    */
-  upload(
+  async upload(
     path: string,
     body: Buffer,
     headers: Record<string, string>,
     onProgress: (sent: number) => void,
   ): Promise<Response> {
+    const token = await this.token();
     const target = new URL(this.url(path));
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = send(
         target,
-        { method: 'POST', headers: this.headers({ ...headers, 'Content-Length': String(body.length) }) },
+        {
+          method: 'POST',
+          headers: this.headers({ ...headers, 'Content-Length': String(body.length) }, this.options.key, token),
+        },
         (res) => {
           const parts: Buffer[] = [];
           res.on('data', (d: Buffer) => parts.push(d));

@@ -8,8 +8,11 @@ import { join } from 'node:path';
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
+import type { Role } from '../../shared/auth/principal';
 import { ApiClient, CliError } from './client';
 import { batches, batchStatus, type Ctx, queues, redrive, redriveDeadLetters, report, systemStatus } from './commands';
+import { devToken } from './dev-token';
+import { bearerSource, describeToken } from './entra-token';
 import { EXIT } from './exit-codes';
 import { painter } from './output';
 import { describeRejection, submit } from './submit';
@@ -19,6 +22,12 @@ interface Globals {
   key?: string;
   adminKey?: string;
   json?: boolean;
+  auth: 'keys' | 'entra';
+  token?: string;
+  scope?: string;
+  deviceCode?: boolean;
+  tenant?: string;
+  verbose?: boolean;
 }
 
 const wholeNumber =
@@ -40,8 +49,28 @@ function version(): string {
 
 function context(cmd: Command): Ctx {
   const g = cmd.optsWithGlobals<Globals>();
+  const say = (line: string): void => void process.stderr.write(`${line}\n`);
+  let bearer: (() => Promise<string>) | undefined;
+  if (g.auth === 'entra') {
+    const source = bearerSource(
+      {
+        ...(g.token ? { token: g.token } : {}),
+        ...(g.scope ? { scope: g.scope } : {}),
+        ...(g.tenant ? { tenant: g.tenant } : {}),
+        deviceCode: g.deviceCode === true,
+      },
+      say,
+    );
+    let told = false;
+    bearer = async () => {
+      const token = await source();
+      if (g.verbose && !told) say(describeToken(token));
+      told = true;
+      return token;
+    };
+  }
   return {
-    client: new ApiClient({ url: g.url, ...(g.key ? { key: g.key } : {}) }),
+    client: new ApiClient({ url: g.url, ...(g.key ? { key: g.key } : {}), ...(bearer ? { bearer } : {}) }),
     json: g.json === true,
     paint: painter(process.stdout),
     adminKey: g.adminKey ?? g.key,
@@ -59,6 +88,23 @@ export function program(run: (code: number) => void): Command {
     .addOption(
       new Option('--admin-key <key>', 'admin (master) key, for redrive; defaults to --key').env('PUSHDRAIN_ADMIN_KEY'),
     )
+    .addOption(
+      new Option('--auth <mode>', 'keys: send --key; entra: send a Microsoft Entra ID bearer token')
+        .choices(['keys', 'entra'])
+        .env('PUSHDRAIN_CLI_AUTH')
+        .default('keys'),
+    )
+    .addOption(
+      new Option('--token <jwt>', 'with --auth entra: this token (a dev token locally)').env('PUSHDRAIN_TOKEN'),
+    )
+    .addOption(
+      new Option('--scope <scope>', "with --auth entra: the API's scope, e.g. api://pushdrain-<env>/.default").env(
+        'PUSHDRAIN_API_SCOPE',
+      ),
+    )
+    .option('--device-code', 'with --auth entra: sign in with a device code instead of DefaultAzureCredential')
+    .addOption(new Option('--tenant <id>', 'with --auth entra: the tenant to sign in to').env('AZURE_TENANT_ID'))
+    .option('--verbose', 'say who the CLI acts as (with --auth entra)')
     .option('--json', 'machine-readable output on stdout, no progress')
     .showHelpAfterError('(pushdrain --help lists the commands and options)')
     .exitOverride();
@@ -191,6 +237,21 @@ export function program(run: (code: number) => void): Command {
         run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
       },
     );
+
+  p.command('dev-token')
+    .description('mint a token of the local issuer (npm start -- --auth entra) for a role: local development only')
+    .addOption(
+      new Option('--role <role...>', 'app role(s) the token carries')
+        .choices(['Batches.Submit', 'Batches.Read', 'Operations.Admin'])
+        .makeOptionMandatory(),
+    )
+    .requiredOption('--name <name>', 'who the token is for; the same name always gets the same object id')
+    .option('--app', 'a service principal (no name claim) instead of a person')
+    .option('--lifetime <seconds>', 'how long the token is valid', wholeNumber('--lifetime'), 3600)
+    .action(async (o: { role: Role[]; name: string; app?: boolean; lifetime: number }) => {
+      console.log(await devToken(o));
+      run(EXIT.ok);
+    });
 
   return p;
 }

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { type Azurite, startAzurite } from './azurite';
+import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
     dataRoot,
   });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
+  const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
@@ -142,6 +144,16 @@ async function main(): Promise<void> {
         ]
       : []),
     `  Telemetry  ${describeTelemetry(telemetrySettings(env))}`,
+    ...(issuer
+      ? [
+          `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
+          '             a token: npx pushdrain dev-token --role Batches.Submit --name alice',
+        ]
+      : env.PUSHDRAIN_AUTH && env.PUSHDRAIN_AUTH !== 'keys'
+        ? [
+            `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: tokens of ${env.PUSHDRAIN_AUTH_ISSUER ?? '(no issuer set)'}`,
+          ]
+        : []),
     ...host.serviceBus.listeners.map((l) => `  trigger    ${l.functionName} ← ${l.entity}`),
     ...host.timers.schedules.map(
       (s) => `  timer      ${s.functionName} "${s.expression}", next ${s.next.toISOString()}`,
@@ -157,6 +169,7 @@ async function main(): Promise<void> {
     (stopping ??= (async () => {
       const t0 = Date.now();
       await host.stop();
+      await issuer?.close();
       const t1 = Date.now();
       await broker?.stop();
       await secondary?.stop();
@@ -172,6 +185,23 @@ async function main(): Promise<void> {
   // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
   // stopped process, and the sweep covers what stalls.
   if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, started);
+}
+
+/**
+ * `--auth entra` (or `both`): PUSHDRAIN_AUTH for the app, and, unless an issuer is configured
+ * already (a real tenant), the local issuer on 127.0.0.1 with its key in the data folder. Set in
+ * this process's environment before the host starts, so the app reads it like any app setting.
+ */
+async function localIssuerIfAsked(args: readonly string[], dataRoot: string): Promise<DevIssuer | undefined> {
+  const at = args.indexOf('--auth');
+  const mode = at >= 0 ? args[at + 1] : undefined;
+  if (at >= 0 && mode !== 'keys' && mode !== 'entra' && mode !== 'both')
+    throw new Error('--auth takes keys, entra or both');
+  if (mode) env.PUSHDRAIN_AUTH = mode;
+  if (!env.PUSHDRAIN_AUTH || env.PUSHDRAIN_AUTH === 'keys' || isSet('PUSHDRAIN_AUTH_ISSUER')) return undefined;
+  const issuer = await startDevIssuer(dataRoot, port('PUSHDRAIN_DEV_ISSUER_PORT', 7079));
+  Object.assign(env, issuerSettings(issuer));
+  return issuer;
 }
 
 /** What recovery did to a batch; the rest (progressing, claimed, closed) was healthy or done. */

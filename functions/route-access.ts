@@ -1,0 +1,25 @@
+/**
+ * The platform's key level and the app roles of each HTTP route. With PUSHDRAIN_AUTH=entra the
+ * platform lets every request through (`anonymous`) and the app requires a bearer token with one of
+ * the route's roles; with `keys` or `both` the platform keeps requiring the route's function key.
+ * Read at module load, as the trigger registrations are.
+ */
+import type { HttpTriggerOptions } from '@azure/functions';
+
+import type { Role } from '../shared/auth/principal';
+import { authMode } from '../shared/config/auth-settings';
+
+export type KeyLevel = 'function' | 'admin';
+
+export function authLevel(level: KeyLevel): NonNullable<HttpTriggerOptions['authLevel']> {
+  return authMode() === 'entra' ? 'anonymous' : level;
+}
+
+/** Of these roles the caller needs one; see docs/SECURITY.md for what each role may do. */
+export const ROUTE_ROLES = {
+  submit: ['Batches.Submit'],
+  /** A submitter reads its own batches, a reader every batch. */
+  readBatch: ['Batches.Read', 'Batches.Submit'],
+  status: ['Batches.Read'],
+  admin: ['Operations.Admin'],
+} as const satisfies Record<string, readonly Role[]>;

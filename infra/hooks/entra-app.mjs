@@ -1,0 +1,123 @@
+// azd preprovision hook: creates or updates the API's Microsoft Entra app registration, its app
+// roles (infra/entra-app-roles.json), its service principal, and hands the app id to Bicep through
+// the azd environment (PUSHDRAIN_API_APP_ID, PUSHDRAIN_API_IDENTIFIER_URI, PUSHDRAIN_API_SCOPE).
+// With PUSHDRAIN_ASSIGN_ADMIN=true it assigns Operations.Admin and Batches.Read to the signed-in
+// user (an operator needs both: redrive, and the status page). Skipped with PUSHDRAIN_AUTH=keys.
+//
+// A hook rather than the Microsoft Graph Bicep extension: the extension is restored from an OCI
+// registry at build time, and `bicep build` must work offline here (docs/DESIGN.md). It runs `az`
+// (Graph through `az rest`), so the deploying identity needs Application.ReadWrite.OwnedBy or an
+// application administrator role, and AppRoleAssignment.ReadWrite.All for the admin assignment.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const env = process.env;
+const GRAPH = 'https://graph.microsoft.com/v1.0';
+/** Azure CLI's public client: pre-authorized, so `az login` and DefaultAzureCredential get tokens for the API. */
+const AZURE_CLI_APP_ID = '04b07795-8ddb-461a-bbee-02f9e1bf7b46';
+/** The delegated scope people's tokens carry (app roles decide what they may do). */
+const SCOPE_ID = '6a1f0c3e-5b1d-4b7e-9a0e-1c2d3e4f5a10';
+const ROLES = JSON.parse(
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'entra-app-roles.json'), 'utf8'),
+).appRoles;
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', shell: process.platform === 'win32' });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.slice(0, 3).join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
+  return r.stdout.trim();
+}
+
+const az = (...args) => run('az', args);
+
+function graph(method, path, body) {
+  const args = ['rest', '--method', method, '--uri', `${GRAPH}${path}`, '--headers', 'Content-Type=application/json'];
+  if (body === undefined) return az(...args);
+  const file = join(tmpdir(), `pushdrain-graph-${process.pid}.json`);
+  writeFileSync(file, JSON.stringify(body));
+  try {
+    return az(...args, '--body', `@${file}`);
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+function main() {
+  const mode = (env.PUSHDRAIN_AUTH ?? 'entra').trim().toLowerCase();
+  if (mode === 'keys') {
+    console.log('entra-app: PUSHDRAIN_AUTH=keys, no app registration needed');
+    return;
+  }
+  const envName = env.AZURE_ENV_NAME;
+  if (!envName) throw new Error('AZURE_ENV_NAME is not set (run through azd)');
+  const displayName = `pushdrain-${envName}`;
+  let appId = az('ad', 'app', 'list', '--display-name', displayName, '--query', '[0].appId', '-o', 'tsv');
+  if (!appId) {
+    appId = az(
+      'ad',
+      'app',
+      'create',
+      '--display-name',
+      displayName,
+      '--sign-in-audience',
+      'AzureADMyOrg',
+      '--query',
+      'appId',
+      '-o',
+      'tsv',
+    );
+    console.log(`entra-app: created the app registration ${displayName} (${appId})`);
+  }
+  const objectId = az('ad', 'app', 'show', '--id', appId, '--query', 'id', '-o', 'tsv');
+  const identifierUri = `api://${appId}`;
+  graph('PATCH', `/applications/${objectId}`, {
+    identifierUris: [identifierUri],
+    appRoles: ROLES,
+    api: {
+      requestedAccessTokenVersion: 2,
+      oauth2PermissionScopes: [
+        {
+          id: SCOPE_ID,
+          value: 'user_impersonation',
+          type: 'User',
+          isEnabled: true,
+          adminConsentDisplayName: 'Access pushdrain',
+          adminConsentDescription: 'Call pushdrain as the signed-in user; app roles decide what is allowed.',
+        },
+      ],
+      preAuthorizedApplications: [{ appId: AZURE_CLI_APP_ID, delegatedPermissionIds: [SCOPE_ID] }],
+    },
+  });
+  let spId = az('ad', 'sp', 'list', '--filter', `appId eq '${appId}'`, '--query', '[0].id', '-o', 'tsv');
+  if (!spId) spId = az('ad', 'sp', 'create', '--id', appId, '--query', 'id', '-o', 'tsv');
+  // Tokens only for principals that were assigned a role: an unassigned client of the tenant gets none.
+  graph('PATCH', `/servicePrincipals/${spId}`, { appRoleAssignmentRequired: true });
+
+  if ((env.PUSHDRAIN_ASSIGN_ADMIN ?? '').toLowerCase() === 'true') {
+    const userId = az('ad', 'signed-in-user', 'show', '--query', 'id', '-o', 'tsv');
+    const held = JSON.parse(graph('GET', `/servicePrincipals/${spId}/appRoleAssignedTo`)).value ?? [];
+    for (const value of ['Operations.Admin', 'Batches.Read']) {
+      const role = ROLES.find((r) => r.value === value);
+      if (held.some((a) => a.principalId === userId && a.appRoleId === role.id)) continue;
+      graph('POST', `/servicePrincipals/${spId}/appRoleAssignedTo`, {
+        principalId: userId,
+        resourceId: spId,
+        appRoleId: role.id,
+      });
+      console.log(`entra-app: assigned ${value} to the signed-in user`);
+    }
+  }
+  run('azd', ['env', 'set', 'PUSHDRAIN_API_APP_ID', appId]);
+  run('azd', ['env', 'set', 'PUSHDRAIN_API_IDENTIFIER_URI', identifierUri]);
+  run('azd', ['env', 'set', 'PUSHDRAIN_API_SCOPE', `${identifierUri}/.default`]);
+  console.log(`entra-app: ${displayName} ready, scope ${identifierUri}/.default`);
+}
+
+try {
+  main();
+} catch (e) {
+  console.error(`entra-app: ${e.message}`);
+  process.exit(1);
+}

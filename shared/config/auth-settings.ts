@@ -1,0 +1,75 @@
+/**
+ * Who may call the HTTP routes: PUSHDRAIN_AUTH (`keys`, `entra` or `both`) and, for tokens, the
+ * issuer, the audiences and the JWKS the app validates them against (docs/DESIGN.md, "Who may do
+ * what"). Read through settings.ts; the registrations read the mode alone at module load.
+ */
+import { ConfigError } from '../errors';
+import type { Env } from './connections';
+
+export type AuthMode = 'keys' | 'entra' | 'both';
+
+export interface TokenSettings {
+  /** The `iss` every token must carry, e.g. `https://login.microsoftonline.com/{tenant}/v2.0`. */
+  issuer: string;
+  /** Accepted `aud` values: the API's app id, its `api://` URI. */
+  audiences: string[];
+  /** Where the signing keys are, e.g. `https://login.microsoftonline.com/{tenant}/discovery/v2.0/keys`. */
+  jwksUrl: string;
+}
+
+export interface AuthSettings {
+  /** @defaultValue 'keys' (infra sets 'entra') */
+  mode: AuthMode;
+  /** Set whenever the mode accepts tokens (`entra`, `both`). */
+  tokens: TokenSettings | undefined;
+}
+
+export const AUTH_MODE = 'PUSHDRAIN_AUTH';
+export const AUTH_ISSUER = 'PUSHDRAIN_AUTH_ISSUER';
+export const AUTH_AUDIENCE = 'PUSHDRAIN_AUTH_AUDIENCE';
+export const AUTH_JWKS_URL = 'PUSHDRAIN_AUTH_JWKS_URL';
+
+/** The mode alone (trigger registration needs only it). */
+export function authMode(env: Env = process.env): AuthMode {
+  const raw = env[AUTH_MODE]?.trim().toLowerCase() ?? '';
+  if (raw === '') return 'keys';
+  if (raw === 'keys' || raw === 'entra' || raw === 'both') return raw;
+  throw new ConfigError(AUTH_MODE, `must be keys, entra or both, got "${env[AUTH_MODE]}"`);
+}
+
+function required(env: Env, setting: string, mode: AuthMode): string {
+  const v = env[setting]?.trim() ?? '';
+  if (v === '') throw new ConfigError(setting, `is required with ${AUTH_MODE}=${mode}`);
+  return v;
+}
+
+/** Keys travel over https only; plain http is for the local issuer on the loopback interface. */
+function jwksUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(AUTH_JWKS_URL, 'must be an absolute URL');
+  }
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    throw new ConfigError(AUTH_JWKS_URL, 'must be https (plain http only on 127.0.0.1, for the local issuer)');
+  return url.toString();
+}
+
+export function authSettings(env: Env): AuthSettings {
+  const mode = authMode(env);
+  if (mode === 'keys') return { mode, tokens: undefined };
+  const audiences = required(env, AUTH_AUDIENCE, mode)
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  return {
+    mode,
+    tokens: {
+      issuer: required(env, AUTH_ISSUER, mode),
+      audiences,
+      jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
+    },
+  };
+}

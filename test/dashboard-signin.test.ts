@@ -1,0 +1,154 @@
+/**
+ * The status page with PUSHDRAIN_AUTH=entra, in headless Chromium against the local host and the
+ * local issuer: signing in with a pasted dev token shows who is signed in and only what the
+ * token's roles allow (a submitter finds its own batches and nothing else, a reader sees the
+ * status report without the redrive controls, an operator gets them), under the page's CSP.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import type { Page } from 'playwright-core';
+
+import type { Role } from '../shared/auth/principal';
+import { type Browser, browserSkip, launchBrowser } from './support/browser';
+import { type LocalStack, startLocalStack } from './support/local-stack';
+import { type TestIssuer, testIssuer } from './support/tokens';
+
+interface El {
+  textContent: string | null;
+  hidden: boolean;
+}
+declare const document: { querySelector(selector: string): El | null };
+
+const skip = browserSkip();
+const WAIT = { timeout: 30_000, polling: 100 };
+
+const line = (id: string): string =>
+  JSON.stringify({
+    id,
+    account: 'a1',
+    timestamp: '2026-03-01T10:00:00Z',
+    type: 'charge',
+    amount: 100,
+    currency: 'EUR',
+  });
+
+describe('status page sign-in with an Entra token (local issuer)', () => {
+  let iss: TestIssuer;
+  let stack: LocalStack;
+  let browser: Browser;
+  const problems: string[] = [];
+  const statusRequests: string[] = [];
+
+  before(async () => {
+    if (skip) return;
+    browser = await launchBrowser();
+    iss = await testIssuer();
+    stack = await startLocalStack(iss.env);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+    await iss?.close();
+  });
+
+  async function submitAs(name: string): Promise<string> {
+    const res = await fetch(`${stack.host.base}/api/batches`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/x-ndjson',
+        Authorization: `Bearer ${await iss.token(name, ['Batches.Submit'])}`,
+      },
+      body: [line('t1'), line('t2')].join('\n'),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 202, text);
+    return (JSON.parse(text) as { batchId: string }).batchId;
+  }
+
+  async function signIn(name: string, roles: Role[]): Promise<Page> {
+    const page = await browser.context.newPage();
+    // Expected: the load before sign-in (401), and the find of another submitter's batch (404).
+    page.on('console', (m) =>
+      m.type() === 'error' && !/status of (401|404)/.test(m.text()) ? problems.push(m.text()) : undefined,
+    );
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/admin/status'))
+        statusRequests.push(`${name}: ${r.headers().authorization ? 'bearer' : 'none'}`);
+    });
+    const res = await page.goto(`${stack.host.base}/api/dashboard#refresh=300`);
+    assert.equal(res?.status(), 200);
+    await page.fill('#token', await iss.token(name, roles));
+    await page.click('#token-form button[type=submit]');
+    await page.waitForFunction((n) => (document.querySelector('#who')?.textContent ?? '').includes(n), name, WAIT);
+    return page;
+  }
+
+  const hidden = (page: Page, selector: string): Promise<boolean> =>
+    page.evaluate((s) => document.querySelector(s)?.hidden ?? false, selector);
+
+  test(
+    'a submitter sees who it is, finds its own batch, not another’s, and no status report or redrive',
+    { skip },
+    async () => {
+      const mine = await submitAs('alice');
+      const theirs = await submitAs('bob');
+      const page = await signIn('alice', ['Batches.Submit']);
+      assert.equal(await page.textContent('#who'), 'signed in as alice (Batches.Submit)');
+      for (const s of ['#tiles', '#redrive-form', '#dead-letter-form', '#queues'])
+        assert.ok(await page.isHidden(s), `${s} is hidden for a submitter`);
+      assert.ok(await page.isVisible('#find-form'));
+      await page.fill('#find-id', mine);
+      await page.click('#find-form button[type=submit]');
+      await page.waitForFunction(
+        (id) => (document.querySelector('#find-result')?.textContent ?? '').includes(id),
+        mine,
+        WAIT,
+      );
+      await page.fill('#find-id', theirs);
+      await page.click('#find-form button[type=submit]');
+      await page.waitForFunction(
+        (id) => document.querySelector('#find-result')?.textContent === `no batch ${id}`,
+        theirs,
+        WAIT,
+      );
+      // Before sign-in the page tries once without a token (401); signed in, it does not ask again.
+      assert.ok(!statusRequests.includes('alice: bearer'), 'the page does not ask for the status report');
+      assert.equal(await hidden(page, '#error'), true);
+      await page.close();
+    },
+  );
+
+  test(
+    'a reader sees the status report (every batch) without the redrive controls; an operator gets them',
+    { skip },
+    async () => {
+      const batchId = await submitAs('carol');
+      const reader = await signIn('rita', ['Batches.Read']);
+      await reader.waitForFunction(
+        (id) =>
+          document.querySelector(`#open-batches tr[data-batch="${id}"], #recent-batches tr[data-batch="${id}"]`) !==
+          null,
+        batchId,
+        WAIT,
+      );
+      const row = `#open-batches tr[data-batch="${batchId}"], #recent-batches tr[data-batch="${batchId}"]`;
+      assert.equal((await reader.textContent(`${row} >> .submitter`))?.trim(), 'carol', 'the submitter is on the page');
+      assert.equal(await reader.textContent('#who'), 'signed in as rita (Batches.Read)');
+      assert.ok(await reader.isVisible('#tiles'));
+      assert.ok(await reader.isHidden('#redrive-form'));
+      assert.ok(await reader.isHidden('#dead-letter-form'));
+      assert.ok(statusRequests.includes('rita: bearer'));
+      await reader.close();
+
+      const operator = await signIn('oscar', ['Batches.Read', 'Operations.Admin']);
+      await operator.waitForSelector('body[data-loaded]', WAIT);
+      assert.ok(await operator.isVisible('#redrive-form'));
+      assert.ok(await operator.isVisible('#dead-letter-form'));
+      await operator.close();
+      assert.deepEqual(problems, [], 'no script error and no CSP violation');
+    },
+  );
+});

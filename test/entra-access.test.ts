@@ -1,0 +1,264 @@
+/**
+ * PUSHDRAIN_AUTH=entra through the real handlers on Azurite, with tokens of the local issuer
+ * validated by the same TokenVerifier as in Azure: a matrix of every data route × each role and
+ * each bad credential (each refusal makes no Storage request at all), and two submitters who cannot
+ * read, find or infer each other's batches.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+
+import { postRedrive } from '../functions/admin-http';
+import { getBatch, getBatchReport } from '../functions/batches-http';
+import { postBatch } from '../functions/ingest-http';
+import { getStatus } from '../functions/status-http';
+import type { PushdrainApp } from '../shared/app';
+import type { Role } from '../shared/auth/principal';
+import type { BatchListing } from '../shared/batch/batch-list';
+import type { Report } from '../shared/billing/report';
+import { blobNames, totalQueued } from './support/inspect';
+import { completed, context, pump } from './support/invoke';
+import { type TestRuntime, testRuntime, useStorage } from './support/storage';
+import { algNoneToken, forgedClientPrincipal, type TestIssuer, testIssuer } from './support/tokens';
+
+useStorage();
+
+let iss: TestIssuer;
+before(async () => {
+  iss = await testIssuer();
+});
+after(async () => {
+  await iss.close();
+});
+
+const line = (id: string, account = 'a1'): string =>
+  JSON.stringify({ id, account, timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR' });
+
+type Headers = Record<string, string>;
+const bearer = (token: string): Headers => ({ authorization: `Bearer ${token}` });
+
+function post(app: PushdrainApp, headers: Headers, body = line('t1'), key?: string): Promise<HttpResponseInit> {
+  return postBatch(
+    app,
+    new HttpRequest({
+      method: 'POST',
+      url: 'http://localhost/api/batches',
+      body: { string: body },
+      headers: { 'content-type': 'application/x-ndjson', ...(key ? { 'idempotency-key': key } : {}), ...headers },
+    }),
+    context('postBatch'),
+  );
+}
+
+const get = (path: string, headers: Headers, params: Record<string, string> = {}): HttpRequest =>
+  new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers, params });
+
+const routes = {
+  postBatch: (app: PushdrainApp, h: Headers) => post(app, h),
+  getBatch: (app: PushdrainApp, h: Headers, id: string) =>
+    getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
+  getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
+    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
+  adminStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('admin/status', h), context('adminStatus')),
+  adminRedrive: (app: PushdrainApp, h: Headers) =>
+    postRedrive(
+      app,
+      new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', headers: h }),
+      context('adminRedrive'),
+    ),
+} as const;
+
+type RouteName = keyof typeof routes;
+
+/** The answer each role gets on each route, for a batch that alice (a submitter) sent. */
+const ALLOWED: Record<RouteName, Partial<Record<Role, number>>> = {
+  postBatch: { 'Batches.Submit': 202 },
+  getBatch: { 'Batches.Submit': 200, 'Batches.Read': 200 },
+  getBatchReport: { 'Batches.Submit': 409, 'Batches.Read': 409 }, // not completed yet: past the check, found
+  adminStatus: { 'Batches.Read': 200 },
+  adminRedrive: { 'Operations.Admin': 200 },
+};
+
+async function storageState(rt: TestRuntime): Promise<string> {
+  return JSON.stringify({ blobs: await blobNames(rt.observerParts), queued: await totalQueued(rt.observerParts) });
+}
+
+const requests = (rt: TestRuntime): number =>
+  Object.values(rt.app.storageTransactions()).reduce((n: number, v) => n + (typeof v === 'number' ? v : 0), 0);
+
+describe('PUSHDRAIN_AUTH=entra: every route × every role and bad credential', () => {
+  test('the matrix: allowed roles get through, everyone else 401/403 with no Storage request', async () => {
+    const rt = await testRuntime(iss.env);
+    const accepted = await post(rt.app, bearer(await iss.token('alice', ['Batches.Submit'])));
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.jsonBody));
+    const batchId = (accepted.jsonBody as { batchId: string }).batchId;
+    assert.ok(requests(rt) > 0, 'the meter counts this app’s Storage requests (so an unchanged count means none)');
+
+    const bad: Record<string, { headers: Headers; status: 401 }> = {
+      'no token': { headers: {}, status: 401 },
+      expired: {
+        headers: bearer(await iss.token('alice', ['Batches.Submit', 'Batches.Read'], { lifetimeSeconds: -600 })),
+        status: 401,
+      },
+      'another audience': {
+        headers: bearer(await iss.token('alice', ['Batches.Submit', 'Batches.Read'], { audience: 'api://other' })),
+        status: 401,
+      },
+      'unknown signing key': {
+        headers: bearer(await iss.foreignKeyToken('alice', ['Batches.Submit', 'Batches.Read', 'Operations.Admin'])),
+        status: 401,
+      },
+      'alg none': { headers: bearer(algNoneToken(iss.issuer.issuer, iss.issuer.audience)), status: 401 },
+      'forged X-MS-CLIENT-PRINCIPAL': {
+        headers: { 'x-ms-client-principal': forgedClientPrincipal(), 'x-ms-client-principal-idp': 'aad' },
+        status: 401,
+      },
+      'not a bearer token': { headers: { authorization: 'Basic YWxpY2U6c2VjcmV0' }, status: 401 },
+    };
+    const roleTokens: Record<string, { headers: Headers; role?: Role }> = {
+      'no role': { headers: bearer(await iss.token('carol', [])) },
+      'Batches.Submit': { headers: bearer(await iss.token('alice', ['Batches.Submit'])), role: 'Batches.Submit' },
+      'Batches.Read': { headers: bearer(await iss.token('rita', ['Batches.Read'])), role: 'Batches.Read' },
+      'Operations.Admin': { headers: bearer(await iss.token('oscar', ['Operations.Admin'])), role: 'Operations.Admin' },
+    };
+
+    let checked = 0;
+    for (const name of Object.keys(routes) as RouteName[]) {
+      for (const [label, { headers, status }] of Object.entries(bad)) {
+        const before = await storageState(rt);
+        const used = requests(rt);
+        const res = await routes[name](rt.app, headers, batchId);
+        assert.equal(res.status, status, `${name} with ${label}: ${JSON.stringify(res.jsonBody)}`);
+        assert.equal((res.jsonBody as { error: string }).error, 'unauthorized', `${name} with ${label}`);
+        assert.equal((res.headers as Record<string, string>)['WWW-Authenticate'], 'Bearer error="invalid_token"');
+        assert.equal(requests(rt), used, `${name} with ${label} made a Storage request`);
+        assert.equal(await storageState(rt), before, `${name} with ${label} wrote something`);
+        checked++;
+      }
+      for (const [label, { headers, role }] of Object.entries(roleTokens)) {
+        const expected = (role && ALLOWED[name][role]) ?? 403;
+        const before = await storageState(rt);
+        const used = requests(rt);
+        const res = await routes[name](rt.app, headers, batchId);
+        assert.equal(res.status, expected, `${name} as ${label}: ${JSON.stringify(res.jsonBody)}`);
+        if (expected === 403) {
+          const body = res.jsonBody as { error: string; message: string; requiredRoles: string[] };
+          assert.equal(body.error, 'forbidden');
+          assert.ok(body.requiredRoles.length > 0);
+          for (const r of body.requiredRoles) assert.match(body.message, new RegExp(r.replace('.', '\\.')));
+          assert.equal(requests(rt), used, `${name} as ${label} made a Storage request`);
+          assert.equal(await storageState(rt), before, `${name} as ${label} wrote something`);
+        }
+        checked++;
+      }
+    }
+    assert.equal(checked, Object.keys(routes).length * 11);
+  });
+
+  test('a forged X-MS-CLIENT-PRINCIPAL beside a real token adds nothing: a submitter stays a submitter', async () => {
+    const rt = await testRuntime(iss.env);
+    const bob = bearer(await iss.token('bob', ['Batches.Submit']));
+    const forged = { 'x-ms-client-principal': forgedClientPrincipal() };
+    const alices = await post(rt.app, bearer(await iss.token('alice', ['Batches.Submit'])));
+    const id = (alices.jsonBody as { batchId: string }).batchId;
+    assert.equal((await routes.getBatch(rt.app, { ...bob, ...forged }, id)).status, 404);
+    assert.equal((await routes.adminStatus(rt.app, { ...bob, ...forged })).status, 403);
+    assert.equal((await routes.adminRedrive(rt.app, { ...bob, ...forged })).status, 403);
+  });
+});
+
+describe('two submitters cannot read, find or infer each other’s batches', () => {
+  test('status, report, Idempotency-Key replay and the status listing; the submitter on manifest and report', async () => {
+    const rt = await testRuntime(iss.env);
+    const alice = bearer(await iss.token('alice', ['Batches.Submit']));
+    const bob = bearer(await iss.token('bob', ['Batches.Submit']));
+    const reader = bearer(await iss.token('rita', ['Batches.Read']));
+    const body = [line('t1'), line('t2', 'a2')].join('\n');
+
+    const a = await post(rt.app, alice, body, 'order-2026-03');
+    assert.equal(a.status, 202);
+    const aliceBatch = (a.jsonBody as { batchId: string }).batchId;
+    await pump(rt.app, rt.events, () => completed(rt.observer, aliceBatch), 30_000);
+
+    // Alice sees hers, with its report; the report and the manifest name her.
+    assert.equal((await routes.getBatch(rt.app, alice, aliceBatch)).status, 200);
+    const report = await routes.getBatchReport(rt.app, alice, aliceBatch);
+    assert.equal(report.status, 200);
+    const submitter = (report.jsonBody as Report).submitter;
+    assert.equal(submitter?.name, 'alice');
+    assert.match(submitter?.objectId ?? '', /^[0-9a-f-]{36}$/);
+    assert.ok(submitter?.appId);
+    const manifest = await rt.observerParts.manifests.read(aliceBatch);
+    assert.deepEqual(manifest?.manifest.submitter, submitter);
+
+    // Bob: alice's batch answers exactly as a batch that does not exist.
+    const missing = 'b-00000000-0000-0000-0000-000000000000';
+    for (const route of [routes.getBatch, routes.getBatchReport]) {
+      const theirs = await route(rt.app, bob, aliceBatch);
+      const none = await route(rt.app, bob, missing);
+      assert.equal(theirs.status, 404);
+      assert.deepEqual(theirs.jsonBody, none.jsonBody);
+      assert.deepEqual(theirs.headers, none.headers);
+    }
+    const csv = await getBatchReport(
+      rt.app,
+      new HttpRequest({
+        method: 'GET',
+        url: `http://localhost/api/batches/${aliceBatch}/report?format=csv`,
+        headers: bob,
+        params: { batchId: aliceBatch },
+        query: { format: 'csv' },
+      }),
+      context('getBatchReport'),
+    );
+    assert.equal(csv.status, 404);
+
+    // Bob reusing alice's Idempotency-Key: the same body makes his own new batch (no replay of
+    // hers), another body is no idempotency_conflict (which would tell him the key is taken).
+    const sameBody = await post(rt.app, bob, body, 'order-2026-03');
+    assert.equal(sameBody.status, 202);
+    assert.equal((sameBody.headers as Record<string, string>)['Idempotent-Replayed'], undefined);
+    const bobBatch = (sameBody.jsonBody as { batchId: string }).batchId;
+    assert.notEqual(bobBatch, aliceBatch);
+    assert.equal((sameBody.jsonBody as { status: string }).status, 'accepted');
+    const otherBody = await post(rt.app, bob, line('zz'), 'order-2026-03');
+    assert.equal(otherBody.status, 409, 'his own key with another body conflicts with his own batch');
+    const aliceAgain = await post(rt.app, alice, body, 'order-2026-03');
+    assert.equal(aliceAgain.status, 202);
+    assert.equal((aliceAgain.jsonBody as { batchId: string }).batchId, aliceBatch);
+    assert.equal((aliceAgain.headers as Record<string, string>)['Idempotent-Replayed'], 'true');
+    assert.equal((await routes.getBatch(rt.app, alice, bobBatch)).status, 404);
+
+    // The status listing is for readers only; a reader sees both, each with its submitter.
+    assert.equal((await routes.adminStatus(rt.app, bob)).status, 403);
+    const listing = (await routes.adminStatus(rt.app, reader)).jsonBody as { batches: BatchListing };
+    const all = [...listing.batches.open, ...listing.batches.recent];
+    assert.equal(all.find((b) => b.batchId === aliceBatch)?.submitter?.name, 'alice');
+    assert.equal(all.find((b) => b.batchId === bobBatch)?.submitter?.name, 'bob');
+    // A reader reads any batch.
+    assert.equal((await routes.getBatch(rt.app, reader, bobBatch)).status, 200);
+    await pump(rt.app, rt.events, () => completed(rt.observer, bobBatch), 30_000);
+  });
+});
+
+describe('PUSHDRAIN_AUTH=both: the platform checks the key, a token narrows the caller', () => {
+  test('no token is a key holder; a bad token is refused; a submitter token is isolated', async () => {
+    const both = await testIssuer('both');
+    try {
+      const rt = await testRuntime(both.env);
+      const keyed = await post(rt.app, {});
+      assert.equal(keyed.status, 202);
+      const keyedBatch = (keyed.jsonBody as { batchId: string }).batchId;
+      assert.equal((await routes.getBatch(rt.app, {}, keyedBatch)).status, 200);
+      const expired = bearer(await both.token('alice', ['Batches.Read'], { lifetimeSeconds: -600 }));
+      assert.equal((await routes.getBatch(rt.app, expired, keyedBatch)).status, 401);
+      const alice = bearer(await both.token('alice', ['Batches.Submit']));
+      assert.equal((await routes.getBatch(rt.app, alice, keyedBatch)).status, 404);
+      assert.equal((await routes.adminStatus(rt.app, alice)).status, 403);
+      await pump(rt.app, rt.events, () => completed(rt.observer, keyedBatch), 30_000);
+    } finally {
+      await both.close();
+    }
+  });
+});

@@ -1,0 +1,189 @@
+/**
+ * infra/ for Microsoft Entra ID: the app roles the preprovision hook registers are the app's, the
+ * app settings point the app at the tenant's issuer and JWKS (entra by default, keys when asked),
+ * App Service Authentication is not relied on, and the hook itself, run against stand-ins for `az`
+ * and `azd` that record what they are asked, creates the registration, its roles, its service
+ * principal, and assigns the operator roles only when PUSHDRAIN_ASSIGN_ADMIN=true.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { ROLES } from '../shared/auth/principal';
+import { appSettingsOf, resourcesOf, VARIANTS } from './support/infra-snapshot';
+import { repoRoot } from './support/repo';
+
+interface AppRole {
+  id: string;
+  value: string;
+  allowedMemberTypes: string[];
+  isEnabled: boolean;
+}
+const rolesFile = (): AppRole[] =>
+  (JSON.parse(readFileSync(join(repoRoot(), 'infra', 'entra-app-roles.json'), 'utf8')) as { appRoles: AppRole[] })
+    .appRoles;
+
+describe('infra: Microsoft Entra ID', () => {
+  test('the registered app roles are the roles the app checks, for users and applications, with fixed distinct ids', () => {
+    const roles = rolesFile();
+    assert.deepEqual(roles.map((r) => r.value).sort(), [...ROLES].sort());
+    assert.equal(new Set(roles.map((r) => r.id)).size, roles.length);
+    for (const r of roles) {
+      assert.match(r.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      assert.deepEqual(r.allowedMemberTypes.sort(), ['Application', 'User']);
+      assert.equal(r.isEnabled, true);
+    }
+  });
+
+  test('app settings: entra by default with the tenant issuer and JWKS; the hook-set audiences; keys when asked', () => {
+    const d = appSettingsOf('default');
+    assert.equal(d.PUSHDRAIN_AUTH, 'entra');
+    const tenant = '00000000-0000-0000-0000-00000000aaaa';
+    assert.equal(
+      d.PUSHDRAIN_AUTH_ISSUER,
+      `[format('{0}{1}/v2.0', environment().authentication.loginEndpoint, '${tenant}')]`,
+    );
+    assert.equal(
+      d.PUSHDRAIN_AUTH_JWKS_URL,
+      `[format('{0}{1}/discovery/v2.0/keys', environment().authentication.loginEndpoint, '${tenant}')]`,
+    );
+    // The preprovision hook's values (the default snapshot sets them as the hook does).
+    assert.equal(
+      d.PUSHDRAIN_AUTH_AUDIENCE,
+      '11111111-2222-3333-4444-555555555555,api://11111111-2222-3333-4444-555555555555',
+    );
+    const p = appSettingsOf('premium');
+    assert.equal(p.PUSHDRAIN_AUTH, 'both');
+    assert.equal(p.PUSHDRAIN_AUTH_AUDIENCE, '11111111-2222-3333-4444-555555555555');
+    const k = appSettingsOf('scale-agent');
+    assert.equal(k.PUSHDRAIN_AUTH, 'keys');
+    assert.equal(k.PUSHDRAIN_AUTH_ISSUER, undefined);
+  });
+
+  test('App Service Authentication is not configured (Flex Consumption does not enforce it; the app validates)', () => {
+    for (const variant of VARIANTS) {
+      const auth = resourcesOf('Microsoft.Web/sites/config', variant).filter((r) => /authsettings/i.test(r.name));
+      assert.deepEqual(auth, [], variant);
+    }
+  });
+});
+
+/** Stand-ins for az and azd: each call is logged (with a --body file's content) and answered from a table. */
+function fakeCli(appExists: boolean): {
+  bin: string;
+  log: string;
+  calls(): { cmd: string; args: string[]; body?: unknown }[];
+} {
+  const bin = mkdtempSync(join(tmpdir(), 'pushdrain-fake-az-'));
+  const log = join(bin, 'calls.jsonl');
+  const script = (cmd: string): string => `#!/usr/bin/env node
+const fs = require('node:fs');
+const args = process.argv.slice(2);
+const at = args.indexOf('--body');
+const body = at >= 0 ? JSON.parse(fs.readFileSync(args[at + 1].slice(1), 'utf8')) : undefined;
+fs.appendFileSync(${JSON.stringify(log)}, JSON.stringify({ cmd: ${JSON.stringify(cmd)}, args, body }) + '\\n');
+const a = args.join(' ');
+const out = (s) => process.stdout.write(s + '\\n');
+if (a.startsWith('ad app list')) out(${appExists ? "'app-1234'" : "''"});
+else if (a.startsWith('ad app create')) out('app-1234');
+else if (a.startsWith('ad app show')) out('obj-1');
+else if (a.startsWith('ad sp list')) out(${appExists ? "'sp-1'" : "''"});
+else if (a.startsWith('ad sp create')) out('sp-1');
+else if (a.startsWith('ad signed-in-user show')) out('user-9');
+else if (a.includes('--method GET')) out(JSON.stringify({ value: [] }));
+else out('{}');
+`;
+  for (const cmd of ['az', 'azd']) {
+    writeFileSync(join(bin, cmd), script(cmd));
+    chmodSync(join(bin, cmd), 0o755);
+  }
+  return {
+    bin,
+    log,
+    calls: () => {
+      try {
+        return readFileSync(log, 'utf8')
+          .trim()
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as { cmd: string; args: string[]; body?: unknown });
+      } catch {
+        return [];
+      }
+    },
+  };
+}
+
+function runHook(bin: string, env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(repoRoot(), 'infra', 'hooks', 'entra-app.mjs')], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { PATH: `${bin}:${dirname(process.execPath)}:/usr/bin:/bin`, AZURE_ENV_NAME: 'dev', ...env },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
+  test('creates the registration with its roles, v2 tokens and api://<appId>, the service principal, the admin assignment when asked, and the azd values', () => {
+    const fake = fakeCli(false);
+    try {
+      const r = runHook(fake.bin, { PUSHDRAIN_ASSIGN_ADMIN: 'true' });
+      assert.equal(r.status, 0, r.stderr);
+      const calls = fake.calls();
+      const line = (c: { cmd: string; args: string[] }): string => `${c.cmd} ${c.args.join(' ')}`;
+      assert.ok(calls.some((c) => line(c).startsWith('az ad app create --display-name pushdrain-dev')));
+      const patch = calls.find((c) => line(c).includes('/applications/obj-1'));
+      const app = patch?.body as { identifierUris: string[]; appRoles: AppRole[]; api: Record<string, unknown> };
+      assert.deepEqual(app.identifierUris, ['api://app-1234']);
+      assert.deepEqual(app.appRoles, rolesFile());
+      assert.equal(app.api.requestedAccessTokenVersion, 2);
+      assert.ok(calls.some((c) => line(c).startsWith('az ad sp create --id app-1234')));
+      const sp = calls.find((c) => line(c).includes('--method PATCH') && line(c).includes('/servicePrincipals/sp-1'));
+      assert.deepEqual(sp?.body, { appRoleAssignmentRequired: true });
+      const assigned = calls
+        .filter(
+          (c) => line(c).includes('--method POST') && line(c).includes('/servicePrincipals/sp-1/appRoleAssignedTo'),
+        )
+        .map((c) => c.body as { principalId: string; resourceId: string; appRoleId: string });
+      const idOf = (v: string): string | undefined => rolesFile().find((x) => x.value === v)?.id;
+      assert.deepEqual(
+        assigned.map((a) => a.appRoleId).sort(),
+        [idOf('Operations.Admin'), idOf('Batches.Read')].sort(),
+      );
+      for (const a of assigned) assert.deepEqual([a.principalId, a.resourceId], ['user-9', 'sp-1']);
+      const azd = calls.filter((c) => c.cmd === 'azd').map(line);
+      assert.deepEqual(azd, [
+        'azd env set PUSHDRAIN_API_APP_ID app-1234',
+        'azd env set PUSHDRAIN_API_IDENTIFIER_URI api://app-1234',
+        'azd env set PUSHDRAIN_API_SCOPE api://app-1234/.default',
+      ]);
+    } finally {
+      rmSync(fake.bin, { recursive: true, force: true });
+    }
+  });
+
+  test('an existing registration is updated, not created again; no role is assigned unless asked; keys mode does nothing', () => {
+    const fake = fakeCli(true);
+    try {
+      const r = runHook(fake.bin, {});
+      assert.equal(r.status, 0, r.stderr);
+      const lines = fake.calls().map((c) => `${c.cmd} ${c.args.join(' ')}`);
+      assert.ok(!lines.some((l) => l.startsWith('az ad app create') || l.startsWith('az ad sp create')));
+      assert.ok(lines.some((l) => l.includes('--method PATCH') && l.includes('/applications/obj-1')));
+      assert.ok(!lines.some((l) => l.includes('appRoleAssignedTo') || l.includes('signed-in-user')));
+    } finally {
+      rmSync(fake.bin, { recursive: true, force: true });
+    }
+    const none = fakeCli(false);
+    try {
+      const r = runHook(none.bin, { PUSHDRAIN_AUTH: 'keys' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.deepEqual(none.calls(), []);
+    } finally {
+      rmSync(none.bin, { recursive: true, force: true });
+    }
+  });
+});
