@@ -9,6 +9,11 @@
  * Receive sizing (ReceiveSizer) keeps batches short enough that this rarely fires: it is the
  * guard for a slow moment, not the way work is paced. Its cost is one storage transaction per
  * held message per 40 % of the timeout.
+ *
+ * An update that fails for any other reason (the SDK has already retried it) ends the extensions
+ * of that batch, with one warning line: a store that cannot take the update would only be sent
+ * more of them, and an Azurite that is restarting must not meet a queue of retried updates. The
+ * batch's messages may then reappear; a delivery that takes one makes this one a duplicate.
  */
 import { ensureError } from '../errors';
 import type { DrainQueue, Logger, QueueMessage } from '../ports';
@@ -49,6 +54,7 @@ export class VisibilityKeeper {
     let inFlight: Promise<void> = Promise.resolve();
     let timer: NodeJS.Timeout | undefined;
     const everyMs = this.visibilityTimeoutSeconds * 1000 * EXTEND_AT;
+    let failed: string | undefined;
     const extendAll = async (): Promise<void> => {
       await Promise.all(
         messages
@@ -59,11 +65,15 @@ export class VisibilityKeeper {
               this.counts.extensions++;
             } catch (e) {
               if (e instanceof MessageTakenError) taken.add(m.id);
-              // A failed update leaves the old receipt and timeout: the next tick tries again.
-              else this.log.warn(`${queue.name}: visibility of ${m.id} not extended: ${ensureError(e).message}`);
+              // A failed update leaves the old receipt and timeout.
+              else failed ??= ensureError(e).message;
             }
           }),
       );
+      if (failed !== undefined) {
+        released = true;
+        this.log.warn(`${queue.name}: visibility of ${messages.length} held messages no longer extended: ${failed}`);
+      }
     };
     const arm = (firstMs = everyMs): void => {
       timer = setTimeout(() => {

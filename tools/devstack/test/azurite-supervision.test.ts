@@ -8,9 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 
 import { type HostProcess, startHostProcess } from '../../../test/support/host-process';
 import { generate, toNdjson } from '../../testkit/generate';
@@ -31,9 +32,34 @@ function tempDir(name: string): string {
   return d;
 }
 
+/**
+ * A free port below Linux's ephemeral range (32768 and up). A restart takes the ports the first
+ * Azurite got; an ephemeral one can meanwhile be handed to one of the host's own outgoing
+ * connections, and the restarted Azurite would then fail to bind it. `npm start`'s defaults
+ * (10000, 10001) are outside that range too.
+ */
+async function portBelowEphemeral(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port between 20000 and 32000 after 50 tries');
+}
+
+const ports: { blob: number; queue: number }[] = [];
+before(async () => {
+  for (let i = 0; i < 2; i++) ports.push({ blob: await portBelowEphemeral(), queue: await portBelowEphemeral() });
+});
+
+let nextPorts = 0;
 const env = (data: string): Record<string, string> => ({
-  AZURITE_BLOB_PORT: '0',
-  AZURITE_QUEUE_PORT: '0',
+  AZURITE_BLOB_PORT: String(ports[nextPorts]!.blob),
+  AZURITE_QUEUE_PORT: String(ports[nextPorts++]!.queue),
   SERVICEBUS_PORT: '0',
   PUSHDRAIN_DATA_DIR: data,
   PUSHDRAIN_CHUNK_SIZE: '500',
