@@ -180,19 +180,22 @@ describe('a message taken by another delivery', () => {
     const { parts, raw } = await testRuntime({ PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '1' });
     const name = parts.names.inputQueue(0);
     // Another instance: a separate process that takes whatever becomes visible.
+    // It starts taking only when told, once our drain holds the message: were it polling from the
+    // start, it could take the message before our drain ever received it.
     const script = `
       const { QueueClient } = require('@azure/storage-queue');
       const q = new QueueClient(process.argv[1], process.argv[2]);
-      (async () => {
-        console.log('ready');
+      console.log('ready');
+      process.stdin.once('data', async () => {
         for (let i = 0; i < 200; i++) {
           const got = await q.receiveMessages({ numberOfMessages: 1, visibilityTimeout: 30 });
-          if (got.receivedMessageItems.length) { console.log('got'); return; }
+          if (got.receivedMessageItems.length) { console.log('got'); process.exit(0); }
           await new Promise((r) => setTimeout(r, 100));
         }
-      })();`;
+        process.exit(0);
+      });`;
     const child = spawn(process.execPath, ['-e', script, azurite.connectionString, name], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
     let out = '';
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -204,6 +207,8 @@ describe('a message taken by another delivery', () => {
     const log = capturingLog();
     const processor: MessageProcessor = {
       process: () => {
+        // A pipe write is attempted at once (libuv), so the other process is told before we block.
+        child.stdin.end('go\n');
         // A CPU step that holds the event loop 3 s: no timer of ours (extension, renewal) can run.
         const until = Date.now() + 3_000;
         while (Date.now() < until);
