@@ -69,8 +69,7 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
-    return this.mark(m, this.now(), report);
+    return this.mark(m, this.now(), await this.reportOf(m));
   }
 
   /**
@@ -107,8 +106,29 @@ export class Finalizer {
     );
   }
 
+  /**
+   * The report of a settled batch, written in its finalize span; none for a failed batch, whose
+   * finalize span ends at once with an error status (the trace shows where the batch ended).
+   */
+  private reportOf(m: Manifest): Promise<Report | undefined> {
+    if (m.failed.length === 0) return this.inFinalizeSpan(m, () => this.writeReport(m));
+    if (this.telemetry.enabled) {
+      const span = this.telemetry.startSpan('pushdrain.finalize', {
+        parent: m.traceparent,
+        attributes: {
+          'pushdrain.batch_id': m.batchId,
+          'pushdrain.chunks': m.chunks,
+          'pushdrain.chunks_failed': m.failed.length,
+        },
+      });
+      span.fail(new Error(`${m.failed.length} of ${m.chunks} chunks failed: no report`));
+      span.end();
+    }
+    return Promise.resolve(undefined);
+  }
+
   private async finalize(m: Manifest): Promise<void> {
-    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
+    const report = await this.reportOf(m);
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
       isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report),
