@@ -178,6 +178,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     resultsQueue: names.resultsQueue,
     taxRates: settings.taxRates,
     telemetry,
+    now,
   });
   const reduce = new ReduceProcessor(progress, finalizer, log, telemetry);
   const continuations = new Continuations({

@@ -21,6 +21,8 @@ import {
   type OpenBatches,
   statusBody,
 } from '../batch/manifest';
+import { emptyTimeline } from '../batch/timeline';
+import { type BatchTimelineBody, timelineBody } from '../batch/timeline-view';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
@@ -69,7 +71,8 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    return this.mark(m, this.now(), await this.reportOf(m));
+    const started = this.now();
+    return this.mark(m, this.now(), await this.reportOf(m), started);
   }
 
   /**
@@ -128,19 +131,21 @@ export class Finalizer {
   }
 
   private async finalize(m: Manifest): Promise<void> {
+    const started = this.now();
     const report = await this.reportOf(m);
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
-      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report),
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report, started),
     );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
-  private mark(m: Manifest, now: number, report: Report | undefined): Manifest {
+  private mark(m: Manifest, now: number, report: Report | undefined, started: number): Manifest {
     const failed = m.failed.length > 0;
     m.state = failed ? 'failed' : 'completed';
     m.completedAt = new Date(now).toISOString();
     m.latencyMs = now - Date.parse(m.submittedAt);
+    (m.timeline ??= emptyTimeline()).finalizeMs = Math.max(0, now - started);
     if (failed)
       m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed
         .slice(0, 5)
@@ -201,6 +206,14 @@ export class BatchReader {
     const got = await this.manifests.read(batchId);
     if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
     return statusBody(got.manifest);
+  }
+
+  /** The `GET /api/batches/{id}/timeline` body; undefined exactly when status() is (the same read). */
+  async timeline(batchId: string, viewer?: Principal): Promise<BatchTimelineBody | undefined> {
+    checkBatchId(batchId);
+    const got = await this.manifests.read(batchId);
+    if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
+    return timelineBody(got.manifest);
   }
 
   async report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
