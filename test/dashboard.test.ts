@@ -228,13 +228,13 @@ describe('status page in headless Chromium', () => {
       );
       assert.match(
         (await page.textContent('#batch-timeline [data-step="delivery"] .tl-label')) ?? '',
-        /^event to topic: (pending|delivered), \d attempt\(s\)$/,
+        /^topic: (pending|delivered) \(\d attempts?\)$/,
       );
       assert.equal(await page.textContent('#batch-timeline [data-step="map"] .tl-label'), 'chunks billed: 1');
       assert.equal(await page.textContent('#batch-timeline [data-step="failed"] .tl-label'), 'chunks failed: 1');
       assert.match(
         (await page.textContent('#batch-timeline [data-step="finalize"]')) ?? '',
-        /^failed[\d,.]+ m?s → [\d,.]+ m?s \([\d,.]+ m?s\)$/,
+        /^batch failed[\d,.]+ m?s → [\d,.]+ m?s \([\d,.]+ m?s\)$/,
       );
       assert.match(
         (await page.textContent('#batch-timeline .tl-summary')) ?? '',

@@ -77,7 +77,7 @@ export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
   if (completed !== undefined)
     steps.push({
       step: 'finalize',
-      label: m.state === 'failed' ? 'failed' : 'report written',
+      label: m.state === 'failed' ? 'batch failed' : 'report written',
       startMs: Math.max(0, completed - (t?.finalizeMs ?? 0)),
       endMs: completed,
     });

@@ -551,7 +551,7 @@
       bar.style.left = pct(s.startMs);
       bar.style.width = pct(Math.max(0, end - s.startMs));
       const what = s.delivery
-        ? `event to ${s.delivery.kind}: ${s.delivery.state}, ${fmt(s.delivery.attempts)} attempt(s)`
+        ? `${s.delivery.kind}: ${s.delivery.state} (${fmt(s.delivery.attempts)} attempt${s.delivery.attempts === 1 ? '' : 's'})`
         : s.chunks !== undefined
           ? `${s.label}: ${fmt(s.chunks)}`
           : s.label;
