@@ -72,7 +72,8 @@ export class Finalizer {
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
     const started = this.now();
-    return this.mark(m, this.now(), await this.reportOf(m), started);
+    const report = await this.reportOf(m);
+    return this.mark(m, this.now(), report, started);
   }
 
   /**
