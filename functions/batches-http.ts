@@ -1,4 +1,4 @@
-/** GET /api/batches/{batchId}, GET /api/batches/{batchId}/report, GET /api/health. */
+/** GET /api/batches/{batchId}, its /report and /timeline, GET /api/health. */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
@@ -19,6 +19,21 @@ export async function getBatch(
     const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
     const status = await app.status(req.params.batchId ?? '', caller);
     return status ? json(200, status) : json(404, NOT_FOUND);
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
+/** Where the batch's time went (the status page's batch view); the same access as getBatch. */
+export async function getBatchTimeline(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
+  try {
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
+    const timeline = await app.timeline(req.params.batchId ?? '', caller);
+    return timeline ? json(200, timeline) : json(404, NOT_FOUND);
   } catch (e) {
     return errorResponse(e, context);
   }
@@ -103,6 +118,13 @@ app.http('getBatchReport', {
   methods: ['GET'],
   authLevel: authLevel('function'),
   handler: (req, context) => getBatchReport(pushdrainApp(), req, context),
+});
+
+app.http('getBatchTimeline', {
+  route: 'batches/{batchId}/timeline',
+  methods: ['GET'],
+  authLevel: authLevel('function'),
+  handler: (req, context) => getBatchTimeline(pushdrainApp(), req, context),
 });
 
 app.http('health', {

@@ -7,6 +7,7 @@ import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
+import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
 import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
@@ -203,6 +204,11 @@ export class PushdrainApp {
    */
   status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
     return this.#parts.reader.status(batchId, viewer);
+  }
+
+  /** GET /api/batches/{id}/timeline: undefined exactly when status() is (never accepted, or not `viewer`'s to see). */
+  timeline(batchId: string, viewer?: Principal): Promise<BatchTimelineBody | undefined> {
+    return this.#parts.reader.timeline(batchId, viewer);
   }
 
   /** GET /api/batches/{id}/report; `not_found` for a batch `viewer` may not see. */

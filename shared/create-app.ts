@@ -49,6 +49,7 @@ import { createStorageClients, credentialFor } from './storage/clients';
 import { BlobLeaseSlots } from './storage/lease-slots';
 import { StorageMeter } from './storage/meter';
 import { Sweeper } from './sweep/incoming-sweep';
+import { drainCounters } from './telemetry/drain-counters';
 import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry';
 import { Watchdog } from './watchdog/check-batch';
 import { Recovery } from './watchdog/recovery';
@@ -135,6 +136,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     lostAfterMs: EVENT_LOST_AFTER_MS,
     now,
     log,
+    counted: (kind, outcome) => metrics.delivery(outcome, kind),
   });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
@@ -176,6 +178,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     resultsQueue: names.resultsQueue,
     taxRates: settings.taxRates,
     telemetry,
+    now,
   });
   const reduce = new ReduceProcessor(progress, finalizer, log, telemetry);
   const continuations = new Continuations({
@@ -205,6 +208,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       activity.drains(n);
       metrics.drainsInProgress(n);
     },
+    counters: drainCounters(metrics, names.stageOf),
   });
   const recovery = new Recovery({
     open,

@@ -217,6 +217,29 @@ describe('status page in headless Chromium', () => {
         (await page.textContent('#find-result')) ?? '',
         /failed 1\/2 chunks, 1 failed, 1,000 transactions.*chunk 1: chunk blob checksum mismatch/,
       );
+      // The batch view's timeline: where the failed batch's time went, step by step.
+      await page.waitForSelector('#batch-timeline .tl-row[data-step="finalize"]', WAIT);
+      assert.deepEqual(
+        await page.evaluate(() =>
+          [...document.querySelectorAll('#batch-timeline .tl-row[data-step]')].map((r) => r.getAttribute('data-step')),
+        ),
+        // The local stack has Service Bus: the failed event's delivery to the topic follows the finalize.
+        ['ingest', 'map', 'reduce', 'failed', 'finalize', 'delivery'],
+      );
+      assert.match(
+        (await page.textContent('#batch-timeline [data-step="delivery"] .tl-label')) ?? '',
+        /^topic: (pending|delivered) \(\d attempts?\)$/,
+      );
+      assert.equal(await page.textContent('#batch-timeline [data-step="map"] .tl-label'), 'chunks billed: 1');
+      assert.equal(await page.textContent('#batch-timeline [data-step="failed"] .tl-label'), 'chunks failed: 1');
+      assert.match(
+        (await page.textContent('#batch-timeline [data-step="finalize"]')) ?? '',
+        /^batch failed[\d,.]+ m?s → [\d,.]+ m?s \([\d,.]+ m?s\)$/,
+      );
+      assert.match(
+        (await page.textContent('#batch-timeline .tl-summary')) ?? '',
+        /^failed 1,000 transactions in 2 chunks/,
+      );
       await page.fill('#find-id', 'b-no-such-batch');
       await page.click('#find-form button');
       await page.waitForFunction(

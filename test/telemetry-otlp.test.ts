@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -13,14 +14,18 @@ import { promisify } from 'node:util';
 
 import { describeTelemetry, telemetrySettings } from '../shared/config/telemetry-settings';
 import { ConfigError } from '../shared/errors';
+import { layout } from '../shared/layout';
 import { METRICS } from '../shared/telemetry/otel-metrics';
 import { startTelemetry } from '../shared/telemetry/start-telemetry';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { completed, post, pump } from './support/invoke';
 import { REPO_ROOT } from './support/local-stack';
 import { testRuntime, useStorage } from './support/storage';
+import { startWebhookReceiver } from './support/webhook-receiver';
 
 useStorage();
+
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
 interface Received {
   path: string;
@@ -168,6 +173,98 @@ describe('telemetry to an OTLP/HTTP collector', () => {
         ...(m.histogram?.dataPoints ?? []),
       ])
         assert.ok(!JSON.stringify(p.attributes ?? []).includes(batchId), `${m.name} has no batch id`);
+  });
+
+  test('a failed batch with webhooks: its finalize span has error status; deliveries by outcome and target kind', async () => {
+    received.length = 0;
+    // Three operator webhooks on 127.0.0.1: one takes the event, one is gone (410), one keeps failing.
+    const [ok, gone, down] = await Promise.all([
+      startWebhookReceiver(SECRET),
+      startWebhookReceiver(SECRET),
+      startWebhookReceiver(SECRET),
+    ]);
+    try {
+      gone.script([], 410);
+      down.script([], 503);
+      const telemetry = await startTelemetry(
+        telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
+      );
+      const { app, parts, events, observer, raw } = await testRuntime(
+        {
+          PUSHDRAIN_CHUNK_SIZE: '10',
+          PUSHDRAIN_WEBHOOK_URL: [ok.url, gone.url, down.url].join(','),
+          PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+          PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: '1',
+        },
+        { telemetry },
+      );
+      const res = await post(app, toNdjson(generate(25, 13, 4)));
+      assert.equal(res.status, 202);
+      const { batchId } = res.jsonBody as { batchId: string };
+      // Chunk 1's blob is damaged before any drain: its map fails for good and the chunk is poisoned.
+      await raw.container('work').getBlockBlobClient(layout.chunk(batchId, 1).name).uploadData(Buffer.from('no gzip'));
+      await pump(app, events, () => completed(observer, batchId));
+      assert.equal((await observer.status(batchId))?.status, 'failed');
+      await parts.events.idle();
+      // The failing webhook's retry fires (as the scheduled watchdog message would): its schedule is spent.
+      const retry = events.checks.find((c) => c.check.batchId === batchId && c.check.delivery);
+      assert.ok(retry, 'a retry was scheduled for the failing webhook');
+      assert.equal((await app.watchdog(retry.check)).kind, 'poisoned');
+      assert.deepEqual(
+        [ok.requests.length, gone.attempts.length, down.attempts.length],
+        [1, 1, 2],
+        'one delivery, one 410, two failed attempts',
+      );
+      await telemetry.shutdown();
+
+      const spans = json<{ scopeSpans: { spans: (OtlpSpan & { status?: { code?: number | string } })[] }[] }>(
+        '/v1/traces',
+        'resourceSpans',
+      ).flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+      const batch = spans.filter((s) => attr(s.attributes, 'pushdrain.batch_id') === batchId);
+      const ingest = batch.find((s) => s.name === 'pushdrain.ingest');
+      const finals = batch.filter((s) => s.name === 'pushdrain.finalize');
+      assert.ok(ingest);
+      assert.equal(finals.length, 1, 'the failed batch has its finalize span');
+      const [final] = finals;
+      assert.equal(final!.traceId, ingest.traceId, "in the batch's trace");
+      assert.equal(final!.parentSpanId, ingest.spanId, 'finalize ← ingest');
+      assert.ok([2, 'STATUS_CODE_ERROR'].includes(final!.status?.code ?? 0), `error status: ${JSON.stringify(final)}`);
+      assert.equal(attr(final!.attributes, 'pushdrain.chunks_failed'), 1);
+
+      const all = json<{ scopeMetrics: { metrics: OtlpMetric[] }[] }>('/v1/metrics', 'resourceMetrics').flatMap((r) =>
+        r.scopeMetrics.flatMap((s) => s.metrics),
+      );
+      const last = (name: string): OtlpMetric | undefined => all.filter((m) => m.name === name).at(-1);
+      const deliveries = last(METRICS.webhookDeliveries);
+      assert.equal(deliveries?.unit, '{delivery}');
+      const byOutcome = Object.fromEntries(
+        (deliveries?.sum?.dataPoints ?? []).map((p) => [
+          `${String(attr(p.attributes, 'outcome'))}/${String(attr(p.attributes, 'target_kind'))}`,
+          valueOf(p),
+        ]),
+      );
+      assert.deepEqual(byOutcome, {
+        'delivered/webhook': 1,
+        'gone/webhook': 1,
+        'retry/webhook': 1,
+        'poisoned/webhook': 1,
+      });
+      for (const p of deliveries?.sum?.dataPoints ?? [])
+        assert.equal(p.attributes?.length, 2, 'outcome and target kind only: no URL, no batch id');
+      const failed = last(METRICS.batchesFailed)?.sum?.dataPoints ?? [];
+      assert.equal(
+        failed.reduce((n, p) => n + valueOf(p), 0),
+        1,
+      );
+      const poisoned = last(METRICS.poisonMoves)?.sum?.dataPoints ?? [];
+      assert.deepEqual(
+        poisoned.map((p) => [attr(p.attributes, 'stage'), valueOf(p)]),
+        [['map', 1]],
+      );
+    } finally {
+      await Promise.all([ok.close(), gone.close(), down.close()]);
+    }
   });
 
   test('http/protobuf: spans and metrics arrive as protobuf', async () => {

@@ -10,6 +10,7 @@ import { isValidBatchId, layout, OPEN_PREFIX } from '../layout';
 import type { Wake } from '../notify/events';
 import { type BlobStore, type Clock, systemClock } from '../ports';
 import { conflictDelay } from '../retry/backoff';
+import type { BatchTimeline } from './timeline';
 
 /** `ingesting` and `abandoned` are internal: a batch in them was never answered 202. */
 export type BatchState = 'ingesting' | 'accepted' | 'completed' | 'failed' | 'abandoned';
@@ -68,6 +69,8 @@ export interface Manifest {
   events?: OutboxEvent[];
   /** W3C trace context of the batch's ingest span: every later span of the batch is in its trace. */
   traceparent?: string;
+  /** When its chunks were billed and folded, bounded (see timeline.ts); folded in by the progress writes. */
+  timeline?: BatchTimeline;
 }
 
 export function isTerminal(m: Manifest): boolean {

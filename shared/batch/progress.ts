@@ -6,6 +6,7 @@
  * last chunk costs one manifest write, not two.
  */
 import { type FailedChunk, isTerminal, type Manifest, type ManifestStore, type VersionedManifest } from './manifest';
+import { type BilledAt, emptyTimeline, foldDone, foldFailed } from './timeline';
 
 /** Completes a settled manifest before it is written (the Finalizer). */
 export interface Settler {
@@ -15,7 +16,8 @@ export interface Settler {
   settled(m: Manifest): Promise<void>;
 }
 
-export type ChunkOutcome = { chunk: number; done: true } | ({ done: false } & FailedChunk);
+/** A done chunk carries when it was billed (its result pointer's time), for the batch's timeline. */
+export type ChunkOutcome = { chunk: number; done: true; billed?: BilledAt } | ({ done: false } & FailedChunk);
 
 interface Waiter {
   outcome: ChunkOutcome;
@@ -23,8 +25,11 @@ interface Waiter {
   reject: (e: unknown) => void;
 }
 
-/** Adds outcomes to a manifest; each chunk counts once, whatever the delivery count. */
-export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[]): Manifest | undefined {
+/**
+ * Adds outcomes to a manifest; each chunk counts once, whatever the delivery count. With `at`
+ * (the write's time), each newly counted chunk is folded into the timeline by the same write.
+ */
+export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[], at?: number): Manifest | undefined {
   if (isTerminal(m) || m.state === 'abandoned') return undefined;
   const done = new Set(m.done);
   const failed = new Map(m.failed.map((f) => [f.chunk, f]));
@@ -34,6 +39,11 @@ export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[]): M
     changed = true;
     if (o.done) done.add(o.chunk);
     else failed.set(o.chunk, { chunk: o.chunk, reason: o.reason });
+    if (at !== undefined) {
+      m.timeline ??= emptyTimeline();
+      if (o.done) foldDone(m.timeline, Date.parse(m.submittedAt), o.chunk, at, o.billed);
+      else foldFailed(m.timeline, Date.parse(m.submittedAt), at);
+    }
   }
   if (!changed) return undefined;
   m.done = [...done].sort((a, b) => a - b);
@@ -70,11 +80,13 @@ export class ProgressRecorder {
         // Of the last attempt (a conflict re-reads and re-applies): did it complete the batch?
         let completes = false;
         try {
-          const at = new Date(this.now()).toISOString();
+          const now = this.now();
+          const at = new Date(now).toISOString();
           result = await this.store.update(batchId, async (m) => {
             const next = applyOutcomes(
               m,
               waiters.map((w) => w.outcome),
+              now,
             );
             if (next) next.progressAt = at; // what the sweep's stall check reads
             const out = next && (await this.settler.settle(next));

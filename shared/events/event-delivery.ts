@@ -68,6 +68,8 @@ export interface EventDeliveryDeps {
   lostAfterMs: number;
   now: () => number;
   log: Logger;
+  /** Told each recorded attempt's outcome, by target kind (the `pushdrain.webhook.deliveries` metric). */
+  counted?: (kind: DeliveryKind, outcome: 'delivered' | 'retry' | 'gone' | 'poisoned') => void;
 }
 
 /** A URL without its query or fragment, for records and logs (a webhook URL may carry a token). */
@@ -151,6 +153,7 @@ export class EventDelivery {
       return cur;
     });
     if (!updated || !sameDelivery(updated.manifest, r, probe)) return { kind: 'stale' };
+    this.deps.counted?.(found.d.kind, step.kind === 'settled' ? (probe.state as 'delivered' | 'gone') : step.kind);
     const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${displayTarget(found.d.target)}`;
     if (!hasPendingDeliveries(updated.manifest))
       await this.deps.open

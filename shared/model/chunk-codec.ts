@@ -138,10 +138,19 @@ export interface ResultPointer {
   count: number;
   /** W3C trace context of the chunk's map span: its reduce span is that span's child. */
   traceparent?: string;
+  /** When the map step ended (epoch ms) and how long it took: the batch's timeline (batch/timeline.ts). */
+  billedAt?: number;
+  mapMs?: number;
 }
 
 /** The pointer to a billed chunk (count is informational: the fold reads the result's own header). */
-export function resultPointer(batchId: string, chunk: number, count: number, traceparent?: string): ResultPointer {
+export function resultPointer(
+  batchId: string,
+  chunk: number,
+  count: number,
+  traceparent?: string,
+  billed?: { billedAt: number; mapMs: number },
+): ResultPointer {
   return {
     v: 1,
     batchId,
@@ -149,6 +158,7 @@ export function resultPointer(batchId: string, chunk: number, count: number, tra
     blob: layout.result(batchId, chunk).name,
     count,
     ...(traceparent !== undefined ? { traceparent } : {}),
+    ...(billed ? { billedAt: billed.billedAt, mapMs: billed.mapMs } : {}),
   };
 }
 
@@ -187,5 +197,11 @@ export function parseResultPointer(text: string): ResultPointer {
   const p = o as unknown as ResultPointer;
   if (p.blob !== layout.result(p.batchId, p.chunk).name)
     throw new PermanentError('pointer blob does not match its batch and chunk');
+  // Times are informational: a pointer with odd ones is still a good pointer, without them.
+  const time = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  if (!time(p.billedAt) || !time(p.mapMs)) {
+    delete p.billedAt;
+    delete p.mapMs;
+  }
   return p;
 }

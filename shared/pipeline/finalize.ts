@@ -21,6 +21,8 @@ import {
   type OpenBatches,
   statusBody,
 } from '../batch/manifest';
+import { emptyTimeline } from '../batch/timeline';
+import { type BatchTimelineBody, timelineBody } from '../batch/timeline-view';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
@@ -69,8 +71,9 @@ export class Finalizer {
    */
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
-    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
-    return this.mark(m, this.now(), report);
+    const started = this.now();
+    const report = await this.reportOf(m);
+    return this.mark(m, this.now(), report, started);
   }
 
   /**
@@ -107,20 +110,43 @@ export class Finalizer {
     );
   }
 
+  /**
+   * The report of a settled batch, written in its finalize span; none for a failed batch, whose
+   * finalize span ends at once with an error status (the trace shows where the batch ended).
+   */
+  private reportOf(m: Manifest): Promise<Report | undefined> {
+    if (m.failed.length === 0) return this.inFinalizeSpan(m, () => this.writeReport(m));
+    if (this.telemetry.enabled) {
+      const span = this.telemetry.startSpan('pushdrain.finalize', {
+        parent: m.traceparent,
+        attributes: {
+          'pushdrain.batch_id': m.batchId,
+          'pushdrain.chunks': m.chunks,
+          'pushdrain.chunks_failed': m.failed.length,
+        },
+      });
+      span.fail(new Error(`${m.failed.length} of ${m.chunks} chunks failed: no report`));
+      span.end();
+    }
+    return Promise.resolve(undefined);
+  }
+
   private async finalize(m: Manifest): Promise<void> {
-    const report = m.failed.length === 0 ? await this.inFinalizeSpan(m, () => this.writeReport(m)) : undefined;
+    const started = this.now();
+    const report = await this.reportOf(m);
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
-      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report),
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report, started),
     );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
-  private mark(m: Manifest, now: number, report: Report | undefined): Manifest {
+  private mark(m: Manifest, now: number, report: Report | undefined, started: number): Manifest {
     const failed = m.failed.length > 0;
     m.state = failed ? 'failed' : 'completed';
     m.completedAt = new Date(now).toISOString();
     m.latencyMs = now - Date.parse(m.submittedAt);
+    (m.timeline ??= emptyTimeline()).finalizeMs = Math.max(0, now - started);
     if (failed)
       m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed
         .slice(0, 5)
@@ -181,6 +207,14 @@ export class BatchReader {
     const got = await this.manifests.read(batchId);
     if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
     return statusBody(got.manifest);
+  }
+
+  /** The `GET /api/batches/{id}/timeline` body; undefined exactly when status() is (the same read). */
+  async timeline(batchId: string, viewer?: Principal): Promise<BatchTimelineBody | undefined> {
+    checkBatchId(batchId);
+    const got = await this.manifests.read(batchId);
+    if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
+    return timelineBody(got.manifest);
   }
 
   async report(batchId: string, viewer?: Principal): Promise<ReportLookup> {

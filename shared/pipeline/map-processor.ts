@@ -29,6 +29,8 @@ export interface MapDeps {
   taxRates: TaxRates;
   /** @defaultValue NO_TELEMETRY */
   telemetry?: Telemetry;
+  /** The clock of the billing times the result pointers carry. @defaultValue Date.now */
+  now?: () => number;
 }
 
 export class MapProcessor implements MessageProcessor {
@@ -63,6 +65,8 @@ export class MapProcessor implements MessageProcessor {
 
   private async bill(p: WorkPointer, traceparent: string | undefined): Promise<void> {
     const { blobs, queues, resultsQueue, taxRates } = this.deps;
+    const now = this.deps.now ?? Date.now;
+    const started = now();
     const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
     if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
     const txns = await decodeChunk(got.body, p.sha256);
@@ -77,7 +81,11 @@ export class MapProcessor implements MessageProcessor {
       contentEncoding: 'gzip',
     });
     this.deps.recent?.put(p.batchId, p.chunk, headerText);
-    await queues.send(resultsQueue, resultPointer(p.batchId, p.chunk, p.count, traceparent));
+    const billedAt = now();
+    await queues.send(
+      resultsQueue,
+      resultPointer(p.batchId, p.chunk, p.count, traceparent, { billedAt, mapMs: billedAt - started }),
+    );
     this.produced += body.length;
     const same = this.producedBatch === undefined || this.producedBatch === p.batchId;
     this.producedBatch = same ? p.batchId : '';

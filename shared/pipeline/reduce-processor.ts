@@ -29,7 +29,9 @@ export class ReduceProcessor implements MessageProcessor {
   }
 
   private async fold(p: ResultPointer): Promise<void> {
-    const m = await this.progress.record(p.batchId, { chunk: p.chunk, done: true });
+    const billed =
+      p.billedAt !== undefined && p.mapMs !== undefined ? { billedAt: p.billedAt, mapMs: p.mapMs } : undefined;
+    const m = await this.progress.record(p.batchId, { chunk: p.chunk, done: true, ...(billed ? { billed } : {}) });
     if (!m) {
       this.log.warn(`results for unknown batch ${p.batchId} (chunk ${p.chunk}) dropped`);
       return;

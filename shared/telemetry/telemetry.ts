@@ -40,6 +40,12 @@ export interface PipelineMetrics {
   fanOut(events: number): void;
   /** The watchdog found a batch stalled (no progress within its SLA) and acted on it. */
   stalled(action: string): void;
+  /** One attempt of a batch event's delivery was recorded: `retry` failed and is scheduled again. */
+  delivery(outcome: 'delivered' | 'retry' | 'gone' | 'poisoned', targetKind: 'webhook' | 'callback' | 'topic'): void;
+  /** A drain of `stage` processed `count` messages that another delivery had too (work done twice). */
+  drainDuplicates(stage: string, count: number): void;
+  /** A drain round of `stage` lost its slot lease to another drain. */
+  leaseLost(stage: string): void;
 }
 
 export interface Telemetry {
@@ -70,6 +76,9 @@ const NOOP_METRICS: PipelineMetrics = {
   drainsInProgress: () => {},
   fanOut: () => {},
   stalled: () => {},
+  delivery: () => {},
+  drainDuplicates: () => {},
+  leaseLost: () => {},
 };
 
 /** With telemetry off a span is its parent passed through, so trace context still travels unchanged. */

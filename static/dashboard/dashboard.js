@@ -503,6 +503,7 @@
       ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`,
       b.error ? h('div', { class: 'status-failed' }, b.error) : '',
     );
+    showTimeline(b.batchId);
   });
   $('redrive-form').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -512,6 +513,106 @@
     e.preventDefault();
     redrive({ deadLetters: true });
   });
+
+  // ---- batch timeline: where one batch's time went (GET batches/{id}/timeline), as a waterfall ----
+  const timeline = { id: '', timer: 0 };
+
+  async function showTimeline(batchId) {
+    clearTimeout(timeline.timer);
+    timeline.id = batchId;
+    $('timeline-section').hidden = false;
+    $('timeline-title').textContent = batchId;
+    const res = await fetch(`batches/${encodeURIComponent(batchId)}/timeline`, {
+      headers: headers(state.key),
+      cache: 'no-store',
+    }).catch((err) => ({ ok: false, status: err.message }));
+    if (timeline.id !== batchId) return; // another batch was asked for meanwhile
+    if (!res.ok) {
+      $('batch-timeline').replaceChildren(
+        h('p', { class: 'muted' }, res.status === 404 ? `no batch ${batchId}` : `timeline failed: ${res.status}`),
+      );
+      return;
+    }
+    const t = await res.json();
+    renderTimeline(t);
+    // A batch still in work: follow it at a calmer pace than the status.
+    if (t.status !== 'completed' && t.status !== 'failed')
+      timeline.timer = setTimeout(() => showTimeline(batchId), Math.max(2000, state.refreshMs * 2));
+  }
+
+  function renderTimeline(t) {
+    const open = t.status !== 'completed' && t.status !== 'failed';
+    const elapsed = open ? Math.max(0, Date.now() - Date.parse(t.submittedAt)) : 0;
+    const total = Math.max(1, elapsed, ...t.steps.map((s) => s.endMs ?? s.startMs));
+    const pct = (v) => `${Math.min(100, (100 * v) / total).toFixed(2)}%`;
+    const rows = t.steps.map((s) => {
+      const end = s.endMs ?? Math.max(s.startMs, elapsed);
+      const bar = h('div', { class: `tl-bar tl-${s.step}${s.endMs === undefined ? ' tl-open' : ''}` });
+      bar.style.left = pct(s.startMs);
+      bar.style.width = pct(Math.max(0, end - s.startMs));
+      const what = s.delivery
+        ? `${s.delivery.kind}: ${s.delivery.state} (${fmt(s.delivery.attempts)} attempt${s.delivery.attempts === 1 ? '' : 's'})`
+        : s.chunks !== undefined
+          ? `${s.label}: ${fmt(s.chunks)}`
+          : s.label;
+      const when =
+        s.endMs === undefined
+          ? `${ms(s.startMs)} → …`
+          : `${ms(s.startMs)} → ${ms(s.endMs)} (${ms(s.endMs - s.startMs)})`;
+      return h(
+        'div',
+        { class: 'tl-row', 'data-step': s.step },
+        h('span', { class: 'tl-label' }, what),
+        h('div', { class: 'tl-track' }, bar),
+        h('span', { class: 'tl-time' }, when),
+      );
+    });
+    if (t.buckets) {
+      const series = (label, counts, cls) => {
+        const peak = Math.max(1, ...counts);
+        const cols = counts.map((n, i) => {
+          if (!n) return null;
+          const from = i * t.buckets.bucketMs;
+          const col = h('div', {
+            class: `tl-col tl-${cls}`,
+            title: `${fmt(n)} chunk(s) ${ms(from)}–${ms(from + t.buckets.bucketMs)} after submission`,
+          });
+          col.style.left = pct(from);
+          col.style.width = pct(t.buckets.bucketMs);
+          col.style.height = `${Math.max(8, (100 * n) / peak).toFixed(0)}%`;
+          return col;
+        });
+        return h(
+          'div',
+          { class: 'tl-row tl-series', 'data-series': cls },
+          h('span', { class: 'tl-label' }, `${label} per ${ms(t.buckets.bucketMs)}`),
+          h('div', { class: 'tl-track' }, cols),
+          h('span', { class: 'tl-time' }, `peak ${fmt(Math.max(0, ...counts))}`),
+        );
+      };
+      rows.push(series('chunks billed', t.buckets.billed, 'map'), series('chunks folded', t.buckets.reduced, 'reduce'));
+    }
+    const work = t.map
+      ? `; map work ${ms(t.map.workMs)} summed${t.map.slowest ? `, slowest chunk ${t.map.slowest.chunk} (${ms(t.map.slowest.ms)})` : ''}`
+      : '';
+    $('batch-timeline').replaceChildren(
+      h(
+        'p',
+        { class: 'tl-summary' },
+        h('span', { class: `status-${t.status}` }, t.status),
+        ` ${fmt(t.transactions)} transactions in ${fmt(t.chunks)} chunks, ${open ? `${ms(elapsed)} so far` : `${ms(total)} from submission`}${work}`,
+      ),
+      ...rows,
+    );
+  }
+
+  // A row of the batch tables shows that batch's timeline (its buttons keep their own action).
+  for (const id of ['open-batches', 'recent-batches'])
+    $(id).addEventListener('click', (e) => {
+      const row = e.target.closest('tr[data-batch]');
+      if (row && !e.target.closest('button')) showTimeline(row.dataset.batch);
+    });
+
   readFragment();
   poll();
 })();
