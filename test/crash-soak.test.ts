@@ -12,9 +12,7 @@
  * both shapes) and CRASH_STEPS=12 (kill steps per seed; default 6, one per phase).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
@@ -22,6 +20,7 @@ import { generate, rng } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { slowBody, SoakBatch, statusOf, watchCompletions } from './support/crash-client';
 import { type HostEnv, type HostProcess, startHostProcess } from './support/host-process';
+import { scratchDir } from './support/scratch-dir';
 import { uniquePrefix } from './support/storage';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -57,7 +56,6 @@ const totals = {
   observed: {} as Record<string, number>,
   recoveries: [] as number[],
 };
-const dirs: string[] = [];
 let outside: Azurite | undefined;
 const live = new Set<HostProcess>();
 
@@ -68,7 +66,6 @@ before(async () => {
 after(async (t) => {
   for (const h of live) await h.kill();
   await outside?.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
   const r = [...totals.recoveries].sort((a, b) => a - b);
   const say = 'diagnostic' in t ? (m: string): void => t.diagnostic(m) : (m: string): void => console.log(m);
   say(
@@ -79,12 +76,6 @@ after(async (t) => {
       `restart to completion: min ${r[0] ?? '-'} ms, median ${r[Math.floor(r.length / 2)] ?? '-'} ms, max ${r.at(-1) ?? '-'} ms over ${r.length} recoveries`,
   );
 });
-
-function tempDir(name: string): string {
-  const d = mkdtempSync(join(tmpdir(), name));
-  dirs.push(d);
-  return d;
-}
 
 const phaseCounter = { embedded: 0, external: 0 };
 
@@ -105,7 +96,7 @@ async function soak(shape: 'embedded' | 'external', seed: number): Promise<strin
     ...SETTINGS,
     ServiceBusConnection: undefined,
     SERVICEBUS_PORT: '0',
-    PUSHDRAIN_DATA_DIR: tempDir(`pd-soak-${shape}-${seed}-`),
+    PUSHDRAIN_DATA_DIR: scratchDir(`pd-soak-${shape}-${seed}-`),
   };
   const host = await startHostProcess(env, 0, 60_000, { processGroup: true });
   live.add(host);

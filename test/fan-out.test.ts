@@ -17,6 +17,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { CapturingPublisher } from './support/capturing-publisher';
 import { completed, post, pump, report } from './support/invoke';
+import { until } from './support/poll';
 import { leaseSlots, quietLog, testRuntime, useStorage } from './support/storage';
 
 useStorage();
@@ -30,15 +31,8 @@ const FAN_OUT = {
   PUSHDRAIN_MESSAGES_PER_TASK: '4',
 };
 
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const got = probe();
-    if (got !== undefined) return got;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const waitFor = <T>(what: string, probe: () => T | undefined): Promise<T> =>
+  until(what, 10_000, probe, { everyMs: 10 });
 
 describe('the fan-out rule', () => {
   test('drains wanted = clamp(ceil(depth / messagesPerDrain), 1, drainSlots)', () => {

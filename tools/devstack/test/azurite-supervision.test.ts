@@ -7,30 +7,22 @@
  * a clear message and exit code 1.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { type HostProcess, startHostProcess } from '../../../test/support/host-process';
+import { scratchDir } from '../../../test/support/scratch-dir';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
 import { AZURITE_PID_FILE } from '../azurite';
 import { type Supervisable, supervise } from '../supervisor';
 
-const dirs: string[] = [];
 const hosts: HostProcess[] = [];
 after(async () => {
   for (const h of hosts) await h.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(name: string): string {
-  const d = mkdtempSync(join(tmpdir(), name));
-  dirs.push(d);
-  return d;
-}
 
 /**
  * A free port below Linux's ephemeral range (32768 and up). A restart takes the ports the first
@@ -86,7 +78,7 @@ const count = (text: string, what: string): number => text.split(what).length - 
 
 describe('npm start supervises its embedded Azurite', () => {
   test('Azurite SIGKILLed mid-batch: one line says so, health is red until it is back, the batch completes unattended', async () => {
-    const data = tempDir('pd-supervise-');
+    const data = scratchDir('pd-supervise-');
     const host = await startHostProcess(env(data), 0, 60_000);
     hosts.push(host);
     const txns = generate(20_000, 2404, 120);
@@ -138,7 +130,7 @@ describe('npm start supervises its embedded Azurite', () => {
   });
 
   test('Azurite killed three times within a minute: npm start stops with a clear message and exit code 1', async () => {
-    const data = tempDir('pd-giveup-');
+    const data = scratchDir('pd-giveup-');
     const host = await startHostProcess(env(data), 0, 60_000);
     hosts.push(host);
     for (let kill = 1; kill <= 3; kill++) {

@@ -6,31 +6,22 @@
  * independent computation. Also: Azurite itself SIGKILLed keeps every write it answered.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 
 import { BlobServiceClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import { type HostProcess, startHostProcess } from '../../../test/support/host-process';
+import { scratchDir } from '../../../test/support/scratch-dir';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
 import { startAzurite } from '../azurite';
 
-const dirs: string[] = [];
 const hosts: HostProcess[] = [];
 after(async () => {
   for (const h of hosts) await h.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(name: string): string {
-  const d = mkdtempSync(join(tmpdir(), name));
-  dirs.push(d);
-  return d;
-}
 
 /** Until the process is gone (a zombie awaiting its parent counts as gone: it runs nothing). */
 async function gone(pid: number): Promise<void> {
@@ -67,7 +58,7 @@ async function waitForEnd(host: HostProcess, batchId: string, timeoutMs: number)
 
 describe('npm start killed as a whole', () => {
   test('SIGKILL of the process group right after the 202: the batch survives and completes with the right report', async () => {
-    const data = tempDir('pd-crash-');
+    const data = scratchDir('pd-crash-');
     const env = {
       AZURITE_BLOB_PORT: '0',
       AZURITE_QUEUE_PORT: '0',
@@ -122,7 +113,7 @@ describe('npm start killed as a whole', () => {
 
 describe('embedded Azurite killed itself', () => {
   test('every write it answered survives a SIGKILL of Azurite itself', async () => {
-    const location = tempDir('pd-azurite-');
+    const location = scratchDir('pd-azurite-');
     const first = await startAzurite({ location });
     const blobs = BlobServiceClient.fromConnectionString(first.connectionString).getContainerClient('kept');
     await blobs.create();
@@ -162,7 +153,7 @@ describe('embedded Azurite killed itself', () => {
   });
 
   test('a start on a folder whose Azurite still runs waits for it to exit, and past the wait kills it: nothing answered is lost', async () => {
-    const location = tempDir('pd-azurite-');
+    const location = scratchDir('pd-azurite-');
     const first = await startAzurite({ location });
     const c = BlobServiceClient.fromConnectionString(first.connectionString).getContainerClient('handover');
     await c.create();
