@@ -12,6 +12,7 @@ import type { BusInspection, BusInspector } from '../notify/inspection';
 import type { PeekedMessage, QueueStore } from '../ports';
 import type { MeterSnapshot } from '../storage/meter';
 import type { Activity, ActivityWindow, HistoryPoint } from './activity';
+import type { DeliveriesStatus, DeliveryStatusReader } from './delivery-status';
 
 export interface QueueLine {
   name: string;
@@ -63,6 +64,8 @@ export interface StatusReport {
     statusRequests: MeterSnapshot;
   };
   history: { bucketSeconds: number; points: HistoryPoint[] };
+  /** Batch events being delivered (pending, retrying) and `deliveries-poison` (delivery-status.ts). */
+  deliveries: DeliveriesStatus;
 }
 
 export interface StatusDeps {
@@ -81,6 +84,7 @@ export interface StatusDeps {
   statusMeter: { snapshot(): MeterSnapshot };
   now: () => number;
   instanceId: string;
+  deliveries: DeliveryStatusReader;
 }
 
 /** Rate figures cover this much recent time. */
@@ -150,6 +154,8 @@ export class StatusReporter {
     }));
     const shown = lines.flatMap(([, poison]) => poison.peeked.map((m) => poisonEntry(poison.line.name, m)));
     activity.depths(Object.fromEntries(queues.map((q) => [q.name, q.depth])));
+    // After the listing: it names the few batches whose manifests hold an open delivery.
+    const deliveries = await this.deps.deliveries.read(batches.delivering);
     const running = drains.runningDrains();
     const t = now();
     return {
@@ -175,6 +181,7 @@ export class StatusReporter {
         statusRequests: statusMeter.snapshot(),
       },
       history: { bucketSeconds: activity.bucketMs / 1000, points: activity.history() },
+      deliveries,
     };
   }
 

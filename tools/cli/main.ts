@@ -16,6 +16,7 @@ import { bearerSource, describeToken } from './entra-token';
 import { EXIT } from './exit-codes';
 import { painter } from './output';
 import { describeRejection, submit } from './submit';
+import { webhooksTest } from './webhooks';
 
 interface Globals {
   url: string;
@@ -237,6 +238,12 @@ export function program(run: (code: number) => void): Command {
         run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
       },
     );
+
+  p.command('webhooks')
+    .description("the app's webhooks (PUSHDRAIN_WEBHOOK_URL)")
+    .command('test')
+    .description('send one signed test event to every webhook and print what each answered (admin key)')
+    .action(async (_o: unknown, cmd: Command) => run(await webhooksTest(context(cmd))));
 
   p.command('dev-token')
     .description('mint a token of the local issuer (npm start -- --auth entra) for a role: local development only')
