@@ -129,7 +129,12 @@ export function program(run: (code: number) => void): Command {
     )
     .option('--no-wait', 'return once the batch is accepted (202)')
     .option('--timeout <seconds>', 'stop waiting after this long', wholeNumber('--timeout'), 600)
-    .option('--poll <ms>', 'status poll interval while waiting', wholeNumber('--poll'), 500)
+    .option(
+      '--poll <ms>',
+      "shortest wait between status polls; it grows with the batch's age and while nothing changes, up to 5 s",
+      wholeNumber('--poll'),
+      500,
+    )
     .option('--quiet', 'no progress bars')
     .action(
       async (
