@@ -1,8 +1,9 @@
 /**
  * `GET /api/admin/status`: what the system is doing, as this instance sees it. Queue depths
  * and oldest ages, poison, Service Bus counts, this instance's drains, open and recent
- * batches, and the Storage meter with its history. It costs about two Storage requests per
- * queue plus one listing per 5,000 batches, metered apart from the app's own (`statusMeter`),
+ * batches, event deliveries, and the Storage meter with its history. It costs about two Storage
+ * requests per queue plus one listing per 5,000 batches (and for the deliveries one or two requests
+ * plus a read per batch still delivering, at most 10), metered apart from the app's own (`statusMeter`),
  * so watching the system does not blur what the system costs.
  */
 import type { BatchDirectory, BatchListing } from '../batch/batch-list';
