@@ -7,6 +7,7 @@ import { ValidationError } from '../shared/errors';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 import { authLevel, ROUTE_ROLES } from './route-access';
+import { notModified, statusEtag } from './status-etag';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
 
@@ -18,7 +19,10 @@ export async function getBatch(
   try {
     const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
     const status = await app.status(req.params.batchId ?? '', caller);
-    return status ? json(200, status) : json(404, NOT_FOUND);
+    if (!status) return json(404, NOT_FOUND);
+    // Private: the answer depends on who asks. no-cache: revalidate every time (the CLI's wait does).
+    const headers = { ETag: statusEtag(status), 'Cache-Control': 'private, no-cache' };
+    return notModified(req, headers.ETag) ? { status: 304, headers } : json(200, status, headers);
   } catch (e) {
     return errorResponse(e, context);
   }

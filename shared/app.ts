@@ -15,6 +15,7 @@ import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
 import { checkCallbackUrl } from './events/callback-policy';
 import type { DeliveryOutcome, EventDelivery } from './events/event-delivery';
+import type { TestEventResult, TestEvents } from './events/test-event';
 import { bufferSource } from './ingest/body';
 import type { Ingestor, IngestResult } from './ingest/ingest';
 import type { BodyFormat } from './ingest/records';
@@ -86,6 +87,8 @@ export interface AppParts {
   access: Access;
   /** Restores backlog messages to the primary; only with a secondary namespace configured. */
   syphon: Syphon | undefined;
+  /** "Send a test event" to the operator's webhooks: a probe that writes nothing. */
+  testEvents: TestEvents;
   /** Spans and `pushdrain.*` metrics; NO_TELEMETRY when off. */
   telemetry: Telemetry;
   /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
@@ -319,6 +322,14 @@ export class PushdrainApp {
     const result = await this.#parts.redriver.deadLetters(request);
     await this.#parts.deadLetterTally?.refresh();
     return result;
+  }
+
+  /**
+   * POST /api/admin/webhooks/test: one signed test event to each PUSHDRAIN_WEBHOOK_URL, answered per
+   * target. A probe: no Storage request, nothing recorded or retried.
+   */
+  sendTestEvent(): Promise<TestEventResult> {
+    return this.#parts.testEvents.send();
   }
 
   /** A scheduled per-batch check fired (queue `batch-watchdog`): the watchdog's, or an event delivery's retry. */

@@ -16,6 +16,7 @@ import type { HostLookup } from './events/address-guard';
 import { deliveryAttempt } from './events/delivery-attempt';
 import { redriveDeliveries } from './events/delivery-redrive';
 import { EventDelivery } from './events/event-delivery';
+import { TestEvents } from './events/test-event';
 import { chunkRule } from './ingest/chunk-size';
 import { Ingestor } from './ingest/ingest';
 import { parseWorkPointer } from './model/chunk-codec';
@@ -42,6 +43,7 @@ import { ScaleStateStore } from './scale/state';
 import type { ScaleTarget } from './scale/target';
 import { Activity } from './status/activity';
 import { DeadLetterTally } from './status/dead-letter-tally';
+import { DeliveryStatusReader } from './status/delivery-status';
 import { recordingDepths } from './status/depth-recording';
 import { StatusReporter } from './status/status-report';
 import { AzureBlobStore } from './storage/azure-blob-store';
@@ -94,6 +96,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   // The status report reads through clients of its own meter: watching is not what the app costs.
   const statusMeter = new StorageMeter();
   const statusClients = createStorageClients(settings.storage, statusMeter);
+  const statusQueues = new AzureQueueStore(statusClients.queues, names.poisonQueue, now);
+  const statusManifests = new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container));
   const blobs = new AzureBlobStore(clients.blobs, names.container);
   const bus = serviceBus({ settings, options, clock, log, blobs });
   const deadLetters = bus.deadLetters;
@@ -284,12 +288,9 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     deadLetters,
     deadLetterTally: tally,
     status: new StatusReporter({
-      queues: new AzureQueueStore(statusClients.queues, names.poisonQueue, now),
+      queues: statusQueues,
       names,
-      batches: new ManifestListing(
-        new AzureBlobStore(statusClients.blobs, names.container),
-        new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container)),
-      ),
+      batches: new ManifestListing(new AzureBlobStore(statusClients.blobs, names.container), statusManifests),
       inspector,
       drains,
       activity,
@@ -299,8 +300,20 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       instanceId: `i-${Math.floor(clock.random() * 0x1_0000_0000)
         .toString(16)
         .padStart(8, '0')}`,
+      deliveries: new DeliveryStatusReader({
+        manifests: statusManifests,
+        queues: statusQueues,
+        poisonQueue: names.deliveriesPoisonQueue,
+        now,
+      }),
     }),
     syphon: bus.syphon,
+    // The attempt real webhook deliveries make (signing, guard, timeout), for a probe that records nothing.
+    testEvents: new TestEvents({
+      webhookUrls: () => settings.events.webhookUrls,
+      attempt: deliveryAttempt({ settings: settings.events, now, lookup: options.lookup }),
+      now,
+    }),
     telemetry,
     provision: async () => {
       await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);

@@ -140,6 +140,8 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
       assert.ok(await reader.isVisible('#tiles'));
       assert.ok(await reader.isHidden('#redrive-form'));
       assert.ok(await reader.isHidden('#dead-letter-form'));
+      assert.ok(await reader.isVisible('#deliveries'), 'a reader sees the event deliveries');
+      assert.ok(await reader.isHidden('#webhook-test-form'), 'but not the test event button');
       assert.ok(statusRequests.includes('rita: bearer'));
       await reader.close();
 
@@ -147,6 +149,7 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
       await operator.waitForSelector('body[data-loaded]', WAIT);
       assert.ok(await operator.isVisible('#redrive-form'));
       assert.ok(await operator.isVisible('#dead-letter-form'));
+      assert.ok(await operator.isVisible('#webhook-test-form'));
       await operator.close();
       assert.deepEqual(problems, [], 'no script error and no CSP violation');
     },

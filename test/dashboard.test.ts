@@ -7,6 +7,7 @@
  * Skipped, with the install command, where Chromium is missing; CI requires it.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
 import { BlobServiceClient } from '@azure/storage-blob';
@@ -17,7 +18,8 @@ import { type EntityNames, entityNames } from '../shared/names';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
 import { slotContainer, wakeForSlots } from './support/dead-letter-stack';
-import { type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
+import { LOCAL_KEY, type LocalStack, startLocalStack, submitHeld, wake } from './support/local-stack';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 // What the page functions (run in the browser) touch; the project compiles without the DOM lib.
 interface El {
@@ -30,6 +32,7 @@ declare const document: {
 };
 
 const KEY = 'fn-key-from-the-fragment';
+const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 const WAIT = { timeout: 60_000, polling: 100 };
 
 /** Each test is reported skipped (with the install command) where Chromium is missing; never passed. */
@@ -40,16 +43,21 @@ describe('status page in headless Chromium', () => {
   let names: EntityNames;
   let browser: Browser;
   let page: Page;
+  let hook: WebhookReceiver;
   const requests: { url: string; key: string | undefined }[] = [];
   const problems: string[] = [];
 
   before(async () => {
     if (skip) return;
     browser = await launchBrowser(); // first: where Chromium is required and missing, fail at once
+    hook = await startWebhookReceiver(WEBHOOK_SECRET);
     stack = await startLocalStack({
       PUSHDRAIN_CHUNK_SIZE: '500',
       PUSHDRAIN_PARTITIONS: '2',
       PUSHDRAIN_MAX_IDLE_MS: '1000',
+      PUSHDRAIN_WEBHOOK_URL: hook.url,
+      PUSHDRAIN_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: '1',
     });
     names = entityNames(stack.prefix, 2);
     page = await browser.context.newPage();
@@ -61,6 +69,7 @@ describe('status page in headless Chromium', () => {
   after(async () => {
     await browser?.close();
     await stack?.stop();
+    await hook?.close();
   });
 
   const held = (count: number, seed: number): Promise<{ batchId: string; chunks: number }> =>
@@ -324,6 +333,44 @@ describe('status page in headless Chromium', () => {
         [],
         'no script error and no CSP violation',
       );
+    },
+  );
+  test(
+    'event deliveries: a poisoned one is listed with its last answer; "Send a test event" shows what each webhook answered',
+    { skip },
+    async () => {
+      hook.script([], 503);
+      const res = await fetch(`${stack.host.base}/api/batches`, {
+        method: 'POST',
+        body: toNdjson(generate(5, 604, 2)),
+        headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY },
+      });
+      assert.equal(res.status, 202);
+      const { batchId } = (await res.json()) as { batchId: string };
+      const row = `#deliveries tr[data-state="poisoned"]:has(code:text-is("${batchId}"))`;
+      await page.waitForSelector(row, WAIT);
+      assert.equal(await page.textContent(`${row} td.reason`), 'HTTP 503');
+      assert.equal(await page.textContent(`${row} td.target`), `webhook ${new URL(hook.url).origin}`);
+      assert.equal(await page.textContent(`${row} td.attempts`), '2');
+      assert.match((await page.textContent('#deliveries-count')) ?? '', /1 poisoned$/);
+
+      await page.fill('#admin-key', 'admin-key-any-works-locally');
+      await page.click('#webhook-test');
+      const result = `#webhook-test-result div[data-target="${hook.url}"]`;
+      await page.waitForSelector(result, WAIT);
+      assert.match((await page.textContent(result)) ?? '', /: failed, HTTP 503, [\d,]+ ms$/);
+      hook.script([], 200);
+      await page.click('#webhook-test');
+      await page.waitForSelector(`${result}.test-ok`, WAIT);
+      assert.match((await page.textContent(result)) ?? '', /: ok, HTTP 200, [\d,]+ ms$/);
+      const tests = requests.filter((r) => r.url.endsWith('/api/admin/webhooks/test'));
+      assert.deepEqual(
+        tests.map((r) => r.key),
+        ['admin-key-any-works-locally', 'admin-key-any-works-locally'],
+        'the test event sends the admin key',
+      );
+      assert.equal(hook.requests.at(-1)?.event.type, 'com.pushdrain.webhook.test', 'verified by the receiver');
+      assert.equal(hook.unverified, 0);
     },
   );
 });

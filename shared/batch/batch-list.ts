@@ -5,6 +5,7 @@
  * batches can later serve `open` in one request.
  */
 import type { Submitter } from '../auth/principal';
+import { OPEN_PREFIX } from '../layout';
 import type { BlobStore } from '../ports';
 import { type BatchState, type BatchStatusBody, type ManifestStore, statusBody, statusOf } from './manifest';
 
@@ -25,6 +26,11 @@ export interface BatchListing {
   /** The scan stopped at its limit: older or later-listed batches may be missing. */
   truncated: boolean;
   source: 'manifest-listing';
+  /**
+   * Completed or failed batches that keep their open-batch marker (an event delivery is pending, or
+   * recovery has a spare marker to remove), latest completion first: up to `limits.open`, and how many.
+   */
+  delivering: { batchIds: string[]; total: number };
 }
 
 export interface ListLimits {
@@ -120,7 +126,10 @@ export class ManifestListing implements BatchDirectory {
     const legacy: string[] = [];
     let scanned = 0;
     let truncated = false;
+    const markers = new Set<string>();
     for await (const blob of this.blobs.list('batches', undefined, { metadata: true })) {
+      // The open-batch index is in the same listing: a terminal batch with a marker is delivering its event.
+      if (blob.name.startsWith(OPEN_PREFIX)) markers.add(blob.name.slice(OPEN_PREFIX.length));
       const m = MANIFEST.exec(blob.name);
       if (!m?.[1]) continue; // the open-batch index and other records (the pattern is a valid batch id)
       if (scanned >= this.scanLimit) {
@@ -147,6 +156,7 @@ export class ManifestListing implements BatchDirectory {
       .sort(newestFirst('completedAt'));
     const counts = { accepted: 0, processing: 0, completed: 0, failed: 0 };
     for (const b of found) counts[b.status]++;
+    const delivering = recent.filter((b) => markers.has(b.batchId)).map((b) => b.batchId);
     return {
       open: open.slice(0, limits.open),
       recent: recent.slice(0, limits.recent),
@@ -154,6 +164,7 @@ export class ManifestListing implements BatchDirectory {
       scanned,
       truncated,
       source: 'manifest-listing',
+      delivering: { batchIds: delivering.slice(0, limits.open), total: delivering.length },
     };
   }
 }

@@ -1,8 +1,9 @@
 /**
  * `GET /api/admin/status`: what the system is doing, as this instance sees it. Queue depths
  * and oldest ages, poison, Service Bus counts, this instance's drains, open and recent
- * batches, and the Storage meter with its history. It costs about two Storage requests per
- * queue plus one listing per 5,000 batches, metered apart from the app's own (`statusMeter`),
+ * batches, event deliveries, and the Storage meter with its history. It costs about two Storage
+ * requests per queue plus one listing per 5,000 batches (and for the deliveries one or two requests
+ * plus a read per batch still delivering, at most 10), metered apart from the app's own (`statusMeter`),
  * so watching the system does not blur what the system costs.
  */
 import type { BatchDirectory, BatchListing } from '../batch/batch-list';
@@ -12,6 +13,7 @@ import type { BusInspection, BusInspector } from '../notify/inspection';
 import type { PeekedMessage, QueueStore } from '../ports';
 import type { MeterSnapshot } from '../storage/meter';
 import type { Activity, ActivityWindow, HistoryPoint } from './activity';
+import type { DeliveriesStatus, DeliveryStatusReader } from './delivery-status';
 
 export interface QueueLine {
   name: string;
@@ -63,6 +65,8 @@ export interface StatusReport {
     statusRequests: MeterSnapshot;
   };
   history: { bucketSeconds: number; points: HistoryPoint[] };
+  /** Batch events being delivered (pending, retrying) and `deliveries-poison` (delivery-status.ts). */
+  deliveries: DeliveriesStatus;
 }
 
 export interface StatusDeps {
@@ -81,6 +85,7 @@ export interface StatusDeps {
   statusMeter: { snapshot(): MeterSnapshot };
   now: () => number;
   instanceId: string;
+  deliveries: DeliveryStatusReader;
 }
 
 /** Rate figures cover this much recent time. */
@@ -150,6 +155,8 @@ export class StatusReporter {
     }));
     const shown = lines.flatMap(([, poison]) => poison.peeked.map((m) => poisonEntry(poison.line.name, m)));
     activity.depths(Object.fromEntries(queues.map((q) => [q.name, q.depth])));
+    // After the listing: it names the few batches whose manifests hold an open delivery.
+    const deliveries = await this.deps.deliveries.read(batches.delivering);
     const running = drains.runningDrains();
     const t = now();
     return {
@@ -175,6 +182,7 @@ export class StatusReporter {
         statusRequests: statusMeter.snapshot(),
       },
       history: { bucketSeconds: activity.bucketMs / 1000, points: activity.history() },
+      deliveries,
     };
   }
 

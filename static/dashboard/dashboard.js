@@ -143,6 +143,7 @@
     renderBatches(s, now);
     renderQueues(s);
     renderPoison(s);
+    renderDeliveries(s, now);
     renderBus(s);
     renderCost(s);
     if (!state.loaded) {
@@ -309,6 +310,60 @@
       out.textContent = `redrive failed: ${e.message}`;
     }
     poll();
+  }
+
+  // ---- event deliveries: pending, retrying, poisoned; "send a test event" ----
+  function renderDeliveries(s, now) {
+    const d = s.deliveries;
+    if (!d) return;
+    const more = d.moreBatches > 0 ? ` and ${fmt(d.moreBatches)} more batch(es)` : '';
+    $('deliveries-count').textContent =
+      `${fmt(d.pending)} pending, ${fmt(d.retrying)} retrying${more}; ${fmt(d.poisoned.depth)} poisoned`;
+    const last = (status, error) => error || (status === undefined ? '–' : `HTTP ${status}`);
+    const row = (x, state, next) =>
+      h(
+        'tr',
+        { 'data-delivery': x.eventId, 'data-state': state },
+        h('td', {}, h('code', {}, x.batchId)),
+        h('td', {}, x.eventType.replace(/^com\.pushdrain\./, '')),
+        h('td', { class: 'target' }, `${x.kind} ${x.target}`),
+        h('td', { class: `state delivery-${state}` }, state),
+        h('td', { class: 'attempts' }, fmt(x.attempts)),
+        h('td', {}, next),
+        h('td', { class: 'reason' }, last(x.lastStatus, x.lastError)),
+      );
+    const inFuture = (iso) => (Date.parse(iso) > now ? `in ${age((Date.parse(iso) - now) / 1000)}` : 'due');
+    fill('deliveries', [
+      ...d.shown.map((x) => row(x, x.state, inFuture(x.nextAttemptAt))),
+      ...d.poisoned.shown.map((x) => row(x, 'poisoned', `redrive (${since(x.at, now)})`)),
+    ]);
+  }
+
+  async function testWebhooks() {
+    const out = $('webhook-test-result');
+    out.textContent = 'sending…';
+    try {
+      const res = await fetch('admin/webhooks/test', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
+        body: '{}',
+      });
+      const json = await res.json().catch(() => ({}));
+      if (res.status === 401 || res.status === 403) out.textContent = `the admin key was refused (${res.status})`;
+      else if (!res.ok) out.textContent = `test event not sent: ${json.message || res.status}`;
+      else
+        out.replaceChildren(
+          ...json.targets.map((t) =>
+            h(
+              'div',
+              { class: t.ok ? 'test-ok' : 'test-failed', 'data-target': t.target },
+              `${t.target}: ${t.ok ? 'ok' : 'failed'}${t.status === undefined ? '' : `, HTTP ${t.status}`}, ${ms(t.ms)}${t.error ? `: ${t.error}` : ''}`,
+            ),
+          ),
+        );
+    } catch (e) {
+      out.textContent = `test event not sent: ${e.message}`;
+    }
   }
 
   function deadLetterOutcome(r) {
@@ -508,6 +563,10 @@
   $('redrive-form').addEventListener('submit', (e) => {
     e.preventDefault();
     redrive({});
+  });
+  $('webhook-test-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    testWebhooks();
   });
   $('dead-letter-form').addEventListener('submit', (e) => {
     e.preventDefault();

@@ -12,6 +12,8 @@ export const HTTP_CONTRACT = [
   { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
   // Operators only: the master (admin) key, never a function key.
   { name: 'adminRedrive', route: 'admin/redrive', methods: ['POST'], authLevel: 'admin' },
+  // Sends a test event to the operator's webhooks: the admin key too (it makes the app call out).
+  { name: 'adminWebhookTest', route: 'admin/webhooks/test', methods: ['POST'], authLevel: 'admin' },
   // Read-only operator view: a function key.
   { name: 'adminStatus', route: 'admin/status', methods: ['GET'], authLevel: 'function' },
   // The status page shell: static, no data and no key in it; what it shows comes from admin/status.

@@ -132,6 +132,18 @@ export class ApiClient {
     return parseBody(res.text) as T;
   }
 
+  /**
+   * A conditional GET: with the ETag of the last answer, a 304 (nothing changed) is `undefined`;
+   * otherwise the new body and its ETag. CliError on anything else.
+   */
+  async jsonIfChanged<T>(what: string, path: string, etag?: string): Promise<{ body: T; etag?: string } | undefined> {
+    const res = await this.send('GET', path, etag ? { headers: { 'If-None-Match': etag } } : {});
+    if (res.status === 304 && etag) return undefined;
+    if (res.status < 200 || res.status >= 300) throw failure(what, res);
+    const next = res.headers.get('etag');
+    return { body: parseBody(res.text) as T, ...(next ? { etag: next } : {}) };
+  }
+
   async postJson<T>(what: string, path: string, body: unknown, key?: string): Promise<T> {
     const res = await this.send('POST', path, {
       body: JSON.stringify(body),

@@ -8,6 +8,7 @@ import type { DeadLetterRedriveResult } from '../../shared/poison/dead-letter-re
 import type { RedriveResult } from '../../shared/poison/redrive';
 import type { StatusReport } from '../../shared/status/status-report';
 import { type ApiClient, CliError, httpFailure } from './client';
+import { deliveriesSummary, deliveryLines } from './deliveries';
 import { EXIT } from './exit-codes';
 import { age, duration, money, num, type Painter, table } from './output';
 
@@ -62,6 +63,7 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
     `queued: ${num(queued)} message(s) over ${s.queues.length} queues; poison: ${num(s.poison.total)}; dead letters: ${dead === undefined ? `unknown (${s.serviceBus.available ? '' : s.serviceBus.reason})` : num(dead)}`,
   );
   out(`drains here: ${num(s.drains.running)} running, ${num(s.drains.tasks)} tasks`);
+  out(deliveriesSummary(s.deliveries, ctx.paint));
   out(
     `batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`,
   );
@@ -186,7 +188,13 @@ export async function batches(ctx: Ctx): Promise<number> {
 export async function queues(ctx: Ctx): Promise<number> {
   const s = await status(ctx);
   if (ctx.json) {
-    printJson({ queues: s.queues, poison: s.poison, serviceBus: s.serviceBus, drains: s.drains });
+    printJson({
+      queues: s.queues,
+      poison: s.poison,
+      serviceBus: s.serviceBus,
+      drains: s.drains,
+      deliveries: s.deliveries,
+    });
     return EXIT.ok;
   }
   const draining = new Map(s.drains.byQueue.map((d) => [d.queue, d]));
@@ -210,6 +218,8 @@ export async function queues(ctx: Ctx): Promise<number> {
   out(`drains running here: ${num(s.drains.running)} (${num(s.drains.tasks)} tasks)`);
   for (const p of s.poison.shown.slice(0, 10))
     out(`poison: ${p.queue} ${p.batchId ?? '?'} chunk ${p.chunk ?? '?'}: ${p.reason} (${p.at})`);
+  out(deliveriesSummary(s.deliveries, ctx.paint));
+  for (const line of deliveryLines(s.deliveries)) out(line);
   out('');
   if (!s.serviceBus.available) out(`Service Bus: not available: ${s.serviceBus.reason}`);
   else {

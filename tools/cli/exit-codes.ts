@@ -7,7 +7,10 @@ export const EXIT = {
   usage: 2,
   /** The app refused the input: validation (400), conflict (409), too large (413), media type (415). */
   rejected: 3,
-  /** The batch ended `failed`: submit, while waiting; report of a failed batch (it has no report). */
+  /**
+   * The batch ended `failed`: submit, while waiting; report of a failed batch (it has no report).
+   * `webhooks test`: a webhook did not answer 2xx.
+   */
   failed: 4,
   /** No such batch (404). */
   notFound: 5,

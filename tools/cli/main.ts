@@ -16,6 +16,7 @@ import { bearerSource, describeToken } from './entra-token';
 import { EXIT } from './exit-codes';
 import { painter } from './output';
 import { describeRejection, submit } from './submit';
+import { webhooksTest } from './webhooks';
 
 interface Globals {
   url: string;
@@ -128,7 +129,12 @@ export function program(run: (code: number) => void): Command {
     )
     .option('--no-wait', 'return once the batch is accepted (202)')
     .option('--timeout <seconds>', 'stop waiting after this long', wholeNumber('--timeout'), 600)
-    .option('--poll <ms>', 'status poll interval while waiting', wholeNumber('--poll'), 500)
+    .option(
+      '--poll <ms>',
+      "shortest wait between status polls; it grows with the batch's age and while nothing changes, up to 5 s",
+      wholeNumber('--poll'),
+      500,
+    )
     .option('--quiet', 'no progress bars')
     .action(
       async (
@@ -237,6 +243,12 @@ export function program(run: (code: number) => void): Command {
         run(o.deadLetters === true ? await redriveDeadLetters(context(cmd), o) : await redrive(context(cmd), o));
       },
     );
+
+  p.command('webhooks')
+    .description("the app's webhooks (PUSHDRAIN_WEBHOOK_URL)")
+    .command('test')
+    .description('send one signed test event to every webhook and print what each answered (admin key)')
+    .action(async (_o: unknown, cmd: Command) => run(await webhooksTest(context(cmd))));
 
   p.command('dev-token')
     .description('mint a token of the local issuer (npm start -- --auth entra) for a role: local development only')

@@ -14,6 +14,7 @@ import type { Report } from '../../shared/billing/report';
 import { type ApiClient, CliError, type ErrorBody, exitFor, parseBody } from './client';
 import { EXIT } from './exit-codes';
 import { bytes, duration, money, num, type Painter, painter, progressBar } from './output';
+import { nextPollMs } from './poll-schedule';
 
 export interface SubmitOptions {
   format?: 'ndjson' | 'json';
@@ -22,7 +23,7 @@ export interface SubmitOptions {
   callbackUrl?: string;
   wait: boolean;
   timeoutSeconds: number;
-  /** Poll interval while waiting, ms. */
+  /** The shortest wait between two looks at the batch, ms (see poll-schedule.ts). */
   pollMs: number;
   json: boolean;
   progress: boolean;
@@ -195,20 +196,41 @@ async function upload(
   }
 }
 
-/** Polls the batch until it finishes or the timeout passes, with a bar of settled chunks. */
-async function follow(client: ApiClient, a: Accepted, o: SubmitOptions): Promise<BatchStatusBody> {
+/**
+ * Looks at the batch until it finishes or the timeout passes, with a bar of settled chunks: conditional
+ * GETs (a 304 when nothing changed), spaced by nextPollMs. Exported for the wait's measurement.
+ */
+export async function follow(
+  client: ApiClient,
+  a: Accepted,
+  o: Pick<SubmitOptions, 'timeoutSeconds' | 'pollMs' | 'progress'>,
+): Promise<BatchStatusBody> {
   const bar = progressBar('chunks', 'chunks', o.progress);
   bar.start(a.chunks, 0, { note: '' });
-  const deadline = Date.now() + o.timeoutSeconds * 1000;
+  const started = Date.now();
+  const deadline = started + o.timeoutSeconds * 1000;
   let last: BatchStatusBody | undefined;
+  let etag: string | undefined;
+  let unchanged = 0;
   try {
     for (let i = 0; i < 1_000_000; i++) {
-      last = await client.json<BatchStatusBody>(`status of ${a.batchId}`, `/api/batches/${a.batchId}`);
-      bar.update(last.chunksDone + last.chunksFailed, {
-        note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '',
-      });
-      if (last.status === 'completed' || last.status === 'failed' || Date.now() >= deadline) break;
-      await new Promise((r) => setTimeout(r, o.pollMs));
+      const got = await client.jsonIfChanged<BatchStatusBody>(
+        `status of ${a.batchId}`,
+        `/api/batches/${a.batchId}`,
+        etag,
+      );
+      if (got) {
+        last = got.body;
+        etag = got.etag;
+        unchanged = 0;
+        bar.update(last.chunksDone + last.chunksFailed, {
+          note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '',
+        });
+      } else unchanged++;
+      const now = Date.now();
+      if (last?.status === 'completed' || last?.status === 'failed' || now >= deadline) break;
+      const wait = nextPollMs({ minMs: o.pollMs, elapsedMs: now - started, unchanged });
+      await new Promise((r) => setTimeout(r, Math.min(wait, deadline - now)));
     }
   } finally {
     bar.stop();
