@@ -36,6 +36,7 @@ import { runTelemetryCost } from './scenarios/telemetry-cost';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
 import { runTrickle } from './scenarios/trickle';
 import { runWake } from './scenarios/wake';
+import { runWebhooks } from './scenarios/webhooks';
 import { type PeerResult, runWebJobsPeer } from './scenarios/webjobs-peer';
 import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
@@ -44,6 +45,7 @@ import { startEnv } from './support/env';
 import { problems } from './support/log';
 import { topFunctions } from './support/profiler';
 import { peerUnavailable } from './support/webjobs-peer';
+import { webhooksFigures } from './webhooks-report';
 
 const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
   --quick        smoke sizes: tiny batches, one repetition, seconds in all
@@ -280,6 +282,15 @@ async function main(): Promise<void> {
       for (const t of trickle)
         log(
           `  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`,
+        );
+    }
+    if (only.has('webhooks')) {
+      const runs = await timed(timings, 'webhooks', log, () => runWebhooks(env, cfg.webhooks, random));
+      raw.webhooks = runs;
+      results.webhooks = webhooksFigures(runs, cfg.webhooks.batchSize);
+      for (const r of runs)
+        log(
+          `  webhooks rep ${r.rep}: completion → received ${r.trials.map((t) => t.latencyMs).join(', ')} ms; idle ${JSON.stringify(r.idle.storage)} in ${r.idle.windowMs} ms`,
         );
     }
     // The real peer is a separate .NET host: its failure costs its rows, not the whole run's results.
