@@ -15,6 +15,7 @@ import { PermanentError } from './errors';
 import type { HostLookup } from './events/address-guard';
 import { deliveryAttempt } from './events/delivery-attempt';
 import { redriveDeliveries } from './events/delivery-redrive';
+import { EndpointAgents } from './events/endpoint-agents';
 import { EventDelivery } from './events/event-delivery';
 import { chunkRule } from './ingest/chunk-size';
 import { Ingestor } from './ingest/ingest';
@@ -116,18 +117,19 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const events = new EventDelivery({
     manifests,
     open,
-    targets: () => [
-      ...settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
-      // The topic gets every batch's event wherever Service Bus is configured.
-      ...(settings.serviceBus && bus.publisher.publishBatchEvent
-        ? [{ kind: 'topic' as const, target: BATCH_EVENTS_TOPIC }]
-        : []),
-    ],
+    targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
+    // The topic gets every batch's event wherever Service Bus is configured.
+    topic:
+      settings.serviceBus && bus.publisher.publishBatchEvent
+        ? { name: BATCH_EVENTS_TOPIC, publish: (e) => bus.publisher.publishBatchEvent!(e) }
+        : undefined,
     attempt: deliveryAttempt({
       settings: settings.events,
       now,
       publish: bus.publisher.publishBatchEvent && ((e) => bus.publisher.publishBatchEvent!(e)),
       lookup: options.lookup,
+      // One pool per app: a receiver's connection is kept between batches.
+      agents: new EndpointAgents(),
     }),
     scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),

@@ -8,6 +8,7 @@ import type { EventSettings } from '../config/event-settings';
 import { ensureError } from '../errors';
 import type { HostLookup } from './address-guard';
 import { isExplicitlyAllowed } from './callback-policy';
+import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult, Delivery, OutboxEvent } from './outbox';
 import { postSigned } from './webhook-post';
 
@@ -20,9 +21,11 @@ export interface DeliveryAttemptDeps {
   publish?: ((e: OutboxEvent) => Promise<void>) | undefined;
   /** How host names resolve. @defaultValue the system resolver */
   lookup?: HostLookup | undefined;
+  /** Kept connections to the receivers. @defaultValue a new connection per attempt */
+  agents?: EndpointAgents | undefined;
 }
 
-export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAttemptDeps): AttemptFn {
+export function deliveryAttempt({ settings, now, publish, lookup, agents }: DeliveryAttemptDeps): AttemptFn {
   return async (d, e) => {
     if (d.kind === 'topic') {
       if (!publish) return { error: 'ServiceBusConnection is not configured: the topic cannot be sent to' };
@@ -44,6 +47,7 @@ export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAtte
       allowPrivate,
       now,
       ...(lookup ? { lookup } : {}),
+      ...(agents ? { agents } : {}),
     });
   };
 }
