@@ -13,7 +13,7 @@ import { Continuations } from './drain/continuations';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import type { HostLookup } from './events/address-guard';
-import { deliveryAttempt } from './events/delivery-attempt';
+import { deliveryAttempt, deliveryWarmer } from './events/delivery-attempt';
 import { redriveDeliveries } from './events/delivery-redrive';
 import { EndpointAgents } from './events/endpoint-agents';
 import { EventDelivery } from './events/event-delivery';
@@ -114,6 +114,8 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
+  // One pool per app: a receiver's connection is kept between batches.
+  const agents = new EndpointAgents();
   const events = new EventDelivery({
     manifests,
     open,
@@ -128,9 +130,9 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       now,
       publish: bus.publisher.publishBatchEvent && ((e) => bus.publisher.publishBatchEvent!(e)),
       lookup: options.lookup,
-      // One pool per app: a receiver's connection is kept between batches.
-      agents: new EndpointAgents(),
+      agents,
     }),
+    warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
     scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,

@@ -3,7 +3,8 @@
  * `standardwebhooks`: a receiver's connection is kept and reused between attempts; a host whose
  * checked address changed gets a connection of its own to the new address (the SSRF guard's
  * promise holds with kept connections); a connection the receiver closed is not an attempt lost;
- * and an IP literal is never looked up.
+ * an IP literal is never looked up; and a receiver's connection is opened while the terminal
+ * write is under way (nothing sent on it), only to an address the guard accepts.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,8 +14,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { Webhook } from 'standardwebhooks';
 
-import { Secret } from '../shared/config/event-settings';
+import { eventSettings, Secret } from '../shared/config/event-settings';
 import type { HostLookup } from '../shared/events/address-guard';
+import { deliveryWarmer } from '../shared/events/delivery-attempt';
 import { EndpointAgents } from '../shared/events/endpoint-agents';
 import { postSigned } from '../shared/events/webhook-post';
 
@@ -169,6 +171,37 @@ describe('IP literals', () => {
         ['evt_literal'],
       );
     } finally {
+      await close(r);
+    }
+  });
+});
+
+describe('connections opened ahead of the attempt', () => {
+  test('the warmer connects, sends nothing, and the attempt then uses that connection; a refused callback gets none', async () => {
+    const r = await receiver('127.0.0.1');
+    const agents = new EndpointAgents();
+    const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET });
+    const warm = deliveryWarmer({ settings, agents });
+    const url = `http://127.0.0.1:${r.port}/hooks`;
+    try {
+      // A callback to loopback without an explicit allowlist entry: the guard refuses it, no connection.
+      warm([{ kind: 'callback', target: url }]);
+      await new Promise((ok) => setTimeout(ok, 200));
+      assert.equal(r.connections, 0);
+      warm([{ kind: 'webhook', target: url }]);
+      for (let i = 0; i < 100 && r.connections === 0; i++) await new Promise((ok) => setTimeout(ok, 20));
+      assert.equal(r.connections, 1, 'connected ahead');
+      assert.equal(r.got.length, 0, 'nothing sent on it');
+      warm([{ kind: 'webhook', target: url }]);
+      const result = await postSigned({ url, eventId: 'evt_warm', body, secret, allowPrivate: true, agents });
+      assert.deepEqual(result, { status: 204 });
+      assert.deepEqual(
+        r.got.map((g) => g.id),
+        ['evt_warm'],
+      );
+      assert.equal(r.connections, 1, 'the attempt took the connection opened ahead; a second warm opened none');
+    } finally {
+      agents.close();
       await close(r);
     }
   });

@@ -74,6 +74,8 @@ export interface EventDeliveryDeps {
   /** One attempt of one delivery; never throws. */
   attempt: (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
   scheduleRetry: (check: WatchdogCheck, delayMs: number) => Promise<void>;
+  /** Opens connections to these receivers while the terminal write is under way (sends nothing). */
+  warm?: ((targets: readonly { kind: DeliveryKind; target: string }[]) => void) | undefined;
   poison: (record: DeliveryPoisonRecord) => Promise<void>;
   retryScheduleSeconds: readonly number[];
   /** A pending delivery this long past due counts as lost (its attempt or retry message died with its process). */
@@ -103,7 +105,10 @@ export class EventDelivery {
   record(m: Manifest, report: Report | undefined): OutboxEvent | undefined {
     const targets = this.deps.targets();
     if (m.callbackUrl) targets.push({ kind: 'callback', target: m.callbackUrl });
-    return outboxEvent(m, report, targets, this.deps.topic?.name);
+    const event = outboxEvent(m, report, targets, this.deps.topic?.name);
+    // The write that makes the outbox durable comes next: the handshakes happen meanwhile.
+    if (event) this.deps.warm?.(targets);
+    return event;
   }
 
   /**

@@ -126,7 +126,8 @@ function send(
       req.on('error', (e) => {
         // Node's documented remedy for a reused connection that was closed under it: send once more, on a new one.
         const code = (e as { code?: unknown }).code;
-        if (mayResend && !answered && req.reusedSocket && !deadline.aborted && STALE_CONNECTION.has(String(code))) {
+        const kept = req.reusedSocket || p.agents?.wasWarmed(req.socket) === true;
+        if (mayResend && !answered && kept && !deadline.aborted && STALE_CONNECTION.has(String(code))) {
           resolve(once(false));
           return;
         }

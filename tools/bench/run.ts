@@ -291,7 +291,7 @@ async function main(): Promise<void> {
     if (only.has('webhooks')) {
       const runs = await timed(timings, 'webhooks', log, () => runWebhooks(env, cfg.webhooks, random));
       raw.webhooks = runs;
-      results.webhooks = webhooksFigures(runs, cfg.webhooks.batchSize);
+      results.webhooks = webhooksFigures(runs, cfg.webhooks);
       for (const r of runs)
         log(
           `  webhooks rep ${r.rep}: completion → received ${r.trials.map((t) => t.latencyMs).join(', ')} ms; idle ${JSON.stringify(r.idle.storage)} in ${r.idle.windowMs} ms`,

@@ -3,7 +3,9 @@
  * topic) has PUSHDRAIN_WEBHOOK_URL pointing at a receiver on 127.0.0.1 in this process, written as
  * README tells a user to write one (it verifies every request with `standardwebhooks`). After an
  * untimed warm-up batch, N small batches are submitted one at a time, each once the previous
- * one's event has arrived (plus a short random gap), and each is measured from completion (the
+ * one's event has arrived, alternately after a short random gap (the app's connection to the
+ * receiver is still kept) and after `coldGapMs` (past the kept connection's idle timeout, as for
+ * batches that come minutes apart), and each is measured from completion (the
  * event's `time`, which is the manifest's `completedAt`, stamped before the terminal write) to
  * the moment the receiver has the whole request (its own clock: same machine, same clock).
  *
@@ -31,6 +33,8 @@ export interface WebhooksConfig {
   /** A random pause of this much between one event's arrival and the next submission. */
   gapMinMs: number;
   gapMaxMs: number;
+  /** Every other batch waits this long instead: longer than a kept connection lives idle. */
+  coldGapMs: number;
   /** The idle window, after the app's meter went quiet for `quietMs`. */
   idleWindowMs: number;
   quietMs: number;
@@ -43,6 +47,8 @@ export interface WebhookTrial {
   latencyMs: number;
   /** Requests for this event (retries, duplicates): 1 when the first attempt landed. */
   requests: number;
+  /** Submitted after the cold gap: the app had no connection to the receiver left. */
+  cold: boolean;
 }
 
 export interface WebhooksRun {
@@ -142,10 +148,11 @@ export async function runWebhooks(env: BenchEnv, cfg: WebhooksConfig, random: ()
       await receiver.next(warm, TIMEOUT_MS);
       const trials: WebhookTrial[] = [];
       for (let i = 0; i < cfg.batches; i++) {
-        await sleep(cfg.gapMinMs + random() * (cfg.gapMaxMs - cfg.gapMinMs));
+        const cold = i % 2 === 1;
+        await sleep(cold ? cfg.coldGapMs : cfg.gapMinMs + random() * (cfg.gapMaxMs - cfg.gapMinMs));
         const batchId = await f.app.submit(batchBody({ count: cfg.batchSize, seed: SEED_BASE + i }));
         const got = await receiver.next(batchId, TIMEOUT_MS);
-        trials.push({ rep, batchId, latencyMs: got.at - Date.parse(got.time), requests: 0 });
+        trials.push({ rep, batchId, latencyMs: got.at - Date.parse(got.time), requests: 0, cold });
       }
       // Every event's deliveries have settled once the meter is still (the last one removes the open marker).
       await untilQuiet(f.app, cfg.quietMs, 60_000);
