@@ -4,12 +4,18 @@
  * checked address changed gets a connection of its own to the new address (the SSRF guard's
  * promise holds with kept connections); a connection the receiver closed is not an attempt lost;
  * an IP literal is never looked up; and a receiver's connection is opened while the terminal
- * write is under way (nothing sent on it), only to an address the guard accepts.
+ * write is under way (nothing sent on it), only to an address the guard accepts, and verified
+ * like any other (an untrusted certificate gets no request).
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { Webhook } from 'standardwebhooks';
@@ -203,6 +209,54 @@ describe('connections opened ahead of the attempt', () => {
     } finally {
       agents.close();
       await close(r);
+    }
+  });
+});
+
+/** A throw-away self-signed certificate for 127.0.0.1 (openssl), which no attempt may trust. */
+function selfSigned(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'pd-hook-tls-'));
+  try {
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1'].concat([
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ]),
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('an https receiver', () => {
+  test('a connection opened ahead is verified like any other: an untrusted certificate gets no request', async () => {
+    let requests = 0;
+    const server = createTlsServer(selfSigned(), (req, res) => {
+      requests++;
+      req.resume();
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
+    const agents = new EndpointAgents();
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    try {
+      const warm = deliveryWarmer({ settings: eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET }), agents });
+      warm([{ kind: 'webhook', target: url }]);
+      const result = await postSigned({ url, eventId: 'evt_tls', body, secret, allowPrivate: true, agents });
+      assert.equal(result.status, undefined);
+      assert.match(result.error ?? '', /CERT|SELF_SIGNED|certificate/i);
+      assert.equal(requests, 0, 'nothing sent over an unverified connection');
+    } finally {
+      agents.close();
+      server.closeAllConnections();
+      await new Promise((ok) => server.close(ok));
     }
   });
 });
