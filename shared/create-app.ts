@@ -13,8 +13,9 @@ import { Continuations } from './drain/continuations';
 import { DrainCoordinator } from './drain/coordinator';
 import { PermanentError } from './errors';
 import type { HostLookup } from './events/address-guard';
-import { deliveryAttempt } from './events/delivery-attempt';
+import { deliveryAttempt, deliveryWarmer } from './events/delivery-attempt';
 import { redriveDeliveries } from './events/delivery-redrive';
+import { EndpointAgents } from './events/endpoint-agents';
 import { EventDelivery } from './events/event-delivery';
 import { TestEvents } from './events/test-event';
 import { chunkRule } from './ingest/chunk-size';
@@ -118,22 +119,25 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
+  // One pool per app: a receiver's connection is kept between batches.
+  const agents = new EndpointAgents();
   const events = new EventDelivery({
     manifests,
     open,
-    targets: () => [
-      ...settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
-      // The topic gets every batch's event wherever Service Bus is configured.
-      ...(settings.serviceBus && bus.publisher.publishBatchEvent
-        ? [{ kind: 'topic' as const, target: BATCH_EVENTS_TOPIC }]
-        : []),
-    ],
+    targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
+    // The topic gets every batch's event wherever Service Bus is configured.
+    topic:
+      settings.serviceBus && bus.publisher.publishBatchEvent
+        ? { name: BATCH_EVENTS_TOPIC, publish: (e) => bus.publisher.publishBatchEvent!(e) }
+        : undefined,
     attempt: deliveryAttempt({
       settings: settings.events,
       now,
       publish: bus.publisher.publishBatchEvent && ((e) => bus.publisher.publishBatchEvent!(e)),
       lookup: options.lookup,
+      agents,
     }),
+    warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
     scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,

@@ -70,9 +70,27 @@ export async function resolveChecked(
   allowPrivate: boolean,
   resolve: HostLookup = systemLookup,
 ): Promise<ResolvedAddress> {
-  const host = hostname.replace(/^\[|\]$/g, '');
+  const literal = checkedLiteral(hostname, allowPrivate);
+  if (literal) return literal;
+  const host = bare(hostname);
+  return checked(host, await resolve(host), allowPrivate);
+}
+
+/**
+ * `hostname` as the address to connect to when it is an IP literal (checked as resolveChecked
+ * would, without a lookup or a turn of the event loop); undefined for a name, which must resolve.
+ */
+export function checkedLiteral(hostname: string, allowPrivate: boolean): ResolvedAddress | undefined {
+  const host = bare(hostname);
   const family = isIP(host);
-  const answers: ResolvedAddress[] = family === 4 || family === 6 ? [{ address: host, family }] : await resolve(host);
+  return family === 4 || family === 6 ? checked(host, [{ address: host, family }], allowPrivate) : undefined;
+}
+
+function bare(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, '');
+}
+
+function checked(host: string, answers: readonly ResolvedAddress[], allowPrivate: boolean): ResolvedAddress {
   const first = answers[0];
   if (!first) throw new RefusedAddressError(`${host} has no address`);
   if (!allowPrivate) {

@@ -59,16 +59,17 @@ export function batchEventBody(m: Manifest, report: Report | undefined, id: stri
 }
 
 /**
- * The outbox entry for a manifest just marked terminal: its event and one pending delivery per
- * target, due now. Undefined when there is nowhere to deliver.
+ * The outbox entry for a manifest just marked terminal: its event, one pending delivery per
+ * target, due now, and the topic that gets it too. Undefined when there is nowhere to deliver.
  */
 export function outboxEvent(
   m: Manifest,
   report: Report | undefined,
   targets: readonly { kind: DeliveryKind; target: string }[],
+  topic?: string,
 ): OutboxEvent | undefined {
-  if (targets.length === 0 || !m.completedAt) return undefined;
+  if ((targets.length === 0 && topic === undefined) || !m.completedAt) return undefined;
   const id = newEventId();
   const { type, body } = batchEventBody(m, report, id);
-  return { id, type, body, deliveries: pendingDeliveries(targets, m.completedAt) };
+  return { id, type, body, deliveries: pendingDeliveries(targets, m.completedAt), ...(topic ? { topic } : {}) };
 }

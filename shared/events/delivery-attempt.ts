@@ -6,9 +6,10 @@
  */
 import type { EventSettings } from '../config/event-settings';
 import { ensureError } from '../errors';
-import type { HostLookup } from './address-guard';
+import { checkedLiteral, type HostLookup, resolveChecked } from './address-guard';
 import { isExplicitlyAllowed } from './callback-policy';
-import type { AttemptResult, Delivery, OutboxEvent } from './outbox';
+import type { EndpointAgents } from './endpoint-agents';
+import type { AttemptResult, Delivery, DeliveryKind, OutboxEvent } from './outbox';
 import { postSigned } from './webhook-post';
 
 export type AttemptFn = (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
@@ -20,9 +21,11 @@ export interface DeliveryAttemptDeps {
   publish?: ((e: OutboxEvent) => Promise<void>) | undefined;
   /** How host names resolve. @defaultValue the system resolver */
   lookup?: HostLookup | undefined;
+  /** Kept connections to the receivers. @defaultValue a new connection per attempt */
+  agents?: EndpointAgents | undefined;
 }
 
-export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAttemptDeps): AttemptFn {
+export function deliveryAttempt({ settings, now, publish, lookup, agents }: DeliveryAttemptDeps): AttemptFn {
   return async (d, e) => {
     if (d.kind === 'topic') {
       if (!publish) return { error: 'ServiceBusConnection is not configured: the topic cannot be sent to' };
@@ -44,6 +47,46 @@ export function deliveryAttempt({ settings, now, publish, lookup }: DeliveryAtte
       allowPrivate,
       now,
       ...(lookup ? { lookup } : {}),
+      ...(agents ? { agents } : {}),
     });
+  };
+}
+
+/**
+ * Opens connections to a batch's receivers while its terminal write is under way
+ * (EndpointAgents.warm), each to an address the SSRF guard accepted exactly as the attempt's will
+ * be; a refused or unresolvable host gets none. Sends nothing; never throws.
+ */
+export function deliveryWarmer({
+  settings,
+  lookup,
+  agents,
+}: Pick<DeliveryAttemptDeps, 'settings' | 'lookup'> & { agents: EndpointAgents }): (
+  targets: readonly { kind: DeliveryKind; target: string }[],
+) => void {
+  return (targets) => {
+    for (const t of targets) {
+      if (t.kind === 'topic') continue;
+      let url: URL;
+      try {
+        url = new URL(t.target);
+      } catch {
+        continue;
+      }
+      const allowPrivate = t.kind === 'webhook' || isExplicitlyAllowed(settings.callbackOrigins, t.target);
+      try {
+        const literal = checkedLiteral(url.hostname, allowPrivate);
+        if (literal) {
+          agents.warm(url, literal);
+          continue;
+        }
+      } catch {
+        continue; // refused: the attempt will say so
+      }
+      resolveChecked(url.hostname, allowPrivate, lookup).then(
+        (address) => agents.warm(url, address),
+        () => undefined,
+      );
+    }
   };
 }

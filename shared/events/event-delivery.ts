@@ -7,6 +7,12 @@
  * Recovery (the sweep, and `npm start` after a crash) re-attempts a pending delivery whose
  * attempt or scheduled retry was lost. Every attempt checks, and records, against the attempt
  * count it started from: a duplicate retry message or a concurrent recovery is a no-op.
+ *
+ * The `batch-events` topic is not a delivery: its copy is published right after the terminal
+ * write (after the webhook requests of that turn are on their way), and the batch leaves the
+ * open-batch index only once it is, so a marker is all recovery needs to send it again (with the
+ * stored id and bytes: a duplicate at worst). That saves the manifest write a delivery's record
+ * would cost on every batch.
  */
 import type { Manifest, ManifestStore, OpenBatches } from '../batch/manifest';
 import type { Report } from '../billing/report';
@@ -22,7 +28,11 @@ import {
   describeAttempt,
   hasPendingDeliveries,
   type OutboxEvent,
+  topicUnsent,
 } from './outbox';
+
+/** Topic sends remembered per process (a bound: only the last moments' batches matter). */
+const REMEMBERED_SENDS = 1_000;
 
 /** A delivery's scheduled retry, carried by a watchdog-queue message. */
 export interface DeliveryRetry {
@@ -57,11 +67,15 @@ export type DeliveryOutcome =
 export interface EventDeliveryDeps {
   manifests: ManifestStore;
   open: OpenBatches;
-  /** Where every batch's event goes (the operator's webhooks, the topic); a batch's callback is added to these. */
+  /** Where every batch's event goes (the operator's webhooks); a batch's callback is added to these. */
   targets: () => { kind: DeliveryKind; target: string }[];
+  /** The topic that gets every batch's event too (`batch-events`), and its send; undefined without Service Bus. */
+  topic?: { name: string; publish: (e: OutboxEvent) => Promise<void> } | undefined;
   /** One attempt of one delivery; never throws. */
   attempt: (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
   scheduleRetry: (check: WatchdogCheck, delayMs: number) => Promise<void>;
+  /** Opens connections to these receivers while the terminal write is under way (sends nothing). */
+  warm?: ((targets: readonly { kind: DeliveryKind; target: string }[]) => void) | undefined;
   poison: (record: DeliveryPoisonRecord) => Promise<void>;
   retryScheduleSeconds: readonly number[];
   /** A pending delivery this long past due counts as lost (its attempt or retry message died with its process). */
@@ -84,6 +98,8 @@ export function displayTarget(target: string): string {
 
 export class EventDelivery {
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Topic sends started in this process, by event id: true once the topic has the event. */
+  private readonly topicSends = new Map<string, Promise<boolean>>();
 
   constructor(private readonly deps: EventDeliveryDeps) {}
 
@@ -91,7 +107,22 @@ export class EventDelivery {
   record(m: Manifest, report: Report | undefined): OutboxEvent | undefined {
     const targets = this.deps.targets();
     if (m.callbackUrl) targets.push({ kind: 'callback', target: m.callbackUrl });
-    return outboxEvent(m, report, targets);
+    const event = outboxEvent(m, report, targets, this.deps.topic?.name);
+    // The write that makes the outbox durable comes next: the handshakes happen meanwhile.
+    if (event) this.deps.warm?.(targets);
+    return event;
+  }
+
+  /**
+   * After the write that made `m` terminal landed (and after `dispatch`): sends its topic copy in
+   * the background, then removes the open marker if no delivery is pending. True when it took
+   * charge of the marker that way; false when there is no topic copy to send.
+   */
+  announce(m: Manifest): boolean {
+    const unsent = topicUnsent(m);
+    if (unsent.length === 0) return false;
+    this.background(this.sendThenClose(m.batchId, unsent, !hasPendingDeliveries(m)));
+    return true;
   }
 
   /** After a write that holds pending deliveries landed: attempt those due now, in the background. */
@@ -114,7 +145,13 @@ export class EventDelivery {
    */
   recover(m: Manifest, leftBefore?: number): number {
     const now = this.deps.now();
-    return this.dispatch(m, leftBefore !== undefined ? now : now - this.deps.lostAfterMs);
+    const started = this.dispatch(m, leftBefore !== undefined ? now : now - this.deps.lostAfterMs);
+    // A topic copy still owed past the grace: its process died (or its send failed) before the marker went.
+    const unsent = topicUnsent(m);
+    const lost = leftBefore !== undefined || now - Date.parse(m.completedAt ?? m.submittedAt) >= this.deps.lostAfterMs;
+    if (unsent.length === 0 || !lost) return started;
+    this.background(this.sendThenClose(m.batchId, unsent, !hasPendingDeliveries(m)));
+    return started + unsent.length;
   }
 
   /** A scheduled retry fired (the watchdog queue): attempt it in this invocation. */
@@ -125,6 +162,64 @@ export class EventDelivery {
   /** Resolves when every background attempt started so far has settled (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private async sendThenClose(batchId: string, events: readonly OutboxEvent[], close: boolean): Promise<void> {
+    const sent = await Promise.all(events.map((e) => this.sendToTopic(batchId, e)));
+    if (close && sent.every(Boolean)) await this.removeMarker(batchId);
+  }
+
+  /** One send per event and process (a second caller shares it); never rejects. */
+  private sendToTopic(batchId: string, e: OutboxEvent): Promise<boolean> {
+    const known = this.topicSends.get(e.id);
+    if (known) return known;
+    const topic = this.deps.topic;
+    // setImmediate: the webhook requests started in this turn are written first.
+    const p = new Promise<void>((r) => setImmediate(r))
+      .then(() => (topic ? topic.publish(e) : Promise.reject(new Error('ServiceBusConnection is not configured'))))
+      .then(
+        () => true,
+        (err: unknown) => {
+          this.topicSends.delete(e.id);
+          this.deps.log.warn(
+            `${e.type} ${e.id} of batch ${batchId}: not sent to ${e.topic ?? 'its topic'}, recovery sends it again: ${ensureError(err).message}`,
+          );
+          return false;
+        },
+      );
+    this.topicSends.set(e.id, p);
+    for (const oldest of this.topicSends.keys()) {
+      if (this.topicSends.size <= REMEMBERED_SENDS) break;
+      this.topicSends.delete(oldest);
+    }
+    return p;
+  }
+
+  /** True when every topic copy `m` may owe was sent by this process (the marker may go). */
+  private async topicDone(m: Manifest): Promise<boolean> {
+    for (const e of topicUnsent(m)) if (!(await this.topicSends.get(e.id))) return false;
+    return true;
+  }
+
+  /** Those of `m`'s events whose topic copy this process has sent (known without waiting). */
+  private async sentHere(m: Manifest): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const e of topicUnsent(m)) {
+      const p = this.topicSends.get(e.id);
+      // A settled send resolves within a microtask; a send still in flight is not waited for.
+      if (p && (await Promise.race([p, Promise.resolve(false)]))) out.add(e.id);
+    }
+    return out;
+  }
+
+  private async removeMarker(batchId: string): Promise<void> {
+    await this.deps.open
+      .remove(batchId)
+      .catch((e: unknown) =>
+        this.deps.log.warn(
+          `batch ${batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
+        ),
+      );
   }
 
   private background(p: Promise<unknown>): void {
@@ -146,21 +241,20 @@ export class EventDelivery {
     const step = applyAttempt(probe, result, retryScheduleSeconds, now());
     // Poison first, record second: a crash in between leaves a duplicate poison record, never a loss.
     if (step.kind === 'poisoned') await this.deps.poison(poisonRecord(batchId, found.e, r.index, probe));
+    const sent = await this.sentHere(current);
     const updated = await manifests.update(batchId, (cur) => {
       const here = locate(cur, r);
       if (!here) return undefined; // another attempt recorded first
       cur.events?.[eventIndex(cur, r.eventId)]?.deliveries.splice(r.index, 1, probe);
+      // This write is made anyway: it also says what the topic has, so another process may close the batch.
+      for (const e of cur.events ?? []) if (sent.has(e.id)) e.topicSent = true;
       return cur;
     });
     if (!updated || !sameDelivery(updated.manifest, r, probe)) return { kind: 'stale' };
     this.deps.counted?.(found.d.kind, step.kind === 'settled' ? (probe.state as 'delivered' | 'gone') : step.kind);
     const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${displayTarget(found.d.target)}`;
-    if (!hasPendingDeliveries(updated.manifest))
-      await this.deps.open
-        .remove(batchId)
-        .catch((e: unknown) =>
-          log.warn(`batch ${batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`),
-        );
+    if (!hasPendingDeliveries(updated.manifest) && (await this.topicDone(updated.manifest)))
+      await this.removeMarker(batchId);
     switch (step.kind) {
       case 'settled':
         if (probe.state === 'gone') log.warn(`${where}: 410 Gone, that endpoint gets no more attempts`);

@@ -5,7 +5,10 @@
  * in the open-batch index until no delivery is pending). The rules of one attempt's outcome are
  * pure functions here; event-delivery.ts does the I/O.
  */
-/** webhook: the operator's PUSHDRAIN_WEBHOOK_URL; callback: the batch's Callback-Url; topic: `batch-events`. */
+/**
+ * webhook: the operator's PUSHDRAIN_WEBHOOK_URL; callback: the batch's Callback-Url; topic: the
+ * `batch-events` topic as manifests written before the topic became `OutboxEvent.topic` recorded it.
+ */
 export type DeliveryKind = 'webhook' | 'callback' | 'topic';
 
 /** pending until it lands (delivered), its endpoint said 410 (gone), or the schedule ran out (poisoned). */
@@ -31,6 +34,14 @@ export interface OutboxEvent {
   /** The structured-mode CloudEvent, exactly the bytes every attempt sends and signs. */
   body: string;
   deliveries: Delivery[];
+  /**
+   * The Service Bus topic that gets this event too (`batch-events`). Not a delivery: it is published
+   * right after the terminal write and before the batch leaves the open-batch index, so the marker
+   * alone says whether it may still be owed, and it costs no manifest write of its own.
+   */
+  topic?: string;
+  /** Set by a manifest write made anyway (a webhook attempt's record) once the topic has the event. */
+  topicSent?: true;
 }
 
 /** What one attempt got: a status (any HTTP answer) and/or an error (timeout, refused, network). */
@@ -44,6 +55,11 @@ export interface AttemptResult {
 /** Takes a manifest (typed structurally: the manifest module imports this one). */
 export function hasPendingDeliveries(m: { events?: readonly OutboxEvent[] }): boolean {
   return (m.events ?? []).some((e) => e.deliveries.some((d) => d.state === 'pending'));
+}
+
+/** Events whose topic copy may not have been published (the open marker decides whether it is owed). */
+export function topicUnsent(m: { events?: readonly OutboxEvent[] }): OutboxEvent[] {
+  return (m.events ?? []).filter((e) => e.topic !== undefined && e.topicSent !== true);
 }
 
 /** New pending deliveries, each due at `at`. */

@@ -2,7 +2,9 @@
  * One webhook attempt: POST the structured CloudEvent, signed per Standard Webhooks (`webhook-id`,
  * `webhook-timestamp`, `webhook-signature`, with the `standardwebhooks` package), to an address the
  * SSRF guard checked, within a hard timeout. Redirects are never followed (a 3xx is a failed
- * attempt): a redirect could lead anywhere, the guard's addresses included.
+ * attempt): a redirect could lead anywhere, the guard's addresses included. With an IP literal
+ * (a loopback receiver, say) there is no lookup, and with an open kept connection
+ * (endpoint-agents.ts) the request is written in the very turn of the event loop that started it.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -12,8 +14,15 @@ import { Webhook } from 'standardwebhooks';
 
 import type { Secret } from '../config/event-settings';
 import { ensureError } from '../errors';
-import { type HostLookup, RefusedAddressError, resolveChecked } from './address-guard';
+import {
+  checkedLiteral,
+  type HostLookup,
+  RefusedAddressError,
+  resolveChecked,
+  type ResolvedAddress,
+} from './address-guard';
 import { CLOUDEVENTS_CONTENT_TYPE } from './batch-event';
+import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult } from './outbox';
 
 /** Standard Webhooks' recommendation, and this design's promise: one attempt never takes longer. */
@@ -33,6 +42,8 @@ export interface SignedPost {
   now?: () => number;
   /** @defaultValue the system resolver */
   lookup?: HostLookup;
+  /** Kept connections per endpoint and checked address. @defaultValue a new connection per attempt */
+  agents?: EndpointAgents;
 }
 
 /** Standard Webhooks' three headers for `body`, signed at `at`. */
@@ -45,28 +56,64 @@ export function signatureHeaders(secret: Secret, eventId: string, body: string, 
 }
 
 /** Never throws: every failure is an AttemptResult with its reason (which names no secret and no query). */
-export async function postSigned(p: SignedPost): Promise<AttemptResult> {
-  const url = new URL(p.url);
+export function postSigned(p: SignedPost): Promise<AttemptResult> {
+  let url: URL;
+  try {
+    url = new URL(p.url);
+  } catch {
+    return Promise.resolve({ error: 'not a valid URL' });
+  }
   const timeoutMs = p.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const deadline = AbortSignal.timeout(timeoutMs);
   try {
-    const target = await resolveChecked(url.hostname, p.allowPrivate, p.lookup);
-    const pinned: LookupFunction = (_host, options, callback) => {
-      if ((options as { all?: boolean }).all)
-        (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
-      else callback(null, target.address, target.family);
-    };
-    const at = new Date((p.now ?? Date.now)());
-    const body = Buffer.from(p.body, 'utf8');
-    const headers = {
-      'content-type': CLOUDEVENTS_CONTENT_TYPE,
-      'content-length': String(body.length),
-      'user-agent': 'pushdrain-webhooks/1',
-      ...signatureHeaders(p.secret, p.eventId, p.body, at),
-    };
-    const send = url.protocol === 'https:' ? https.request : http.request;
-    return await new Promise<AttemptResult>((resolve) => {
-      const req = send(url, { method: 'POST', headers, lookup: pinned, signal: deadline, agent: false }, (res) => {
+    // An IP literal needs no lookup: no await between here and the request's write.
+    const literal = checkedLiteral(url.hostname, p.allowPrivate);
+    if (literal) return send(p, url, literal, deadline, timeoutMs);
+    return resolveChecked(url.hostname, p.allowPrivate, p.lookup).then(
+      (target) => send(p, url, target, deadline, timeoutMs),
+      (e: unknown) => failure(url, e),
+    );
+  } catch (e) {
+    return Promise.resolve(failure(url, e));
+  }
+}
+
+function failure(url: URL, e: unknown): AttemptResult {
+  if (e instanceof RefusedAddressError) return { error: `refused: ${e.message}` };
+  return { error: `${url.host}: ${networkReason(ensureError(e))}` };
+}
+
+/** A kept connection that the receiver closed as it was reused: the request never reached the receiver. */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
+
+function send(
+  p: SignedPost,
+  url: URL,
+  target: ResolvedAddress,
+  deadline: AbortSignal,
+  timeoutMs: number,
+): Promise<AttemptResult> {
+  // Connect to the address the guard checked, whatever a second lookup would say.
+  const pinned: LookupFunction = (_host, options, callback) => {
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
+    else callback(null, target.address, target.family);
+  };
+  const at = new Date((p.now ?? Date.now)());
+  const body = Buffer.from(p.body, 'utf8');
+  const headers = {
+    'content-type': CLOUDEVENTS_CONTENT_TYPE,
+    'content-length': String(body.length),
+    'user-agent': 'pushdrain-webhooks/1',
+    ...signatureHeaders(p.secret, p.eventId, p.body, at),
+  };
+  const request = url.protocol === 'https:' ? https.request : http.request;
+  const agent = p.agents ? p.agents.for(url, target) : false;
+  const once = (mayResend: boolean): Promise<AttemptResult> =>
+    new Promise<AttemptResult>((resolve) => {
+      let answered = false;
+      const req = request(url, { method: 'POST', headers, lookup: pinned, signal: deadline, agent }, (res) => {
+        answered = true;
         let seen = 0;
         res.on('data', (chunk: Buffer) => {
           seen += chunk.length;
@@ -76,17 +123,21 @@ export async function postSigned(p: SignedPost): Promise<AttemptResult> {
         res.on('error', () => resolve({ status: res.statusCode ?? 0 }));
         res.on('close', () => resolve({ status: res.statusCode ?? 0 }));
       });
-      req.on('error', (e) =>
+      req.on('error', (e) => {
+        // Node's documented remedy for a reused connection that was closed under it: send once more, on a new one.
+        const code = (e as { code?: unknown }).code;
+        const kept = req.reusedSocket || p.agents?.wasWarmed(req.socket) === true;
+        if (mayResend && !answered && kept && !deadline.aborted && STALE_CONNECTION.has(String(code))) {
+          resolve(once(false));
+          return;
+        }
         resolve({
           error: deadline.aborted ? `no answer within ${timeoutMs} ms` : `${url.host}: ${networkReason(e)}`,
-        }),
-      );
+        });
+      });
       req.end(body);
     });
-  } catch (e) {
-    if (e instanceof RefusedAddressError) return { error: `refused: ${e.message}` };
-    return { error: `${url.host}: ${networkReason(ensureError(e))}` };
-  }
+  return once(true);
 }
 
 function networkReason(e: Error): string {

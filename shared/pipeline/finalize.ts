@@ -27,7 +27,7 @@ import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError, ValidationError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
-import { hasPendingDeliveries } from '../events/outbox';
+import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { isValidBatchId, layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
@@ -50,7 +50,7 @@ export class Finalizer {
     private readonly log: Logger,
     private readonly recent?: RecentResults,
     /** The outbox: its event is recorded by the write that makes the batch terminal. */
-    private readonly events?: Pick<EventDelivery, 'record' | 'dispatch'>,
+    private readonly events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'>,
     private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {}
 
@@ -78,14 +78,18 @@ export class Finalizer {
 
   /**
    * A write that made the batch terminal has landed: its event's deliveries start (in the
-   * background), and it leaves the open-batch index once none is pending (a crash before this
-   * leaves a marker that recovery removes), and a first completion is logged.
+   * background), then its topic copy, and it leaves the open-batch index once none is pending and
+   * the topic has it (a crash before this leaves a marker that recovery acts on), and a first
+   * completion is logged.
    */
   async settled(m: Manifest, first = true): Promise<void> {
     if (!isTerminal(m)) return;
     this.events?.dispatch(m);
-    // The index is how recovery finds an undelivered event: the last delivery removes the marker.
-    if (!hasPendingDeliveries(m))
+    // The index is how recovery finds an undelivered event: the topic send, or the last delivery, removes the marker.
+    // announce takes the marker over until the topic has the event; a later finalize of a terminal batch
+    // leaves a topic copy to the first one's process (or to recovery).
+    const announced = first && this.events?.announce(m) === true;
+    if (!announced && !hasPendingDeliveries(m) && topicUnsent(m).length === 0)
       await this.open
         .remove(m.batchId)
         .catch((e: unknown) =>

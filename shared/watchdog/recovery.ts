@@ -12,7 +12,7 @@
 import { isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches } from '../batch/manifest';
 import { ensureError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
-import { hasPendingDeliveries } from '../events/outbox';
+import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { STALE_INGEST_MS } from '../ingest/claim';
 import type { EntityNames, Stage } from '../names';
 import type { Notifier } from '../notify/events';
@@ -31,7 +31,7 @@ export interface RecoveryDeps {
   open: OpenBatches;
   manifests: ManifestStore;
   finalizer: Finalizer;
-  /** Re-attempts a terminal batch's lost deliveries (it stays in the index while one is pending). */
+  /** Re-attempts a terminal batch's lost deliveries and topic copy (it stays in the index while one is owed). */
   events: Pick<EventDelivery, 'recover'>;
   notifier: Notifier;
   watchdog: Watchdog;
@@ -114,7 +114,7 @@ export class Recovery {
   private async one(batchId: string, rule: StallRule, woken: Set<string>): Promise<RecoveryAction> {
     const { open, manifests, finalizer, notifier, watchdog, now, log } = this.deps;
     const m = (await manifests.read(batchId))?.manifest;
-    if (m && isTerminal(m) && hasPendingDeliveries(m))
+    if (m && isTerminal(m) && (hasPendingDeliveries(m) || topicUnsent(m).length > 0))
       return { batchId, kind: 'delivering', started: this.deps.events.recover(m, rule.leftBefore) };
     if (!m || isTerminal(m) || m.state === 'abandoned') {
       await open.remove(batchId); // finished (a crash came between the finalize and this removal), or never accepted

@@ -82,6 +82,8 @@ export interface TrickleFigures {
   /** pushdrain ÷ baseline, storage per 1,000 (below 1: pushdrain makes fewer). */
   ratio: Ratios;
   p50Ratio: Ratios;
+  /** pushdrain in the same window without the `batch-events` topic delivery. */
+  pushdrainWithoutBatchEvents?: { per1000: Summary; byOperation: Record<string, Summary> };
 }
 
 export interface MemoryFigures {
@@ -237,7 +239,7 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
   const per1000: PerDesign<number[]> = {};
   const p50: PerDesign<number[]> = {};
   for (const d of DESIGNS) {
-    const rs = runs.filter((r) => r.design === d).sort((a, b) => a.rep - b.rep);
+    const rs = runs.filter((r) => r.design === d && !r.withoutBatchEvents).sort((a, b) => a.rep - b.rep);
     if (rs.length === 0) continue;
     per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
     p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
@@ -251,12 +253,21 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
       p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
     };
   }
+  const bare = runs.filter((r) => r.withoutBatchEvents).sort((a, b) => a.rep - b.rep);
   return {
     batches: runs[0]?.batches ?? 0,
     gapSeconds: gapMs / 1000,
     perDesign,
     ratio: ratios(per1000),
     p50Ratio: ratios(p50),
+    ...(bare.length > 0
+      ? {
+          pushdrainWithoutBatchEvents: {
+            per1000: summarize(bare.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
+            byOperation: perOperation(bare.map((r) => scale(r.storage, 1000 / r.transactions))),
+          },
+        }
+      : {}),
   };
 }
 

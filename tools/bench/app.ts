@@ -49,4 +49,8 @@ export interface AppOptions {
   random?: () => number;
   /** pushdrain only: spans and metrics (the telemetry-cost scenario). @defaultValue NO_TELEMETRY */
   telemetry?: Telemetry;
+  /** pushdrain only: more app settings, by their environment names (the webhooks scenario's). */
+  settings?: Record<string, string>;
+  /** pushdrain only: no `batch-events` topic delivery (trickle measures the app with and without it). */
+  withoutBatchEvents?: boolean;
 }

@@ -11,6 +11,7 @@ import type { LatencyConfig } from './scenarios/latency';
 import type { ScaleOutConfig } from './scenarios/scale-out';
 import type { TrickleConfig } from './scenarios/trickle';
 import type { WakeConfig } from './scenarios/wake';
+import type { WebhooksConfig } from './scenarios/webhooks';
 import type { PeerConfig } from './scenarios/webjobs-peer';
 import { type BatchSpec, batchSpecs } from './support/data';
 
@@ -27,6 +28,7 @@ export const SCENARIOS = [
   'scaleout',
   'overload',
   'telemetry',
+  'webhooks',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -55,6 +57,8 @@ export interface BenchConfig {
   overload: { cpuHogMaxMs: number };
   /** The real queue trigger beside the port, with idle, wake or trickle; `peers: 0` skips it. */
   webjobsPeer: PeerConfig;
+  /** Batch events to a webhook receiver: completion → received, and idle with webhooks on. */
+  webhooks: WebhooksConfig;
 }
 
 const tuning = defaultTuning();
@@ -67,7 +71,8 @@ export function pushdrainAppCount(c: BenchConfig): number {
   const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
   // The telemetry scenario runs each throughput repetition twice: telemetry off, then to an OTLP sink.
   const telemetry = 2 * c.throughput.reps;
-  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + c.trickle.reps + telemetry;
+  // Trickle runs pushdrain twice per repetition: with the batch-events topic (as deployed) and without.
+  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + 2 * c.trickle.reps + telemetry + c.webhooks.reps;
 }
 
 export function fullConfig(): BenchConfig {
@@ -144,6 +149,16 @@ export function fullConfig(): BenchConfig {
       timeoutMs: 15 * 60_000,
     },
     overload: { cpuHogMaxMs: 10 * 60_000 },
+    webhooks: {
+      reps: 1,
+      batches: 30,
+      batchSize: 100,
+      gapMinMs: 200,
+      gapMaxMs: 600,
+      coldGapMs: 5_000,
+      idleWindowMs: 20_000,
+      quietMs: DRAIN_QUIET_MS,
+    },
   };
 }
 
@@ -201,5 +216,15 @@ export function quickConfig(): BenchConfig {
       timeoutMs: 3 * 60_000,
     },
     overload: { cpuHogMaxMs: 3 * 60_000 },
+    webhooks: {
+      reps: 1,
+      batches: 3,
+      batchSize: 20,
+      gapMinMs: 50,
+      gapMaxMs: 100,
+      coldGapMs: 4_500,
+      idleWindowMs: 1_000,
+      quietMs: DRAIN_QUIET_MS,
+    },
   };
 }

@@ -25,6 +25,7 @@ import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
 import type { TelemetryCostFigures } from './scenarios/telemetry-cost';
 import type { Summary } from './stats';
+import { type WebhooksFigures, webhooksSection } from './webhooks-report';
 
 export interface MachineInfo {
   cpuModel: string;
@@ -59,6 +60,8 @@ export interface BenchResults {
   /** CPU per 1M transactions with telemetry to a local OTLP sink against telemetry off. */
   telemetry?: TelemetryCostFigures;
   profile?: ProfileFigures;
+  /** Batch events: completion → webhook received, and idle with webhooks configured. */
+  webhooks?: WebhooksFigures;
   scaleOut?: ScaleOutRun;
   /** The scale-out run again beside a CPU hog (one busy process per core). */
   overload?: ScaleOutRun;
@@ -243,6 +246,14 @@ function trickleSection(t: TrickleFigures): string {
     d === 'pushdrain' ? '—' : ratio(t.p50Ratio[d]),
   ]);
   const after = t.perDesign.pushdrain?.afterWindow;
+  const bare = t.pushdrainWithoutBatchEvents;
+  const topic = bare
+    ? ` pushdrain's rows are the app as deployed, which sends every batch's CloudEvent to the \`batch-events\` topic; the same app without that topic, in the same window: ${fmt(bare.per1000, (n) => num(n, 1))} storage tx per 1,000 (${Object.entries(
+        bare.byOperation,
+      )
+        .map(([op, s]) => `${op} ${fmt(s, (n) => num(n, 1))}`)
+        .join(', ')}).`
+    : '';
   return [
     table(
       [
@@ -259,7 +270,7 @@ function trickleSection(t: TrickleFigures): string {
       rows,
     ),
     '',
-    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}`,
+    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}`,
   ].join('\n');
 }
 
@@ -442,6 +453,13 @@ export function renderTables(r: BenchResults): string {
       '### 11. Overload: the scale-out run beside a CPU hog (one busy process per core)',
       '',
       overloadSection(r.overload, r.scaleOut),
+    );
+  if (r.webhooks)
+    parts.push(
+      '',
+      '### 12. Batch events: completion → webhook received, and idle with webhooks configured',
+      '',
+      webhooksSection(r.webhooks),
     );
   if (r.profile)
     parts.push(

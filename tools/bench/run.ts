@@ -36,6 +36,7 @@ import { runTelemetryCost } from './scenarios/telemetry-cost';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
 import { runTrickle } from './scenarios/trickle';
 import { runWake } from './scenarios/wake';
+import { runWebhooks } from './scenarios/webhooks';
 import { type PeerResult, runWebJobsPeer } from './scenarios/webjobs-peer';
 import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
@@ -44,8 +45,9 @@ import { startEnv } from './support/env';
 import { problems } from './support/log';
 import { topFunctions } from './support/profiler';
 import { peerUnavailable } from './support/webjobs-peer';
+import { webhooksFigures } from './webhooks-report';
 
-const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown]
+const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,...>] [--designs <design,...>] [--batches <n>] [--batch-size <n>] [--reps <n>] [--trickle-batches <n>] [--trickle-gap-ms <n>] [--trickle-reps <n>] [--out <file.json>] [--markdown <file.md>] [--no-markdown] [--no-peer]
   --quick        smoke sizes: tiny batches, one repetition, seconds in all
   --only         run only these scenarios: ${SCENARIOS.join(', ')} (storage comes with throughput)
   --designs      throughput, latency and trickle: only these designs (${DESIGNS.join(', ')})
@@ -53,7 +55,8 @@ const HELP = `usage: node dist/tools/bench/run.js [--quick] [--only <scenario,..
   --trickle-batches, --trickle-gap-ms, --trickle-reps   trickle: batches per design, ms between submissions, repetitions
   --out          results JSON (default tools/bench/results/latest.json; --quick: tools/bench/results/quick.json)
   --markdown     BENCHMARKS.md to update (default: BENCHMARKS.md for a full run of every scenario)
-  --no-markdown  do not touch any markdown file`;
+  --no-markdown  do not touch any markdown file
+  --no-peer      idle, wake, trickle: leave out the real WebJobs peer (a .NET host that takes minutes)`;
 
 interface Cli {
   config: BenchConfig;
@@ -72,6 +75,7 @@ function parseCli(argv: string[], root: string): Cli | undefined {
       out: { type: 'string' },
       markdown: { type: 'string' },
       'no-markdown': { type: 'boolean', default: false },
+      'no-peer': { type: 'boolean', default: false },
       designs: { type: 'string' },
       batches: { type: 'string' },
       'batch-size': { type: 'string' },
@@ -109,7 +113,9 @@ function parseCli(argv: string[], root: string): Cli | undefined {
     reps: count('trickle-reps', values['trickle-reps']),
   };
   for (const [k, v] of Object.entries(trickle)) if (v !== undefined) config.trickle[k as keyof typeof trickle] = v;
+  if (values['no-peer']) config.webjobsPeer.peers = 0;
   const overridden =
+    values['no-peer'] ||
     batches !== undefined ||
     batchSize !== undefined ||
     reps !== undefined ||
@@ -280,6 +286,15 @@ async function main(): Promise<void> {
       for (const t of trickle)
         log(
           `  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`,
+        );
+    }
+    if (only.has('webhooks')) {
+      const runs = await timed(timings, 'webhooks', log, () => runWebhooks(env, cfg.webhooks, random));
+      raw.webhooks = runs;
+      results.webhooks = webhooksFigures(runs, cfg.webhooks);
+      for (const r of runs)
+        log(
+          `  webhooks rep ${r.rep}: completion → received ${r.trials.map((t) => t.latencyMs).join(', ')} ms; idle ${JSON.stringify(r.idle.storage)} in ${r.idle.windowMs} ms`,
         );
     }
     // The real peer is a separate .NET host: its failure costs its rows, not the whole run's results.

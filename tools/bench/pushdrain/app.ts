@@ -32,8 +32,21 @@ import { postNdjson } from '../support/submit';
 export class CountingPublisher implements WorkPublisher {
   events = 0;
   scheduled = 0;
+  batchEvents = 0;
+  /** As deployed: the app sends every batch's CloudEvent to `batch-events` (absent: an app without the topic). */
+  readonly publishBatchEvent?: (event: { id: string; type: string; body: string }) => Promise<void>;
 
-  constructor(private readonly inner: WorkPublisher) {}
+  constructor(
+    private readonly inner: WorkPublisher,
+    options: { batchEvents?: boolean } = {},
+  ) {
+    const send = inner.publishBatchEvent?.bind(inner);
+    if (send && options.batchEvents !== false)
+      this.publishBatchEvent = (event) => {
+        this.batchEvents++;
+        return send(event);
+      };
+  }
 
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void> {
     this.events += events.length;
@@ -73,11 +86,16 @@ function trigger(name: string, topic: string, subscription: string, app: Pushdra
 export function startPushdrain(options: AppOptions): BenchApp {
   const sb = options.serviceBus;
   if (!sb) throw new Error('pushdrain needs a Service Bus connection');
-  const settings = appSettings({ storage: options.storage, serviceBus: sb.connectionString }, options.prefix);
+  const settings = appSettings(
+    { storage: options.storage, serviceBus: sb.connectionString },
+    options.prefix,
+    options.settings,
+  );
   const meter = options.meter ?? new StorageMeter();
   if (!settings.serviceBus) throw new Error('unreachable: ServiceBusConnection was set');
   const publisher = new CountingPublisher(
     new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic),
+    { batchEvents: !options.withoutBatchEvents },
   );
   const runtime = createApp(settings, {
     publisher,
@@ -100,7 +118,7 @@ export function startPushdrain(options: AppOptions): BenchApp {
     runtime,
     meter,
     submit: (body) => postNdjson(runtime, body),
-    sent: () => publisher.events + publisher.scheduled,
+    sent: () => publisher.events + publisher.scheduled + publisher.batchEvents,
     stop: async () => {
       // As the host's graceful stop: running drains hand their rest over, then links close.
       runtime.beginShutdown();

@@ -10,6 +10,8 @@
  * so a design's wind-down after a batch counts as long as it falls within the period, and a
  * poller's empty polls count for the whole window. pushdrain's meter is also read once it has
  * gone quiet after the window, so a drain that outlived it is seen (`afterWindow`).
+ * pushdrain runs twice in the same window: as deployed (every batch's CloudEvent to the
+ * `batch-events` topic) and without that topic, so what the topic delivery costs is the difference.
  */
 import { CHUNK_PIECE } from '../../../shared/ingest/chunk-size';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
@@ -33,6 +35,8 @@ export interface TrickleConfig {
 
 export interface TrickleRun {
   design: DesignName;
+  /** pushdrain's second app in the window: no `batch-events` topic delivery. */
+  withoutBatchEvents?: boolean;
   rep: number;
   batches: number;
   transactions: number;
@@ -58,6 +62,7 @@ async function trickle(
   env: BenchEnv,
   f: FleetApp,
   design: DesignName,
+  withoutBatchEvents: boolean,
   rep: number,
   cfg: TrickleConfig,
   offsetMs: number,
@@ -88,6 +93,7 @@ async function trickle(
   }
   return {
     design,
+    ...(withoutBatchEvents ? { withoutBatchEvents } : {}),
     rep,
     batches: cfg.batches,
     transactions: size * cfg.batches,
@@ -107,10 +113,24 @@ export async function runTrickle(
 ): Promise<TrickleRun[]> {
   const out: TrickleRun[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
-    const fleet: { design: DesignName; f: FleetApp }[] = [];
+    const fleet: { design: DesignName; withoutBatchEvents: boolean; f: FleetApp }[] = [];
+    const wanted = designs.flatMap((design): { design: DesignName; withoutBatchEvents: boolean }[] =>
+      design === 'pushdrain'
+        ? [
+            { design, withoutBatchEvents: false },
+            { design, withoutBatchEvents: true },
+          ]
+        : [{ design, withoutBatchEvents: false }],
+    );
     try {
       await Promise.all(
-        designs.map(async (design) => fleet.push({ design, f: await startFleetApp(env, design, { random }) })),
+        wanted.map(async ({ design, withoutBatchEvents }) =>
+          fleet.push({
+            design,
+            withoutBatchEvents,
+            f: await startFleetApp(env, design, { random, withoutBatchEvents }),
+          }),
+        ),
       );
       // Warm-up: connections, JIT and first-use costs (each queue's first drain slot) stay out of
       // the window; a batch of one chunk per partition touches every input queue.
@@ -126,10 +146,19 @@ export async function runTrickle(
         }),
       );
       await sleep(cfg.gapMs);
-      const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
+      const slots = wanted.map((w) => `${w.design}${w.withoutBatchEvents ? '-' : ''}`);
+      const order = slots.map((_, i) => slots[(i + rep) % slots.length] as string);
       const runs = await Promise.all(
-        fleet.map(({ design, f }) =>
-          trickle(env, f, design, rep, cfg, (order.indexOf(design) * cfg.gapMs) / designs.length),
+        fleet.map(({ design, withoutBatchEvents, f }) =>
+          trickle(
+            env,
+            f,
+            design,
+            withoutBatchEvents,
+            rep,
+            cfg,
+            (order.indexOf(`${design}${withoutBatchEvents ? '-' : ''}`) * cfg.gapMs) / slots.length,
+          ),
         ),
       );
       out.push(...runs);

@@ -61,12 +61,17 @@ export function adminClients(connectionString: string): BenchEnv['admin'] {
   };
 }
 
-/** Default tuning throughout: the bench measures the app as shipped. Only names differ. */
-export function appSettings(env: { storage: string; serviceBus?: string }, prefix: string): Settings {
+/** Default tuning throughout: the bench measures the app as shipped. Only names differ (and `extra`: a scenario's feature settings, such as webhooks). */
+export function appSettings(
+  env: { storage: string; serviceBus?: string },
+  prefix: string,
+  extra: Record<string, string> = {},
+): Settings {
   return loadSettings({
     StorageConnection: env.storage,
     ...(env.serviceBus ? { ServiceBusConnection: env.serviceBus } : {}),
     PUSHDRAIN_NAME_PREFIX: prefix,
+    ...extra,
   });
 }
 

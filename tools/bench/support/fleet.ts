@@ -30,6 +30,8 @@ export interface StartOptions {
   idleMs?: number;
   random?: () => number;
   meter?: BenchApp['meter'];
+  settings?: Record<string, string>;
+  withoutBatchEvents?: boolean;
 }
 
 export async function startFleetApp(env: BenchEnv, design: DesignName, options: StartOptions = {}): Promise<FleetApp> {

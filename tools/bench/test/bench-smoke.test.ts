@@ -75,6 +75,12 @@ describe('bench --quick', () => {
       finite(r.latency?.p50Ratio[b], `latency ratio vs ${b}`);
       finite(r.trickle?.ratio[b], `trickle ratio vs ${b}`);
     }
+    finite(r.trickle?.pushdrainWithoutBatchEvents?.per1000, 'trickle pushdrain without the batch-events topic');
+    finite(r.webhooks?.p50, 'webhooks completion → received p50');
+    finite(r.webhooks?.p95, 'webhooks completion → received p95');
+    finite(r.webhooks?.idle.queuePerHour, 'webhooks idle queue tx per hour');
+    assert.equal(r.webhooks?.unverified, 0, 'every webhook request verified');
+    assert.ok((r.webhooks?.requestsPerEvent.median ?? 0) >= 1, 'every event reached the receiver');
     assert.equal(r.memory?.sizes.length, 2, 'two file sizes');
     for (const s of r.memory?.sizes ?? []) finite(s.peakRssMb, `memory ${s.transactions}`);
     finite(r.limit?.tps, 'limit');
