@@ -232,12 +232,13 @@ describe('status page in headless Chromium', () => {
         await page.evaluate(() =>
           [...document.querySelectorAll('#batch-timeline .tl-row[data-step]')].map((r) => r.getAttribute('data-step')),
         ),
-        // The local stack has Service Bus: the failed event's delivery to the topic follows the finalize.
+        // The stack has a webhook: the failed event's delivery to it follows the finalize. (The topic's
+        // copy is not a delivery: it is published once, beside the terminal write.)
         ['ingest', 'map', 'reduce', 'failed', 'finalize', 'delivery'],
       );
       assert.match(
         (await page.textContent('#batch-timeline [data-step="delivery"] .tl-label')) ?? '',
-        /^topic: (pending|delivered) \(\d attempts?\)$/,
+        /^webhook: (pending|delivered) \(\d attempts?\)$/,
       );
       assert.equal(await page.textContent('#batch-timeline [data-step="map"] .tl-label'), 'chunks billed: 1');
       assert.equal(await page.textContent('#batch-timeline [data-step="failed"] .tl-label'), 'chunks failed: 1');

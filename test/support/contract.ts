@@ -9,6 +9,7 @@ export const HTTP_CONTRACT = [
   { name: 'postBatch', route: 'batches', methods: ['POST'], authLevel: 'function' },
   { name: 'getBatch', route: 'batches/{batchId}', methods: ['GET'], authLevel: 'function' },
   { name: 'getBatchReport', route: 'batches/{batchId}/report', methods: ['GET'], authLevel: 'function' },
+  { name: 'getBatchTimeline', route: 'batches/{batchId}/timeline', methods: ['GET'], authLevel: 'function' },
   { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
   // Operators only: the master (admin) key, never a function key.
   { name: 'adminRedrive', route: 'admin/redrive', methods: ['POST'], authLevel: 'admin' },
