@@ -5,6 +5,7 @@
  */
 import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
+import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { Settings } from './config/settings';
@@ -62,6 +63,8 @@ export interface AppParts {
   events: EventDelivery;
   ingestor: Ingestor;
   reader: BatchReader;
+  /** GET /api/batches: a submitter's own batches, or every batch for a reader. */
+  batchPages: BatchPages;
   sweeper: Sweeper;
   map: MapProcessor;
   reduce: ReduceProcessor;
@@ -208,6 +211,12 @@ export class PushdrainApp {
   /** GET /api/batches/{id}/report; `not_found` for a batch `viewer` may not see. */
   report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
     return this.#parts.reader.report(batchId, viewer);
+  }
+
+  /** GET /api/batches: the newest batches `viewer` may see (its own, or all for a reader), a page at a time. */
+  async batchPage(viewer: Principal, query: BatchPageQuery): Promise<BatchPage> {
+    await this.ready();
+    return this.#parts.batchPages.page(viewer, query);
   }
 
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */

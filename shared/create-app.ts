@@ -5,7 +5,9 @@
 import { type AppParts, PushdrainApp } from './app';
 import { Access } from './auth/access';
 import { ManifestListing } from './batch/batch-list';
+import { BatchPages } from './batch/batch-pages';
 import { ManifestStore, OpenBatches } from './batch/manifest';
+import { SubmitterIndex } from './batch/submitter-index';
 import { ProgressRecorder } from './batch/progress';
 import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
@@ -113,6 +115,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const manifests = new ManifestStore(blobs, clock);
   const notifier = new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds);
   const open = new OpenBatches(blobs);
+  const owners = new SubmitterIndex(blobs);
   const events = new EventDelivery({
     manifests,
     open,
@@ -146,6 +149,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     manifests,
     notifier,
     open,
+    owners,
     finalizer,
     names,
     chunkSize: tuning.chunkSize,
@@ -235,6 +239,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     events,
     ingestor,
     reader: new BatchReader(manifests, blobs),
+    batchPages: new BatchPages(blobs, owners),
     recovery,
     sweeper: new Sweeper({
       blobs,
