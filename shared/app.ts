@@ -241,7 +241,7 @@ export class PushdrainApp {
 
   /** GET /api/dashboard: the page shell, built once per process; makes no request. */
   dashboardPage(): DashboardPage {
-    this.page ??= buildDashboardPage();
+    this.page ??= buildDashboardPage(undefined, this.#parts.settings.auth.signIn);
     return this.page;
   }
 
