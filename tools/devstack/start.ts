@@ -148,6 +148,7 @@ async function main(): Promise<void> {
       ? [
           `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
           '             a token: npx pushdrain dev-token --role Batches.Submit --name alice',
+          `             the status page signs in with MSAL at ${issuer.issuer.replace(/\/v2\.0$/, '')} (self-signed https: accept it once)`,
         ]
       : env.PUSHDRAIN_AUTH && env.PUSHDRAIN_AUTH !== 'keys'
         ? [
