@@ -148,7 +148,8 @@ async function main(): Promise<void> {
       ? [
           `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
           '             a token: npx pushdrain dev-token --role Batches.Submit --name alice',
-          `             the status page signs in with MSAL at ${issuer.issuer.replace(/\/v2\.0$/, '')} (self-signed https: accept it once)`,
+          // MSAL fetches the discovery document before it redirects: the certificate must be accepted first.
+          `             MSAL sign-in on the status page: first open ${issuer.issuer}/.well-known/openid-configuration and accept its self-signed certificate`,
         ]
       : env.PUSHDRAIN_AUTH && env.PUSHDRAIN_AUTH !== 'keys'
         ? [
