@@ -31,10 +31,14 @@ export class SubmitterIndex {
   async newest(objectId: string, max: number, cursor?: string): Promise<OwnedBatch[]> {
     const prefix = ownerPrefix(objectId);
     const out: OwnedBatch[] = [];
+    // A claim taken over by a later request can leave a second entry for one batch: show it once.
+    const seen = new Set<string>();
     for await (const item of this.blobs.list('batches', prefix)) {
       const key = item.name.slice(prefix.length);
       const m = NEWEST_FIRST_KEY.exec(key);
       if (!m?.[2] || (cursor !== undefined && key <= cursor)) continue; // not ours to trust, or already shown
+      if (seen.has(m[2])) continue;
+      seen.add(m[2]);
       out.push({ batchId: m[2], key });
       if (out.length >= max) break;
     }

@@ -11,7 +11,7 @@
 
   function readFragment() {
     const p = new URLSearchParams(location.hash.slice(1));
-    if (p.has('state')) return; // MSAL's sign-in response (#code=…&state=…): not a function key
+    if (p.has('state')) return; // MSAL's sign-in response (a code and its state): not a function key
     const key = p.get('key') ?? p.get('code');
     if (key !== null) state.key = key;
     const refresh = Number(p.get('refresh'));
