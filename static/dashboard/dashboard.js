@@ -533,7 +533,8 @@
 
   function renderMine(page) {
     $('mine').hidden = false;
-    $('mine-count').textContent = `the newest ${fmt(page.batches.length)}${page.next ? ' (older ones not shown)' : ''}`;
+    $('mine-count').textContent =
+      `${fmt(page.batches.length)} shown, newest first${page.next ? '; older ones not shown' : ''}`;
     const now = Date.now();
     fill(
       'my-batches',
