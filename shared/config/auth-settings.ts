@@ -45,10 +45,6 @@ export const AUTH_MODE = 'PUSHDRAIN_AUTH';
 export const AUTH_ISSUER = 'PUSHDRAIN_AUTH_ISSUER';
 export const AUTH_AUDIENCE = 'PUSHDRAIN_AUTH_AUDIENCE';
 export const AUTH_JWKS_URL = 'PUSHDRAIN_AUTH_JWKS_URL';
-/** The status page's client id; default: the audience that is an app id (the API's own registration). */
-export const AUTH_CLIENT_ID = 'PUSHDRAIN_AUTH_CLIENT_ID';
-/** The scope the status page asks for; default: `{the api:// audience}/user_impersonation`. */
-export const AUTH_SCOPE = 'PUSHDRAIN_AUTH_SCOPE';
 
 /** The mode alone (trigger registration needs only it). */
 export function authMode(env: Env = process.env): AuthMode {
@@ -90,16 +86,20 @@ export function authSettings(env: Env): AuthSettings {
     audiences,
     jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
   };
-  return { mode, tokens, signIn: signInSettings(env, tokens) };
+  return { mode, tokens, signIn: signInSettings(tokens) };
 }
 
 const APP_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Derived from the token settings unless set; MSAL takes an https authority only. */
-function signInSettings(env: Env, tokens: TokenSettings): SignInSettings | undefined {
-  const clientId = env[AUTH_CLIENT_ID]?.trim() || tokens.audiences.find((a) => APP_ID.test(a));
+/**
+ * Derived from the token settings, as the page signs in as the API's own registration: the client id
+ * is the audience that is an app id, the scope `user_impersonation` of the `api://` audience, the
+ * authority the issuer without `/v2.0`. MSAL takes an https authority only.
+ */
+function signInSettings(tokens: TokenSettings): SignInSettings | undefined {
+  const clientId = tokens.audiences.find((a) => APP_ID.test(a));
   const apiUri = tokens.audiences.find((a) => a.startsWith('api://'));
-  const scope = env[AUTH_SCOPE]?.trim() || (apiUri ? `${apiUri}/user_impersonation` : undefined);
+  const scope = apiUri ? `${apiUri}/user_impersonation` : undefined;
   let authority: URL;
   try {
     authority = new URL(tokens.issuer.replace(/\/v2\.0\/?$/, ''));
@@ -107,7 +107,6 @@ function signInSettings(env: Env, tokens: TokenSettings): SignInSettings | undef
     return undefined;
   }
   if (!clientId || !scope || authority.protocol !== 'https:') return undefined;
-  if (!APP_ID.test(clientId)) throw new ConfigError(AUTH_CLIENT_ID, 'must be an application (client) id');
   return {
     clientId,
     authority: authority.toString().replace(/\/$/, ''),

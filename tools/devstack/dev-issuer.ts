@@ -169,14 +169,16 @@ export function readIssuerInfo(dataRoot: string): DevIssuerInfo | undefined {
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo) : undefined;
 }
 
-/** The app settings that make the app accept this issuer's tokens. */
+/**
+ * The app settings that make the app accept this issuer's tokens. The audiences are those of an
+ * Entra registration (its app id and its `api://` URI): the status page then signs in as that
+ * same app, exactly as infra's settings make it do in Azure.
+ */
 export function issuerSettings(info: DevIssuerInfo): Record<string, string> {
   return {
     PUSHDRAIN_AUTH_ISSUER: info.issuer,
-    PUSHDRAIN_AUTH_AUDIENCE: info.audience,
+    PUSHDRAIN_AUTH_AUDIENCE: [info.audience, ...(info.clientId ? [info.clientId] : [])].join(','),
     PUSHDRAIN_AUTH_JWKS_URL: info.jwksUrl,
-    ...(info.clientId ? { PUSHDRAIN_AUTH_CLIENT_ID: info.clientId } : {}),
-    ...(info.scope ? { PUSHDRAIN_AUTH_SCOPE: info.scope } : {}),
   };
 }
 
