@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { importJWK, type KeyLike, SignJWT } from 'jose';
 
-import { isRole, type Role,ROLES } from '../../shared/auth/principal';
+import { isRole, type Role, ROLES } from '../../shared/auth/principal';
 
 /** The tenant segment of the local issuer's paths (Entra: the tenant id). */
 export const DEV_TENANT_ID = '00000000-0000-0000-0000-0000000de7e0';
