@@ -118,6 +118,15 @@ describe('status page sign-in with MSAL against the local issuer', () => {
       const verifier = new URLSearchParams(tokenRequests.at(-1));
       assert.equal(verifier.get('grant_type'), 'authorization_code');
       assert.match(verifier.get('code_verifier') ?? '', /^[A-Za-z0-9_-]{43,128}$/, 'PKCE verifier sent');
+      // A reload keeps the tab signed in (MSAL's cache), without another trip to the issuer.
+      await page.reload();
+      await page.waitForFunction(
+        () => (document.querySelector('#who')?.textContent ?? '').includes('alice'),
+        null,
+        WAIT,
+      );
+      assert.ok(!page.url().includes('/oauth2/'));
+      await page.waitForSelector(`#my-batches tr[data-batch="${mine}"]`, WAIT);
       await page.close();
     },
   );

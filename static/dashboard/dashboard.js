@@ -605,6 +605,10 @@
       if (result && result.accessToken) {
         account = result.account;
         signInWith(result.accessToken);
+      } else if (msalApp.getAllAccounts().length > 0) {
+        // A reload in a signed-in tab: the cached token (or a renewed one), no redirect.
+        account = msalApp.getAllAccounts()[0];
+        signInWith((await msalApp.acquireTokenSilent({ scopes: signIn.scopes, account })).accessToken);
       }
     } catch (e) {
       showError(`Sign-in failed: ${e.errorCode || e.message}`);
