@@ -1,7 +1,8 @@
-/** GET /api/batches/{batchId}, its /report and /timeline, GET /api/health. */
+/** GET /api/batches, GET /api/batches/{batchId}, its /report and /timeline, GET /api/health. */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { type BatchPageQuery, isCursor, PAGE_LIMITS } from '../shared/batch/batch-pages';
 import { reportCsv } from '../shared/billing/report';
 import { ValidationError } from '../shared/errors';
 import { errorResponse, json } from './http-errors';
@@ -80,6 +81,37 @@ export async function getBatchReport(
   }
 }
 
+/** `?limit=` (1–100) and `?cursor=` (a page's `next`), checked before any Storage request. */
+function pageQuery(req: HttpRequest): BatchPageQuery {
+  const raw = req.query.get('limit');
+  const limit = raw === null ? PAGE_LIMITS.default : Number(raw);
+  const cursor = req.query.get('cursor') ?? undefined;
+  const bad = (field: string, message: string): ValidationError =>
+    new ValidationError(`${field} ${message}`, 400, 'invalid_request', [{ line: 0, field, message }]);
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMITS.max)
+    throw bad('limit', `must be a whole number from 1 to ${PAGE_LIMITS.max}`);
+  if (cursor !== undefined && !isCursor(cursor)) throw bad('cursor', "must be the previous page's next");
+  return { limit, ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/**
+ * GET /api/batches: the newest batches the caller may see. A submitter gets its own only (from
+ * its owner index), a reader or a function-key holder every batch.
+ */
+export async function listBatches(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
+  try {
+    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.listBatches);
+    const query = pageQuery(req);
+    return json(200, await app.batchPage(caller, query), { 'Cache-Control': 'no-store' });
+  } catch (e) {
+    return errorResponse(e, context);
+  }
+}
+
 /**
  * Makes no Storage request: a health probe must not cost transactions or wake anything. Always
  * 200, so probes never recycle a healthy worker over a namespace or scaling problem: `status` is
@@ -109,6 +141,13 @@ export function health(app: PushdrainApp): HttpResponseInit {
     ...(failover ? { serviceBus: failover } : {}),
   });
 }
+
+app.http('listBatches', {
+  route: 'batches',
+  methods: ['GET'],
+  authLevel: authLevel('function'),
+  handler: (req, context) => listBatches(pushdrainApp(), req, context),
+});
 
 app.http('getBatch', {
   route: 'batches/{batchId}',

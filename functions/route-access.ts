@@ -20,6 +20,8 @@ export const ROUTE_ROLES = {
   submit: ['Batches.Submit'],
   /** A submitter reads its own batches, a reader every batch. */
   readBatch: ['Batches.Read', 'Batches.Submit'],
+  /** GET /api/batches: a submitter lists its own batches, a reader every batch. */
+  listBatches: ['Batches.Read', 'Batches.Submit'],
   status: ['Batches.Read'],
   admin: ['Operations.Admin'],
 } as const satisfies Record<string, readonly Role[]>;

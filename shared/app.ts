@@ -5,6 +5,7 @@
  */
 import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
+import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
 import type { BatchStatusBody, ManifestStore } from './batch/manifest';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchTimelineBody } from './batch/timeline-view';
@@ -64,6 +65,8 @@ export interface AppParts {
   events: EventDelivery;
   ingestor: Ingestor;
   reader: BatchReader;
+  /** GET /api/batches: a submitter's own batches, or every batch for a reader. */
+  batchPages: BatchPages;
   sweeper: Sweeper;
   map: MapProcessor;
   reduce: ReduceProcessor;
@@ -219,6 +222,12 @@ export class PushdrainApp {
     return this.#parts.reader.report(batchId, viewer);
   }
 
+  /** GET /api/batches: the newest batches `viewer` may see (its own, or all for a reader), a page at a time. */
+  async batchPage(viewer: Principal, query: BatchPageQuery): Promise<BatchPage> {
+    await this.ready();
+    return this.#parts.batchPages.page(viewer, query);
+  }
+
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */
   async sweep(): Promise<SweepResult> {
     await this.ready();
@@ -241,7 +250,7 @@ export class PushdrainApp {
 
   /** GET /api/dashboard: the page shell, built once per process; makes no request. */
   dashboardPage(): DashboardPage {
-    this.page ??= buildDashboardPage();
+    this.page ??= buildDashboardPage(undefined, this.#parts.settings.auth.signIn);
     return this.page;
   }
 

@@ -5,8 +5,10 @@
 import { type AppParts, PushdrainApp } from './app';
 import { Access } from './auth/access';
 import { ManifestListing } from './batch/batch-list';
+import { BatchPages } from './batch/batch-pages';
 import { ManifestStore, OpenBatches } from './batch/manifest';
 import { ProgressRecorder } from './batch/progress';
+import { SubmitterIndex } from './batch/submitter-index';
 import { RecentResults } from './billing/result-blob';
 import type { Settings } from './config/settings';
 import { Continuations } from './drain/continuations';
@@ -121,6 +123,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   const open = new OpenBatches(blobs);
   // One pool per app: a receiver's connection is kept between batches.
   const agents = new EndpointAgents();
+  const owners = new SubmitterIndex(blobs);
   const events = new EventDelivery({
     manifests,
     open,
@@ -156,6 +159,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     manifests,
     notifier,
     open,
+    owners,
     finalizer,
     names,
     chunkSize: tuning.chunkSize,
@@ -247,6 +251,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     events,
     ingestor,
     reader: new BatchReader(manifests, blobs),
+    batchPages: new BatchPages(blobs, owners),
     recovery,
     sweeper: new Sweeper({
       blobs,

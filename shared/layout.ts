@@ -23,6 +23,25 @@ function batch(batchId: string): string {
 /** The index of open batches (accepted, not yet finished): one empty blob per batch. */
 export const OPEN_PREFIX = 'open/';
 
+/** The index of each token submitter's batches: `owners/{objectId}/{newest-first key}`, one empty blob per batch. */
+export const OWNERS_PREFIX = 'owners/';
+const OBJECT_ID = /^[A-Za-z0-9-]{1,64}$/;
+
+/** A submitter's part of the owner index (its object id is checked: it becomes a blob path). */
+export function ownerPrefix(objectId: string): string {
+  if (!OBJECT_ID.test(objectId)) throw new PermanentError('refusing an invalid object id as a blob path');
+  return `${OWNERS_PREFIX}${objectId}/`;
+}
+
+/** Sorts newest first as text: 13 digits of (10^13 - 1 - epoch ms), then the batch id. */
+export function newestFirstKey(submittedAt: string, batchId: string): string {
+  const ms = Date.parse(submittedAt);
+  return `${String(9_999_999_999_999 - (Number.isFinite(ms) ? ms : 0)).padStart(13, '0')}-${batch(batchId)}`;
+}
+
+/** A key made by newestFirstKey (what a listing cursor must be). */
+export const NEWEST_FIRST_KEY = /^(\d{13})-([a-z0-9][a-z0-9-]{0,63})$/;
+
 export const layout = {
   /** A chunk of transactions, gzip NDJSON (claim check): `work/{batchId}/{chunk}.ndjson.gz`. */
   chunk: (batchId: string, chunk: number): BlobRef => ({
@@ -37,6 +56,11 @@ export const layout = {
   report: (batchId: string): BlobRef => ({ container: 'reports', name: `${batch(batchId)}.json` }),
   /** `batches/open/{batchId}`: present from acceptance until the batch is completed or failed. */
   openBatch: (batchId: string): BlobRef => ({ container: 'batches', name: `${OPEN_PREFIX}${batch(batchId)}` }),
+  /** `batches/owners/{objectId}/{newestFirstKey}`: written with the open marker, never removed. */
+  ownerEntry: (objectId: string, submittedAt: string, batchId: string): BlobRef => ({
+    container: 'batches',
+    name: `${ownerPrefix(objectId)}${newestFirstKey(submittedAt, batchId)}`,
+  }),
   /** Drain slot k of a queue, held as a blob lease: `leases/{queue}/slot-{k}`. */
   slot: (queue: string, k: number): BlobRef => ({ container: 'leases', name: `${queue}/slot-${k}` }),
   /**

@@ -10,12 +10,13 @@ import { after, before, describe, test } from 'node:test';
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
 import { postRedrive } from '../functions/admin-http';
-import { getBatch, getBatchReport } from '../functions/batches-http';
+import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
 import { getStatus } from '../functions/status-http';
 import type { PushdrainApp } from '../shared/app';
 import type { Role } from '../shared/auth/principal';
 import type { BatchListing } from '../shared/batch/batch-list';
+import type { BatchPage } from '../shared/batch/batch-pages';
 import type { Report } from '../shared/billing/report';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump } from './support/invoke';
@@ -54,8 +55,22 @@ function post(app: PushdrainApp, headers: Headers, body = line('t1'), key?: stri
 const get = (path: string, headers: Headers, params: Record<string, string> = {}): HttpRequest =>
   new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers, params });
 
+/** GET /api/batches with a query (`limit`, `cursor`). */
+const list = (app: PushdrainApp, h: Headers, query: Record<string, string> = {}): Promise<HttpResponseInit> =>
+  listBatches(
+    app,
+    new HttpRequest({
+      method: 'GET',
+      url: `http://localhost/api/batches?${new URLSearchParams(query).toString()}`,
+      headers: h,
+      query,
+    }),
+    context('listBatches'),
+  );
+
 const routes = {
   postBatch: (app: PushdrainApp, h: Headers) => post(app, h),
+  listBatches: (app: PushdrainApp, h: Headers) => list(app, h),
   getBatch: (app: PushdrainApp, h: Headers, id: string) =>
     getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
   getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
@@ -74,6 +89,7 @@ type RouteName = keyof typeof routes;
 /** The answer each role gets on each route, for a batch that alice (a submitter) sent. */
 const ALLOWED: Record<RouteName, Partial<Record<Role, number>>> = {
   postBatch: { 'Batches.Submit': 202 },
+  listBatches: { 'Batches.Submit': 200, 'Batches.Read': 200 },
   getBatch: { 'Batches.Submit': 200, 'Batches.Read': 200 },
   getBatchReport: { 'Batches.Submit': 409, 'Batches.Read': 409 }, // not completed yet: past the check, found
   adminStatus: { 'Batches.Read': 200 },
@@ -260,5 +276,97 @@ describe('PUSHDRAIN_AUTH=both: the platform checks the key, a token narrows the 
     } finally {
       await both.close();
     }
+  });
+});
+
+describe('GET /api/batches: a submitter lists its own batches, a reader every batch', () => {
+  test('two submitters never see each other’s batches, page by page; the cost of a page; bad queries cost nothing', async (t) => {
+    const rt = await testRuntime(iss.env);
+    const alice = bearer(await iss.token('alice', ['Batches.Submit']));
+    const bob = bearer(await iss.token('bob', ['Batches.Submit']));
+    const reader = bearer(await iss.token('rita', ['Batches.Read']));
+    const submit = async (h: Headers, id: string): Promise<string> => {
+      const res = await post(rt.app, h, line(id));
+      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+      return (res.jsonBody as { batchId: string }).batchId;
+    };
+    const alices: string[] = [];
+    const bobs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      alices.push(await submit(alice, `a${i}`));
+      if (i < 2) bobs.push(await submit(bob, `b${i}`));
+      await new Promise((r) => setTimeout(r, 5)); // distinct submission times, so newest-first is defined
+    }
+    const page = async (h: Headers, query: Record<string, string> = {}): Promise<BatchPage> => {
+      const res = await list(rt.app, h, query);
+      assert.equal(res.status, 200, JSON.stringify(res.jsonBody));
+      return res.jsonBody as BatchPage;
+    };
+
+    const total = (): number => rt.app.storageTransactions().total ?? 0;
+    const used = total();
+    const first = await page(alice, { limit: '2' });
+    const cost = total() - used;
+    assert.equal(first.scope, 'own');
+    assert.deepEqual(
+      first.batches.map((b) => b.batchId),
+      [alices[2], alices[1]],
+      'her newest two, newest first',
+    );
+    assert.ok(first.next);
+    for (const b of first.batches) {
+      assert.equal(b.submitter?.name, 'alice');
+      assert.equal(b.status, 'accepted');
+      assert.equal(b.transactions, 1);
+    }
+    // One listing under her prefix, one metadata read per batch shown: nothing scales with bob's.
+    assert.equal(cost, 1 + first.batches.length, `a page of ${first.batches.length} cost ${cost} Storage requests`);
+    t.diagnostic(`submitter page of 2: ${cost} Storage requests`);
+    const second = await page(alice, { limit: '2', cursor: first.next ?? '' });
+    assert.deepEqual(
+      second.batches.map((b) => b.batchId),
+      [alices[0]],
+    );
+    assert.equal(second.next, undefined);
+
+    const his = await page(bob);
+    assert.equal(his.scope, 'own');
+    assert.deepEqual(his.batches.map((b) => b.batchId).sort(), [...bobs].sort());
+    // Her cursor in his hands still lists under his own prefix only.
+    const borrowed = await page(bob, { cursor: first.next ?? '' });
+    for (const b of borrowed.batches) assert.ok(bobs.includes(b.batchId));
+
+    const before = total();
+    const everyone = await page(reader, { limit: '100' });
+    t.diagnostic(`reader page over ${everyone.batches.length} batches: ${total() - before} Storage requests`);
+    assert.equal(everyone.scope, 'all');
+    const ids = everyone.batches.map((b) => b.batchId);
+    for (const id of [...alices, ...bobs]) assert.ok(ids.includes(id), id);
+    const times = everyone.batches.map((b) => b.submittedAt);
+    assert.deepEqual(times, [...times].sort().reverse(), 'newest first');
+
+    for (const query of [{ limit: '0' }, { limit: '101' }, { limit: 'x' }, { cursor: '../owners/x' }] as Record<
+      string,
+      string
+    >[]) {
+      const state = await storageState(rt);
+      const n = requests(rt);
+      const res = await list(rt.app, alice, query);
+      assert.equal(res.status, 400, JSON.stringify(query));
+      assert.equal(requests(rt), n, `${JSON.stringify(query)} made a Storage request`);
+      assert.equal(await storageState(rt), state);
+    }
+  });
+
+  test('with function keys (PUSHDRAIN_AUTH=keys) the key holder lists every batch', async () => {
+    const rt = await testRuntime({ PUSHDRAIN_AUTH: 'keys' });
+    const res = await post(rt.app, {});
+    assert.equal(res.status, 202);
+    const batchId = (res.jsonBody as { batchId: string }).batchId;
+    const listed = await list(rt.app, {});
+    assert.equal(listed.status, 200);
+    const body = listed.jsonBody as BatchPage;
+    assert.equal(body.scope, 'all');
+    assert.ok(body.batches.some((b) => b.batchId === batchId));
   });
 });

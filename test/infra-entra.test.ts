@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { ROLES } from '../shared/auth/principal';
+import { authSettings } from '../shared/config/auth-settings';
 import { appSettingsOf, resourcesOf, VARIANTS } from './support/infra-snapshot';
 import { repoRoot } from './support/repo';
 
@@ -61,6 +62,23 @@ describe('infra: Microsoft Entra ID', () => {
     const k = appSettingsOf('scale-agent');
     assert.equal(k.PUSHDRAIN_AUTH, 'keys');
     assert.equal(k.PUSHDRAIN_AUTH_ISSUER, undefined);
+  });
+
+  test('the settings infra sets give the status page its MSAL config: this registration as the SPA, its scope, the tenant authority', () => {
+    const tenant = '00000000-0000-0000-0000-00000000aaaa';
+    const appId = '11111111-2222-3333-4444-555555555555';
+    const auth = authSettings({
+      PUSHDRAIN_AUTH: 'entra',
+      PUSHDRAIN_AUTH_ISSUER: `https://login.microsoftonline.com/${tenant}/v2.0`,
+      PUSHDRAIN_AUTH_AUDIENCE: `${appId},api://${appId}`,
+      PUSHDRAIN_AUTH_JWKS_URL: `https://login.microsoftonline.com/${tenant}/discovery/v2.0/keys`,
+    });
+    assert.deepEqual(auth.signIn, {
+      clientId: appId,
+      authority: `https://login.microsoftonline.com/${tenant}`,
+      scopes: [`api://${appId}/user_impersonation`],
+      knownAuthorities: ['login.microsoftonline.com'],
+    });
   });
 
   test('App Service Authentication is not configured (Flex Consumption does not enforce it; the app validates)', () => {
@@ -163,6 +181,35 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
     } finally {
       rmSync(fake.bin, { recursive: true, force: true });
     }
+  });
+
+  test('the status page: a SPA redirect URI at the site’s /api/dashboard once the site is known (postprovision), the user_impersonation scope MSAL asks for, no implicit grant', () => {
+    const fake = fakeCli(true);
+    try {
+      const before = runHook(fake.bin, {});
+      assert.equal(before.status, 0, before.stderr);
+      const first = fake.calls().find((c) => c.args.join(' ').includes('/applications/obj-1'));
+      assert.equal((first?.body as Record<string, unknown>).spa, undefined, 'no site yet: no redirect URI');
+      const after = runHook(fake.bin, { SERVICE_API_URI: 'https://func-abc.azurewebsites.net/' });
+      assert.equal(after.status, 0, after.stderr);
+      const patches = fake.calls().filter((c) => c.args.join(' ').includes('/applications/obj-1'));
+      const app = patches.at(-1)?.body as {
+        spa: { redirectUris: string[] };
+        web?: unknown;
+        api: { oauth2PermissionScopes: { value: string; type: string; isEnabled: boolean }[] };
+      };
+      assert.deepEqual(app.spa, { redirectUris: ['https://func-abc.azurewebsites.net/api/dashboard'] });
+      assert.equal(app.web, undefined, 'no web platform (implicit grant) is configured');
+      const scope = app.api.oauth2PermissionScopes.find((x) => x.value === 'user_impersonation');
+      assert.equal(scope?.type, 'User');
+      assert.equal(scope?.isEnabled, true);
+      const bad = runHook(fake.bin, { SERVICE_API_URI: 'http://func-abc.azurewebsites.net' });
+      assert.notEqual(bad.status, 0, 'a plain-http site is refused');
+    } finally {
+      rmSync(fake.bin, { recursive: true, force: true });
+    }
+    const azureYaml = readFileSync(join(repoRoot(), 'azure.yaml'), 'utf8');
+    assert.match(azureYaml, /postprovision:\s+posix:\s+shell: sh\s+run: node infra\/hooks\/entra-app\.mjs/);
   });
 
   test('an existing registration is updated, not created again; no role is assigned unless asked; keys mode does nothing', () => {

@@ -64,7 +64,12 @@ export function importsOf(sf: ts.SourceFile): ImportRef[] {
     } else if (
       ts.isCallExpression(n) &&
       (n.expression.kind === ts.SyntaxKind.ImportKeyword ||
-        (ts.isIdentifier(n.expression) && n.expression.text === 'require'))
+        (ts.isIdentifier(n.expression) && n.expression.text === 'require') ||
+        // require.resolve('pkg/…'): the app reads that package's files at run time (the status page's MSAL).
+        (ts.isPropertyAccessExpression(n.expression) &&
+          ts.isIdentifier(n.expression.expression) &&
+          n.expression.expression.text === 'require' &&
+          n.expression.name.text === 'resolve'))
     ) {
       add(n, n.arguments[0], false);
     } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) {

@@ -117,4 +117,29 @@ describe('PUSHDRAIN_AUTH and the token settings', () => {
       'entra',
     );
   });
+
+  test('the status page MSAL config: derived when the audiences name an app id and an https issuer', () => {
+    const base = {
+      PUSHDRAIN_AUTH: 'entra',
+      PUSHDRAIN_AUTH_ISSUER: 'https://login.microsoftonline.com/t/v2.0',
+      PUSHDRAIN_AUTH_JWKS_URL: 'https://login.microsoftonline.com/t/discovery/v2.0/keys',
+    };
+    assert.equal(
+      authSettings({ ...base, PUSHDRAIN_AUTH_AUDIENCE: 'api://pushdrain' }).signIn,
+      undefined,
+      'no client id',
+    );
+    const appId = '11111111-2222-3333-4444-555555555555';
+    const derived = authSettings({ ...base, PUSHDRAIN_AUTH_AUDIENCE: `${appId},api://${appId}` }).signIn;
+    assert.equal(derived?.clientId, appId);
+    assert.deepEqual(derived?.scopes, [`api://${appId}/user_impersonation`]);
+    assert.equal(derived?.authority, 'https://login.microsoftonline.com/t');
+    assert.equal(authSettings({ ...base, PUSHDRAIN_AUTH_AUDIENCE: appId }).signIn, undefined, 'no api:// scope');
+    const plain = authSettings({
+      ...base,
+      PUSHDRAIN_AUTH_ISSUER: 'http://127.0.0.1:7079/v2.0',
+      PUSHDRAIN_AUTH_AUDIENCE: `${appId},api://${appId}`,
+    });
+    assert.equal(plain.signIn, undefined, 'MSAL takes an https authority only');
+  });
 });

@@ -3,6 +3,10 @@
 // the azd environment (PUSHDRAIN_API_APP_ID, PUSHDRAIN_API_IDENTIFIER_URI, PUSHDRAIN_API_SCOPE).
 // With PUSHDRAIN_ASSIGN_ADMIN=true it assigns Operations.Admin and Batches.Read to the signed-in
 // user (an operator needs both: redrive, and the status page). Skipped with PUSHDRAIN_AUTH=keys.
+// The status page signs people in with MSAL as this same registration (a SPA platform asking for
+// its own user_impersonation scope): its redirect URI is the page, https://<site>/api/dashboard,
+// known once the function app exists, so azd runs this hook again after provisioning
+// (postprovision, with SERVICE_API_URI set) to add it.
 //
 // A hook rather than the Microsoft Graph Bicep extension: the extension is restored from an OCI
 // registry at build time, and `bicep build` must work offline here (docs/DESIGN.md). It runs `az`
@@ -72,8 +76,13 @@ function main() {
   }
   const objectId = az('ad', 'app', 'show', '--id', appId, '--query', 'id', '-o', 'tsv');
   const identifierUri = `api://${appId}`;
+  const site = (env.SERVICE_API_URI ?? '').trim().replace(/\/+$/, '');
+  if (site && !/^https:\/\/[A-Za-z0-9.-]+(:\d+)?$/.test(site))
+    throw new Error(`SERVICE_API_URI must be the site's https origin, got ${site}`);
   graph('PATCH', `/applications/${objectId}`, {
     identifierUris: [identifierUri],
+    // Auth code flow with PKCE from the browser; no implicit grant, no secret.
+    ...(site ? { spa: { redirectUris: [`${site}/api/dashboard`] } } : {}),
     appRoles: ROLES,
     api: {
       requestedAccessTokenVersion: 2,
@@ -112,7 +121,10 @@ function main() {
   run('azd', ['env', 'set', 'PUSHDRAIN_API_APP_ID', appId]);
   run('azd', ['env', 'set', 'PUSHDRAIN_API_IDENTIFIER_URI', identifierUri]);
   run('azd', ['env', 'set', 'PUSHDRAIN_API_SCOPE', `${identifierUri}/.default`]);
-  console.log(`entra-app: ${displayName} ready, scope ${identifierUri}/.default`);
+  console.log(
+    `entra-app: ${displayName} ready, scope ${identifierUri}/.default` +
+      (site ? `; status page sign-in redirects to ${site}/api/dashboard` : ''),
+  );
 }
 
 try {

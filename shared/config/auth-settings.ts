@@ -17,11 +17,28 @@ export interface TokenSettings {
   jwksUrl: string;
 }
 
+/**
+ * How the status page signs a person in with MSAL (authorization code flow with PKCE). None of it
+ * is secret: the page is served with it.
+ */
+export interface SignInSettings {
+  /** The status page's client id: a SPA registration whose redirect URI is …/api/dashboard. */
+  clientId: string;
+  /** The issuer without its `/v2.0`: `https://login.microsoftonline.com/{tenant}`. */
+  authority: string;
+  /** The API scope the page asks a token for. */
+  scopes: string[];
+  /** The authority's host: trusted as it is, without Entra's instance discovery (the local issuer needs it). */
+  knownAuthorities: string[];
+}
+
 export interface AuthSettings {
   /** @defaultValue 'keys' (infra sets 'entra') */
   mode: AuthMode;
   /** Set whenever the mode accepts tokens (`entra`, `both`). */
   tokens: TokenSettings | undefined;
+  /** MSAL sign-in on the status page; undefined when there is no https issuer, client id or scope. */
+  signIn?: SignInSettings | undefined;
 }
 
 export const AUTH_MODE = 'PUSHDRAIN_AUTH';
@@ -64,12 +81,36 @@ export function authSettings(env: Env): AuthSettings {
     .split(',')
     .map((a) => a.trim())
     .filter((a) => a !== '');
+  const tokens = {
+    issuer: required(env, AUTH_ISSUER, mode),
+    audiences,
+    jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
+  };
+  return { mode, tokens, signIn: signInSettings(tokens) };
+}
+
+const APP_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Derived from the token settings, as the page signs in as the API's own registration: the client id
+ * is the audience that is an app id, the scope `user_impersonation` of the `api://` audience, the
+ * authority the issuer without `/v2.0`. MSAL takes an https authority only.
+ */
+function signInSettings(tokens: TokenSettings): SignInSettings | undefined {
+  const clientId = tokens.audiences.find((a) => APP_ID.test(a));
+  const apiUri = tokens.audiences.find((a) => a.startsWith('api://'));
+  const scope = apiUri ? `${apiUri}/user_impersonation` : undefined;
+  let authority: URL;
+  try {
+    authority = new URL(tokens.issuer.replace(/\/v2\.0\/?$/, ''));
+  } catch {
+    return undefined;
+  }
+  if (!clientId || !scope || authority.protocol !== 'https:') return undefined;
   return {
-    mode,
-    tokens: {
-      issuer: required(env, AUTH_ISSUER, mode),
-      audiences,
-      jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
-    },
+    clientId,
+    authority: authority.toString().replace(/\/$/, ''),
+    scopes: [scope],
+    knownAuthorities: [authority.host],
   };
 }

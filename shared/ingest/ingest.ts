@@ -15,6 +15,7 @@ import {
   type PublicStatus,
   publicStatus,
 } from '../batch/manifest';
+import type { SubmitterIndex } from '../batch/submitter-index';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
 import { type EncodedChunk, joinPieces } from '../model/chunk-codec';
@@ -65,6 +66,8 @@ export interface IngestDeps {
   manifests: ManifestStore;
   notifier: Notifier;
   open: OpenBatches;
+  /** Each token submitter's batches (GET /api/batches for a submitter); absent: none recorded. */
+  owners?: SubmitterIndex;
   finalizer: Finalizer;
   names: EntityNames;
   /** PUSHDRAIN_CHUNK_SIZE: without `chunks`, every chunk holds exactly this many; with it, the cap. */
@@ -241,8 +244,9 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
     );
   }
 
-  // Indexed before it is accepted, so recovery can find it even if every event is lost.
-  await ctx.open.add(batchId);
+  // Indexed before it is accepted, so recovery can find it even if every event is lost (and its
+  // submitter's listing has it from the 202 on); the two writes go out together.
+  await Promise.all([ctx.open.add(batchId), m.submitter && ctx.owners?.add(m.submitter, m.submittedAt, batchId)]);
   const accept = (cur: Manifest): Manifest => ({
     ...cur,
     state: 'accepted',

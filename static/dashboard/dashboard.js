@@ -11,6 +11,7 @@
 
   function readFragment() {
     const p = new URLSearchParams(location.hash.slice(1));
+    if (p.has('state')) return; // MSAL's sign-in response (a code and its state): not a function key
     const key = p.get('key') ?? p.get('code');
     if (key !== null) state.key = key;
     const refresh = Number(p.get('refresh'));
@@ -94,7 +95,8 @@
 
   async function poll() {
     clearTimeout(state.timer);
-    if (state.token && !allows('Batches.Read')) return; // a submitter finds its own batches by id
+    await freshToken();
+    if (state.token && !allows('Batches.Read')) return pollMine(); // a submitter: its own batches only
     try {
       const res = await fetch('admin/status', { headers: headers(state.key), cache: 'no-store' });
       if (res.status === 401 || res.status === 403) {
@@ -526,8 +528,12 @@
   });
   $('token-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    state.token = $('token').value.trim();
+    signInWith($('token').value.trim());
     $('token').value = '';
+  });
+  function signInWith(token) {
+    state.token = token;
+    $('mine').hidden = true;
     const claims = state.token ? claimsOf(state.token) : null;
     state.roles = claims ? (Array.isArray(claims.roles) ? claims.roles : []) : null;
     $('who').textContent = claims
@@ -536,7 +542,7 @@
     showRoles();
     showError('');
     poll();
-  });
+  }
   $('find-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     const id = $('find-id').value.trim();
@@ -665,13 +671,122 @@
     );
   }
 
-  // A row of the batch tables shows that batch's timeline (its buttons keep their own action).
-  for (const id of ['open-batches', 'recent-batches'])
+  // A row of the batch tables (a submitter's own too) shows that batch's timeline (its buttons keep their own action).
+  for (const id of ['open-batches', 'recent-batches', 'my-batches'])
     $(id).addEventListener('click', (e) => {
       const row = e.target.closest('tr[data-batch]');
       if (row && !e.target.closest('button')) showTimeline(row.dataset.batch);
     });
 
+  // ---- a submitter's own batches (GET batches: the app lists only the caller's) ----
+  async function pollMine() {
+    try {
+      const res = await fetch('batches?limit=20', { headers: headers(state.key), cache: 'no-store' });
+      const body = await res.json().catch(() => ({}));
+      if (!res.ok) return showError(`Could not list your batches (${res.status}): ${body.message || ''}`);
+      renderMine(body);
+    } catch (e) {
+      showError(`Could not list your batches: ${e.message}`);
+    }
+    state.timer = setTimeout(poll, state.refreshMs);
+  }
+
+  function renderMine(page) {
+    $('mine').hidden = false;
+    $('mine-count').textContent =
+      `${fmt(page.batches.length)} shown, newest first${page.next ? '; older ones not shown' : ''}`;
+    const now = Date.now();
+    fill(
+      'my-batches',
+      page.batches.map((b) =>
+        h(
+          'tr',
+          { 'data-batch': b.batchId },
+          h('td', {}, h('code', {}, b.batchId)),
+          h('td', { class: `status status-${b.status}`, title: b.error || '' }, b.status),
+          h(
+            'td',
+            {},
+            `${fmt(b.chunksDone)}/${fmt(b.chunks)}${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}`,
+          ),
+          h('td', {}, fmt(b.transactions)),
+          h('td', {}, since(b.submittedAt, now)),
+          h(
+            'td',
+            {},
+            b.status === 'completed'
+              ? [
+                  h('button', { type: 'button', onclick: () => download(b.batchId, 'json') }, 'JSON'),
+                  ' ',
+                  h('button', { type: 'button', onclick: () => download(b.batchId, 'csv') }, 'CSV'),
+                ]
+              : '',
+          ),
+        ),
+      ),
+    );
+  }
+
+  // ---- MSAL: sign in with Microsoft Entra ID (authorization code flow with PKCE) ----
+  // The config is a JSON block the app serves (client id, authority, scope: nothing secret). MSAL
+  // keeps its tokens in this tab's sessionStorage (a redirect flow cannot work from memory alone):
+  // gone when the tab closes, never shared with another tab.
+  const signIn = (() => {
+    try {
+      return JSON.parse($('sign-in-config')?.textContent || 'null');
+    } catch {
+      return null;
+    }
+  })();
+  let msalApp = null;
+  let account = null;
+
+  async function startMsal() {
+    const msal = globalThis.msal;
+    if (!signIn || !msal) return;
+    msalApp = await msal.createStandardPublicClientApplication({
+      auth: {
+        clientId: signIn.clientId,
+        authority: signIn.authority,
+        knownAuthorities: signIn.knownAuthorities,
+        redirectUri: location.origin + location.pathname,
+      },
+      cache: { cacheLocation: 'sessionStorage' },
+    });
+    const button = $('msal-sign-in');
+    button.hidden = false;
+    button.addEventListener('click', () =>
+      msalApp
+        .loginRedirect({ scopes: signIn.scopes })
+        .catch((e) => showError(`Sign-in failed: ${e.errorCode || e.message}`)),
+    );
+    try {
+      const result = await msalApp.handleRedirectPromise();
+      if (result && result.accessToken) {
+        account = result.account;
+        signInWith(result.accessToken);
+      } else if (msalApp.getAllAccounts().length > 0) {
+        // A reload in a signed-in tab: the cached token (or a renewed one), no redirect.
+        account = msalApp.getAllAccounts()[0];
+        signInWith((await msalApp.acquireTokenSilent({ scopes: signIn.scopes, account })).accessToken);
+      }
+    } catch (e) {
+      showError(`Sign-in failed: ${e.errorCode || e.message}`);
+    }
+  }
+
+  // A token about to expire is renewed silently (MSAL's refresh token) before the next request.
+  async function freshToken() {
+    if (!msalApp || !account || !state.token) return;
+    const exp = (claimsOf(state.token) || {}).exp || 0;
+    if (exp * 1000 - Date.now() > 5 * 60 * 1000) return;
+    try {
+      state.token = (await msalApp.acquireTokenSilent({ scopes: signIn.scopes, account })).accessToken;
+    } catch {
+      showError('The sign-in has expired: sign in again.');
+    }
+  }
+
   readFragment();
-  poll();
+  startMsal().finally(() => state.token || poll());
 })();

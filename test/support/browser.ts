@@ -25,8 +25,14 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** A headless Chromium with a fresh profile, removed on close. */
-export async function launchBrowser(viewport = { width: 1280, height: 900 }): Promise<Browser> {
+/**
+ * A headless Chromium with a fresh profile, removed on close. `ignoreHTTPSErrors`: accept the local
+ * issuer's self-signed certificate (the MSAL sign-in test).
+ */
+export async function launchBrowser(
+  viewport = { width: 1280, height: 900 },
+  options: { ignoreHTTPSErrors?: boolean } = {},
+): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(
       `Chromium is required here (PUSHDRAIN_BROWSER_TESTS=required) but ${CHROMIUM} is missing: ${INSTALL_COMMAND}`,
@@ -37,6 +43,7 @@ export async function launchBrowser(viewport = { width: 1280, height: 900 }): Pr
     executablePath: CHROMIUM,
     headless: true,
     viewport,
+    ...(options.ignoreHTTPSErrors ? { ignoreHTTPSErrors: true } : {}),
     args: [
       '--headless',
       '--no-sandbox',

@@ -7,6 +7,8 @@ import { WATCHDOG_QUEUE } from '../../shared/names';
 
 export const HTTP_CONTRACT = [
   { name: 'postBatch', route: 'batches', methods: ['POST'], authLevel: 'function' },
+  // The caller's batches, newest first (a submitter's own only).
+  { name: 'listBatches', route: 'batches', methods: ['GET'], authLevel: 'function' },
   { name: 'getBatch', route: 'batches/{batchId}', methods: ['GET'], authLevel: 'function' },
   { name: 'getBatchReport', route: 'batches/{batchId}/report', methods: ['GET'], authLevel: 'function' },
   { name: 'getBatchTimeline', route: 'batches/{batchId}/timeline', methods: ['GET'], authLevel: 'function' },

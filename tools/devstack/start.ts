@@ -148,6 +148,8 @@ async function main(): Promise<void> {
       ? [
           `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
           '             a token: npx pushdrain dev-token --role Batches.Submit --name alice',
+          // MSAL fetches the discovery document before it redirects: the certificate must be accepted first.
+          `             MSAL sign-in on the status page: first open ${issuer.issuer}/.well-known/openid-configuration and accept its self-signed certificate`,
         ]
       : env.PUSHDRAIN_AUTH && env.PUSHDRAIN_AUTH !== 'keys'
         ? [
