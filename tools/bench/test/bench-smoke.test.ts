@@ -37,7 +37,7 @@ function finite(s: Summary | undefined, what: string): void {
 }
 
 describe('bench --quick', () => {
-  test('every scenario × design is measured and the results are well-formed', { timeout: 240_000 }, async () => {
+  test('every scenario × design is measured and the results are well-formed', { timeout: 600_000 }, async () => {
     const out = join(dir, 'quick.json');
     const { code, output } = await runQuick(out);
     assert.equal(code, 0, `bench --quick failed:\n${output.slice(-4000)}`);
