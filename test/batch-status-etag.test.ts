@@ -12,6 +12,7 @@ import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { getBatch } from '../functions/batches-http';
 import type { PushdrainApp } from '../shared/app';
 import { completed, context, post, pump } from './support/invoke';
+import { sampleBatch } from './support/sample-batch';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
 
 useStorage();
@@ -34,16 +35,7 @@ const requests = (rt: TestRuntime): number => rt.app.storageTransactions().total
 describe('GET /api/batches/{id}: conditional GET', () => {
   test('an ETag, 304 while unchanged (one manifest read, no body), 200 with a new ETag once the batch moved', async () => {
     const rt = await testRuntime();
-    const line = (id: string): string =>
-      JSON.stringify({
-        id,
-        account: 'a1',
-        timestamp: '2026-03-01T10:00:00Z',
-        type: 'charge',
-        amount: 100,
-        currency: 'EUR',
-      });
-    const accepted = await post(rt.app, `${line('t1')}\n${line('t2')}\n`);
+    const accepted = await post(rt.app, sampleBatch(['t1', 't2']));
     assert.equal(accepted.status, 202);
     const batchId = (accepted.jsonBody as { batchId: string }).batchId;
 

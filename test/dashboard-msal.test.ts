@@ -12,6 +12,7 @@ import type { Page } from 'playwright-core';
 import type { Role } from '../shared/auth/principal';
 import { type Browser, browserSkip, launchBrowser } from './support/browser';
 import { type LocalStack, startLocalStack } from './support/local-stack';
+import { submitSample } from './support/sample-batch';
 import { type TestIssuer, testIssuer } from './support/tokens';
 
 interface El {
@@ -22,16 +23,6 @@ declare const document: { querySelector(selector: string): El | null; querySelec
 
 const skip = browserSkip();
 const WAIT = { timeout: 30_000, polling: 100 };
-
-const line = (id: string): string =>
-  JSON.stringify({
-    id,
-    account: 'a1',
-    timestamp: '2026-03-01T10:00:00Z',
-    type: 'charge',
-    amount: 100,
-    currency: 'EUR',
-  });
 
 describe('status page sign-in with MSAL against the local issuer', () => {
   let iss: TestIssuer;
@@ -53,19 +44,8 @@ describe('status page sign-in with MSAL against the local issuer', () => {
     await iss?.close();
   });
 
-  async function submitAs(name: string): Promise<string> {
-    const res = await fetch(`${stack.host.base}/api/batches`, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/x-ndjson',
-        Authorization: `Bearer ${await iss.token(name, ['Batches.Submit'])}`,
-      },
-      body: [line('t1'), line('t2')].join('\n'),
-    });
-    const text = await res.text();
-    assert.equal(res.status, 202, text);
-    return (JSON.parse(text) as { batchId: string }).batchId;
-  }
+  const submitAs = async (name: string): Promise<string> =>
+    submitSample(stack.host.base, await iss.token(name, ['Batches.Submit']));
 
   /** Opens the page, clicks "Sign in with Microsoft", signs in at the issuer, and comes back signed in. */
   async function signIn(name: string, roles: Role[]): Promise<Page> {

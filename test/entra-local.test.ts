@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { EXIT } from '../tools/cli/exit-codes';
 import { type CliRun, type LocalStack, runCli, startLocalStack } from './support/local-stack';
+import { sampleBatch } from './support/sample-batch';
 import { forgedClientPrincipal, type TestIssuer, testIssuer } from './support/tokens';
 
 let iss: TestIssuer;
@@ -44,21 +45,7 @@ async function devToken(name: string, ...roles: string[]): Promise<string> {
 describe('--auth entra against the local host with the local issuer', () => {
   test('submit as alice, follow it, read its report; bob gets 404 for it; a submitter is told the missing role', async () => {
     const file = join(dir, 'batch.ndjson');
-    writeFileSync(
-      file,
-      ['t1', 't2', 't3']
-        .map((id) =>
-          JSON.stringify({
-            id,
-            account: 'a1',
-            timestamp: '2026-03-01T10:00:00Z',
-            type: 'charge',
-            amount: 100,
-            currency: 'EUR',
-          }),
-        )
-        .join('\n'),
-    );
+    writeFileSync(file, sampleBatch(['t1', 't2', 't3']));
     const alice = await devToken('alice', 'Batches.Submit');
     const bob = await devToken('bob', 'Batches.Submit');
 
