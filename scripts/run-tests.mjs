@@ -45,7 +45,7 @@ if (files.length === 0) {
   console.error('run-tests: no test files found under dist/test or dist/tools');
   process.exit(1);
 }
-// Three files at a time on two cores: most of a file's time is spent waiting (visibility timeouts, a host
-// starting, a browser), not computing.
+// Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
+// timeout), and a third one uses that time.
 const r = spawnSync(process.execPath, ['--test', '--test-concurrency=3', ...files], { stdio: 'inherit' });
 process.exit(r.status ?? 1);
