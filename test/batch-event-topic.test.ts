@@ -14,7 +14,7 @@ import { type Manifest, OpenBatches } from '../shared/batch/manifest';
 import { BATCH_EVENTS_TOPIC, TOPIC } from '../shared/names';
 import { ServiceBusPublisher } from '../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../shared/storage/meter';
-import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
+import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 import { composedApp } from './support/composed-app';
 import { quietLog, testSettings, useStorage } from './support/storage';
@@ -24,20 +24,7 @@ useStorage();
 let bus: BrokerHarness;
 
 before(async () => {
-  const full = loadEntitiesConfig();
-  bus = await startTestBroker({
-    entities: {
-      ...full,
-      topics: (full.topics ?? []).map((t) =>
-        t.name === BATCH_EVENTS_TOPIC
-          ? {
-              ...t,
-              subscriptions: [{ name: 'audit', filter: null, lockDuration: 'PT30S', maxDeliveryCount: 10 } as never],
-            }
-          : t,
-      ),
-    },
-  });
+  bus = await startTestBroker(withAuditSubscription());
 });
 
 after(async () => {

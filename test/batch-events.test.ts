@@ -23,11 +23,10 @@ import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { pendingDeliveries } from '../shared/events/outbox';
 import { batchIdFor, layout } from '../shared/layout';
 import { BATCH_EVENTS_TOPIC, entityNames } from '../shared/names';
-import type { BrokerOptions } from '../tools/devstack/servicebus/broker';
-import { loadEntitiesConfig } from '../tools/devstack/servicebus/config';
 import { spoilChunks } from '../tools/devstack/spoil-chunks';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
+import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, submitHeld, wake } from './support/local-stack';
@@ -76,24 +75,6 @@ before(async () => {
     withAuditSubscription(),
   );
 });
-
-/** The repo's entities, plus what a consumer of `batch-events` adds: a subscription of its own. */
-function withAuditSubscription(): BrokerOptions {
-  const full = loadEntitiesConfig();
-  return {
-    entities: {
-      ...full,
-      topics: (full.topics ?? []).map((t) =>
-        t.name === BATCH_EVENTS_TOPIC
-          ? {
-              ...t,
-              subscriptions: [{ name: 'audit', filter: null, lockDuration: 'PT30S', maxDeliveryCount: 10 } as never],
-            }
-          : t,
-      ),
-    },
-  };
-}
 
 after(async () => {
   await stack?.stop();
