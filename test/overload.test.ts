@@ -2,8 +2,9 @@
  * The drain under overload, against real Azurite and real blob leases: one listener on the
  * shutdown signal however many drains run; a message kept invisible while in work; a message
  * taken by another delivery counted as a duplicate, not logged; a lost slot lease stops the
- * drain taking messages; receives sized from the time per message; the counters in the
- * coordinator's activity (GET /api/health) and its hook.
+ * drain taking messages; receives sized from the rate the whole process settles messages at,
+ * so that tasks sharing it hold no more than it can finish; the counters in the coordinator's
+ * activity (GET /api/health) and its hook.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -232,6 +233,13 @@ describe('a message taken by another delivery', () => {
     const a = coordinator.activity();
     assert.deepEqual(a.duplicates, { map: 1, reduce: 0 });
     assert.equal(a.processed.map, 0);
+    // 3 s for one message against a quarter of 1 s: the process now takes one at a time; the
+    // reduce stage, untimed, keeps one drain's worth.
+    const { dequeueBatchSize, maxDequeueTasks } = parts.settings.tuning;
+    assert.deepEqual(a.holding, {
+      map: { held: 0, limit: 1 },
+      reduce: { held: 0, limit: dequeueBatchSize * maxDequeueTasks },
+    });
     assert.deepEqual(hooked, [`${name} 1`]);
     assert.deepEqual(
       log.lines.filter((l) => l.includes(name)),
@@ -281,13 +289,86 @@ describe('the slot lease', () => {
 describe('receive sizing', () => {
   test('the estimate follows the time per message, between 1 and the cap', () => {
     const s = new ReceiveSizer(32, 60);
-    assert.equal(s.next(), 32, 'the cap until a batch has been timed');
-    s.observe(8, 8 * 2_000); // 2 s a message: 15 s (a quarter of 60 s) fits 7
-    assert.equal(s.next(), 7);
-    s.observe(8, 8 * 60_000);
-    assert.equal(s.next(), 1, 'never below one');
+    const sizeAfter = (count: number, elapsedMs: number): number => {
+      s.observe(count, elapsedMs);
+      const n = s.take();
+      s.giveBack(n);
+      return n;
+    };
+    assert.equal(s.take(), 32, 'the cap until a batch has been timed');
+    s.giveBack(32);
+    assert.equal(sizeAfter(8, 8 * 2_000), 7, '2 s a message: 15 s (a quarter of 60 s) fits 7');
+    assert.equal(sizeAfter(8, 8 * 60_000), 1, 'never below one');
     for (let i = 0; i < 30; i++) s.observe(32, 32 * 10);
-    assert.equal(s.next(), 32, 'a fast path grows back to the cap');
+    assert.equal(sizeAfter(32, 32 * 10), 32, 'a fast path grows back to the cap');
+  });
+
+  test('the limit counts what the whole process holds: a batch timed among others sets the rate', () => {
+    // 64 held in all, a batch of 8 of them took 32 s: the process settles one every 0.5 s, and
+    // a quarter of 60 s (15 s) fits 30 held, however they are split between tasks.
+    const s = new ReceiveSizer(8, 60, 64);
+    const taken: number[] = [];
+    for (let i = 0; i < 9; i++) taken.push(s.take());
+    assert.deepEqual(taken, [8, 8, 8, 8, 8, 8, 8, 8, 0], 'the initial limit, 64, in receives of at most 8');
+    s.observe(8, 32_000, 64);
+    assert.equal(s.holdLimit, 30);
+    assert.equal(s.take(), 0, 'holding 64, over the new limit: no receive');
+    let freed = false;
+    void s.freedSoon().then(() => (freed = true));
+    s.giveBack(8 * 5); // five batches settle: 24 held
+    return Promise.resolve().then(() => {
+      assert.ok(freed, 'a waiting task is woken by a batch that settles');
+      assert.equal(s.take(), 6, 'what is left under the limit');
+      assert.equal(s.held, 30);
+      s.giveBack(30);
+      assert.equal(s.held, 0);
+      s.observe(8, 60 * 60_000, 8);
+      assert.equal(s.holdLimit, 1);
+      assert.equal(s.take(), 1, 'a process holding nothing may always take one');
+      assert.equal(s.take(), 0);
+    });
+  });
+
+  test('tasks sharing a process hold no more than its limit: the others wait, then take the rest', async () => {
+    const { parts, raw } = await testRuntime();
+    const name = parts.names.inputQueue(0);
+    await Promise.all(Array.from({ length: 48 }, (_, i) => raw.queue(name).sendMessage(`m${i}`)));
+    const q = parts.queues.queue(name);
+    let held = 0;
+    let peak = 0;
+    const counting: DrainQueue = Object.assign(Object.create(q) as DrainQueue, {
+      receive: async (n: number, v: number) => {
+        const got = await q.receive(n, v);
+        peak = Math.max(peak, (held += got.length));
+        return got;
+      },
+      delete: async (m: Parameters<DrainQueue['delete']>[0]) => {
+        await q.delete(m);
+        held--;
+      },
+    });
+    // One message at a time, 50 ms each (a CPU-bound step). A quarter of 2 s is 500 ms: about
+    // 10 held at that rate. Sixteen tasks receiving 4 each would hold all 48 at once.
+    let chain: Promise<void> = Promise.resolve();
+    const processor: MessageProcessor = { process: () => (chain = chain.then(() => sleep(50))) };
+    const sizer = new ReceiveSizer(4, 2, 8);
+    const stats = await new TaskGroup({
+      queue: counting,
+      processor,
+      clock: systemClock,
+      log: quietLog,
+      options: taskOptions({ batchSize: 4, maxTasks: 16, visibilityTimeoutSeconds: 2, sizer }),
+    }).run(16);
+    assert.equal(stats.processed, 48);
+    assert.equal(stats.duplicates, 0);
+    assert.ok(stats.holdWaits > 0, 'tasks waited for room instead of receiving');
+    // The first estimate is optimistic (its batch was first in line), the next ones settle it.
+    assert.ok(peak <= 20, `held about the limit, not 4 for each of 16 tasks (peak ${peak} of 48)`);
+    assert.ok(
+      sizer.holdLimit >= 8 && sizer.holdLimit <= 12,
+      `converged on 500 ms at 50 ms a message (${sizer.holdLimit})`,
+    );
+    assert.equal(sizer.held, 0, 'everything given back');
   });
 
   test('a task whose messages are slow receives fewer at a time', async () => {

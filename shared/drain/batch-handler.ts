@@ -32,7 +32,7 @@ export interface BatchHandlerDeps {
   counts: BatchCounts;
   /** The visibility timeout the batch was received with: extensions renew it. Absent: no extension. */
   visibilityTimeoutSeconds?: number;
-  /** Told how long each batch was held (received to deleted), with `clock`. */
+  /** Told how long each batch was held (received to deleted), with `clock`; given each batch back once settled. */
   sizer?: ReceiveSizer;
   clock?: Clock;
 }
@@ -49,9 +49,23 @@ export class BatchHandler {
 
   /**
    * `receivedAt`: when the receive was sent (clock ms): the visibility timeout may have started
-   * any time after, so the keeper and the sizer count from there.
+   * any time after, so the keeper and the sizer count from there. The sizer counted the batch as
+   * held when its receive was sized (ReceiveSizer.take); the batch is given back here, settled.
    */
   async handle(messages: readonly QueueMessage[], receivedAt?: number): Promise<void> {
+    const { sizer, clock } = this.deps;
+    // Everything the stage held in this process with it: the sizer's rate is per process.
+    const heldWith = sizer?.held ?? messages.length;
+    try {
+      await this.settle(messages, receivedAt);
+    } finally {
+      if (sizer && clock && receivedAt !== undefined)
+        sizer.observe(messages.length, clock.now() - receivedAt, heldWith);
+      sizer?.giveBack(messages.length);
+    }
+  }
+
+  private async settle(messages: readonly QueueMessage[], receivedAt: number | undefined): Promise<void> {
     const { clock } = this.deps;
     const held = this.keeper?.hold(messages, clock && receivedAt !== undefined ? clock.now() - receivedAt : 0);
     let ok: QueueMessage[];
@@ -79,8 +93,6 @@ export class BatchHandler {
         }
       }),
     );
-    const { sizer } = this.deps;
-    if (sizer && clock && receivedAt !== undefined) sizer.observe(messages.length, clock.now() - receivedAt);
   }
 
   /** Processes the batch and runs the after-batch hook: the messages that may be deleted. */

@@ -72,6 +72,11 @@ export interface DrainActivity {
   visibilityExtensions: number;
   /** How late this process's timers (lease renewals, extensions) ran, since the coordinator started. */
   eventLoopDelay: EventLoopDelay;
+  /**
+   * Per stage, the messages this process holds now (received or being received, not settled)
+   * and the most it lets itself hold: what it can settle within a quarter of the visibility timeout.
+   */
+  holding: Record<Stage, { held: number; limit: number }>;
 }
 
 /**
@@ -104,15 +109,21 @@ export class DrainCoordinator {
   private readonly processed: Record<Stage, number> = { map: 0, reduce: 0 };
   private readonly duplicates: Record<Stage, number> = { map: 0, reduce: 0 };
   private readonly totals: Record<'extensions' | 'leasesLost', number> = { extensions: 0, leasesLost: 0 };
-  /** One per stage: every drain of the stage sizes its receives from the same recent time per message. */
+  /**
+   * One per stage: every drain of the stage counts what the process holds, and sizes its receives
+   * from the same recent time per message. Before one is timed, the process holds at most what
+   * one drain's tasks receive at once, so a backlog's first wave of fan-out events cannot take
+   * more than a few batches before anything has been measured.
+   */
   private readonly sizers: Record<Stage, ReceiveSizer>;
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
     eventLoopDelay(); // starts the histogram
+    const { batchSize, visibilityTimeoutSeconds, maxTasks } = this.options;
     this.sizers = {
-      map: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
-      reduce: new ReceiveSizer(this.options.batchSize, this.options.visibilityTimeoutSeconds),
+      map: new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks),
+      reduce: new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks),
     };
     this.fanOut = new FanOut({
       publish: (q, n) => deps.fanOut(q, n),
@@ -248,6 +259,10 @@ export class DrainCoordinator {
       leasesLost: totals.leasesLost,
       visibilityExtensions: totals.extensions,
       eventLoopDelay: eventLoopDelay(),
+      holding: {
+        map: { held: this.sizers.map.held, limit: this.sizers.map.holdLimit },
+        reduce: { held: this.sizers.reduce.held, limit: this.sizers.reduce.holdLimit },
+      },
     };
   }
 

@@ -18,6 +18,8 @@ export interface DrainStats {
   extensions: number;
   /** The slot's lease was lost during the round: its tasks stopped taking messages. */
   leaseLost: boolean;
+  /** Times a task waited, not receiving, because the process held all it could finish in time (ReceiveSizer). */
+  holdWaits: number;
 }
 
 export function emptyStats(): DrainStats {
@@ -35,5 +37,6 @@ export function emptyStats(): DrainStats {
     duplicates: 0,
     extensions: 0,
     leaseLost: false,
+    holdWaits: 0,
   };
 }

@@ -11,7 +11,7 @@
  *   created → running (probe and rounds) → stopping (slot released, handing over) → stopped.
  */
 import { ensureError } from '../errors';
-import type { Clock, DrainQueue, DrainSlots, HeldSlot, Logger, MessageProcessor } from '../ports';
+import type { Clock, DrainQueue, DrainSlots, HeldSlot, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { retryDecision } from '../retry/transient';
 import { BatchHandler } from './batch-handler';
 import type { DrainOptions } from './drain-options';
@@ -91,7 +91,11 @@ export class Drain {
     this.sizer =
       deps.sizer ??
       deps.options.sizer ??
-      new ReceiveSizer(deps.options.batchSize, deps.options.visibilityTimeoutSeconds);
+      new ReceiveSizer(
+        deps.options.batchSize,
+        deps.options.visibilityTimeoutSeconds,
+        deps.options.batchSize * deps.options.maxTasks,
+      );
     this.join.probe = this.probeStats;
   }
 
@@ -154,10 +158,20 @@ export class Drain {
       return false;
     }
     const stats = this.probeStats;
+    // The process holds all it can finish in time: go on with a slot, whose tasks wait for room.
+    const size = this.sizer.take();
+    if (size === 0) {
+      this.join.lookAhead = false;
+      return true;
+    }
+    let got: QueueMessage[] = [];
     try {
-      const size = this.sizer.next();
       const at = clock.now();
-      const got = await queue.receive(size, options.visibilityTimeoutSeconds);
+      try {
+        got = await queue.receive(size, options.visibilityTimeoutSeconds);
+      } finally {
+        this.sizer.giveBack(size - got.length);
+      }
       stats.receives++;
       if (got.length === 0) stats.emptyReceives++;
       else

@@ -86,7 +86,8 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
-    this.sizer = deps.options.sizer ?? new ReceiveSizer(deps.options.batchSize, deps.options.visibilityTimeoutSeconds);
+    const { batchSize, visibilityTimeoutSeconds, maxTasks } = deps.options;
+    this.sizer = deps.options.sizer ?? new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks);
     this.batches = new BatchHandler({
       queue: deps.queue,
       processor: deps.processor,
@@ -178,6 +179,16 @@ export class TaskGroup {
     return true;
   }
 
+  /**
+   * Until a batch of the stage settles in this process, or the host shuts down. Something is
+   * held whenever the hold limit is reached (a receive in flight, or a batch in work), and each gives
+   * its messages back, so the wait ends; the deadline is checked after it.
+   */
+  private async waitForRoom(): Promise<void> {
+    this.stats.holdWaits++;
+    await Promise.race([this.sizer.freedSoon(), this.aborted.promise]);
+  }
+
   /** One receive; a failure counts and returns nothing, with the least wait the retry table asks for. */
   private async receive(
     size: number,
@@ -209,8 +220,14 @@ export class TaskGroup {
       for (;;) {
         const seen = this.generation;
         if (this.stopNow()) return;
-        const size = this.sizer.next();
+        const size = this.sizer.take();
+        if (size === 0) {
+          // The process holds all it can finish in time: wait for a batch to settle, not receive more.
+          await this.waitForRoom();
+          continue;
+        }
         const { messages, failed, minWait, at } = await this.receive(size);
+        this.sizer.giveBack(size - messages.length);
         if (messages.length === 0) {
           this.stats.emptyReceives++;
           if (this.generation !== seen) {

@@ -1,9 +1,10 @@
 /**
  * Keeps a received batch invisible while it is in work, as the Functions queue trigger does: a
  * message still held once 40 % of its visibility timeout has passed gets the whole timeout
- * again (one Update Message request each), and again 40 % later, for as long as it is held.
- * Renewing before half the timeout leaves the other half for a late timer (a busy event loop)
- * and a slow request. A message whose update finds it taken (another delivery received it
+ * again (one Update Message request each), and again 40 % after that update was sent, for as
+ * long as it is held. Renewing before half the timeout leaves the other half for a late timer
+ * (a busy event loop) and a slow request. An update needs the receipt the last one returned, so
+ * a slow answer delays the next round, which is then sent at once. A message whose update finds it taken (another delivery received it
  * after all) is marked, so it is not deleted and counts as a duplicate.
  *
  * Receive sizing (ReceiveSizer) keeps batches short enough that this rarely fires: it is the
@@ -75,13 +76,16 @@ export class VisibilityKeeper {
         this.log.warn(`${queue.name}: visibility of ${messages.length} held messages no longer extended: ${failed}`);
       }
     };
-    const arm = (firstMs = everyMs): void => {
+    const arm = (inMs: number): void => {
       timer = setTimeout(() => {
         if (released) return;
+        // The new timeout runs from when the store applies the update, never before it was sent:
+        // the next round is due one period after this send, however long its answer takes.
+        const sentAt = Date.now();
         inFlight = extendAll().finally(() => {
-          if (!released) arm();
+          if (!released) arm(Math.max(0, sentAt + everyMs - Date.now()));
         });
-      }, firstMs);
+      }, inMs);
       // Never keeps a process alive: the batch it guards does.
       timer.unref();
     };
