@@ -205,7 +205,7 @@ export class DrainCoordinator {
 
   /**
    * One pending look-again per queue per process: with many instances, every event that finds
-   * the slots busy would otherwise start its own chain of look-agains, each 16 s apart, for as
+   * the slots busy would otherwise start its own chain of look-agains, each 31 s apart, for as
    * long as the holders run. One covers a crashed holder just as well.
    */
   private async lookAgain(queue: string, delayMs: number): Promise<void> {

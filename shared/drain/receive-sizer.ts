@@ -60,8 +60,8 @@ export class ReceiveSizer {
   }
 
   /**
-   * Reserves the next receive's size, 1…max, and counts it as held; 0 when the hold limit is reached
-   * (wait for `freed()`, then ask again). A process holding nothing may always take one.
+   * Reserves the next receive's size, 1…max, and counts it as held; 0 when the hold limit is
+   * reached (wait for `freedSoon()`, then ask again). A process holding nothing may always take one.
    */
   take(): number {
     const n = Math.min(this.max, this.holdLimit - this.holding);

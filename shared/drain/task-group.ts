@@ -181,8 +181,8 @@ export class TaskGroup {
 
   /**
    * Until a batch of the stage settles in this process, or the host shuts down. Something is
-   * held whenever the hold limit is reached (a receive in flight, or a batch in work), and each gives
-   * its messages back, so the wait ends; the deadline is checked after it.
+   * held whenever the hold limit is reached (a receive in flight, or a batch in work), and each
+   * gives its messages back, so the wait ends; the deadline is checked after it.
    */
   private async waitForRoom(): Promise<void> {
     this.stats.holdWaits++;

@@ -4,8 +4,9 @@
  * again (one Update Message request each), and again 40 % after that update was sent, for as
  * long as it is held. Renewing before half the timeout leaves the other half for a late timer
  * (a busy event loop) and a slow request. An update needs the receipt the last one returned, so
- * a slow answer delays the next round, which is then sent at once. A message whose update finds it taken (another delivery received it
- * after all) is marked, so it is not deleted and counts as a duplicate.
+ * a slow answer delays the next round, which is then sent at once. A message whose update finds
+ * it taken (another delivery received it after all) is marked, so it is not deleted and counts
+ * as a duplicate.
  *
  * Receive sizing (ReceiveSizer) keeps batches short enough that this rarely fires: it is the
  * guard for a slow moment, not the way work is paced. Its cost is one storage transaction per
