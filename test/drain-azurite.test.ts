@@ -168,7 +168,11 @@ describe('drain slots and the lost wake-up', () => {
       options: options(parts),
     }).run();
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
-    assert.deepEqual(busyContinuations, [16_000], 'leaving a delayed look-again in case the holder had crashed');
+    assert.deepEqual(
+      busyContinuations,
+      [31_000],
+      'leaving a look-again one slot lease (30 s) and 1 s ahead, in case the holder had crashed',
+    );
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 2, 'the re-check found the late work and drained again');
     assert.deepEqual(

@@ -156,8 +156,8 @@ describe('fan-out across instances', () => {
       assert.equal((await app.drain(event)).kind, 'slots-busy');
       assert.deepEqual(
         events.take().map((c) => c.delayMs),
-        [16_000],
-        'a plain wake-up still looks again after a crashed holder',
+        [31_000],
+        'a plain wake-up still looks again after a crashed holder (one slot lease, 30 s, and 1 s)',
       );
       assert.equal((await app.drain(event)).kind, 'slots-busy');
       assert.deepEqual(events.take(), [], 'one pending look-again per queue and process is enough');
