@@ -57,6 +57,39 @@ function withoutExtension(q: DrainQueue): DrainQueue {
   };
 }
 
+/**
+ * A processor whose one message takes `workMs` while another receiver polls the queue every
+ * `gapMs` (as another instance would): `othersGot` counts what that receiver was given.
+ */
+function workWhileOthersPoll(
+  other: {
+    receiveMessages(o: {
+      numberOfMessages: number;
+      visibilityTimeout: number;
+    }): Promise<{ receivedMessageItems: unknown[] }>;
+  },
+  workMs: number,
+  gapMs: number,
+): { processor: MessageProcessor; othersGot: () => number; done: () => Promise<void> } {
+  let got = 0;
+  let polling = true;
+  let poller: Promise<void> = Promise.resolve();
+  const processor: MessageProcessor = {
+    process: async () => {
+      poller = (async () => {
+        for (let i = 0; i < 100 && polling; i++) {
+          got += (await other.receiveMessages({ numberOfMessages: 1, visibilityTimeout: 30 })).receivedMessageItems
+            .length;
+          await sleep(gapMs);
+        }
+      })();
+      await sleep(workMs);
+      polling = false;
+    },
+  };
+  return { processor, othersGot: () => got, done: () => poller };
+}
+
 describe('the shutdown signal', () => {
   test('many drains at once, round after round, hold one listener on it and leave none', async () => {
     const { parts, raw } = await testRuntime({ PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
@@ -111,23 +144,8 @@ describe('visibility while in work', () => {
     const { parts, raw } = await testRuntime();
     const name = parts.names.inputQueue(0);
     await raw.queue(name).sendMessage('slow');
-    let othersGot = 0;
-    let polling = true;
-    let poller: Promise<void> = Promise.resolve();
-    const processor: MessageProcessor = {
-      process: async () => {
-        // 2.5 visibility timeouts of work, while another receiver polls the queue.
-        poller = (async () => {
-          for (let i = 0; i < 100 && polling; i++) {
-            const got = await raw.queue(name).receiveMessages({ numberOfMessages: 1, visibilityTimeout: 30 });
-            othersGot += got.receivedMessageItems.length;
-            await sleep(100);
-          }
-        })();
-        await sleep(2_500);
-        polling = false;
-      },
-    };
+    // 2.5 visibility timeouts of work, while another receiver polls the queue.
+    const { processor, othersGot, done } = workWhileOthersPoll(raw.queue(name), 2_500, 100);
     const log = capturingLog();
     const tasks = new TaskGroup({
       queue: parts.queues.queue(name),
@@ -137,8 +155,8 @@ describe('visibility while in work', () => {
       options: taskOptions({ visibilityTimeoutSeconds: 1 }),
     });
     const stats = await tasks.run(1);
-    await poller;
-    assert.equal(othersGot, 0, 'kept invisible throughout');
+    await done();
+    assert.equal(othersGot(), 0, 'kept invisible throughout');
     assert.equal(stats.processed, 1);
     assert.equal(stats.duplicates, 0);
     assert.ok(stats.extensions >= 3, `extended every 0.4 s (${stats.extensions})`);
@@ -161,22 +179,7 @@ describe('visibility while in work', () => {
         await sleep(700);
       },
     });
-    let othersGot = 0;
-    let polling = true;
-    let poller: Promise<void> = Promise.resolve();
-    const processor: MessageProcessor = {
-      process: async () => {
-        poller = (async () => {
-          for (let i = 0; i < 100 && polling; i++) {
-            const got = await raw.queue(name).receiveMessages({ numberOfMessages: 1, visibilityTimeout: 30 });
-            othersGot += got.receivedMessageItems.length;
-            await sleep(50);
-          }
-        })();
-        await sleep(3_000);
-        polling = false;
-      },
-    };
+    const { processor, othersGot, done } = workWhileOthersPoll(raw.queue(name), 3_000, 50);
     const stats = await new TaskGroup({
       queue: slowAnswers,
       processor,
@@ -184,8 +187,8 @@ describe('visibility while in work', () => {
       log: quietLog,
       options: taskOptions({ visibilityTimeoutSeconds: 1 }),
     }).run(1);
-    await poller;
-    assert.equal(othersGot, 0, 'kept invisible throughout');
+    await done();
+    assert.equal(othersGot(), 0, 'kept invisible throughout');
     assert.equal(stats.duplicates, 0);
     assert.equal(stats.processed, 1);
     const gaps = sent.slice(1).map((t, i) => t - sent[i]!);
