@@ -13,9 +13,8 @@ import { type AzureBlobStore, statusOf } from './azure-blob-store';
 /**
  * Blob leases last 15–60 s. A crashed drain blocks its slot for at most the lease; a live drain
  * renews every 5 s while it runs (none idle), so a renewal may wait 25 s behind a slow store and
- * still land in time. 15 s left 10 s, and in the bench's overload run (four instances and two
- * busy processes on two cores) Storage requests waited in Azurite up to 40 s at times (p99 27 s,
- * with 6 s in which none was answered): leases were lost there to renewals that came too late.
+ * still land in time: on a starved machine Storage requests have waited that long (DESIGN.md,
+ * the drain under overload), and 15 s lost slots to renewals that came too late.
  */
 export const LEASE_SECONDS = 30;
 const RENEW_EVERY_MS = 5_000;
