@@ -13,7 +13,7 @@ import { type AzureBlobStore, statusOf } from './azure-blob-store';
 /**
  * Blob leases last 15–60 s. A crashed drain blocks its slot for at most the lease; a live drain
  * renews every 5 s while it runs (none idle), so a renewal may wait 25 s behind a slow store and
- * still land in time: on a starved machine Storage requests have waited that long (DESIGN.md,
+ * still land in time: on a starved machine Storage requests have waited that long (docs/DESIGN.md,
  * the drain under overload), and 15 s lost slots to renewals that came too late.
  */
 export const LEASE_SECONDS = 30;
