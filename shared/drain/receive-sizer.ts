@@ -21,16 +21,12 @@
  * and the estimate, so a new drain starts from what the last one learned.
  */
 
+import { latch } from '../util/latch';
+
 /** Everything held should be settled within this share of the visibility timeout (extensions start at 40 %). */
 export const HOLD_SHARE = 0.25;
 /** Weight of the newest batch in the per-message estimate. */
 const WEIGHT = 0.3;
-
-function latch(): { promise: Promise<void>; open: () => void } {
-  let open = (): void => {};
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
 
 export class ReceiveSizer {
   private perMessageMs: number | undefined;

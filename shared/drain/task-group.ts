@@ -13,6 +13,7 @@ import { ensureError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { backoffDelay } from '../retry/backoff';
 import { retryDecision } from '../retry/transient';
+import { latch } from '../util/latch';
 import { onAbort } from '../util/on-abort';
 import { BatchHandler } from './batch-handler';
 import { type DrainStats, emptyStats } from './drain-stats';
@@ -55,12 +56,6 @@ export interface TaskGroupDeps {
   clock: Clock;
   log: Logger;
   options: TaskOptions;
-}
-
-function latch(): { promise: Promise<void>; open: () => void } {
-  let open = (): void => {};
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
 }
 
 export class TaskGroup {
