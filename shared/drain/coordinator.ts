@@ -109,22 +109,13 @@ export class DrainCoordinator {
   private readonly processed: Record<Stage, number> = { map: 0, reduce: 0 };
   private readonly duplicates: Record<Stage, number> = { map: 0, reduce: 0 };
   private readonly totals: Record<'extensions' | 'leasesLost', number> = { extensions: 0, leasesLost: 0 };
-  /**
-   * One per stage: every drain of the stage counts what the process holds, and sizes its receives
-   * from the same recent time per message. Before one is timed, the process holds at most what
-   * one drain's tasks receive at once, so a backlog's first wave of fan-out events cannot take
-   * more than a few batches before anything has been measured.
-   */
+  /** One per stage: every drain of the stage counts what the process holds, and sizes its receives from the same rate. */
   private readonly sizers: Record<Stage, ReceiveSizer>;
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.options = drainOptions(deps.tuning, this.stopping.signal);
     eventLoopDelay(); // starts the histogram
-    const { batchSize, visibilityTimeoutSeconds, maxTasks } = this.options;
-    this.sizers = {
-      map: new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks),
-      reduce: new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks),
-    };
+    this.sizers = { map: ReceiveSizer.forDrain(this.options), reduce: ReceiveSizer.forDrain(this.options) };
     this.fanOut = new FanOut({
       publish: (q, n) => deps.fanOut(q, n),
       depth: (q) => deps.queues.depth(q),

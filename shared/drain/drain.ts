@@ -88,14 +88,7 @@ export class Drain {
 
   constructor(private readonly deps: DrainDeps) {
     this.join = deps.join ?? new JoinPoint();
-    this.sizer =
-      deps.sizer ??
-      deps.options.sizer ??
-      new ReceiveSizer(
-        deps.options.batchSize,
-        deps.options.visibilityTimeoutSeconds,
-        deps.options.batchSize * deps.options.maxTasks,
-      );
+    this.sizer = deps.sizer ?? deps.options.sizer ?? ReceiveSizer.forDrain(deps.options);
     this.join.probe = this.probeStats;
   }
 

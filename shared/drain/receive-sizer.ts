@@ -44,6 +44,16 @@ export class ReceiveSizer {
     private readonly initialLimit = max,
   ) {}
 
+  /**
+   * The sizer of a drain's options: receives of at most `batchSize`, and before a batch has been
+   * timed, what one drain's tasks receive at once (`batchSize × maxTasks`), so a backlog's first
+   * wave of fan-out events cannot take more than a few batches before anything is measured.
+   */
+  static forDrain(options: { batchSize: number; visibilityTimeoutSeconds: number; maxTasks: number }): ReceiveSizer {
+    const { batchSize, visibilityTimeoutSeconds, maxTasks } = options;
+    return new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks);
+  }
+
   /** Messages the process may hold at once: the initial limit until a batch has been timed; at least 1. */
   get holdLimit(): number {
     if (this.perMessageMs === undefined || this.perMessageMs <= 0) return Math.max(1, this.initialLimit);

@@ -81,8 +81,7 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
-    const { batchSize, visibilityTimeoutSeconds, maxTasks } = deps.options;
-    this.sizer = deps.options.sizer ?? new ReceiveSizer(batchSize, visibilityTimeoutSeconds, batchSize * maxTasks);
+    this.sizer = deps.options.sizer ?? ReceiveSizer.forDrain(deps.options);
     this.batches = new BatchHandler({
       queue: deps.queue,
       processor: deps.processor,
