@@ -104,6 +104,11 @@ param archiveRetentionDays int = 30
 @description('Lifecycle rule: delete work/ and results/ blobs (chunk and result intermediates) this many days after their last change. Keep it above the longest time a poison message may wait for a redrive. 0 disables the rule.')
 param intermediateRetentionDays int = 30
 
+@minValue(0)
+@maxValue(3650)
+@description('Lifecycle rule: delete a batch (its manifest and report) and its owner-index entries this many days after their last change. Keep it above the longest a batch may stay open. 0 (the default) keeps batches forever.')
+param batchRetentionDays int = 0
+
 // ---------------------------------------------------------------------------------------------
 // Monitoring
 // ---------------------------------------------------------------------------------------------
@@ -376,6 +381,7 @@ module storage 'core/storage/storage-account.bicep' = {
     deploymentContainerName: deploymentContainerName
     archiveRetentionDays: archiveRetentionDays
     intermediateRetentionDays: intermediateRetentionDays
+    batchRetentionDays: batchRetentionDays
   }
 }
 
