@@ -46,6 +46,12 @@ param principalType string = 'User'
 @description('PUSHDRAIN_AUTH: entra = Microsoft Entra ID bearer tokens with app roles (routes anonymous at the platform, checked in the app); keys = function keys only; both = a function key at the platform and, when sent, a token that narrows the caller.')
 param authMode string = 'entra'
 
+@description('PUSHDRAIN_AUTH_CLIENT_APPS: the client app ids (comma-separated) allowed to call with a token (azp, or appid in v1 tokens); empty allows any app the tenant issues a token for the API to (its app role assignments still decide what it may do).')
+param authClientApps string = ''
+
+@description('PUSHDRAIN_AUTH_KEY_ROLES (authMode both): the app roles of a caller with a function key and no token, comma-separated, or none to require a token beside the key; empty gives every role, so a function key is an operator credential.')
+param authKeyRoles string = ''
+
 @description('The API\'s app registration (client) id, set by the preprovision hook; an accepted token audience.')
 param apiAppId string = ''
 
@@ -496,6 +502,8 @@ var authSettings = authMode == 'keys' ? { PUSHDRAIN_AUTH: 'keys' } : {
   PUSHDRAIN_AUTH_ISSUER: '${loginEndpoint}${tenant().tenantId}/v2.0'
   PUSHDRAIN_AUTH_AUDIENCE: join(filter([apiAppId, apiIdentifierUri], a => !empty(a)), ',')
   PUSHDRAIN_AUTH_JWKS_URL: '${loginEndpoint}${tenant().tenantId}/discovery/v2.0/keys'
+  PUSHDRAIN_AUTH_CLIENT_APPS: authClientApps
+  PUSHDRAIN_AUTH_KEY_ROLES: authKeyRoles
 }
 
 // Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.

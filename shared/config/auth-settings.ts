@@ -145,8 +145,10 @@ export function authSettings(env: Env): AuthSettings {
     jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
     clientApps: parseSetting(clientAppsSchema, env, AUTH_CLIENT_APPS, undefined),
   };
-  // In `entra` every route needs a token, so there is no key holder to give roles to.
-  const keyRoles = mode === 'both' ? parseSetting(keyRolesSchema, env, AUTH_KEY_ROLES, everyRole) : new Set<Role>();
+  // Validated in `entra` too (infra sets it in both modes, and a switch to `both` must not meet a bad
+  // value first); used in `both` only: in `entra` every route needs a token, there is no key holder.
+  const keyHolderRoles = parseSetting(keyRolesSchema, env, AUTH_KEY_ROLES, everyRole);
+  const keyRoles = mode === 'both' ? keyHolderRoles : new Set<Role>();
   return { mode, tokens, signIn: signInSettings(tokens), keyRoles };
 }
 
