@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { decodeJwt, exportJWK, generateKeyPair, importJWK, type JWTPayload, type KeyLike, SignJWT } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair, importJWK, type JWTPayload, SignJWT } from 'jose';
 
 import type { Role } from '../../shared/auth/principal';
 import {
@@ -62,7 +62,7 @@ export async function testIssuer(mode: 'entra' | 'both' = 'entra'): Promise<Test
         }),
       );
       for (const c of change.drop ?? []) delete claims[c];
-      const signing = (await importJWK(key.privateJwk, 'RS256')) as KeyLike;
+      const signing = await importJWK(key.privateJwk, 'RS256');
       return new SignJWT({ ...claims, ...change.set })
         .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
         .sign(signing);
