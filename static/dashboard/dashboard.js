@@ -539,6 +539,7 @@
     $('who').textContent = claims
       ? `signed in as ${claims.name || claims.oid || 'unknown'} (${state.roles.join(', ') || 'no role'})`
       : '';
+    $('sign-out').hidden = !state.token;
     showRoles();
     showError('');
     poll();
@@ -774,6 +775,20 @@
       showError(`Sign-in failed: ${e.errorCode || e.message}`);
     }
   }
+
+  // Sign-out forgets the token here; with MSAL it also clears MSAL's cache in this tab and ends the
+  // session at the authority, which sends the browser back to this page.
+  $('sign-out').addEventListener('click', () => {
+    const signedIn = msalApp && account;
+    signInWith('');
+    if (!signedIn) return;
+    const to = location.origin + location.pathname;
+    const who = account;
+    account = null;
+    msalApp
+      .logoutRedirect({ account: who, postLogoutRedirectUri: to })
+      .catch((e) => showError(`Sign-out failed: ${e.errorCode || e.message}`));
+  });
 
   // A token about to expire is renewed silently (MSAL's refresh token) before the next request.
   async function freshToken() {

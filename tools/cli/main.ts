@@ -258,7 +258,10 @@ export function program(run: (code: number) => void): Command {
         .makeOptionMandatory(),
     )
     .requiredOption('--name <name>', 'who the token is for; the same name always gets the same object id')
-    .option('--app', 'a service principal (no name claim) instead of a person')
+    .option(
+      '--app',
+      "an app's token (idtyp app, no name, no scp) instead of a person's (scp with the API's user_impersonation)",
+    )
     .option('--lifetime <seconds>', 'how long the token is valid', wholeNumber('--lifetime'), 3600)
     .action(async (o: { role: Role[]; name: string; app?: boolean; lifetime: number }) => {
       console.log(await devToken(o));
