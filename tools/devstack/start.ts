@@ -9,12 +9,14 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
+import { authMode } from '../../shared/config/auth-settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { type Azurite, startAzurite } from './azurite';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
+import { routeLines } from './route-lines';
 import { JOINS_FLEET } from './scale/instance';
 import { instancesOption, serveFleet } from './scale/serve';
 import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from './secondary-broker';
@@ -128,11 +130,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
-    `  HTTP       ${host.http.url}/api  (function keys are not checked locally: any key or none)`,
-    ...host.routes.map(
-      (r) =>
-        `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`,
-    ),
+    ...routeLines(host.http.url, authMode(env), host.routes),
     `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
     `  ServiceBus ${embeddedBus ? `embedded development broker, ${describeData(busData)}` : 'from ServiceBusConnection'}`,
