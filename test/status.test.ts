@@ -72,7 +72,7 @@ describe('activity history', () => {
     assert.equal(later.idlePerHour, 90, '15 requests in 10 idle minutes');
   });
 
-  test('without a minute of idle time or anything billed, the rates are null, not invented', () => {
+  test('without enough idle time or anything billed, the rates are null, not invented', () => {
     let t = T0;
     const a = new Activity(() => t);
     a.storage(3);
@@ -83,7 +83,7 @@ describe('activity history', () => {
     assert.equal(w.idleSeconds, 30);
   });
 
-  test('only time with no work in flight is idle: start-up and the tail of a batch are not, and until a minute of it there is no figure', async () => {
+  test('only time with no work in flight is idle: start-up and the tail of a batch are not, and until ten minutes of it there is no hourly figure', async () => {
     let t = T0;
     const a = new Activity(() => t);
     let finish = (): void => {};

@@ -96,18 +96,21 @@
   // Says what the app answered and points at the credential it asked for: a token where the app
   // wants one (it names the roles, or challenges with Bearer), else the function key.
   function refused(res, body) {
+    if (state.token) {
+      showError(`Refused (${res.status}): ${body.message || 'the token was not accepted'}`);
+      return $('token').focus();
+    }
     const wantsToken = Array.isArray(body.requiredRoles) || /^bearer/i.test(res.headers.get('www-authenticate') || '');
-    if (state.token) showError(`Refused (${res.status}): ${body.message || 'the token was not accepted'}`);
-    else if (wantsToken) {
-      const msal = !$('msal-sign-in').hidden;
-      const how = msal
-        ? 'Sign in with Microsoft, or paste a token into "Entra token"'
-        : 'Paste a token into "Entra token"';
-      showError(`Refused (${res.status}): ${body.message || 'a bearer token is required'}. ${how} above.`);
-      (msal ? $('msal-sign-in') : $('token')).focus();
-      return;
-    } else showError(`The function key was refused (${res.status}). Enter it above.`);
-    $(state.token ? 'token' : 'key').focus();
+    if (!wantsToken) {
+      showError(`The function key was refused (${res.status}). Enter it above.`);
+      return $('key').focus();
+    }
+    const msal = !$('msal-sign-in').hidden;
+    const how = msal
+      ? 'Sign in with Microsoft, or paste a token into "Entra token"'
+      : 'Paste a token into "Entra token"';
+    showError(`Refused (${res.status}): ${body.message || 'a bearer token is required'}. ${how} above.`);
+    (msal ? $('msal-sign-in') : $('token')).focus();
   }
 
   async function poll() {

@@ -180,7 +180,13 @@ describe('pushdrain CLI against the local stack', () => {
     );
     assert.match(human.stdout, /^work-detected\/Subscriptions\/drain +\d+ +0 +0$/m);
     assert.match((await cli(['batches'])).stdout, new RegExp(`^${batchId} +completed +(\\d+)/\\1 +200,000 `, 'm'));
-    assert.match((await cli(['status'])).stdout, /^batches: 0 open, 1 completed, 0 failed$/m);
+    const system = (await cli(['status'])).stdout;
+    assert.match(system, /^batches: 0 open, 1 completed, 0 failed$/m);
+    // Right after a batch: no hourly idle rate from a few idle seconds, the count and the idle time instead.
+    assert.match(
+      system,
+      /^storage: .*, (no idle period yet|idle [\d,]+ in \d+ s \(an hourly rate after 10 min of idle\))$/m,
+    );
     assert.ok(!ANSI.test(human.stdout));
   });
 
