@@ -37,7 +37,12 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
       e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
     return json(
       e.status,
-      { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) },
+      // invalid_batch always carries its details (the contract's shape), empty for a problem of the whole body.
+      {
+        error: e.code,
+        message: e.message,
+        ...(e.details.length > 0 || e.code === 'invalid_batch' ? { details: e.details } : {}),
+      },
       retryAfter,
     );
   }

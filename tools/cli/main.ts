@@ -206,8 +206,12 @@ export function program(run: (code: number) => void): Command {
     );
 
   p.command('batches')
-    .description('open batches with their progress, and the latest finished ones with their latency')
-    .action(async (_o: unknown, cmd: Command) => run(await batches(context(cmd))));
+    .description(
+      'the newest batches you may see, with their progress and latency (a submitter: its own; a reader: all)',
+    )
+    .option('--limit <n>', 'how many (1-100, default 20)', wholeNumber('--limit'))
+    .option('--cursor <next>', "the page after this one (the previous page's next)")
+    .action(async (o: { limit?: number; cursor?: string }, cmd: Command) => run(await batches(context(cmd), o)));
 
   p.command('queues')
     .description('queue depths and oldest ages, poison, Service Bus dead letters, drains running')
