@@ -55,7 +55,7 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     );
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('request', (r) => {
-      if (r.url().endsWith('/api/admin/status'))
+      if (r.url().endsWith('/api/ops/status'))
         statusRequests.push(`${name}: ${r.headers().authorization ? 'bearer' : 'none'}`);
     });
     const res = await page.goto(`${stack.host.base}/api/dashboard#refresh=300`);
