@@ -5,6 +5,7 @@
  * then `TimeSpan.TryParse`, and otherwise refuses the function with the message below. This is
  * the grammar only; timers.ts runs six-field schedules.
  */
+import { parseTimeSpan } from './dotnet-timespan';
 
 export const unrecognisedSchedule = (expression: string): string =>
   `The schedule expression '${expression}' was not recognized as a valid cron expression or timespan string.`;
@@ -78,19 +79,7 @@ export function isNcrontab(expression: string): boolean {
   return layout !== undefined && fields.every((f, i) => fieldOk(f, layout[i] as Field));
 }
 
-/** .NET `TimeSpan.TryParse` with the invariant culture: `d`, `[d.]hh:mm[:ss[.f…]]` or `d:hh:mm:ss[.f…]`. */
-export function isTimeSpan(expression: string): boolean {
-  const s = expression.trim().replace(/^-/, '');
-  if (/^\d{1,8}$/.test(s)) return Number(s) <= 10_675_199;
-  const m =
-    /^(?:(\d{1,8})\.)?(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d{1,7})?)?$/.exec(s) ??
-    /^(\d{1,8}):(\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d{1,7})?$/.exec(s);
-  if (!m) return false;
-  const [, , h, min, sec] = m;
-  return Number(h) < 24 && Number(min) < 60 && Number(sec ?? 0) < 60;
-}
-
 /** The host's rule: a cron expression NCrontab parses, or a TimeSpan. */
 export function isTimerSchedule(expression: string): boolean {
-  return isNcrontab(expression) || isTimeSpan(expression);
+  return isNcrontab(expression) || parseTimeSpan(expression) !== undefined;
 }

@@ -13,9 +13,10 @@ import { describe, test } from 'node:test';
 
 import { appSettingsOf, VARIANTS } from '../../../test/support/infra-snapshot';
 import { repoRoot } from '../../../test/support/repo';
-import { HOST_RULES, type RegisteredFunction, refusals } from '../host/host-rules';
+import { parseTimeSpan } from '../host/dotnet-timespan';
+import { HOST_RULES, refusals, type RegisteredFunction } from '../host/host-rules';
 import { checkRouteTemplate } from '../host/route-template';
-import { isNcrontab, isTimeSpan } from '../host/timer-schedule';
+import { isNcrontab } from '../host/timer-schedule';
 
 type Bindings = RegisteredFunction['bindings'];
 
@@ -201,8 +202,10 @@ describe('the rules in detail', () => {
       'every night',
     ])
       assert.ok(!isNcrontab(s), s);
-    for (const s of ['00:05:00', '1.00:00:00', '5', '1:02:03:04.5', '-00:00:30']) assert.ok(isTimeSpan(s), s);
-    for (const s of ['24:00:00', '00:60:00', '5m', '1:2:3:4:5']) assert.ok(!isTimeSpan(s), s);
+    for (const s of ['00:05:00', '1.00:00:00', '5', '1:02:03:04.5', '-00:00:30'])
+      assert.notEqual(parseTimeSpan(s), undefined, s);
+    assert.equal(parseTimeSpan('1.02:03:04.5'), ((26 * 60 + 3) * 60 + 4.5) * 1000);
+    for (const s of ['24:00:00', '00:60:00', '5m', '1:2:3:4:5']) assert.equal(parseTimeSpan(s), undefined, s);
   });
 
   test('timer schedules from app settings: resolved when the settings are known, unset is refused', () => {
