@@ -79,7 +79,8 @@ export const HOST_RULES: readonly HostRule[] = [
   },
   {
     id: 'unique-name',
-    source: 'src/WebJobs.Script/Host/ScriptHost.cs ValidateFunction',
+    source:
+      'src/WebJobs.Script/Host/ScriptHost.cs ValidateFunction (HTTP functions, this message); src/WebJobs.Script/Host/FunctionMetadataManager.cs refuses duplicate metadata names across providers',
     check: (f, { earlier }) =>
       earlier.some((e) => e.name.toLowerCase() === f.name.toLowerCase())
         ? `The function or proxy name '${f.name}' must be unique within the function app.`
