@@ -37,9 +37,9 @@ export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>>
   getBatch: ROUTE_ROLES.readBatch,
   getBatchReport: ROUTE_ROLES.readBatch,
   getBatchTimeline: ROUTE_ROLES.readBatch,
-  adminStatus: ROUTE_ROLES.status,
-  adminRedrive: ROUTE_ROLES.admin,
-  adminWebhookTest: ROUTE_ROLES.admin,
+  opsStatus: ROUTE_ROLES.status,
+  opsRedrive: ROUTE_ROLES.admin,
+  opsWebhookTest: ROUTE_ROLES.admin,
   health: 'open',
   dashboard: 'open',
 };

@@ -242,7 +242,7 @@ export class PushdrainApp {
     return result;
   }
 
-  /** GET /api/admin/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
+  /** GET /api/ops/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
   async statusReport(): Promise<StatusReport> {
     await this.ready();
     return this.#parts.status.report();
@@ -334,7 +334,7 @@ export class PushdrainApp {
   }
 
   /**
-   * POST /api/admin/webhooks/test: one signed test event to each PUSHDRAIN_WEBHOOK_URL, answered per
+   * POST /api/ops/webhooks/test: one signed test event to each PUSHDRAIN_WEBHOOK_URL, answered per
    * target. A probe: no Storage request, nothing recorded or retried.
    */
   sendTestEvent(): Promise<TestEventResult> {

@@ -33,19 +33,19 @@ describe('HTTP auth levels', () => {
       const readOnly = r.methods.every((m) => m === 'GET' || m === 'HEAD');
       const expected = ANONYMOUS.includes(r.template)
         ? 'anonymous'
-        : r.template.startsWith('api/admin/') && !readOnly
+        : r.template.startsWith('api/ops/') && !readOnly
           ? 'admin'
           : 'function';
       assert.equal(r.authLevel, expected, `${r.functionName} (${r.template})`);
     }
-    assert.equal(routes.find((r) => r.template === 'api/admin/status')?.authLevel, 'function');
+    assert.equal(routes.find((r) => r.template === 'api/ops/status')?.authLevel, 'function');
     for (const template of ['api/batches', 'api/batches/{batchId}', 'api/batches/{batchId}/report', 'api/health']) {
       assert.ok(
         routes.some((r) => r.template === template),
         template,
       );
     }
-    const redrive = routes.find((r) => r.template === 'api/admin/redrive');
+    const redrive = routes.find((r) => r.template === 'api/ops/redrive');
     if (redrive) assert.equal(redrive.authLevel, 'admin');
   });
 
@@ -74,6 +74,6 @@ describe('HTTP auth levels', () => {
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
     assert.equal(routes.find((r) => r.template === 'api/batches')?.authLevel, 'function');
-    assert.equal(routes.find((r) => r.template === 'api/admin/redrive')?.authLevel, 'admin');
+    assert.equal(routes.find((r) => r.template === 'api/ops/redrive')?.authLevel, 'admin');
   });
 });

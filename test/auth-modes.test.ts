@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
-import { postRedrive } from '../functions/admin-http';
+import { postRedrive } from '../functions/redrive-http';
 import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
 import { getStatus } from '../functions/status-http';
@@ -59,12 +59,12 @@ const routes = {
     getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
   getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
     getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
-  adminStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('admin/status', h), context('adminStatus')),
-  adminRedrive: (app: PushdrainApp, h: Headers) =>
+  opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
+  opsRedrive: (app: PushdrainApp, h: Headers) =>
     postRedrive(
       app,
-      new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', headers: h }),
-      context('adminRedrive'),
+      new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', headers: h }),
+      context('opsRedrive'),
     ),
 } as const;
 type RouteName = keyof typeof routes;
@@ -76,8 +76,8 @@ const EVERYTHING: Row = {
   listBatches: 200,
   getBatch: 200,
   getBatchReport: 409,
-  adminStatus: 200,
-  adminRedrive: 200,
+  opsStatus: 200,
+  opsRedrive: 200,
 };
 
 /**
@@ -130,10 +130,10 @@ describe('the role matrix in each mode: key, token and both', () => {
       iss.env,
       KEY,
       alice,
-      { ...EVERYTHING, getBatch: 404, getBatchReport: 404, adminStatus: 403, adminRedrive: 403 },
+      { ...EVERYTHING, getBatch: 404, getBatchReport: 404, opsStatus: 403, opsRedrive: 403 },
       false,
     );
-    await matrix(iss.env, alice, alice, { ...EVERYTHING, adminStatus: 403, adminRedrive: 403 }, true);
+    await matrix(iss.env, alice, alice, { ...EVERYTHING, opsStatus: 403, opsRedrive: 403 }, true);
     const operator = await bearer('oscar', ['Batches.Read', 'Operations.Admin']);
     await matrix(iss.env, alice, operator, { ...EVERYTHING, postBatch: 403 }, true);
   });
@@ -145,15 +145,15 @@ describe('the role matrix in each mode: key, token and both', () => {
       listBatches: 200,
       getBatch: 404,
       getBatchReport: 404,
-      adminStatus: 403,
-      adminRedrive: 403,
+      opsStatus: 403,
+      opsRedrive: 403,
     };
     await matrix(env, KEY, KEY, restricted, false);
     await matrix(env, await bearer('alice', ['Batches.Submit']), KEY, restricted, false);
     await matrix(env, KEY, await bearer('rita', ['Batches.Read']), {
       ...EVERYTHING,
       postBatch: 403,
-      adminRedrive: 403,
+      opsRedrive: 403,
     });
   });
 
@@ -166,8 +166,8 @@ describe('the role matrix in each mode: key, token and both', () => {
     }
     await matrix(env, await bearer('alice', ['Batches.Submit']), await bearer('alice', ['Batches.Submit']), {
       ...EVERYTHING,
-      adminStatus: 403,
-      adminRedrive: 403,
+      opsStatus: 403,
+      opsRedrive: 403,
     });
   });
 

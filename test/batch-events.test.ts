@@ -135,7 +135,7 @@ async function received(
 }
 
 async function redriveDeliveries(base: string): Promise<{ moved: number; byQueue: Record<string, number> }> {
-  const res = await fetch(`${base}/api/admin/redrive`, {
+  const res = await fetch(`${base}/api/ops/redrive`, {
     method: 'POST',
     body: JSON.stringify({ queue: 'deliveries' }),
     headers: { 'Content-Type': 'application/json', 'x-functions-key': LOCAL_KEY },

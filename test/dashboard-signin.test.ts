@@ -61,7 +61,7 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     );
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('request', (r) => {
-      if (r.url().endsWith('/api/admin/status'))
+      if (r.url().endsWith('/api/ops/status'))
         statusRequests.push(`${name}: ${r.headers().authorization ? 'bearer' : 'none'}`);
     });
     const res = await page.goto(`${stack.host.base}/api/dashboard#refresh=300`);
@@ -132,7 +132,7 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     assert.ok(await page.isVisible('#sign-out'));
     const sent: string[] = [];
     page.on('request', (r) => {
-      if (r.url().endsWith('/api/admin/status')) sent.push(r.headers().authorization ? 'bearer' : 'none');
+      if (r.url().endsWith('/api/ops/status')) sent.push(r.headers().authorization ? 'bearer' : 'none');
     });
     await page.click('#sign-out');
     await page.waitForFunction(() => (document.querySelector('#who')?.textContent ?? 'x') === '', null, WAIT);

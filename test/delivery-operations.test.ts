@@ -1,9 +1,9 @@
 /**
  * The operator's view of batch events, on the local stack (Azurite, the development broker, the local
  * host as `npm start` runs it) with real receivers on 127.0.0.1 that verify with `standardwebhooks`:
- * a delivery shows on `GET /api/admin/status` as pending, then retrying with its last status or error,
+ * a delivery shows on `GET /api/ops/status` as pending, then retrying with its last status or error,
  * then poisoned (peeked from `deliveries-poison`), and is gone once redriven and delivered; a
- * callback's path and query never show. `POST /api/admin/webhooks/test` and `pushdrain webhooks test`
+ * callback's path and query never show. `POST /api/ops/webhooks/test` and `pushdrain webhooks test`
  * send a verified test event and answer per target; `pushdrain queues` lists `deliveries-poison`.
  */
 import assert from 'node:assert/strict';
@@ -193,10 +193,10 @@ describe('deliveries on the status report', () => {
 });
 
 describe('send a test event', () => {
-  test('POST /api/admin/webhooks/test: one verified com.pushdrain.webhook.test, answered per target', async () => {
+  test('POST /api/ops/webhooks/test: one verified com.pushdrain.webhook.test, answered per target', async () => {
     hook.script([], 200);
     const before = hook.requests.length;
-    const res = await fetch(`${stack.host.base}/api/admin/webhooks/test`, {
+    const res = await fetch(`${stack.host.base}/api/ops/webhooks/test`, {
       method: 'POST',
       headers: { 'x-functions-key': LOCAL_KEY },
     });
@@ -219,7 +219,7 @@ describe('send a test event', () => {
     assert.equal(got[0]?.event.type, 'com.pushdrain.webhook.test');
     assert.equal(got[0]?.contentType, 'application/cloudevents+json; charset=utf-8');
 
-    const bad = await fetch(`${stack.host.base}/api/admin/webhooks/test`, {
+    const bad = await fetch(`${stack.host.base}/api/ops/webhooks/test`, {
       method: 'POST',
       headers: { 'x-functions-key': LOCAL_KEY, 'Content-Type': 'application/json' },
       body: '{"target":"https://evil.example"}',

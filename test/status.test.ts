@@ -1,5 +1,5 @@
 /**
- * The status report behind GET /api/admin/status and the dashboard: the in-memory activity
+ * The status report behind GET /api/ops/status and the dashboard: the in-memory activity
  * history (fake clock), the report on real Azurite (depths, oldest ages, poison records, open
  * and recent batches from the manifest listing, the meter kept apart), the Service Bus counts
  * by peeking on the development broker, and the HTTP adapters with the page shell.
@@ -361,8 +361,8 @@ describe('status report on Azurite', () => {
     const { app } = await testRuntime();
     const res = await getStatus(
       app,
-      new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }),
-      context('adminStatus'),
+      new HttpRequest({ method: 'GET', url: 'http://localhost/api/ops/status' }),
+      context('opsStatus'),
     );
     assert.equal(res.status, 200);
     assert.ok(Array.isArray((res.jsonBody as StatusReport).queues));
@@ -373,7 +373,7 @@ describe('status report on Azurite', () => {
     assert.match(headers['Content-Type'] ?? '', /^text\/html/);
     const script = /<script>([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
     const style = /<style>([\s\S]*)<\/style>/.exec(html)?.[1] ?? '';
-    assert.ok(script.includes('admin/status') && style.includes('.tile'), 'the assets are inlined');
+    assert.ok(script.includes('ops/status') && style.includes('.tile'), 'the assets are inlined');
     const sha = (t: string): string => `'sha256-${createHash('sha256').update(t).digest('base64')}'`;
     assert.ok(
       headers['Content-Security-Policy']?.includes(`script-src ${sha(script)}`),

@@ -41,10 +41,10 @@ const status = (app: PushdrainApp, token: string): Promise<HttpResponseInit> =>
     app,
     new HttpRequest({
       method: 'GET',
-      url: 'http://localhost/api/admin/status',
+      url: 'http://localhost/api/ops/status',
       headers: { authorization: `Bearer ${token}` },
     }),
-    context('adminStatus'),
+    context('opsStatus'),
   );
 
 const requests = (rt: TestRuntime): number =>

@@ -1,5 +1,5 @@
-// pushdrain status page. Reads GET admin/status (function key) every few seconds and draws it;
-// POST admin/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
+// pushdrain status page. Reads GET ops/status (function key) every few seconds and draws it;
+// POST ops/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
 // or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL. With
 // PUSHDRAIN_AUTH=entra a pasted token (a dev token locally) is sent as a bearer token instead, and the
 // page hides what the token's roles do not allow (elements marked data-role); the app checks again.
@@ -118,7 +118,7 @@
     await freshToken();
     if (state.token && !allows('Batches.Read')) return pollMine(); // a submitter: its own batches only
     try {
-      const res = await fetch('admin/status', { headers: headers(state.key), cache: 'no-store' });
+      const res = await fetch('ops/status', { headers: headers(state.key), cache: 'no-store' });
       if (res.status === 401 || res.status === 403) {
         const body = await res.json().catch(() => ({}));
         refused(res, body);
@@ -319,7 +319,7 @@
     const out = $(dead ? 'dead-letter-result' : 'redrive-result');
     out.textContent = 'redriving…';
     try {
-      const res = await fetch('admin/redrive', {
+      const res = await fetch('ops/redrive', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
         body: JSON.stringify(body),
@@ -367,7 +367,7 @@
     const out = $('webhook-test-result');
     out.textContent = 'sending…';
     try {
-      const res = await fetch('admin/webhooks/test', {
+      const res = await fetch('ops/webhooks/test', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
         body: '{}',

@@ -48,7 +48,7 @@ export async function batchStatus(ctx: Ctx, batchId: string): Promise<number> {
 
 /** `command` names what failed in an error: the command the user ran, not the route it reads. */
 function status(ctx: Ctx, command: string): Promise<StatusReport> {
-  return ctx.client.json<StatusReport>(command, '/api/admin/status');
+  return ctx.client.json<StatusReport>(command, '/api/ops/status');
 }
 
 export async function systemStatus(ctx: Ctx): Promise<number> {
@@ -261,7 +261,7 @@ export async function redrive(ctx: Ctx, o: { queue?: string; batch?: string; max
     ...(o.batch !== undefined ? { batchId: o.batch } : {}),
     ...(o.max !== undefined ? { max: o.max } : {}),
   };
-  const r = await ctx.client.postJson<RedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
+  const r = await ctx.client.postJson<RedriveResult>('redrive', '/api/ops/redrive', body, ctx.adminKey);
   if (ctx.json) printJson(r);
   else {
     const where = Object.entries(r.byQueue)
@@ -280,7 +280,7 @@ export async function redriveDeadLetters(ctx: Ctx, o: { entity?: string; max?: n
     ...(o.entity !== undefined ? { entity: o.entity } : {}),
     ...(o.max !== undefined ? { max: o.max } : {}),
   };
-  const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
+  const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/ops/redrive', body, ctx.adminKey);
   const failed = Object.entries(r.failed);
   if (ctx.json) printJson(r);
   else {

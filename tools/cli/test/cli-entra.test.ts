@@ -150,7 +150,7 @@ describe('npm start -- --auth entra: the banner', () => {
       'every route says who may call it in this mode (a route without an entry in FUNCTION_ACCESS shows its platform level)',
     );
     const who = (fn: string): string | undefined => routes.find((r) => r.fn === fn)?.who;
-    assert.equal(who('adminRedrive'), 'token: Operations.Admin');
+    assert.equal(who('opsRedrive'), 'token: Operations.Admin');
     assert.equal(who('postBatch'), 'token: Batches.Submit');
     assert.equal(who('listBatches'), 'token: Batches.Read or Batches.Submit');
     assert.equal(who('health'), 'open: no credential');
