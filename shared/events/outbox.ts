@@ -25,6 +25,11 @@ export interface Delivery {
   dueAt: string;
   lastStatus?: number;
   lastError?: string;
+  /**
+   * The key of the retry message recovery scheduled last for this attempt count: a retry message
+   * without it (the original, or an older recovery's) is stale. An attempt's record clears it.
+   */
+  retryKey?: string;
 }
 
 export interface OutboxEvent {
@@ -81,6 +86,7 @@ export function applyAttempt(
   now: number,
 ): NextStep {
   d.attempts++;
+  delete d.retryKey;
   if (result.status !== undefined) d.lastStatus = result.status;
   else delete d.lastStatus;
   if (result.error !== undefined) d.lastError = result.error;
