@@ -11,6 +11,9 @@ import type { Env } from './connections';
 /** Standard Webhooks' recommendation: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
 
+/** The shortest signing secret accepted, in bytes (Standard Webhooks: 24 to 64). */
+export const MIN_SECRET_BYTES = 24;
+
 /** A value that must never be printed: only `reveal()` gives it. */
 export class Secret {
   readonly #value: string;
@@ -83,6 +86,13 @@ export function eventSettings(env: Env): EventSettings {
   const rawSecret = env.PUSHDRAIN_WEBHOOK_SECRET?.trim() ?? '';
   if (rawSecret !== '' && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(rawSecret))
     throw new ConfigError('PUSHDRAIN_WEBHOOK_SECRET', 'must be a Standard Webhooks secret: whsec_ then base64');
+  const secretBytes = Buffer.from(rawSecret.slice('whsec_'.length), 'base64').length;
+  // Standard Webhooks asks for 24 to 64 bytes: a shorter key is within reach of a brute force.
+  if (rawSecret !== '' && secretBytes < MIN_SECRET_BYTES)
+    throw new ConfigError(
+      'PUSHDRAIN_WEBHOOK_SECRET',
+      `is ${secretBytes} bytes after whsec_; at least ${MIN_SECRET_BYTES} are required (e.g. whsec_ and 32 random bytes in base64)`,
+    );
   const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
     const entry = raw.replace(/\/$/, '');
     // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.

@@ -292,7 +292,8 @@ export class EventDelivery {
       await this.removeMarker(batchId);
     switch (step.kind) {
       case 'settled':
-        if (probe.state === 'gone') log.warn(`${where}: 410 Gone, that endpoint gets no more attempts`);
+        if (probe.state === 'gone')
+          log.warn(`${where}: ${describeAttempt(result)}, that endpoint gets no more attempts`);
         return { kind: probe.state === 'gone' ? 'gone' : 'delivered', ...statusOf(result) };
       case 'poisoned':
         log.error(

@@ -11,7 +11,10 @@
  */
 export type DeliveryKind = 'webhook' | 'callback' | 'topic';
 
-/** pending until it lands (delivered), its endpoint said 410 (gone), or the schedule ran out (poisoned). */
+/**
+ * pending until it lands (delivered), its endpoint said 410 or its origin left the allowlist (gone),
+ * or the schedule ran out (poisoned).
+ */
 export type DeliveryState = 'pending' | 'delivered' | 'gone' | 'poisoned';
 
 export interface Delivery {
@@ -55,6 +58,8 @@ export interface AttemptResult {
   error?: string;
   /** A topic send the broker accepted (no HTTP status). */
   sent?: true;
+  /** The target may no longer be sent to (a callback whose origin left the allowlist): settles as gone, like 410. */
+  gone?: true;
 }
 
 /** Takes a manifest (typed structurally: the manifest module imports this one). */
@@ -98,7 +103,7 @@ export function applyAttempt(
     d.dueAt = at;
     return { kind: 'settled' };
   }
-  if (result.status === 410) {
+  if (result.status === 410 || result.gone === true) {
     d.state = 'gone';
     d.dueAt = at;
     return { kind: 'settled' };

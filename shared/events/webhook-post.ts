@@ -69,13 +69,35 @@ export function postSigned(p: SignedPost): Promise<AttemptResult> {
     // An IP literal needs no lookup: no await between here and the request's write.
     const literal = checkedLiteral(url.hostname, p.allowPrivate);
     if (literal) return send(p, url, literal, deadline, timeoutMs);
-    return resolveChecked(url.hostname, p.allowPrivate, p.lookup).then(
+    return beforeDeadline(resolveChecked(url.hostname, p.allowPrivate, p.lookup), deadline).then(
       (target) => send(p, url, target, deadline, timeoutMs),
-      (e: unknown) => failure(url, e),
+      (e: unknown) =>
+        deadline.aborted && !(e instanceof RefusedAddressError)
+          ? { error: `no answer within ${timeoutMs} ms (name resolution)` }
+          : failure(url, e),
     );
   } catch (e) {
     return Promise.resolve(failure(url, e));
   }
+}
+
+/** `p`, or a rejection when `deadline` fires first: the lookup is part of the attempt's time. */
+function beforeDeadline<T>(p: Promise<T>, deadline: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error('deadline'));
+    if (deadline.aborted) onAbort();
+    deadline.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        deadline.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        deadline.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : ensureError(e));
+      },
+    );
+  });
 }
 
 function failure(url: URL, e: unknown): AttemptResult {
