@@ -1,7 +1,8 @@
 /**
  * One webhook attempt: POST the structured CloudEvent, signed per Standard Webhooks (`webhook-id`,
- * `webhook-timestamp`, `webhook-signature`, with the `standardwebhooks` package), to an address the
- * SSRF guard checked, within a hard timeout. Redirects are never followed (a 3xx is a failed
+ * `webhook-timestamp`, `webhook-signature`: `v1` with the `standardwebhooks` package for the
+ * operator's webhooks, `v1a` ed25519 for a client's callback), to an address the SSRF guard checked,
+ * within a hard timeout that includes the lookup. Redirects are never followed (a 3xx is a failed
  * attempt): a redirect could lead anywhere, the guard's addresses included. With an IP literal
  * (a loopback receiver, say) there is no lookup, and with an open kept connection
  * (endpoint-agents.ts) the request is written in the very turn of the event loop that started it.
@@ -22,6 +23,7 @@ import {
   type ResolvedAddress,
 } from './address-guard';
 import { CLOUDEVENTS_CONTENT_TYPE } from './batch-event';
+import { CallbackSigner } from './callback-signer';
 import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult } from './outbox';
 
@@ -35,7 +37,8 @@ export interface SignedPost {
   url: string;
   eventId: string;
   body: string;
-  secret: Secret;
+  /** The operator's webhook secret (`v1`, HMAC), or a client's callback signer (`v1a`, ed25519). */
+  secret: Secret | CallbackSigner;
   /** Skip the SSRF guard's refusal (an origin the operator allowlisted, or the operator's own webhook). */
   allowPrivate: boolean;
   timeoutMs?: number;
@@ -47,11 +50,19 @@ export interface SignedPost {
 }
 
 /** Standard Webhooks' three headers for `body`, signed at `at`. */
-export function signatureHeaders(secret: Secret, eventId: string, body: string, at: Date): Record<string, string> {
+export function signatureHeaders(
+  secret: Secret | CallbackSigner,
+  eventId: string,
+  body: string,
+  at: Date,
+): Record<string, string> {
   return {
     'webhook-id': eventId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret.reveal()).sign(eventId, at, body),
+    'webhook-signature':
+      secret instanceof CallbackSigner
+        ? secret.signature(eventId, at, body)
+        : new Webhook(secret.reveal()).sign(eventId, at, body),
   };
 }
 
