@@ -179,23 +179,24 @@ describe('recovery of a pending delivery', () => {
     assert.equal(d.retryKey, undefined, 'the record of an attempt clears the key');
   });
 
-  test('a sweep: due within the grace is scheduled again at once; past the grace it is attempted', async () => {
-    const within = await rig({
-      attempts: 1,
-      dueAt: new Date(Date.parse('2026-11-26T12:00:00.000Z') - 10_000).toISOString(),
-    });
+  test('a sweep: due a moment ago is left to its attempt; longer ago is scheduled again at once; past the grace it is attempted', async () => {
+    const base = Date.parse('2026-11-26T12:00:00.000Z');
+    const recent = await rig({ attempts: 1, dueAt: new Date(base - 10_000).toISOString() });
+    recent.delivery.recover((await recent.manifests.read(recent.batchId))!.manifest);
+    await recent.delivery.idle();
+    assert.deepEqual([recent.attempts.length, recent.scheduled.length], [0, 0], 'its attempt may be under way');
+
+    const within = await rig({ attempts: 1, dueAt: new Date(base - 60_000).toISOString() });
     within.delivery.recover((await within.manifests.read(within.batchId))!.manifest);
     await within.delivery.idle();
-    assert.equal(within.attempts.length, 0, 'a live process may hold it: not attempted here');
+    assert.equal(within.attempts.length, 0, 'a live process may still hold it: not attempted here');
     assert.deepEqual(
       within.scheduled.map((s) => s.delayMs),
       [0],
+      'its message was lost or is late: scheduled again at once, under a new key',
     );
 
-    const past = await rig({
-      attempts: 1,
-      dueAt: new Date(Date.parse('2026-11-26T12:00:00.000Z') - GRACE_MS).toISOString(),
-    });
+    const past = await rig({ attempts: 1, dueAt: new Date(base - GRACE_MS).toISOString() });
     past.delivery.recover((await past.manifests.read(past.batchId))!.manifest);
     await past.delivery.idle();
     assert.equal(past.attempts.length, 1);

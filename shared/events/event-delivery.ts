@@ -38,6 +38,13 @@ import {
   topicUnsent,
 } from './outbox';
 
+/**
+ * How long after its due time a delivery's attempt may still be under way (the retry message's
+ * latency, a manifest read, a POST of at most 10 s, the record): a sweep leaves it alone meanwhile,
+ * or a slow receiver would get a second, overlapping attempt.
+ */
+const IN_FLIGHT_MS = 30_000;
+
 /** Topic sends remembered per process (a bound: only the last moments' batches matter). */
 const REMEMBERED_SENDS = 1_000;
 
@@ -149,16 +156,20 @@ export class EventDelivery {
   /**
    * Recovery's part: every pending delivery of `m` is attempted if due, or has its retry scheduled
    * again (same moment, new key) if not. `leftBefore` (start-up after a crash) means no live process
-   * holds a due delivery; otherwise one due less than the grace ago is scheduled again too (its
-   * message, or an attempt, may be under way; the new key keeps that to one attempt). Returns how
-   * many deliveries and topic copies it took charge of.
+   * holds a due delivery. Otherwise (a sweep) one due less than IN_FLIGHT_MS ago is left to the
+   * attempt that may be under way, one due longer ago but within the grace is scheduled again at once
+   * (its message was lost, or is late: the new key keeps that to one attempt), and one past the grace
+   * is attempted here. Returns how many deliveries and topic copies it took charge of.
    */
   recover(m: Manifest, leftBefore?: number): number {
     const now = this.deps.now();
-    const lostBy = leftBefore !== undefined ? now : now - this.deps.lostAfterMs;
+    const startUp = leftBefore !== undefined;
+    const lostBy = startUp ? now : now - this.deps.lostAfterMs;
     let started = this.dispatch(m, lostBy);
     for (const { e, d, index } of pending(m)) {
-      if (Date.parse(d.dueAt) <= lostBy) continue;
+      const due = Date.parse(d.dueAt);
+      // Due a moment ago: its message fired and its attempt may be under way; the next run sees it.
+      if (due <= lostBy || (!startUp && due <= now && due > now - IN_FLIGHT_MS)) continue;
       started++;
       this.background(this.reschedule(m.batchId, retryOf(e, d, index), d.dueAt));
     }
