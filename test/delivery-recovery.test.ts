@@ -33,7 +33,7 @@ interface Rig {
   clock: { now: number };
 }
 
-async function rig(pending: Partial<Delivery>, answer: AttemptResult = { status: 200 }): Promise<Rig> {
+async function rig(pending: Partial<Delivery>, answer: AttemptResult = { status: 200 }, attemptMs = 20): Promise<Rig> {
   const settings = testSettings();
   const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const blobs = new AzureBlobStore(createStorageClients(settings.storage, new StorageMeter()).blobs, names.container);
@@ -86,7 +86,7 @@ async function rig(pending: Partial<Delivery>, answer: AttemptResult = { status:
     targets: () => [],
     attempt: async (d) => {
       attempts.push(d.target);
-      await new Promise((r) => setTimeout(r, 20)); // an attempt takes a while: a second one would overlap
+      await new Promise((r) => setTimeout(r, attemptMs)); // an attempt takes a while: a second one would overlap
       return answer;
     },
     scheduleRetry: (check, delayMs) => {
@@ -177,6 +177,22 @@ describe('recovery of a pending delivery', () => {
     const d = await deliveryOf(r);
     assert.equal(d.attempts, 2);
     assert.equal(d.retryKey, undefined, 'the record of an attempt clears the key');
+  });
+
+  test('due at start-up: taken under a new key first, so its original message firing meanwhile is stale', async () => {
+    const r = await rig(
+      { attempts: 1, dueAt: new Date(Date.parse('2026-11-26T12:00:00.000Z') - 1_000).toISOString() },
+      { status: 200 },
+      1_000,
+    );
+    r.delivery.recover((await r.manifests.read(r.batchId))!.manifest, r.clock.now);
+    for (let i = 0; i < 500 && r.attempts.length === 0; i++) await new Promise((res) => setTimeout(res, 5));
+    assert.equal(r.attempts.length, 1, 'the recovery attempt is under way');
+    const original: DeliveryRetry = { eventId: r.eventId, index: 0, attempts: 1 };
+    assert.equal((await r.delivery.retry(r.batchId, original)).kind, 'stale');
+    await r.delivery.idle();
+    assert.equal(r.attempts.length, 1, 'one attempt');
+    assert.equal((await deliveryOf(r)).state, 'delivered');
   });
 
   test('a sweep: due a moment ago is left to its attempt; longer ago is scheduled again at once; past the grace it is attempted', async () => {

@@ -165,13 +165,14 @@ export class EventDelivery {
     const now = this.deps.now();
     const startUp = leftBefore !== undefined;
     const lostBy = startUp ? now : now - this.deps.lostAfterMs;
-    let started = this.dispatch(m, lostBy);
+    let started = 0;
     for (const { e, d, index } of pending(m)) {
       const due = Date.parse(d.dueAt);
       // Due a moment ago: its message fired and its attempt may be under way; the next run sees it.
-      if (due <= lostBy || (!startUp && due <= now && due > now - IN_FLIGHT_MS)) continue;
+      if (!startUp && due <= now && due > lostBy && due > now - IN_FLIGHT_MS) continue;
       started++;
-      this.background(this.reschedule(m.batchId, retryOf(e, d, index), d.dueAt));
+      // Due and lost: attempted here, under a new key (its message, if it still fires, is stale).
+      this.background(this.reschedule(m.batchId, retryOf(e, d, index), d.dueAt, due <= lostBy));
     }
     // A topic copy still owed past the grace: its process died (or its send failed) before the marker went.
     const unsent = topicUnsent(m);
@@ -182,11 +183,12 @@ export class EventDelivery {
   }
 
   /**
-   * Schedules the retry of the delivery `r` names again, due at `dueAt` (its schedule is kept):
-   * the new key is written first, so the message it replaces, if it still fires, is stale. A crash
-   * between the two leaves no message, and the next recovery schedules it again.
+   * Takes the delivery `r` names under a new key, written first, so the message that was to attempt
+   * it, if it still fires, is stale; then attempts it here (`now`), or schedules its retry again for
+   * `dueAt` (its schedule is kept). A crash in between leaves no live message, and the next recovery
+   * takes it again.
    */
-  private async reschedule(batchId: string, r: DeliveryRetry, dueAt: string): Promise<void> {
+  private async reschedule(batchId: string, r: DeliveryRetry, dueAt: string, now: boolean): Promise<void> {
     const key = randomUUID();
     const updated = await this.deps.manifests.update(batchId, (cur) => {
       const found = locate(cur, r);
@@ -195,6 +197,10 @@ export class EventDelivery {
       return cur;
     });
     if (!updated) return;
+    if (now) {
+      await this.attempt(batchId, { ...r, key }, updated.manifest);
+      return;
+    }
     const delivery = { eventId: r.eventId, index: r.index, attempts: r.attempts, key };
     const check: WatchdogCheck = { v: 1, batchId, attempt: r.attempts, settledBefore: 0, delivery };
     await this.deps.scheduleRetry(check, Math.max(0, Date.parse(dueAt) - this.deps.now()));
