@@ -169,10 +169,10 @@ export class EventDelivery {
     for (const { e, d, index } of pending(m)) {
       const due = Date.parse(d.dueAt);
       // Due a moment ago: its message fired and its attempt may be under way; the next run sees it.
-      if (!startUp && due <= now && due > lostBy && due > now - IN_FLIGHT_MS) continue;
+      if (!startUp && due <= now && due > now - IN_FLIGHT_MS) continue;
       started++;
       // Due and lost: attempted here, under a new key (its message, if it still fires, is stale).
-      this.background(this.reschedule(m.batchId, retryOf(e, d, index), d.dueAt, due <= lostBy));
+      this.background(this.takeUnderNewKey(m.batchId, retryOf(e, d, index), d.dueAt, due <= lostBy));
     }
     // A topic copy still owed past the grace: its process died (or its send failed) before the marker went.
     const unsent = topicUnsent(m);
@@ -188,7 +188,7 @@ export class EventDelivery {
    * `dueAt` (its schedule is kept). A crash in between leaves no live message, and the next recovery
    * takes it again.
    */
-  private async reschedule(batchId: string, r: DeliveryRetry, dueAt: string, now: boolean): Promise<void> {
+  private async takeUnderNewKey(batchId: string, r: DeliveryRetry, dueAt: string, now: boolean): Promise<void> {
     const key = randomUUID();
     const updated = await this.deps.manifests.update(batchId, (cur) => {
       const found = locate(cur, r);
