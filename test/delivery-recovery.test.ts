@@ -9,10 +9,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { type Manifest, ManifestStore, OpenBatches } from '../shared/batch/manifest';
-import { type DeliveryRetry, EventDelivery } from '../shared/events/event-delivery';
+import { eventSettings } from '../shared/config/event-settings';
+import type { Settings } from '../shared/config/settings';
+import { deliveryAttempt } from '../shared/events/delivery-attempt';
+import { redriveDeliveries } from '../shared/events/delivery-redrive';
+import { type DeliveryRetry, EventDelivery, type EventDeliveryDeps } from '../shared/events/event-delivery';
 import type { AttemptResult, Delivery, OutboxEvent } from '../shared/events/outbox';
 import { CONTAINERS, entityNames } from '../shared/names';
 import type { WatchdogCheck } from '../shared/notify/events';
+import { AzureQueueStore } from '../shared/queue/storage-queue';
 import { AzureBlobStore } from '../shared/storage/azure-blob-store';
 import { createStorageClients } from '../shared/storage/clients';
 import { StorageMeter } from '../shared/storage/meter';
@@ -31,9 +36,16 @@ interface Rig {
   batchId: string;
   eventId: string;
   clock: { now: number };
+  open: OpenBatches;
+  settings: Settings;
 }
 
-async function rig(pending: Partial<Delivery>, answer: AttemptResult = { status: 200 }, attemptMs = 20): Promise<Rig> {
+async function rig(
+  pending: Partial<Delivery>,
+  answer: AttemptResult = { status: 200 },
+  attemptMs = 20,
+  seams: Partial<Pick<EventDeliveryDeps, 'attempt' | 'counted'>> = {},
+): Promise<Rig> {
   const settings = testSettings();
   const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const blobs = new AzureBlobStore(createStorageClients(settings.storage, new StorageMeter()).blobs, names.container);
@@ -94,12 +106,13 @@ async function rig(pending: Partial<Delivery>, answer: AttemptResult = { status:
       return Promise.resolve();
     },
     poison: () => Promise.resolve(),
+    ...seams,
     retryScheduleSeconds: SCHEDULE,
     lostAfterMs: GRACE_MS,
     now: () => clock.now,
     log: quietLog,
   });
-  return { delivery, manifests, attempts, scheduled, batchId, eventId, clock };
+  return { delivery, manifests, attempts, scheduled, batchId, eventId, clock, open, settings };
 }
 
 async function deliveryOf(r: Rig): Promise<Delivery> {
@@ -217,5 +230,60 @@ describe('recovery of a pending delivery', () => {
     await past.delivery.idle();
     assert.equal(past.attempts.length, 1);
     assert.equal((await deliveryOf(past)).state, 'delivered');
+  });
+
+  test('redriven after its origin left PUSHDRAIN_CALLBACK_ORIGINS: sends nothing, ends as gone, counted', async () => {
+    const target = 'https://billing.example.com/cb?token=t';
+    const counted: string[] = [];
+    const r = await rig({ kind: 'callback', target, state: 'poisoned', attempts: 4 }, { status: 200 }, 20, {
+      // The attempt deliveries make, with the origin removed from the allowlist.
+      attempt: deliveryAttempt({
+        settings: eventSettings({
+          PUSHDRAIN_WEBHOOK_SECRET: `whsec_${'A'.repeat(32)}`,
+          PUSHDRAIN_CALLBACK_ORIGINS: 'https://other.example.com',
+        }),
+        now: Date.now,
+        lookup: () => Promise.reject(new Error('no lookup may happen')),
+      }),
+      counted: (kind, outcome) => counted.push(`${kind} ${outcome}`),
+    });
+    const names = entityNames(r.settings.namePrefix, r.settings.tuning.partitions);
+    const queues = new AzureQueueStore(
+      createStorageClients(r.settings.storage, new StorageMeter()).queues,
+      names.poisonQueue,
+    );
+    await queues.ensureQueues([names.deliveriesPoisonQueue]);
+    await queues.send(names.deliveriesPoisonQueue, {
+      kind: 'delivery',
+      batchId: r.batchId,
+      eventId: r.eventId,
+      type: 'com.pushdrain.batch.completed',
+      index: 0,
+      deliveryKind: 'callback',
+      target: 'https://billing.example.com/cb',
+      attempts: 4,
+      at: new Date(r.clock.now).toISOString(),
+    });
+    const moved = await redriveDeliveries(
+      {
+        queues,
+        manifests: r.manifests,
+        open: r.open,
+        events: r.delivery,
+        poisonQueue: names.deliveriesPoisonQueue,
+        now: () => r.clock.now,
+        log: quietLog,
+      },
+      { max: 10 },
+    );
+    assert.equal(moved.moved, 1);
+    await r.delivery.idle();
+    const d = await deliveryOf(r);
+    assert.equal(d.state, 'gone');
+    assert.match(
+      d.lastError ?? '',
+      /origin https:\/\/billing\.example\.com is no longer in PUSHDRAIN_CALLBACK_ORIGINS/,
+    );
+    assert.deepEqual(counted, ['callback gone']);
   });
 });
