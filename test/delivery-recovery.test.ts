@@ -3,7 +3,8 @@
  * attempt and the retry scheduling as seams: a delivery not yet due has its retry scheduled again
  * for the same moment under a new key, so the original message (if it was not lost after all) is
  * stale and both firing make one attempt; a due one is attempted at start-up at once, and in a
- * sweep once past the grace (before it, scheduled again at once).
+ * sweep once past the grace (before it, scheduled again at once, or left to an attempt under way).
+ * A poisoned callback redriven after its origin left the allowlist ends as gone.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
