@@ -42,4 +42,5 @@ export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>>
   opsWebhookTest: ROUTE_ROLES.admin,
   health: 'open',
   dashboard: 'open',
+  eventKeys: 'open',
 };

@@ -12,10 +12,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
-import { Webhook } from 'standardwebhooks';
-
 import type { StatusReport } from '../shared/status/status-report';
 import { generate, toNdjson } from '../tools/testkit/generate';
+import { callbackKeys, verifyCallback } from './support/callback-verifier';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf } from './support/local-stack';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -75,14 +74,14 @@ function statusUntil<T>(what: string, probe: (s: StatusReport, text: string) => 
 
 /** A callback receiver on the allowlisted port, verifying as a client would. */
 async function openCallback(): Promise<{ ids: string[]; close: () => Promise<void> }> {
-  const wh = new Webhook(SECRET);
+  const keys = await callbackKeys(stack.host.base);
   const ids: string[] = [];
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
       try {
-        wh.verify(Buffer.concat(parts).toString('utf8'), req.headers as Record<string, string>);
+        verifyCallback(Buffer.concat(parts).toString('utf8'), req.headers, keys);
         ids.push(String(req.headers['webhook-id']));
         res.writeHead(204).end();
       } catch {
