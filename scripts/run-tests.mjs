@@ -47,5 +47,10 @@ if (files.length === 0) {
 }
 // Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
 // timeout), and a third one uses that time.
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=3', ...files], { stdio: 'inherit' });
+// Every test process loads the OpenAPI check: each response a test receives from the API is held
+// against static/openapi.json (test/support/openapi-preload.ts). PUSHDRAIN_OPENAPI_CHECK=off skips it.
+const preload = join('dist', 'test', 'support', 'openapi-preload.js');
+const r = spawnSync(process.execPath, ['--require', `./${preload}`, '--test', '--test-concurrency=3', ...files], {
+  stdio: 'inherit',
+});
 process.exit(r.status ?? 1);

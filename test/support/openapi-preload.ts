@@ -65,7 +65,9 @@ interface ResponseInitLike {
 
 function observed(method: string, path: string, init: ResponseInitLike): ObservedResponse {
   const headers: Record<string, string> = {};
-  new Headers(init.headers as ConstructorParameters<typeof Headers>[0]).forEach((v, k) => (headers[k.toLowerCase()] = v));
+  new Headers(init.headers as ConstructorParameters<typeof Headers>[0]).forEach(
+    (v, k) => (headers[k.toLowerCase()] = v),
+  );
   let body = '';
   if (init.jsonBody !== undefined) {
     body = JSON.stringify(init.jsonBody);
