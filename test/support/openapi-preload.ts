@@ -27,7 +27,10 @@ function theContract(): OpenApiContract {
 function verify(r: ObservedResponse): void {
   const problems = theContract().check(r);
   if (problems.length === 0) return;
-  const text = `${r.method} ${r.path} → ${r.status} does not match static/openapi.json: ${problems.join('; ')}`;
+  fail(`${r.method} ${r.path} → ${r.status} does not match static/openapi.json: ${problems.join('; ')}`);
+}
+
+function fail(text: string): never {
   mismatches.push(text);
   process.stderr.write(`OpenAPI mismatch: ${text}\n`);
   throw new OpenApiMismatch(text);
@@ -78,36 +81,45 @@ function observed(method: string, path: string, init: ResponseInitLike): Observe
   return { method, path, status: init.status ?? 200, headers, body };
 }
 
-/** The exported handlers that take no request: the route they answer. */
-const NO_REQUEST: Record<string, [string, string]> = { health: ['GET', '/api/health'] };
-
-function requestOf(args: unknown[]): { method: string; url: string } | undefined {
-  return args.find(
-    (a): a is { method: string; url: string } =>
-      typeof a === 'object' &&
-      a !== null &&
-      typeof (a as { method?: unknown }).method === 'string' &&
-      typeof (a as { url?: unknown }).url === 'string',
-  );
-}
+/**
+ * The operation each exported handler answers for. Not the request's URL: a test may build a request
+ * whose URL is not the route's (a batch id that the route would never have matched), and the handler
+ * answers for its route whatever the URL says. A handler missing here fails the check, so a new or
+ * renamed handler cannot go unchecked.
+ */
+const HANDLER_OPERATIONS: Record<string, [method: string, template: string]> = {
+  postBatch: ['POST', '/api/batches'],
+  listBatches: ['GET', '/api/batches'],
+  getBatch: ['GET', '/api/batches/{batchId}'],
+  getBatchReport: ['GET', '/api/batches/{batchId}/report'],
+  getBatchTimeline: ['GET', '/api/batches/{batchId}/timeline'],
+  health: ['GET', '/api/health'],
+  getOpenApiDocument: ['GET', '/api/openapi.json'],
+  getDashboard: ['GET', '/api/dashboard'],
+  getStatus: ['GET', '/api/ops/status'],
+  postRedrive: ['POST', '/api/ops/redrive'],
+  postWebhookTest: ['POST', '/api/ops/webhooks/test'],
+};
 
 const isResponseInit = (v: unknown): v is ResponseInitLike =>
   typeof v === 'object' && v !== null && typeof (v as { status?: unknown }).status === 'number';
 
 /** Wraps each exported function of an HTTP handler module so that its answers are checked. */
-function wrapHandlers(exports: Record<string, unknown>): void {
-  for (const [name, fn] of Object.entries(exports)) {
+function wrapHandlers(mod: Record<string, unknown>): void {
+  for (const [name, fn] of Object.entries(mod)) {
     if (typeof fn !== 'function') continue;
-    const check = (args: unknown[], result: unknown): unknown => {
+    const check = (result: unknown): unknown => {
       if (!isResponseInit(result)) return result;
-      const req = requestOf(args);
-      const route = req ? [req.method.toUpperCase(), new URL(req.url).pathname] : NO_REQUEST[name];
-      if (route) verify(observed(route[0]!, route[1]!, result));
+      const operation = HANDLER_OPERATIONS[name];
+      if (!operation)
+        fail(`handler ${name} answered ${result.status} but is not in HANDLER_OPERATIONS (openapi-preload.ts)`);
+      // The template is its own path: the checker matches it to that operation.
+      verify(observed(operation[0], operation[1], result));
       return result;
     };
-    exports[name] = function (this: unknown, ...args: unknown[]): unknown {
+    mod[name] = function (this: unknown, ...args: unknown[]): unknown {
       const result: unknown = (fn as (...a: unknown[]) => unknown).apply(this, args);
-      return result instanceof Promise ? result.then((r) => check(args, r)) : check(args, result);
+      return result instanceof Promise ? result.then(check) : check(result);
     };
   }
 }

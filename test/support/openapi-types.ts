@@ -409,8 +409,10 @@ export interface components {
             };
             /** @description Parts the host runs that are down. */
             down?: string[];
-            /** @description Storage requests this instance made since start. */
-            storageTransactions: number;
+            /** @description Storage requests this instance made since start, by operation, and their `total`. */
+            storageTransactions: {
+                [key: string]: number;
+            };
         };
         StatusReport: {
             /** Format: date-time */
