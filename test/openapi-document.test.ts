@@ -124,4 +124,30 @@ describe('OpenAPI document', () => {
     assert.deepEqual(contract.check(notAllowed), []);
     assert.match(contract.check({ ...notAllowed, headers: hostJson }).join(), /required header Allow is missing/);
   });
+
+  test('the preload fails the process on a mismatch, even when the test swallows the rejection', () => {
+    const root = repoRoot();
+    // A server that answers /api/health with a body the document does not allow; the script
+    // catches the rejection, as a test expecting an error would, and exits on its own.
+    const script = `
+      const { createServer } = require('node:http');
+      const server = createServer((req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"status":"ok"}'));
+      server.listen(0, '127.0.0.1', async () => {
+        const url = 'http://127.0.0.1:' + server.address().port + '/api/health';
+        try { await fetch(url); console.log('resolved'); } catch (e) { console.log('rejected ' + e.name); }
+        server.close();
+      });`;
+    const run = spawnSync(
+      process.execPath,
+      ['--require', join(root, 'dist/test/support/openapi-preload.js'), '-e', script],
+      { cwd: root, encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(run.stdout.trim(), 'rejected OpenApiMismatch');
+    assert.match(
+      run.stderr,
+      /GET \/api\/health → 200 does not match static\/openapi.json: body \/ must have required property/,
+    );
+    assert.match(run.stderr, /1 response\(s\) did not match/);
+    assert.equal(run.status, 1);
+  });
 });

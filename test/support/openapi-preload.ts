@@ -18,7 +18,11 @@ export class OpenApiMismatch extends Error {
 const mismatches: string[] = [];
 let contract: OpenApiContract | undefined;
 
-/** Loaded on the first response to check: most test files never make one. */
+/**
+ * Loaded when a process first calls the API (most test files never do), before the answer
+ * arrives: loading ajv and the document takes ~200 ms, which must not sit between an answer and
+ * what the test does next (local-crash kills the host right after a 202).
+ */
 function theContract(): OpenApiContract {
   contract ??= new OpenApiContract();
   return contract;
@@ -41,9 +45,10 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 function installFetch(): void {
   const original = globalThis.fetch;
   globalThis.fetch = async function checkedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-    const res = await original(input, init);
     const url = new URL(input instanceof Request ? input.url : String(input));
-    if (!LOOPBACK.has(url.hostname) || !url.pathname.startsWith('/api/')) return res;
+    if (!LOOPBACK.has(url.hostname) || !url.pathname.startsWith('/api/')) return original(input, init);
+    theContract();
+    const res = await original(input, init);
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     let body: string;
     try {
@@ -133,6 +138,7 @@ function installHandlerHook(): void {
     if (/[\\/]functions[\\/][a-z-]+-http(\.js)?$/.test(request) || /^\.\.?\/[a-z-]+-http$/.test(request)) {
       if (typeof exports === 'object' && exports !== null && !wrapped.has(exports)) {
         wrapped.add(exports);
+        theContract();
         wrapHandlers(exports as Record<string, unknown>);
       }
     }
