@@ -3,7 +3,7 @@
 // Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 function find(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -49,8 +49,9 @@ if (files.length === 0) {
 // timeout), and a third one uses that time.
 // Every test process loads the OpenAPI check: each response a test receives from the API is held
 // against static/openapi.json (test/support/openapi-preload.ts). PUSHDRAIN_OPENAPI_CHECK=off skips it.
-const preload = join('dist', 'test', 'support', 'openapi-preload.js');
-const r = spawnSync(process.execPath, ['--require', `./${preload}`, '--test', '--test-concurrency=3', ...files], {
+// An absolute path: a child that inherits the flags may run in another folder.
+const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
+const r = spawnSync(process.execPath, ['--require', preload, '--test', '--test-concurrency=3', ...files], {
   stdio: 'inherit',
 });
 process.exit(r.status ?? 1);
