@@ -1,8 +1,10 @@
 // Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
-// tests) with Node's built-in runner.
+// tests) with Node's built-in runner. `--unit` runs only the unit lane: the files whose first line is
+// the mark in test/support/unit-lane.ts (logic only), for the edit-compile-test loop.
 // Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 
 function find(dir) {
@@ -34,11 +36,16 @@ const rank = (f) => {
   return i === -1 ? LONGEST_FIRST.length : i;
 };
 
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const unitOnly = args.includes('--unit');
+const only = args.filter((a) => a !== '--unit');
+const guard = './dist/test/support/unit-lane.js';
+const { inUnitLane } = createRequire(import.meta.url)(join('..', guard));
 const files = ['dist/test', 'dist/tools']
   .filter((d) => existsSync(d))
   .flatMap(find)
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .filter((f) => !unitOnly || inUnitLane(f))
   .sort()
   .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
@@ -47,11 +54,14 @@ if (files.length === 0) {
 }
 // Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
 // timeout), and a third one uses that time.
-// Every test process loads the OpenAPI check: each response a test receives from the API is held
-// against static/openapi.json (test/support/openapi-preload.ts). PUSHDRAIN_OPENAPI_CHECK=off skips it.
-// An absolute path: a child that inherits the flags may run in another folder.
+// The guard is preloaded into every file, so the unit lane's promise holds in the full run too.
+// So is the OpenAPI check: each response a test receives from the API is held against
+// static/openapi.json (test/support/openapi-preload.ts; PUSHDRAIN_OPENAPI_CHECK=off skips it). An
+// absolute path: a child that inherits the flags may run in another folder.
 const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
-const r = spawnSync(process.execPath, ['--require', preload, '--test', '--test-concurrency=3', ...files], {
-  stdio: 'inherit',
-});
+const r = spawnSync(
+  process.execPath,
+  ['--require', guard, '--require', preload, '--test', '--test-concurrency=3', ...files],
+  { stdio: 'inherit' },
+);
 process.exit(r.status ?? 1);
