@@ -514,6 +514,7 @@ export interface components {
             error: "invalid_batch" | "invalid_idempotency_key" | "callback_not_allowed";
             /** @description What went wrong, in words a person can act on. */
             message: string;
+            /** @description Always present for `invalid_batch` (empty for a problem of the whole body); 1-based lines. */
             details?: components["schemas"]["ErrorDetail"][];
         };
         /** @description The Idempotency-Key is in use. */
@@ -668,9 +669,11 @@ export interface components {
                 "application/json": components["schemas"]["AccessRefusal"];
             };
         };
-        /** @description A valid token without one of the route's roles; `requiredRoles` names them. */
+        /** @description A valid token that may not do this: without one of the route's roles (`requiredRoles` names them), without the API's scope, or from a calling app that is not allowed. */
         Forbidden: {
             headers: {
+                /** @description `Bearer error="insufficient_scope"` when the token lacks the API's scope. */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
