@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 function find(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -55,7 +55,13 @@ if (files.length === 0) {
 // Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
 // timeout), and a third one uses that time.
 // The guard is preloaded into every file, so the unit lane's promise holds in the full run too.
-const r = spawnSync(process.execPath, ['--require', guard, '--test', '--test-concurrency=3', ...files], {
-  stdio: 'inherit',
-});
+// So is the OpenAPI check: each response a test receives from the API is held against
+// static/openapi.json (test/support/openapi-preload.ts; PUSHDRAIN_OPENAPI_CHECK=off skips it). An
+// absolute path: a child that inherits the flags may run in another folder.
+const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
+const r = spawnSync(
+  process.execPath,
+  ['--require', guard, '--require', preload, '--test', '--test-concurrency=3', ...files],
+  { stdio: 'inherit' },
+);
 process.exit(r.status ?? 1);
