@@ -122,6 +122,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify callbacks
+         * @description Anonymous and makes no Storage request. The ed25519 public keys (as a JWKS, each also in Standard Webhooks' `whpk_` form) that verify the `v1a` signatures of `Callback-Url` deliveries. During a rotation every current key is listed. Operator webhooks are signed with the shared secret (`v1`) instead.
+         */
+        get: operations["eventKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/dashboard": {
         parameters: {
             query?: never;
@@ -611,6 +631,25 @@ export interface components {
                 message: string;
             };
         };
+        /** @description A JSON Web Key Set of Ed25519 public keys. */
+        EventKeys: {
+            keys: {
+                /** @description Key id. */
+                kid: string;
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                /** @description The raw public key, base64url. */
+                x: string;
+                /** @constant */
+                use: "sig";
+                /** @constant */
+                alg: "EdDSA";
+                /** @description The same key as Standard Webhooks writes it: `whpk_` and base64. */
+                whpk: string;
+            }[];
+        };
     };
     responses: {
         /** @description No such batch, or none the caller may see (a submitter's other batches look the same). */
@@ -1028,6 +1067,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    eventKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventKeys"];
+                };
             };
         };
     };
