@@ -82,7 +82,7 @@ export class OpenApiContract {
   constructor(readonly doc: Document = readOpenApiDocument()) {
     this.ajv.addFormat('date-time', DATE_TIME);
     this.ajv.addFormat('uri', (s: string) => URL.canParse(s));
-    this.ajv.addSchema(doc as object, DOC_ID);
+    this.ajv.addSchema(doc, DOC_ID);
     // As the host matches routes: whole segments, case-insensitive, a trailing slash allowed.
     this.routes = Object.keys(doc.paths).map((template) => ({
       template,

@@ -73,7 +73,7 @@ interface ResponseInitLike {
 
 function observed(method: string, path: string, init: ResponseInitLike): ObservedResponse {
   const headers: Record<string, string> = {};
-  new Headers(init.headers as ConstructorParameters<typeof Headers>[0]).forEach(
+  new Headers(init.headers).forEach(
     (v, k) => (headers[k.toLowerCase()] = v),
   );
   let body = '';
