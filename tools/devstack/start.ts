@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
+import { endpointOutages } from '../../shared/storage/endpoint-outages';
 import { type Azurite, startAzurite } from './azurite';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
@@ -83,7 +84,11 @@ async function main(): Promise<void> {
           log: (line) => console.log(line),
         }),
       log: (line) => console.error(`pushdrain: ${line}`),
-      down: (isDown) => partDown('Azurite', isDown),
+      down: (isDown) => {
+        // The app's Storage attempts wait for the restart instead of spending their retries on it.
+        endpointOutages.set([`127.0.0.1:${first.blobPort}`, `127.0.0.1:${first.queuePort}`], isDown);
+        partDown('Azurite', isDown);
+      },
       giveUp: (message) => {
         console.error(`pushdrain: ${message}`);
         void stopAll().finally(() => process.exit(1));
