@@ -91,6 +91,11 @@ describe('EndpointOutages', () => {
     const bounded = Date.now();
     await outages.waitUntilBack(at, 50);
     assert.ok(Date.now() - bounded >= 40, 'the bound ends the wait');
+    const later = Date.now();
+    await outages.waitUntilBack(at, 50);
+    assert.ok(Date.now() - later < 40, 'the bound counts from the outage, not from each attempt');
+    outages.set([at], false);
+    outages.set([at], true);
     const controller = new AbortController();
     const aborted = outages.waitUntilBack(at, 60_000, controller.signal).then(() => (settled = true));
     settled = false;

@@ -15,12 +15,14 @@ import type { PipelinePolicy, PipelineRequest } from '@azure/core-rest-pipeline'
 
 export const ENDPOINT_OUTAGE_POLICY = 'pushdrainEndpointOutage';
 
-/** Longest an attempt waits for a marked endpoint: a restart that takes longer is failing. */
+/** Longest the attempts to a marked endpoint wait, from when it went down: a restart that takes longer is failing. */
 export const OUTAGE_WAIT_MS = 20_000;
 
 export class EndpointOutages {
-  /** Down endpoints (`host:port`) and what their waiters are woken with when they are back. */
-  private readonly down = new Map<string, { back: Promise<void>; wake: () => void }>();
+  /** Down endpoints (`host:port`): since when, and what their waiters are woken with when they are back. */
+  private readonly down = new Map<string, { since: number; back: Promise<void>; wake: () => void }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** Marks `host:port` endpoints down (true) or back (false); back wakes every waiting attempt. */
   set(endpoints: readonly string[], isDown: boolean): void {
@@ -29,7 +31,7 @@ export class EndpointOutages {
       if (isDown && !outage) {
         let wake = (): void => undefined;
         const back = new Promise<void>((resolve) => (wake = resolve));
-        this.down.set(endpoint, { back, wake });
+        this.down.set(endpoint, { since: this.now(), back, wake });
       } else if (!isDown && outage) {
         this.down.delete(endpoint);
         outage.wake();
@@ -41,16 +43,21 @@ export class EndpointOutages {
     return this.down.has(endpoint);
   }
 
-  /** Resolves when `endpoint` is back, after `maxMs`, or when `signal` aborts, whichever is first. */
+  /**
+   * Resolves when `endpoint` is back, `maxMs` after it went down, or when `signal` aborts,
+   * whichever is first. The bound counts from the outage's start, so the SDK's retries of one
+   * request add at most `maxMs` in all, not `maxMs` each.
+   */
   async waitUntilBack(endpoint: string, maxMs: number, signal?: PipelineRequest['abortSignal']): Promise<void> {
     const outage = this.down.get(endpoint);
-    if (!outage || signal?.aborted) return;
+    const leftMs = outage ? outage.since + maxMs - this.now() : 0;
+    if (!outage || leftMs <= 0 || signal?.aborted) return;
     let timer: NodeJS.Timeout | undefined;
     let onAbort = (): void => undefined;
     await Promise.race([
       outage.back,
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, maxMs);
+        timer = setTimeout(resolve, leftMs);
         onAbort = resolve;
         signal?.addEventListener('abort', onAbort);
       }),

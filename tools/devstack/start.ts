@@ -71,6 +71,7 @@ async function main(): Promise<void> {
       ],
       () => startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) }),
     );
+    const endpoints = [`127.0.0.1:${first.blobPort}`, `127.0.0.1:${first.queuePort}`];
     // A restart takes the ports the first one got (the connection string names them) and the same
     // folder, after waiting for the dead one's last save, as a start does.
     azurite = supervise({
@@ -86,11 +87,12 @@ async function main(): Promise<void> {
       log: (line) => console.error(`pushdrain: ${line}`),
       down: (isDown) => {
         // The app's Storage attempts wait for the restart instead of spending their retries on it.
-        endpointOutages.set([`127.0.0.1:${first.blobPort}`, `127.0.0.1:${first.queuePort}`], isDown);
+        endpointOutages.set(endpoints, isDown);
         partDown('Azurite', isDown);
       },
       giveUp: (message) => {
         console.error(`pushdrain: ${message}`);
+        endpointOutages.set(endpoints, false); // nothing comes back: the stop's requests fail at once
         void stopAll().finally(() => process.exit(1));
       },
     });
