@@ -1,7 +1,8 @@
 /**
  * Builds the Storage clients once, from validated settings: connection string or managed
- * identity, function-friendly retry options, and on every request attempt the meter and the
- * stall timeout (shared/storage/stall-timeout.ts).
+ * identity, function-friendly retry options, and on every request attempt the wait for an
+ * endpoint known to be restarting (shared/storage/endpoint-outages.ts), the stall timeout
+ * (shared/storage/stall-timeout.ts) and the meter.
  */
 import type { TokenCredential } from '@azure/core-auth';
 import type { Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
@@ -10,6 +11,7 @@ import { BlobServiceClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
 import type { IdentityOptions, StorageConnection } from '../config/connections';
+import { endpointOutagePolicy } from './endpoint-outages';
 import type { StorageMeter } from './meter';
 import { stallTimeoutPolicy } from './stall-timeout';
 
@@ -81,8 +83,13 @@ export function createStorageClients(
       queues: new QueueServiceClient(connection.queueServiceUri, credential, options),
     };
   }
+  // The outage wait before the stall timer: time spent waiting for a restart is not a stall.
+  const outage = endpointOutagePolicy();
   const stall = stallTimeoutPolicy(tuning.stallTimeoutMs ?? STALL_TIMEOUT_MS);
-  for (const client of [clients.blobs, clients.queues]) attachPerAttempt(client, stall);
+  for (const client of [clients.blobs, clients.queues]) {
+    attachPerAttempt(client, outage);
+    attachPerAttempt(client, stall);
+  }
   attachPerAttempt(clients.blobs, meter.policyFor('blob'));
   attachPerAttempt(clients.queues, meter.policyFor('queue'));
   return clients;

@@ -8,6 +8,13 @@
  *   saves behind the one in progress);
  * - a save is fsynced before its rename, and the folder after it, so "saved" means on disk;
  * - `onClosed` fires once Azurite's shutdown has closed (and so saved) every database.
+ *
+ * A database that is still loading is not waited for. LokiJS marks a loading database as saving
+ * (`throttledSavePending`) and, if a save was asked for meanwhile, "resumes" saving after the load
+ * with a saveDatabase() that only queues behind that flag, which nothing clears: every later save,
+ * and so every held response, waited forever. A restarted Azurite met exactly that: its blob
+ * service answers while its queue databases still load, and the app's writes arrive at once.
+ * Its queue service then never started (its init saves), or held every dequeue and write.
  */
 import http from 'node:http';
 
@@ -16,13 +23,15 @@ import { writeFileDurably } from './durable-write';
 interface LokiDb {
   autosaveDirty(): boolean;
   throttledSavePending?: boolean;
-  saveDatabase(callback: (err?: Error | null) => void): void;
+  throttledCallbacks?: unknown[];
+  saveDatabase(callback?: (err?: Error | null) => void): void;
 }
 
 interface LokiModule {
   prototype: {
     autosaveEnable: (this: LokiDb, ...args: unknown[]) => unknown;
     close: (this: LokiDb, callback?: (...args: unknown[]) => void) => unknown;
+    loadDatabase: (this: LokiDb, options: unknown, callback?: (err?: unknown) => void) => unknown;
   };
   LokiFsAdapter: {
     prototype: { saveDatabase: (file: string, data: string, callback: (err?: Error | null) => void) => void };
@@ -37,12 +46,27 @@ export function installDurableSaves(lokiPath: string, onClosed: () => void): voi
   const Loki = require(lokiPath) as LokiModule;
   const dbs = new Set<LokiDb>();
   const open_ = new Set<LokiDb>();
+  /** Still loading: no request has changed them, and a save asked for now would wedge them. */
+  const loading = new Set<LokiDb>();
   const autosaveEnable = Loki.prototype.autosaveEnable;
   // Only databases that persist to files autosave: those are the ones to wait for.
   Loki.prototype.autosaveEnable = function (this: LokiDb, ...args: unknown[]) {
     dbs.add(this);
     open_.add(this);
     return autosaveEnable.apply(this, args);
+  };
+  const loadDatabase = Loki.prototype.loadDatabase;
+  Loki.prototype.loadDatabase = function (this: LokiDb, options: unknown, callback?: (err?: unknown) => void) {
+    loading.add(this);
+    return loadDatabase.call(this, options, (err?: unknown) => {
+      loading.delete(this);
+      // LokiJS leaves saves asked for during the load queued behind a flag nothing clears (see above).
+      if (this.throttledSavePending === true && (this.throttledCallbacks?.length ?? 0) > 0) {
+        this.throttledSavePending = false;
+        this.saveDatabase();
+      }
+      callback?.(err);
+    });
   };
   const close = Loki.prototype.close;
   Loki.prototype.close = function (this: LokiDb, callback?: (...args: unknown[]) => void) {
@@ -58,7 +82,8 @@ export function installDurableSaves(lokiPath: string, onClosed: () => void): voi
   // eslint-disable-next-line @typescript-eslint/unbound-method
   const emit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
   http.Server.prototype.emit = function (this: http.Server, event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'request') holdUntilSaved(args[0] as http.IncomingMessage, args[1] as http.ServerResponse, dbs);
+    if (event === 'request')
+      holdUntilSaved(args[0] as http.IncomingMessage, args[1] as http.ServerResponse, dbs, loading);
     return emit.call(this, event, ...args);
   };
 }
@@ -72,7 +97,12 @@ function mayChange(req: http.IncomingMessage): boolean {
 }
 
 /** The response's first byte waits until the databases are saved; a failed save answers nothing. */
-function holdUntilSaved(req: http.IncomingMessage, res: http.ServerResponse, dbs: Set<LokiDb>): void {
+function holdUntilSaved(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  dbs: ReadonlySet<LokiDb>,
+  loading: ReadonlySet<LokiDb>,
+): void {
   if (!mayChange(req)) return;
   let state: 'first' | 'holding' | 'passing' = 'first';
   const queued: (() => void)[] = [];
@@ -92,7 +122,9 @@ function holdUntilSaved(req: http.IncomingMessage, res: http.ServerResponse, dbs
   for (const m of HELD) {
     target[m] = (...args: unknown[]): unknown => {
       if (state === 'first') {
-        const waiting = [...dbs].filter((db) => db.autosaveDirty() || db.throttledSavePending === true);
+        const waiting = [...dbs].filter(
+          (db) => !loading.has(db) && (db.autosaveDirty() || db.throttledSavePending === true),
+        );
         state = waiting.length === 0 ? 'passing' : 'holding';
         let left = waiting.length;
         let failure: Error | undefined;

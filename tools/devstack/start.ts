@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 
 import { authMode } from '../../shared/config/auth-settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
+import { endpointOutages } from '../../shared/storage/endpoint-outages';
 import { type Azurite, startAzurite } from './azurite';
 import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
       ],
       () => startAzurite({ location, blobPort, queuePort, log: (line) => console.log(line) }),
     );
+    const endpoints = [`127.0.0.1:${first.blobPort}`, `127.0.0.1:${first.queuePort}`];
     // A restart takes the ports the first one got (the connection string names them) and the same
     // folder, after waiting for the dead one's last save, as a start does.
     azurite = supervise({
@@ -86,9 +88,14 @@ async function main(): Promise<void> {
           log: (line) => console.log(line),
         }),
       log: (line) => console.error(`pushdrain: ${line}`),
-      down: (isDown) => partDown('Azurite', isDown),
+      down: (isDown) => {
+        // The app's Storage attempts wait for the restart instead of spending their retries on it.
+        endpointOutages.set(endpoints, isDown);
+        partDown('Azurite', isDown);
+      },
       giveUp: (message) => {
         console.error(`pushdrain: ${message}`);
+        endpointOutages.set(endpoints, false); // nothing comes back: the stop's requests fail at once
         void stopAll().finally(() => process.exit(1));
       },
     });

@@ -3,7 +3,8 @@
  * being asked to, one line names the part and its exit signal or code, the part is started again
  * the way it was started at first (for Azurite: the same data folder and ports, after waiting for
  * the dead one's last save, as at start-up), and the app is told it is down meanwhile (health is
- * red). A part that keeps dying (`maxDeaths` within `windowMs`) is given up: `giveUp` stops
+ * red; for Azurite, its Storage attempts also wait for the restart, see
+ * shared/storage/endpoint-outages.ts). A part that keeps dying (`maxDeaths` within `windowMs`) is given up: `giveUp` stops
  * `npm start` with a clear message and a non-zero exit.
  */
 
