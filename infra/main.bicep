@@ -325,6 +325,10 @@ param webhookSecret string = ''
 @description('PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds; after the last, a delivery goes to deliveries-poison.')
 param webhookRetrySchedule string = '5,300,1800,7200,18000,36000,36000'
 
+@secure()
+@description('PUSHDRAIN_CALLBACK_SIGNING_KEY: the ed25519 seed (whsk_ and the base64 of 32 random bytes) that signs Callback-Url deliveries (v1a). Required with callbackOrigins: its own key, so that no holder of the webhook secret can sign a callback; stored in the Key Vault beside the webhook secret.')
+param callbackSigningKey string = ''
+
 @description('PUSHDRAIN_CALLBACK_ORIGINS: origins (comma-separated) a client may name in Callback-Url; empty refuses every callback.')
 param callbackOrigins string = ''
 
@@ -516,8 +520,10 @@ var sendAvailabilitySettings = enableSecondaryNamespace ? {
 // Only with webhooks or callbacks: the vault holds the secret, the app reads it through a Key Vault reference.
 var keyVaultName = 'kv-${take(resourceToken, 21)}'
 var webhookSecretName = 'pushdrain-webhook-secret'
+var callbackKeySecretName = 'pushdrain-callback-signing-key'
 // The app needs the secret exactly when it has somewhere to send (it refuses to start otherwise).
 var eventsOn = !empty(webhookUrl) || !empty(callbackOrigins)
+var callbacksOn = !empty(callbackOrigins)
 
 module vault 'core/security/key-vault.bicep' = if (eventsOn) {
   name: 'key-vault'
@@ -528,6 +534,9 @@ module vault 'core/security/key-vault.bicep' = if (eventsOn) {
     tags: tags
     secretName: webhookSecretName
     webhookSecret: webhookSecret
+    storeCallbackKey: callbacksOn
+    callbackSigningKey: callbackSigningKey
+    callbackKeySecretName: callbackKeySecretName
     identityPrincipalId: identity.outputs.principalId
   }
 }
@@ -539,7 +548,10 @@ var eventSettings = union(
     PUSHDRAIN_CALLBACK_ORIGINS: callbackOrigins
   },
   // By name (versionless): a rotated secret is picked up without a redeploy.
-  eventsOn ? { PUSHDRAIN_WEBHOOK_SECRET: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${webhookSecretName})' } : {}
+  eventsOn ? { PUSHDRAIN_WEBHOOK_SECRET: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${webhookSecretName})' } : {},
+  callbacksOn
+    ? { PUSHDRAIN_CALLBACK_SIGNING_KEY: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${callbackKeySecretName})' }
+    : {}
 )
 
 module api 'app/function-app.bicep' = {

@@ -13,6 +13,7 @@ param enableSecondaryNamespace = bool(readEnvironmentVariable('PUSHDRAIN_ENABLE_
 param webhookUrl = readEnvironmentVariable('PUSHDRAIN_WEBHOOK_URL', '')
 param webhookSecret = readEnvironmentVariable('PUSHDRAIN_WEBHOOK_SECRET', '')
 param callbackOrigins = readEnvironmentVariable('PUSHDRAIN_CALLBACK_ORIGINS', '')
+param callbackSigningKey = readEnvironmentVariable('PUSHDRAIN_CALLBACK_SIGNING_KEY', '')
 param authMode = readEnvironmentVariable('PUSHDRAIN_AUTH', 'entra')
 param authClientApps = readEnvironmentVariable('PUSHDRAIN_AUTH_CLIENT_APPS', '')
 param authKeyRoles = readEnvironmentVariable('PUSHDRAIN_AUTH_KEY_ROLES', '')

@@ -30,7 +30,10 @@ const HOST_STORAGE = 'AzureWebJobsStorage';
 /** Connections that switch a feature on: set only with their infra/ flag, the app works without them. */
 const OPTIONAL_CONNECTIONS = new Map([[SECONDARY_CONNECTION, 'enableSecondaryNamespace']]);
 /** Settings only some deployments need, with the variant that sets them: a secret exists only where it is used. */
-const CONDITIONAL_SETTINGS = new Map([['PUSHDRAIN_WEBHOOK_SECRET', 'webhooks']]);
+const CONDITIONAL_SETTINGS = new Map([
+  ['PUSHDRAIN_WEBHOOK_SECRET', 'webhooks'],
+  ['PUSHDRAIN_CALLBACK_SIGNING_KEY', 'webhooks'],
+]);
 
 // ---------------------------------------------------------------------------------------------
 // What the Functions host would receive

@@ -740,28 +740,38 @@ void describe('infra: batch events', () => {
   void it('off by default: no vault, no secret setting, no webhook, no callback origin', () => {
     const settings = appSettingsOf('default');
     assert.equal(settings.PUSHDRAIN_WEBHOOK_SECRET, undefined);
+    assert.equal(settings.PUSHDRAIN_CALLBACK_SIGNING_KEY, undefined);
     assert.equal(settings.PUSHDRAIN_WEBHOOK_URL, '');
     assert.equal(settings.PUSHDRAIN_CALLBACK_ORIGINS, '');
     assert.equal(settings.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE);
   });
 
-  void it('with webhooks: the secret is a Key Vault reference the app identity alone may read, never the value', () => {
+  void it('with webhooks and callbacks: the webhook secret and the callback signing key are Key Vault references the app identity alone may read, never the values', () => {
     const settings = appSettingsOf('webhooks');
     const vault = onlyOf('Microsoft.KeyVault/vaults', 'webhooks');
-    const secret = onlyOf('Microsoft.KeyVault/vaults/secrets', 'webhooks');
-    assert.equal(
-      settings.PUSHDRAIN_WEBHOOK_SECRET,
-      `@Microsoft.KeyVault(VaultName=${leafName(vault)};SecretName=${leafName(secret)})`,
-    );
+    const secrets = resourcesOf('Microsoft.KeyVault/vaults/secrets', 'webhooks');
+    const named = (setting: string): PredictedResource => {
+      const secret = secrets.find(
+        (s) => settings[setting] === `@Microsoft.KeyVault(VaultName=${leafName(vault)};SecretName=${leafName(s)})`,
+      );
+      return secret ?? assert.fail(`${setting} is not a Key Vault reference to a secret of the vault`);
+    };
+    const webhookSecret = named('PUSHDRAIN_WEBHOOK_SECRET');
+    const callbackKey = named('PUSHDRAIN_CALLBACK_SIGNING_KEY');
+    assert.notEqual(webhookSecret.id, callbackKey.id, 'two secrets: a webhook receiver cannot sign callbacks');
+    assert.equal(secrets.length, 2);
     assert.equal(settings.PUSHDRAIN_WEBHOOK_URL, 'https://hooks.example.com/pushdrain');
     const props = vault.properties as { enableRbacAuthorization: boolean; enablePurgeProtection: boolean };
     assert.equal(props.enableRbacAuthorization, true, 'RBAC, no access policies');
     assert.equal(props.enablePurgeProtection, true);
-    const readers = roleAssignmentsOf('webhooks').filter((a) => a.scope === secret.id);
-    assert.deepEqual(
-      readers.map((a) => [a.role, a.principalId]),
-      [['4633458b-17de-408a-b874-0445c86b69e6', appPrincipal('webhooks')]],
-    );
+    for (const secret of [webhookSecret, callbackKey]) {
+      const readers = roleAssignmentsOf('webhooks').filter((a) => a.scope === secret.id);
+      assert.deepEqual(
+        readers.map((a) => [a.role, a.principalId]),
+        [['4633458b-17de-408a-b874-0445c86b69e6', appPrincipal('webhooks')]],
+        leafName(secret),
+      );
+    }
     const site = onlyOf('Microsoft.Web/sites', 'webhooks');
     assert.equal((site.properties as { keyVaultReferenceIdentity: string }).keyVaultReferenceIdentity, identity().id);
   });

@@ -6,5 +6,7 @@ extends '../main.bicepparam'
 param webhookUrl = 'https://hooks.example.com/pushdrain'
 param webhookSecret = 'whsec_c25hcHNob3Qtb25seS1ub3QtYS1zZWNyZXQ='
 param callbackOrigins = 'https://billing.example.com'
+// Callbacks signed with a key of their own (fixed and fake, like the secret above).
+param callbackSigningKey = 'whsk_c25hcHNob3Qtb25seS1ub3QtYS1zaWduaW5nLWtleSE='
 // Batches (and their owner-index entries) kept for a year.
 param batchRetentionDays = 365

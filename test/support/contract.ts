@@ -23,6 +23,8 @@ export const HTTP_CONTRACT = [
   { name: 'dashboard', route: 'dashboard', methods: ['GET'], authLevel: 'anonymous' },
   // The OpenAPI document (static/openapi.json): anonymous, no Storage request, as the page shell.
   { name: 'openApiDocument', route: 'openapi.json', methods: ['GET'], authLevel: 'anonymous' },
+  // The public keys that verify callbacks' v1a signatures: anonymous, they sign nothing; no Storage request.
+  { name: 'eventKeys', route: 'events/keys', methods: ['GET'], authLevel: 'anonymous' },
 ];
 export const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
 export const TOPIC_CONTRACT = [

@@ -73,9 +73,7 @@ interface ResponseInitLike {
 
 function observed(method: string, path: string, init: ResponseInitLike): ObservedResponse {
   const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach(
-    (v, k) => (headers[k.toLowerCase()] = v),
-  );
+  new Headers(init.headers).forEach((v, k) => (headers[k.toLowerCase()] = v));
   let body = '';
   if (init.jsonBody !== undefined) {
     body = JSON.stringify(init.jsonBody);
@@ -130,13 +128,19 @@ function wrapHandlers(mod: Record<string, unknown>): void {
   }
 }
 
+/** The app's own HTTP adapters (functions/*-http.js), by resolved file: a dependency's `./…-http` is not one. */
+const HANDLER_FILE = /[\\/]dist[\\/]functions[\\/][a-z-]+-http\.js$/;
+
 function installHandlerHook(): void {
-  const m = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };
+  const m = Module as unknown as {
+    _load: (request: string, parent: unknown, isMain: boolean) => unknown;
+    _resolveFilename: (request: string, parent: unknown, isMain: boolean) => string;
+  };
   const load = m._load;
   const wrapped = new WeakSet<object>();
   m._load = function (request: string, parent: unknown, isMain: boolean): unknown {
     const exports = load.call(this, request, parent, isMain);
-    if (/[\\/]functions[\\/][a-z-]+-http(\.js)?$/.test(request) || /^\.\.?\/[a-z-]+-http$/.test(request)) {
+    if (/-http(\.js)?$/.test(request) && HANDLER_FILE.test(m._resolveFilename(request, parent, isMain))) {
       if (typeof exports === 'object' && exports !== null && !wrapped.has(exports)) {
         wrapped.add(exports);
         theContract();

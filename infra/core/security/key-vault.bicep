@@ -1,6 +1,7 @@
-// A Key Vault for the app's one secret, PUSHDRAIN_WEBHOOK_SECRET: RBAC-authorized (no access
-// policies), soft delete and purge protection on, and only the app identity may read secrets.
-// The app setting is a Key Vault reference, so the secret never sits in the site's configuration.
+// A Key Vault for the app's secrets, PUSHDRAIN_WEBHOOK_SECRET and, when given, the callbacks'
+// PUSHDRAIN_CALLBACK_SIGNING_KEY: RBAC-authorized (no access policies), soft delete and purge
+// protection on, and only the app identity may read them. The app settings are Key Vault
+// references, so no secret sits in the site's configuration.
 
 @description('Key Vault name (3-24 chars).')
 param name string
@@ -15,6 +16,16 @@ param secretName string
 @secure()
 @description('The Standard Webhooks secret (whsec_…) that signs batch events.')
 param webhookSecret string
+
+@description('Whether callbacks are on: then the vault also holds their signing key.')
+param storeCallbackKey bool = false
+
+@secure()
+@description('The ed25519 seed (whsk_…) that signs callbacks.')
+param callbackSigningKey string = ''
+
+@description('Name of the callback signing key\'s secret.')
+param callbackKeySecretName string = 'pushdrain-callback-signing-key'
 
 @description('Principal id of the app identity (reads the secret through the Key Vault reference).')
 param identityPrincipalId string
@@ -51,6 +62,25 @@ resource secret 'Microsoft.KeyVault/vaults/secrets@2026-02-01' = {
 resource appReadsSecret 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(secret.id, identityPrincipalId, keyVaultSecretsUser)
   scope: secret
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsUser)
+    principalId: identityPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource callbackKey 'Microsoft.KeyVault/vaults/secrets@2026-02-01' = if (storeCallbackKey) {
+  parent: vault
+  name: callbackKeySecretName
+  properties: {
+    value: callbackSigningKey
+    contentType: 'Standard Webhooks ed25519 signing key'
+  }
+}
+
+resource appReadsCallbackKey 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (storeCallbackKey) {
+  name: guid(vault.id, callbackKeySecretName, identityPrincipalId, keyVaultSecretsUser)
+  scope: callbackKey
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsUser)
     principalId: identityPrincipalId
