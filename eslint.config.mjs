@@ -81,6 +81,7 @@ export default tseslint.config(
       'tools/devstack/test/packaging.test.ts',
       'test/chaos.test.ts',
       'test/crash-soak.test.ts',
+      'test/delivery-crash.test.ts',
     ],
     rules: { 'no-restricted-properties': 'off' },
   },

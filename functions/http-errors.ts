@@ -23,8 +23,9 @@ export function redactSecrets(text: string): string {
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
   const e = ensureError(error);
   if (e instanceof AccessError) {
-    const challenge: Record<string, string> =
-      e.status === 401 ? { 'WWW-Authenticate': 'Bearer error="invalid_token"' } : {};
+    const challenge: Record<string, string> = e.challenge
+      ? { 'WWW-Authenticate': `Bearer error="${e.challenge}"` }
+      : {};
     return json(
       e.status,
       { error: e.code, message: e.message, ...(e.requiredRoles.length > 0 ? { requiredRoles: e.requiredRoles } : {}) },
@@ -36,7 +37,12 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
       e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
     return json(
       e.status,
-      { error: e.code, message: e.message, ...(e.details.length > 0 ? { details: e.details } : {}) },
+      // invalid_batch always carries its details (the contract's shape), empty for a problem of the whole body.
+      {
+        error: e.code,
+        message: e.message,
+        ...(e.details.length > 0 || e.code === 'invalid_batch' ? { details: e.details } : {}),
+      },
       retryAfter,
     );
   }

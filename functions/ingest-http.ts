@@ -3,10 +3,11 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 
 import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter, submitterOf } from '../shared/auth/principal';
-import { AbortedError, ValidationError } from '../shared/errors';
+import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
+import { LogBudget } from '../shared/util/log-budget';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 import { authLevel, ROUTE_ROLES } from './route-access';
@@ -30,6 +31,22 @@ export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean 
   if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip')
     throw unsupported('Content-Encoding must be gzip or absent');
   return { format, gzip: encoding !== 'identity' };
+}
+
+/** Refused submissions are logged one line each, as accepted ones are, up to this many a minute. */
+const REFUSALS_LOGGED_PER_MINUTE = 10;
+const refusals = new LogBudget(REFUSALS_LOGGED_PER_MINUTE);
+
+/** One line for a refused submission (4xx): what the client was told, never the body nor a credential. */
+function logRefusal(response: HttpResponseInit, context: InvocationContext): void {
+  if (response.status === undefined || response.status < 400 || response.status >= 500) return;
+  const body = (response.jsonBody ?? {}) as { error?: string; message?: string; details?: ErrorDetail[] };
+  const first = body.details?.[0];
+  const where = first ? [`line ${first.line}`, first.field].filter((p) => p !== '').join(', ') : '';
+  const line = refusals.pass(
+    `batch refused: HTTP ${response.status} ${body.error ?? ''}: ${body.message ?? ''}${first ? `; first: ${where}: ${first.message}` : ''}`,
+  );
+  if (line) context.warn(line);
 }
 
 /** Reads the body with a cap, refusing early on a declared Content-Length over it. */
@@ -109,9 +126,13 @@ export async function postBatch(
       { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
     );
   } catch (e) {
-    if (e instanceof AbortedError)
+    if (e instanceof AbortedError) {
       context.log(`the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`);
-    return errorResponse(e, context);
+      return errorResponse(e, context);
+    }
+    const response = errorResponse(e, context);
+    logRefusal(response, context);
+    return response;
   }
 }
 

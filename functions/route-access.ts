@@ -25,3 +25,22 @@ export const ROUTE_ROLES = {
   status: ['Batches.Read'],
   admin: ['Operations.Admin'],
 } as const satisfies Record<string, readonly Role[]>;
+
+/**
+ * Who may call each HTTP function when tokens are checked, by function name: its roles, or `open`
+ * (no credential at all). What `npm start` prints beside each route; a test holds it against the
+ * registered routes, so a route added or renamed without an entry here fails there.
+ */
+export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>> = {
+  postBatch: ROUTE_ROLES.submit,
+  listBatches: ROUTE_ROLES.listBatches,
+  getBatch: ROUTE_ROLES.readBatch,
+  getBatchReport: ROUTE_ROLES.readBatch,
+  getBatchTimeline: ROUTE_ROLES.readBatch,
+  opsStatus: ROUTE_ROLES.status,
+  opsRedrive: ROUTE_ROLES.admin,
+  opsWebhookTest: ROUTE_ROLES.admin,
+  health: 'open',
+  dashboard: 'open',
+  eventKeys: 'open',
+};

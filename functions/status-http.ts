@@ -1,5 +1,5 @@
 /**
- * GET /api/admin/status (function key: read-only) and GET /api/dashboard (the page shell:
+ * GET /api/ops/status (function key: read-only) and GET /api/dashboard (the page shell:
  * static, no data, no key inside, no Storage request; the data it shows needs the key).
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
@@ -28,8 +28,8 @@ export function getDashboard(app: PushdrainApp, req: HttpRequest): HttpResponseI
   return { status: 200, body: page.body, headers: page.headers };
 }
 
-app.http('adminStatus', {
-  route: 'admin/status',
+app.http('opsStatus', {
+  route: 'ops/status',
   methods: ['GET'],
   authLevel: authLevel('function'),
   handler: (req, context) => getStatus(pushdrainApp(), req, context),

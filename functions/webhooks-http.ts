@@ -1,5 +1,5 @@
 /**
- * POST /api/admin/webhooks/test: one signed test event (`com.pushdrain.webhook.test`) to every
+ * POST /api/ops/webhooks/test: one signed test event (`com.pushdrain.webhook.test`) to every
  * PUSHDRAIN_WEBHOOK_URL, answered per target with its status, time and error. Admin only; it writes
  * nothing (a probe, not an outbox entry). 409 no_webhooks when no webhook is configured.
  */
@@ -37,8 +37,8 @@ export async function postWebhookTest(
   }
 }
 
-app.http('adminWebhookTest', {
-  route: 'admin/webhooks/test',
+app.http('opsWebhookTest', {
+  route: 'ops/webhooks/test',
   methods: ['POST'],
   authLevel: authLevel('admin'),
   handler: (req, context) => postWebhookTest(pushdrainApp(), req, context),

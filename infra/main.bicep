@@ -46,6 +46,12 @@ param principalType string = 'User'
 @description('PUSHDRAIN_AUTH: entra = Microsoft Entra ID bearer tokens with app roles (routes anonymous at the platform, checked in the app); keys = function keys only; both = a function key at the platform and, when sent, a token that narrows the caller.')
 param authMode string = 'entra'
 
+@description('PUSHDRAIN_AUTH_CLIENT_APPS: the client app ids (comma-separated) allowed to call with a token (azp, or appid in v1 tokens); empty allows any app the tenant issues a token for the API to (its app role assignments still decide what it may do).')
+param authClientApps string = ''
+
+@description('PUSHDRAIN_AUTH_KEY_ROLES (authMode both): the app roles of a caller with a function key and no token, comma-separated, or none to require a token beside the key; empty gives every role, so a function key is an operator credential.')
+param authKeyRoles string = ''
+
 @description('The API\'s app registration (client) id, set by the preprovision hook; an accepted token audience.')
 param apiAppId string = ''
 
@@ -103,6 +109,11 @@ param archiveRetentionDays int = 30
 @maxValue(3650)
 @description('Lifecycle rule: delete work/ and results/ blobs (chunk and result intermediates) this many days after their last change. Keep it above the longest time a poison message may wait for a redrive. 0 disables the rule.')
 param intermediateRetentionDays int = 30
+
+@minValue(0)
+@maxValue(3650)
+@description('Lifecycle rule: delete a batch (its manifest and report) and its owner-index entries this many days after their last change. Keep it above the longest a batch may stay open. 0 (the default) keeps batches forever.')
+param batchRetentionDays int = 0
 
 // ---------------------------------------------------------------------------------------------
 // Monitoring
@@ -376,6 +387,7 @@ module storage 'core/storage/storage-account.bicep' = {
     deploymentContainerName: deploymentContainerName
     archiveRetentionDays: archiveRetentionDays
     intermediateRetentionDays: intermediateRetentionDays
+    batchRetentionDays: batchRetentionDays
   }
 }
 
@@ -490,6 +502,8 @@ var authSettings = authMode == 'keys' ? { PUSHDRAIN_AUTH: 'keys' } : {
   PUSHDRAIN_AUTH_ISSUER: '${loginEndpoint}${tenant().tenantId}/v2.0'
   PUSHDRAIN_AUTH_AUDIENCE: join(filter([apiAppId, apiIdentifierUri], a => !empty(a)), ',')
   PUSHDRAIN_AUTH_JWKS_URL: '${loginEndpoint}${tenant().tenantId}/discovery/v2.0/keys'
+  PUSHDRAIN_AUTH_CLIENT_APPS: authClientApps
+  PUSHDRAIN_AUTH_KEY_ROLES: authKeyRoles
 }
 
 // Only with the secondary namespace; unset, the app sends to the primary alone and registers no syphon.

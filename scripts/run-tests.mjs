@@ -1,8 +1,10 @@
 // Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
-// tests) with Node's built-in runner.
+// tests) with Node's built-in runner. `--unit` runs only the unit lane: the files whose first line is
+// the mark in test/support/unit-lane.ts (logic only), for the edit-compile-test loop.
 // Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 function find(dir) {
@@ -34,11 +36,16 @@ const rank = (f) => {
   return i === -1 ? LONGEST_FIRST.length : i;
 };
 
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const unitOnly = args.includes('--unit');
+const only = args.filter((a) => a !== '--unit');
+const guard = './dist/test/support/unit-lane.js';
+const { inUnitLane } = createRequire(import.meta.url)(join('..', guard));
 const files = ['dist/test', 'dist/tools']
   .filter((d) => existsSync(d))
   .flatMap(find)
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .filter((f) => !unitOnly || inUnitLane(f))
   .sort()
   .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
@@ -47,5 +54,8 @@ if (files.length === 0) {
 }
 // Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
 // timeout), and a third one uses that time.
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=3', ...files], { stdio: 'inherit' });
+// The guard is preloaded into every file, so the unit lane's promise holds in the full run too.
+const r = spawnSync(process.execPath, ['--require', guard, '--test', '--test-concurrency=3', ...files], {
+  stdio: 'inherit',
+});
 process.exit(r.status ?? 1);

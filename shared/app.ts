@@ -15,6 +15,7 @@ import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/drain';
 import { AbortedError, PermanentError } from './errors';
 import { checkCallbackUrl } from './events/callback-policy';
+import { CallbackSigner, type PublishedKey } from './events/callback-signer';
 import type { DeliveryOutcome, EventDelivery } from './events/event-delivery';
 import type { TestEventResult, TestEvents } from './events/test-event';
 import { bufferSource } from './ingest/body';
@@ -242,7 +243,7 @@ export class PushdrainApp {
     return result;
   }
 
-  /** GET /api/admin/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
+  /** GET /api/ops/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
   async statusReport(): Promise<StatusReport> {
     await this.ready();
     return this.#parts.status.report();
@@ -334,7 +335,7 @@ export class PushdrainApp {
   }
 
   /**
-   * POST /api/admin/webhooks/test: one signed test event to each PUSHDRAIN_WEBHOOK_URL, answered per
+   * POST /api/ops/webhooks/test: one signed test event to each PUSHDRAIN_WEBHOOK_URL, answered per
    * target. A probe: no Storage request, nothing recorded or retried.
    */
   sendTestEvent(): Promise<TestEventResult> {
@@ -420,6 +421,14 @@ export class PushdrainApp {
   healthProbe(): HealthState {
     this.#parts.deadLetterTally?.refreshIfStale();
     return this.health();
+  }
+
+  /**
+   * GET /api/events/keys: the public keys a client verifies its callbacks with (`v1a`, ed25519), as
+   * a JWKS with Standard Webhooks' `whpk_` form beside each. From settings: no Storage request.
+   */
+  eventKeys(): { keys: PublishedKey[] } {
+    return new CallbackSigner(this.#parts.settings.events.callbackKeys).published();
   }
 
   /** This process's Storage requests by operation; makes no request itself. */

@@ -56,7 +56,10 @@ export const layout = {
   report: (batchId: string): BlobRef => ({ container: 'reports', name: `${batch(batchId)}.json` }),
   /** `batches/open/{batchId}`: present from acceptance until the batch is completed or failed. */
   openBatch: (batchId: string): BlobRef => ({ container: 'batches', name: `${OPEN_PREFIX}${batch(batchId)}` }),
-  /** `batches/owners/{objectId}/{newestFirstKey}`: written with the open marker, never removed. */
+  /**
+   * `batches/owners/{objectId}/{newestFirstKey}`: written with the open marker; deleted with its
+   * batch's manifest and report by the same lifecycle rule (infra's batchRetentionDays).
+   */
   ownerEntry: (objectId: string, submittedAt: string, batchId: string): BlobRef => ({
     container: 'batches',
     name: `${ownerPrefix(objectId)}${newestFirstKey(submittedAt, batchId)}`,

@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * Guardrails in tooling: the app (functions/, shared/) never imports tooling (tools/, test/),
  * shared/ never reaches up into functions/ or @azure/functions, and no module imports itself

@@ -2,7 +2,8 @@
  * docs/SECURITY.md's keys, checked on the registrations the Functions host would receive (captured
  * in a child process by tools/devstack/host/print-registrations): batch routes and read-only operator views
  * need a function key, admin routes that change something the admin (master) key, and only the
- * health check and the status page shell (no data, no key) are anonymous.
+ * health check, the status page shell (no data, no key) and the callback keys (public keys) are
+ * anonymous.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -18,7 +19,7 @@ interface Route {
 }
 
 describe('HTTP auth levels', () => {
-  test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health and the page shell are anonymous', () => {
+  test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health, the page shell and the callback keys are anonymous', () => {
     const root = repoRoot();
     const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
       cwd: root,
@@ -28,24 +29,24 @@ describe('HTTP auth levels', () => {
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: (Route & { methods: string[] })[] }).routes;
     assert.ok(routes.length >= 4);
-    const ANONYMOUS = ['api/health', 'api/dashboard'];
+    const ANONYMOUS = ['api/health', 'api/dashboard', 'api/events/keys'];
     for (const r of routes) {
       const readOnly = r.methods.every((m) => m === 'GET' || m === 'HEAD');
       const expected = ANONYMOUS.includes(r.template)
         ? 'anonymous'
-        : r.template.startsWith('api/admin/') && !readOnly
+        : r.template.startsWith('api/ops/') && !readOnly
           ? 'admin'
           : 'function';
       assert.equal(r.authLevel, expected, `${r.functionName} (${r.template})`);
     }
-    assert.equal(routes.find((r) => r.template === 'api/admin/status')?.authLevel, 'function');
+    assert.equal(routes.find((r) => r.template === 'api/ops/status')?.authLevel, 'function');
     for (const template of ['api/batches', 'api/batches/{batchId}', 'api/batches/{batchId}/report', 'api/health']) {
       assert.ok(
         routes.some((r) => r.template === template),
         template,
       );
     }
-    const redrive = routes.find((r) => r.template === 'api/admin/redrive');
+    const redrive = routes.find((r) => r.template === 'api/ops/redrive');
     if (redrive) assert.equal(redrive.authLevel, 'admin');
   });
 
@@ -74,6 +75,6 @@ describe('HTTP auth levels', () => {
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: Route[] }).routes;
     assert.equal(routes.find((r) => r.template === 'api/batches')?.authLevel, 'function');
-    assert.equal(routes.find((r) => r.template === 'api/admin/redrive')?.authLevel, 'admin');
+    assert.equal(routes.find((r) => r.template === 'api/ops/redrive')?.authLevel, 'admin');
   });
 });

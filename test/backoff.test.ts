@@ -1,3 +1,4 @@
+// unit lane: logic only
 /** Every back-off of the app, checked exactly: `random` is injected, nothing sleeps. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

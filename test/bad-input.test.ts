@@ -93,11 +93,12 @@ async function refused(
   assert.ok(typeof body.message === 'string' && body.message.length > 10, `${name}: a message`);
   assert.equal((res.headers as Record<string, string>)['Content-Type'], 'application/json', name);
   for (const d of body.details ?? []) {
-    assert.ok(Number.isInteger(d.line) && d.line >= 0, `${name}: line ${d.line}`);
+    // The contract: `line` is 1-based. A problem of the whole body has no line, so no detail.
+    assert.ok(Number.isInteger(d.line) && d.line >= 1, `${name}: line ${d.line}`);
     assert.equal(typeof d.field, 'string', name);
     assert.ok(d.message.length > 0, name);
   }
-  if (error === 'invalid_batch') assert.ok((body.details ?? []).length > 0, `${name}: details`);
+  if (error === 'invalid_batch') assert.ok(Array.isArray(body.details), `${name}: details, empty or not`);
   assert.equal(app.storageTransactions().total, before, `${name}: no Storage request was made`);
   return body;
 }
@@ -159,7 +160,12 @@ describe('malformed bodies', () => {
       ['trailing garbage', `[${g}] xyz`, ['1:'], /after the closing "\]"/],
       ['a bare number', '42', ['1:'], /must be an array of transactions/],
       ['an object, not an array', g, ['1:'], /must be an array of transactions/],
-      ['NDJSON sent as JSON', `${g}\n${line(tx(2))}`, ['1:'], /must be an array of transactions/],
+      [
+        'NDJSON sent as JSON',
+        `${g}\n${line(tx(2))}`,
+        ['1:'],
+        /must be an array of transactions \(one transaction per line is NDJSON: send it as application\/x-ndjson\)$/,
+      ],
       ['a trailing comma', `[${g},]`, ['1:'], /where an item was expected/],
       ['a leading comma', `[,${g}]`, ['1:'], /where an item was expected/],
       ['a missing comma', `[${g} ${line(tx(2))}]`, ['1:'], /malformed JSON/],
@@ -285,23 +291,25 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
   test('an empty batch, in every shape', async () => {
     const { app, parts, events } = await testRuntime();
     const cases: [string, Buffer | string | undefined, Record<string, string>, string[], RegExp][] = [
-      ['no body at all', undefined, NDJSON, ['0:'], /the batch is empty/],
-      ['only blank lines', '\n\n  \r\n\t\n', NDJSON, ['0:'], /the batch is empty/],
-      ['[ ] with whitespace', ' [ \n ] ', JSON_TYPE, ['0:'], /the batch is empty/],
+      ['no body at all', undefined, NDJSON, [], /the batch is empty/],
+      ['only blank lines', '\n\n  \r\n\t\n', NDJSON, [], /the batch is empty/],
+      ['[ ] with whitespace', ' [ \n ] ', JSON_TYPE, [], /the batch is empty/],
       ['whitespace as JSON', ' \n ', JSON_TYPE, ['1:'], /the body is empty/],
       [
         'gzip of nothing',
         gzipSync(Buffer.alloc(0)),
         { ...NDJSON, 'content-encoding': 'gzip' },
-        ['0:'],
+        [],
         /the batch is empty/,
       ],
-      ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, ['0:'], /the batch is empty/],
+      ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, [], /the batch is empty/],
     ];
     for (const [name, body, headers, expected, message] of cases) {
       const b = await refused(app, name, () => postRaw(app, body, headers), 400, 'invalid_batch');
       assert.deepEqual(where(b), expected, name);
-      assert.match(b.details![0]!.message, message, name);
+      // An empty batch has no line to name (`line` is 1-based): the message says it, the details are empty.
+      assert.match(expected.length === 0 ? b.message : b.details![0]!.message, message, name);
+      assert.ok(Array.isArray(b.details), `${name}: invalid_batch always carries its details`);
     }
     await nothingWritten(parts, events);
   });
@@ -361,8 +369,9 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
         400,
         'invalid_batch',
       );
-      assert.deepEqual(where(b), ['0:'], name);
-      assert.match(b.details![0]!.message, /does not inflate/, name);
+      // A problem of the whole body: no line to name (`line` is 1-based), so the message says it.
+      assert.deepEqual(b.details, [], name);
+      assert.match(b.message, /does not inflate/, name);
     }
     await nothingWritten(parts, events);
   });
@@ -410,7 +419,8 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
         400,
         'invalid_idempotency_key',
       );
-      assert.deepEqual(where(b), ['0:Idempotency-Key'], name);
+      assert.deepEqual(where(b), [], name);
+      assert.match(b.message, /^Idempotency-Key must be 1-128 characters/, name);
     }
     // Refused before reading: an oversize body with a bad key is a 400, not a 413.
     await refused(
@@ -527,7 +537,8 @@ describe('batch ids in the status and report routes', () => {
         400,
         'invalid_request',
       );
-      assert.deepEqual(where(b), ['0:format']);
+      assert.deepEqual(where(b), []);
+      assert.equal(b.message, 'format must be json or csv');
     }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
     const before = parts.meter.total();

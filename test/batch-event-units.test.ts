@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The pure rules behind batch events, checked exactly: an attempt's outcome against the retry
  * schedule, the SSRF guard's address ranges, the event settings (and that the secret never

@@ -28,6 +28,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, startTestBroker } from './support/broker';
+import { callbackKeys } from './support/callback-verifier';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, submitHeld, wake } from './support/local-stack';
 import { uniquePrefix } from './support/storage';
@@ -40,8 +41,9 @@ const SCHEDULE = '1,1,1';
 let stack: LocalStack;
 let main: WebhookReceiver;
 let other: WebhookReceiver;
-/** A client's own receiver, at an origin the operator allowlisted exactly. */
+/** A client's own receiver, at an origin the operator allowlisted exactly: it holds only the public keys. */
 let client: WebhookReceiver;
+let clientKeys: string[] = [];
 /** Where a redirect points: it must never be reached. */
 let sink: WebhookReceiver;
 /** An allowlisted callback that answers every request with a redirect to `sink`. */
@@ -52,7 +54,7 @@ before(async () => {
   [main, other, client, sink] = await Promise.all([
     startWebhookReceiver(SECRET),
     startWebhookReceiver(SECRET, '/other'),
-    startWebhookReceiver(SECRET, '/client/events'),
+    startWebhookReceiver({ publicKeys: () => clientKeys }, '/client/events'),
     startWebhookReceiver(SECRET, '/latest/meta-data'),
   ]);
   redirector = createServer((req, res) => {
@@ -74,6 +76,7 @@ before(async () => {
     },
     withAuditSubscription(),
   );
+  clientKeys = await callbackKeys(stack.host.base);
 });
 
 after(async () => {
@@ -135,7 +138,7 @@ async function received(
 }
 
 async function redriveDeliveries(base: string): Promise<{ moved: number; byQueue: Record<string, number> }> {
-  const res = await fetch(`${base}/api/admin/redrive`, {
+  const res = await fetch(`${base}/api/ops/redrive`, {
     method: 'POST',
     body: JSON.stringify({ queue: 'deliveries' }),
     headers: { 'Content-Type': 'application/json', 'x-functions-key': LOCAL_KEY },
@@ -379,11 +382,11 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
   });
 
   test('a wildcard-allowlisted host that resolves to loopback or the metadata address is refused at delivery', async () => {
+    const port = new URL(sink.url).port;
     const settings = eventSettings({
       PUSHDRAIN_WEBHOOK_SECRET: SECRET,
-      PUSHDRAIN_CALLBACK_ORIGINS: 'https://*.allowed.test',
+      PUSHDRAIN_CALLBACK_ORIGINS: `https://*.allowed.test:${port}`,
     });
-    const port = new URL(sink.url).port;
     // The resolver is the seam: these names resolve as an attacker's DNS would answer.
     const answers: Record<string, string> = {
       'loop.allowed.test': '127.0.0.1',

@@ -1,3 +1,4 @@
+// unit lane: logic only
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 

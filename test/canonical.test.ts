@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The one-parse path: canonical lines, reading them back by position, chunk blobs kept by the
  * validation pass, and the NDJSON reader, each checked against the straightforward way

@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The chunk size rule (shared/ingest/chunk-size.ts): its figures for the batch sizes the
  * bench and the docs name, each bound on its own, and the pieces it is made of: a chunk of

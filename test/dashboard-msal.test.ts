@@ -111,6 +111,44 @@ describe('status page sign-in with MSAL against the local issuer', () => {
     },
   );
 
+  test(
+    'signing out ends the session at the issuer, comes back to the page signed out, and a reload stays so',
+    { skip },
+    async () => {
+      const page = await signIn('alice', ['Batches.Submit']);
+      const logouts: string[] = [];
+      page.on('request', (r) => {
+        if (r.url().includes('/oauth2/v2.0/logout')) logouts.push(r.url());
+      });
+      assert.ok(await page.isVisible('#sign-out'));
+      await page.click('#sign-out');
+      await page.waitForURL((u) => u.pathname.endsWith('/api/dashboard') && logouts.length > 0, WAIT);
+      await page.waitForSelector('#msal-sign-in:not([hidden])', WAIT);
+      const back = new URL(logouts[0] ?? '').searchParams.get('post_logout_redirect_uri');
+      assert.equal(back, `${stack.host.base}/api/dashboard`);
+      assert.equal(await page.textContent('#who'), '');
+      assert.ok(await page.isHidden('#sign-out'));
+      const cached = (): Promise<string[]> =>
+        page.evaluate(() =>
+          Object.keys((globalThis as unknown as { sessionStorage: object }).sessionStorage).filter((k) =>
+            /accesstoken|refreshtoken|idtoken/i.test(k),
+          ),
+        );
+      assert.deepEqual(await cached(), [], 'MSAL kept no token in this tab');
+      await page.reload();
+      // Signed out, the page reads the status without a token (401, the error shows); signed in, it names who.
+      await page.waitForFunction(
+        () =>
+          document.querySelector('#error')?.hidden === false ||
+          (document.querySelector('#who')?.textContent ?? '') !== '',
+        null,
+        WAIT,
+      );
+      assert.equal(await page.textContent('#who'), '', 'a reload does not sign in again');
+      await page.close();
+    },
+  );
+
   test('a reader signs in with MSAL and gets the status report, without the redrive controls', { skip }, async () => {
     const batchId = await submitAs('carol');
     const page = await signIn('rita', ['Batches.Read']);

@@ -18,8 +18,14 @@ import { type TestIssuer, testIssuer } from './support/tokens';
 interface El {
   textContent: string | null;
   hidden: boolean;
+  id: string;
+  getClientRects(): ArrayLike<{ top: number }>;
 }
-declare const document: { querySelector(selector: string): El | null };
+declare const document: {
+  querySelector(selector: string): El | null;
+  querySelectorAll(selector: string): ArrayLike<El> & Iterable<El>;
+  activeElement: El | null;
+};
 
 const skip = browserSkip();
 const WAIT = { timeout: 30_000, polling: 100 };
@@ -55,7 +61,7 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     );
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('request', (r) => {
-      if (r.url().endsWith('/api/admin/status'))
+      if (r.url().endsWith('/api/ops/status'))
         statusRequests.push(`${name}: ${r.headers().authorization ? 'bearer' : 'none'}`);
     });
     const res = await page.goto(`${stack.host.base}/api/dashboard#refresh=300`);
@@ -68,6 +74,25 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
 
   const hidden = (page: Page, selector: string): Promise<boolean> =>
     page.evaluate((s) => document.querySelector(s)?.hidden ?? false, selector);
+
+  test(
+    'before sign-in the page says what the app answered and points at the token, not at a function key',
+    { skip },
+    async () => {
+      const page = await browser.context.newPage();
+      await page.goto(`${stack.host.base}/api/dashboard`);
+      await page.waitForFunction(() => document.querySelector('#error')?.hidden === false, undefined, WAIT);
+      const error = (await page.textContent('#error')) ?? '';
+      assert.match(
+        error,
+        /^Refused \(401\): a bearer token is required \(app role Batches\.Read\)\. (Sign in with Microsoft, or paste|Paste) a token into "Entra token" above\.$/,
+      );
+      assert.doesNotMatch(error, /function key/);
+      const focused = await page.evaluate(() => document.activeElement?.id ?? '');
+      assert.ok(['token', 'msal-sign-in'].includes(focused), `focus on the sign-in, not the key box: ${focused}`);
+      await page.close();
+    },
+  );
 
   test(
     'a submitter sees who it is, finds its own batch, not another’s, and no status report or redrive',
@@ -101,6 +126,22 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     },
   );
 
+  test('signing out forgets the pasted token: the page asks again without one', { skip }, async () => {
+    const page = await signIn('rita', ['Batches.Read']);
+    await page.waitForSelector('body[data-loaded]', WAIT);
+    assert.ok(await page.isVisible('#sign-out'));
+    const sent: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/ops/status')) sent.push(r.headers().authorization ? 'bearer' : 'none');
+    });
+    await page.click('#sign-out');
+    await page.waitForFunction(() => (document.querySelector('#who')?.textContent ?? 'x') === '', null, WAIT);
+    assert.ok(await page.isHidden('#sign-out'));
+    await page.waitForFunction(() => document.querySelector('#error')?.hidden === false, null, WAIT);
+    assert.ok(sent.length > 0 && sent.every((s) => s === 'none'), `after sign-out: ${sent.join(', ')}`);
+    await page.close();
+  });
+
   test(
     'a reader sees the status report (every batch) without the redrive controls; an operator gets them',
     { skip },
@@ -123,6 +164,37 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
       assert.ok(await reader.isVisible('#deliveries'), 'a reader sees the event deliveries');
       assert.ok(await reader.isHidden('#webhook-test-form'), 'but not the test event button');
       assert.ok(statusRequests.includes('rita: bearer'));
+
+      // The overload tile in words a newcomer knows, explained on hover.
+      const overload = reader.locator('#tiles .tile', { hasText: 'chunks done twice / drains cut short here' });
+      assert.match((await overload.getAttribute('title')) ?? '', /^Chunks done twice: .*another drain had taken/);
+      // Idle: the count and the idle time it covers; an hourly rate only after enough idle time.
+      await reader.waitForFunction(
+        () =>
+          /idle Storage tx in \d+ s idle \(a rate per hour after 10 min of idle\)/.test(
+            document.querySelector('#cost')?.textContent ?? '',
+          ),
+        undefined,
+        WAIT,
+      );
+      assert.doesNotMatch((await reader.textContent('#cost')) ?? '', /per hour \(/);
+      // A narrow window: the depth legend wraps between names, never inside one ("work-" / "3").
+      await reader.setViewportSize({ width: 480, height: 900 });
+      const legend = await reader.evaluate(() =>
+        [...document.querySelectorAll('#legend-depth span')].map((el) => {
+          const rects = [...Array.from(el.getClientRects())];
+          return { name: el.textContent ?? '', lines: rects.length, top: Math.round(rects[0]?.top ?? 0) };
+        }),
+      );
+      assert.ok(
+        new Set(legend.map((l) => l.top)).size > 1,
+        `the legend wraps at this width: ${JSON.stringify(legend)}`,
+      );
+      assert.deepEqual(
+        legend.filter((l) => l.lines !== 1),
+        [],
+        'each name on one line',
+      );
       await reader.close();
 
       const operator = await signIn('oscar', ['Batches.Read', 'Operations.Admin']);

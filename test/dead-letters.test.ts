@@ -10,7 +10,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
 
-import { parseRedrive, postRedrive } from '../functions/admin-http';
+import { parseRedrive, postRedrive } from '../functions/redrive-http';
 import { health } from '../functions/batches-http';
 import { onWorkDetected } from '../functions/drain';
 import { onWatchdog } from '../functions/watchdog';
@@ -122,10 +122,10 @@ async function redriveDeadLetters(app: PushdrainApp, body: unknown): Promise<Dea
     app,
     new HttpRequest({
       method: 'POST',
-      url: 'http://localhost/api/admin/redrive',
+      url: 'http://localhost/api/ops/redrive',
       body: { string: JSON.stringify(body) },
     }),
-    context('adminRedrive'),
+    context('opsRedrive'),
   );
   assert.equal(res.status, 200, JSON.stringify(res.jsonBody));
   return res.jsonBody as DeadLetterRedriveResult;
@@ -391,10 +391,10 @@ describe('Service Bus dead letters: redrive and health', () => {
         app,
         new HttpRequest({
           method: 'POST',
-          url: 'http://localhost/api/admin/redrive',
+          url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
         }),
-        context('adminRedrive'),
+        context('opsRedrive'),
       );
     const none = await call({ deadLetters: true });
     assert.equal(none.status, 400);
@@ -418,10 +418,10 @@ describe('Service Bus dead letters: redrive and health', () => {
         app,
         new HttpRequest({
           method: 'POST',
-          url: 'http://localhost/api/admin/redrive',
+          url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
         }),
-        context('adminRedrive'),
+        context('opsRedrive'),
       );
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.match(

@@ -1,9 +1,9 @@
 /**
  * The operator's view of batch events, on the local stack (Azurite, the development broker, the local
  * host as `npm start` runs it) with real receivers on 127.0.0.1 that verify with `standardwebhooks`:
- * a delivery shows on `GET /api/admin/status` as pending, then retrying with its last status or error,
+ * a delivery shows on `GET /api/ops/status` as pending, then retrying with its last status or error,
  * then poisoned (peeked from `deliveries-poison`), and is gone once redriven and delivered; a
- * callback's path and query never show. `POST /api/admin/webhooks/test` and `pushdrain webhooks test`
+ * callback's path and query never show. `POST /api/ops/webhooks/test` and `pushdrain webhooks test`
  * send a verified test event and answer per target; `pushdrain queues` lists `deliveries-poison`.
  */
 import assert from 'node:assert/strict';
@@ -12,10 +12,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
-import { Webhook } from 'standardwebhooks';
-
 import type { StatusReport } from '../shared/status/status-report';
 import { generate, toNdjson } from '../tools/testkit/generate';
+import { callbackKeys, verifyCallback } from './support/callback-verifier';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf } from './support/local-stack';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -75,14 +74,14 @@ function statusUntil<T>(what: string, probe: (s: StatusReport, text: string) => 
 
 /** A callback receiver on the allowlisted port, verifying as a client would. */
 async function openCallback(): Promise<{ ids: string[]; close: () => Promise<void> }> {
-  const wh = new Webhook(SECRET);
+  const keys = await callbackKeys(stack.host.base);
   const ids: string[] = [];
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
       try {
-        wh.verify(Buffer.concat(parts).toString('utf8'), req.headers as Record<string, string>);
+        verifyCallback(Buffer.concat(parts).toString('utf8'), req.headers, keys);
         ids.push(String(req.headers['webhook-id']));
         res.writeHead(204).end();
       } catch {
@@ -193,10 +192,10 @@ describe('deliveries on the status report', () => {
 });
 
 describe('send a test event', () => {
-  test('POST /api/admin/webhooks/test: one verified com.pushdrain.webhook.test, answered per target', async () => {
+  test('POST /api/ops/webhooks/test: one verified com.pushdrain.webhook.test, answered per target', async () => {
     hook.script([], 200);
     const before = hook.requests.length;
-    const res = await fetch(`${stack.host.base}/api/admin/webhooks/test`, {
+    const res = await fetch(`${stack.host.base}/api/ops/webhooks/test`, {
       method: 'POST',
       headers: { 'x-functions-key': LOCAL_KEY },
     });
@@ -219,7 +218,7 @@ describe('send a test event', () => {
     assert.equal(got[0]?.event.type, 'com.pushdrain.webhook.test');
     assert.equal(got[0]?.contentType, 'application/cloudevents+json; charset=utf-8');
 
-    const bad = await fetch(`${stack.host.base}/api/admin/webhooks/test`, {
+    const bad = await fetch(`${stack.host.base}/api/ops/webhooks/test`, {
       method: 'POST',
       headers: { 'x-functions-key': LOCAL_KEY, 'Content-Type': 'application/json' },
       body: '{"target":"https://evil.example"}',

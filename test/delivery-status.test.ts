@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The deliveries part of the status report, as logic (the stack test, delivery-operations, shows it
  * on the real thing): bounded reads, pending vs retrying, and what a `Batches.Read` caller may see of

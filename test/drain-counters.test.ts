@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The coordinator's duplicate and lost-lease hook, as the composition root wires it, read back
  * through the SDK's own metric reader: counts by stage (the queue's partition is not a series),

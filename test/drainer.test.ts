@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The task group's logic with an in-memory queue and a fake clock: exact back-off delays, task
  * exit, scale-up, time budget, poison, delete-after-success. No test here sleeps.

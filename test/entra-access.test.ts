@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
-import { postRedrive } from '../functions/admin-http';
+import { postRedrive } from '../functions/redrive-http';
 import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
 import { getStatus } from '../functions/status-http';
@@ -75,12 +75,12 @@ const routes = {
     getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
   getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
     getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
-  adminStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('admin/status', h), context('adminStatus')),
-  adminRedrive: (app: PushdrainApp, h: Headers) =>
+  opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
+  opsRedrive: (app: PushdrainApp, h: Headers) =>
     postRedrive(
       app,
-      new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', headers: h }),
-      context('adminRedrive'),
+      new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', headers: h }),
+      context('opsRedrive'),
     ),
 } as const;
 
@@ -92,8 +92,8 @@ const ALLOWED: Record<RouteName, Partial<Record<Role, number>>> = {
   listBatches: { 'Batches.Submit': 200, 'Batches.Read': 200 },
   getBatch: { 'Batches.Submit': 200, 'Batches.Read': 200 },
   getBatchReport: { 'Batches.Submit': 409, 'Batches.Read': 409 }, // not completed yet: past the check, found
-  adminStatus: { 'Batches.Read': 200 },
-  adminRedrive: { 'Operations.Admin': 200 },
+  opsStatus: { 'Batches.Read': 200 },
+  opsRedrive: { 'Operations.Admin': 200 },
 };
 
 async function storageState(rt: TestRuntime): Promise<string> {
@@ -179,8 +179,8 @@ describe('PUSHDRAIN_AUTH=entra: every route × every role and bad credential', (
     const alices = await post(rt.app, bearer(await iss.token('alice', ['Batches.Submit'])));
     const id = (alices.jsonBody as { batchId: string }).batchId;
     assert.equal((await routes.getBatch(rt.app, { ...bob, ...forged }, id)).status, 404);
-    assert.equal((await routes.adminStatus(rt.app, { ...bob, ...forged })).status, 403);
-    assert.equal((await routes.adminRedrive(rt.app, { ...bob, ...forged })).status, 403);
+    assert.equal((await routes.opsStatus(rt.app, { ...bob, ...forged })).status, 403);
+    assert.equal((await routes.opsRedrive(rt.app, { ...bob, ...forged })).status, 403);
   });
 });
 
@@ -247,8 +247,8 @@ describe('two submitters cannot read, find or infer each other’s batches', () 
     assert.equal((await routes.getBatch(rt.app, alice, bobBatch)).status, 404);
 
     // The status listing is for readers only; a reader sees both, each with its submitter.
-    assert.equal((await routes.adminStatus(rt.app, bob)).status, 403);
-    const listing = (await routes.adminStatus(rt.app, reader)).jsonBody as { batches: BatchListing };
+    assert.equal((await routes.opsStatus(rt.app, bob)).status, 403);
+    const listing = (await routes.opsStatus(rt.app, reader)).jsonBody as { batches: BatchListing };
     const all = [...listing.batches.open, ...listing.batches.recent];
     assert.equal(all.find((b) => b.batchId === aliceBatch)?.submitter?.name, 'alice');
     assert.equal(all.find((b) => b.batchId === bobBatch)?.submitter?.name, 'bob');
@@ -271,7 +271,7 @@ describe('PUSHDRAIN_AUTH=both: the platform checks the key, a token narrows the 
       assert.equal((await routes.getBatch(rt.app, expired, keyedBatch)).status, 401);
       const alice = bearer(await both.token('alice', ['Batches.Submit']));
       assert.equal((await routes.getBatch(rt.app, alice, keyedBatch)).status, 404);
-      assert.equal((await routes.adminStatus(rt.app, alice)).status, 403);
+      assert.equal((await routes.opsStatus(rt.app, alice)).status, 403);
       await pump(rt.app, rt.events, () => completed(rt.observer, keyedBatch), 30_000);
     } finally {
       await both.close();

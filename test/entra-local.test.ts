@@ -85,7 +85,7 @@ describe('--auth entra against the local host with the local issuer', () => {
   });
 
   test('over HTTP: a forged X-MS-CLIENT-PRINCIPAL is ignored (401), the health and page shell stay open', async () => {
-    const forged = await fetch(`${stack.host.base}/api/admin/status`, {
+    const forged = await fetch(`${stack.host.base}/api/ops/status`, {
       headers: { 'x-ms-client-principal': forgedClientPrincipal(), 'x-ms-client-principal-idp': 'aad' },
     });
     assert.equal(forged.status, 401);

@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The failover logic on its own, with a manual clock and in-memory channels: the one table,
  * the per-entity states and their interval, the backlog rotation, the backlog message codec,

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 
 import { DEFAULT_RETRY_SCHEDULE } from '../shared/config/event-settings';
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
+import { batchIdFor, layout } from '../shared/layout';
 import { backlogQueues, CONTAINERS, entityNames, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { METRICS } from '../shared/telemetry/otel-metrics';
 import { backlogEntities } from '../tools/devstack/servicebus/secondary';
@@ -597,7 +598,35 @@ void describe('infra: names and settings the app relies on', () => {
       'both retentions 0: no policy',
     );
     const doc = readRepoFile('docs/DEPLOY.md');
-    for (const p of ['archiveRetentionDays', 'intermediateRetentionDays']) assert.match(doc, new RegExp(p));
+    for (const p of ['archiveRetentionDays', 'intermediateRetentionDays', 'batchRetentionDays'])
+      assert.match(doc, new RegExp(p));
+  });
+
+  void it('with batchRetentionDays a batch and its owner-index entries expire by one rule; open markers never', () => {
+    const rules = (
+      onlyOf('Microsoft.Storage/storageAccounts/managementPolicies', 'webhooks').properties as {
+        policy: { rules: { name: string; definition: { filters: { prefixMatch: string[] }; actions: unknown } }[] };
+      }
+    ).policy.rules;
+    const rule = rules.find((r) => r.name === 'expire-batches');
+    assert.ok(rule, 'the webhooks variant sets batchRetentionDays');
+    assert.deepEqual(rule.definition.actions, { baseBlob: { delete: { daysAfterModificationGreaterThan: 365 } } });
+    const expires = (ref: { container: string; name: string }): boolean =>
+      rule.definition.filters.prefixMatch.some((p) => `${ref.container}/${ref.name}`.startsWith(p));
+    const at = '2026-03-01T10:00:00.000Z';
+    for (const id of [batchIdFor(undefined), batchIdFor('order-1', 'oid-1'), batchIdFor('order-1')]) {
+      assert.ok(expires(layout.manifest(id)), `the manifest of ${id}`);
+      assert.ok(expires(layout.report(id)), `the report of ${id}`);
+      assert.ok(expires(layout.ownerEntry('0b5e-oid', at, id)), `the owner-index entry of ${id}`);
+      assert.ok(!expires(layout.openBatch(id)), `the open marker of ${id} (the finalizer removes it)`);
+    }
+    for (const variant of ['default', 'premium'] as const)
+      assert.ok(
+        !resourcesOf('Microsoft.Storage/storageAccounts/managementPolicies', variant)
+          .flatMap((p) => (p.properties as { policy: { rules: { name: string }[] } }).policy.rules)
+          .some((r) => r.name === 'expire-batches'),
+        `${variant}: batches are kept by default`,
+      );
   });
 });
 

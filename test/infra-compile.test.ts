@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 
 import { SCALE_SPECS, TUNING_SPECS } from '../shared/config/settings';
+import { FLEX_LIMITS } from './support/flex-deprecations';
 import { appSettingsOf } from './support/infra-snapshot';
 import { readRepoFile, repoRoot } from './support/repo';
 
@@ -54,8 +55,23 @@ interface ArmParameter {
   allowedValues?: unknown[];
 }
 
+interface ArmTemplate {
+  parameters: Record<string, ArmParameter>;
+  resources: Record<string, { type: string; properties?: { template?: ArmTemplate } }> | { type: string }[];
+}
+
+/** Every module's parameters, by module, from the nested deployments of a compiled template. */
+function moduleParameters(template: ArmTemplate): Record<string, ArmParameter>[] {
+  const resources = Object.values(template.resources) as { type: string; properties?: { template?: ArmTemplate } }[];
+  return resources.flatMap((r) => {
+    const nested = r.type === 'Microsoft.Resources/deployments' ? r.properties?.template : undefined;
+    return nested ? [nested.parameters ?? {}, ...moduleParameters(nested)] : [];
+  });
+}
+
 void describe('infra: the Bicep compiler', { skip }, () => {
   let parameters: Record<string, ArmParameter> = {};
+  let modules: Record<string, ArmParameter>[] = [];
 
   before(() => {
     if (!('exe' in compiler)) return;
@@ -66,7 +82,9 @@ void describe('infra: the Bicep compiler', { skip }, () => {
       maxBuffer: 64 * 1024 * 1024,
     });
     assert.equal(run.status, 0, run.stderr);
-    parameters = (JSON.parse(run.stdout) as { parameters: Record<string, ArmParameter> }).parameters;
+    const template = JSON.parse(run.stdout) as ArmTemplate;
+    parameters = template.parameters;
+    modules = moduleParameters(template);
   });
 
   void it(
@@ -148,6 +166,18 @@ void describe('infra: the Bicep compiler', { skip }, () => {
       assert.ok(
         int(name).minValue! >= ceiling.min && int(name).maxValue! <= ceiling.max,
         `${name} within ${ceiling.min}–${ceiling.max}`,
+      );
+    }
+  });
+
+  void it("the Flex parameters' bounds are Flex Consumption's documented ones, in main.bicep and in every module", () => {
+    const withFlex = [parameters, ...modules].filter((p) => p.instanceMemoryMB || p.maximumInstanceCount);
+    assert.ok(withFlex.length >= 2, `main.bicep and the function app module: ${withFlex.length}`);
+    for (const p of withFlex) {
+      assert.deepEqual(p.instanceMemoryMB?.allowedValues, [...FLEX_LIMITS.instanceMemoryMB]);
+      assert.deepEqual(
+        [p.maximumInstanceCount?.minValue, p.maximumInstanceCount?.maxValue],
+        [FLEX_LIMITS.maximumInstanceCount.min, FLEX_LIMITS.maximumInstanceCount.max],
       );
     }
   });

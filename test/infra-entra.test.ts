@@ -89,12 +89,25 @@ describe('infra: Microsoft Entra ID', () => {
   });
 });
 
-/** Stand-ins for az and azd: each call is logged (with a --body file's content) and answered from a table. */
-function fakeCli(appExists: boolean): {
+interface FakeApp {
+  appId: string;
+  id: string;
+  displayName: string;
+}
+const DEV_APP: FakeApp = { appId: 'app-1234', id: 'obj-1', displayName: 'pushdrain-dev' };
+
+/**
+ * Stand-ins for az and azd: each call is logged (with a --body file's content) and answered from a
+ * table. `ad app list` answers `apps` whatever it is asked (as a prefix match would: the hook must
+ * pick the exact name itself); `ad app show --id` knows those apps and the one `ad app create` makes.
+ */
+function fakeCli(apps: FakeApp[] | boolean): {
   bin: string;
   log: string;
   calls(): { cmd: string; args: string[]; body?: unknown }[];
 } {
+  const listed = apps === true ? [DEV_APP] : apps === false ? [] : apps;
+  const appExists = listed.some((a) => a.appId === DEV_APP.appId);
   const bin = mkdtempSync(join(tmpdir(), 'pushdrain-fake-az-'));
   const log = join(bin, 'calls.jsonl');
   const script = (cmd: string): string => `#!/usr/bin/env node
@@ -105,9 +118,14 @@ const body = at >= 0 ? JSON.parse(fs.readFileSync(args[at + 1].slice(1), 'utf8')
 fs.appendFileSync(${JSON.stringify(log)}, JSON.stringify({ cmd: ${JSON.stringify(cmd)}, args, body }) + '\\n');
 const a = args.join(' ');
 const out = (s) => process.stdout.write(s + '\\n');
-if (a.startsWith('ad app list')) out(${appExists ? "'app-1234'" : "''"});
+const apps = ${JSON.stringify([...listed, ...(appExists ? [] : [DEV_APP])])};
+if (a.startsWith('ad app list')) out(JSON.stringify(${JSON.stringify(listed)}));
 else if (a.startsWith('ad app create')) out('app-1234');
-else if (a.startsWith('ad app show')) out('obj-1');
+else if (a.startsWith('ad app show')) {
+  const app = apps.find((x) => x.appId === args[args.indexOf('--id') + 1]);
+  if (!app) { process.stderr.write('ERROR: Resource does not exist\\n'); process.exit(3); }
+  out(a.includes('-o json') ? JSON.stringify(app) : app.id);
+}
 else if (a.startsWith('ad sp list')) out(${appExists ? "'sp-1'" : "''"});
 else if (a.startsWith('ad sp create')) out('sp-1');
 else if (a.startsWith('ad signed-in-user show')) out('user-9');
@@ -135,6 +153,15 @@ else out('{}');
   };
 }
 
+interface HookRun {
+  status: number | null;
+  stderr: string;
+  /** Every call, as `cmd args…`. */
+  lines: string[];
+  /** The PATCH calls on an application. */
+  patched: string[];
+}
+
 function runHook(bin: string, env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [join(repoRoot(), 'infra', 'hooks', 'entra-app.mjs')], {
     encoding: 'utf8',
@@ -158,6 +185,13 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
       assert.deepEqual(app.identifierUris, ['api://app-1234']);
       assert.deepEqual(app.appRoles, rolesFile());
       assert.equal(app.api.requestedAccessTokenVersion, 2);
+      assert.deepEqual(
+        (app as unknown as { optionalClaims: { accessToken: { name: string }[] } }).optionalClaims.accessToken.map(
+          (c) => c.name,
+        ),
+        ['idtyp'],
+        'app-only tokens carry idtyp=app',
+      );
       assert.ok(calls.some((c) => line(c).startsWith('az ad sp create --id app-1234')));
       const sp = calls.find((c) => line(c).includes('--method PATCH') && line(c).includes('/servicePrincipals/sp-1'));
       assert.deepEqual(sp?.body, { appRoleAssignmentRequired: true });
@@ -210,6 +244,85 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
     }
     const azureYaml = readFileSync(join(repoRoot(), 'azure.yaml'), 'utf8');
     assert.match(azureYaml, /postprovision:\s+posix:\s+shell: sh\s+run: node infra\/hooks\/entra-app\.mjs/);
+  });
+
+  test('one registration per environment, found exactly: prefix matches are not adopted, two exact matches stop, the stored app id wins', () => {
+    const line = (c: { cmd: string; args: string[] }): string => `${c.cmd} ${c.args.join(' ')}`;
+    const patched = (calls: { cmd: string; args: string[] }[]): string[] =>
+      calls.filter((c) => line(c).includes('--method PATCH') && line(c).includes('/applications/')).map(line);
+    const others: FakeApp[] = [
+      { appId: 'app-2', id: 'obj-2', displayName: 'pushdrain-dev2' },
+      { appId: 'app-3', id: 'obj-3', displayName: 'pushdrain-dev-old' },
+      { appId: 'app-4', id: 'obj-4', displayName: 'Pushdrain-Dev' },
+    ];
+    const cases: { label: string; apps: FakeApp[]; env?: Record<string, string>; check(r: HookRun): void }[] = [
+      {
+        label: 'only prefix matches: a new registration, none of theirs touched',
+        apps: others,
+        check: (r) => {
+          assert.equal(r.status, 0, r.stderr);
+          assert.ok(r.lines.some((l) => l.startsWith('az ad app create --display-name pushdrain-dev ')));
+          assert.deepEqual(r.patched, [r.patched.find((l) => l.includes('/applications/obj-1'))]);
+        },
+      },
+      {
+        label: 'the exact name among prefix matches: that one, nothing created',
+        apps: [...others, DEV_APP],
+        check: (r) => {
+          assert.equal(r.status, 0, r.stderr);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app create')));
+          assert.equal(r.patched.length, 1);
+          assert.match(r.patched[0] ?? '', /\/applications\/obj-1 /);
+        },
+      },
+      {
+        label: 'two owned apps with the exact name: stop, naming both, change nothing',
+        apps: [DEV_APP, { appId: 'app-5', id: 'obj-5', displayName: 'pushdrain-dev' }, ...others],
+        check: (r) => {
+          assert.notEqual(r.status, 0);
+          assert.match(r.stderr, /2 app registrations you own are named pushdrain-dev \(app-1234, app-5\)/);
+          assert.match(r.stderr, /azd env set PUSHDRAIN_API_APP_ID/);
+          assert.deepEqual(r.patched, []);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app create') || l.startsWith('azd ')));
+        },
+      },
+      {
+        label: 'the app id stored in the azd environment: used as it is, no listing by name',
+        apps: [...others, DEV_APP, { appId: 'app-5', id: 'obj-5', displayName: 'pushdrain-dev' }],
+        env: { PUSHDRAIN_API_APP_ID: 'app-5' },
+        check: (r) => {
+          assert.equal(r.status, 0, r.stderr);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app list') || l.startsWith('az ad app create')));
+          assert.deepEqual(r.patched.length, 1);
+          assert.match(r.patched[0] ?? '', /\/applications\/obj-5 /);
+        },
+      },
+      {
+        label: 'a stored app id that names no app: stop, change nothing',
+        apps: [DEV_APP],
+        env: { PUSHDRAIN_API_APP_ID: 'app-gone' },
+        check: (r) => {
+          assert.notEqual(r.status, 0);
+          assert.match(r.stderr, /app-gone \(PUSHDRAIN_API_APP_ID\), which cannot be read/);
+          assert.deepEqual(r.patched, []);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app create')));
+        },
+      },
+    ];
+    for (const c of cases) {
+      const fake = fakeCli(c.apps);
+      try {
+        const r = runHook(fake.bin, c.env ?? {});
+        const calls = fake.calls();
+        try {
+          c.check({ ...r, lines: calls.map(line), patched: patched(calls) });
+        } catch (e) {
+          throw new Error(`${c.label}: ${(e as Error).message}`, { cause: e });
+        }
+      } finally {
+        rmSync(fake.bin, { recursive: true, force: true });
+      }
+    }
   });
 
   test('an existing registration is updated, not created again; no role is assigned unless asked; keys mode does nothing', () => {

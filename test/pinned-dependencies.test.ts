@@ -1,3 +1,4 @@
+// unit lane: logic only
 /** docs/SECURITY.md's supply chain, checked: exact runtime versions and a lock file with integrity for every package. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * What the deployed app may need, read from the sources with the TypeScript parser and resolver:
  * functions/ and shared/ import nothing from tools/, test/ or any other folder (a remote

@@ -1,3 +1,4 @@
+// unit lane: logic only
 /**
  * The repository explains itself: no file points at something outside it. A clone must be
  * readable on its own, so code, tests, docs and config may name only files that are in the repo

@@ -1,3 +1,4 @@
+// unit lane: logic only
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

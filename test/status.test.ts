@@ -1,5 +1,5 @@
 /**
- * The status report behind GET /api/admin/status and the dashboard: the in-memory activity
+ * The status report behind GET /api/ops/status and the dashboard: the in-memory activity
  * history (fake clock), the report on real Azurite (depths, oldest ages, poison records, open
  * and recent batches from the manifest listing, the meter kept apart), the Service Bus counts
  * by peeking on the development broker, and the HTTP adapters with the page shell.
@@ -55,12 +55,24 @@ describe('activity history', () => {
     assert.equal(w.perThousand, 8);
     assert.equal(w.idleSeconds, 70);
     assert.equal(w.idleStorageTransactions, 6);
-    assert.equal(w.idlePerHour, 308.6, '6 requests in 70 idle seconds');
+    // 70 s of idle right after work is no hourly figure: the count and the idle time are.
+    assert.equal(w.idlePerHour, null, '6 requests in 70 idle seconds would "extrapolate" to 308.6 an hour');
+    assert.equal(w.idleRateAfterSeconds, 600);
     // A short window sees only its own buckets.
     assert.equal(a.window(20).storageTransactions, 2, 'buckets from 60 s on');
+    // Ten minutes of idle in all (nine more, with one request a minute): now a rate means something.
+    for (let m = 1; m <= 9; m++) {
+      t = T0 + 80_000 + m * 60_000 - 30_000;
+      a.storage(1);
+    }
+    t = T0 + 80_000 + 9 * 60_000 - 10_000;
+    const later = a.window(3600);
+    assert.equal(later.idleSeconds, 600);
+    assert.equal(later.idleStorageTransactions, 15);
+    assert.equal(later.idlePerHour, 90, '15 requests in 10 idle minutes');
   });
 
-  test('without a minute of idle time or anything billed, the rates are null, not invented', () => {
+  test('without enough idle time or anything billed, the rates are null, not invented', () => {
     let t = T0;
     const a = new Activity(() => t);
     a.storage(3);
@@ -71,7 +83,7 @@ describe('activity history', () => {
     assert.equal(w.idleSeconds, 30);
   });
 
-  test('only time with no work in flight is idle: start-up and the tail of a batch are not, and until a minute of it there is no figure', async () => {
+  test('only time with no work in flight is idle: start-up and the tail of a batch are not, and until ten minutes of it there is no hourly figure', async () => {
     let t = T0;
     const a = new Activity(() => t);
     let finish = (): void => {};
@@ -107,7 +119,7 @@ describe('activity history', () => {
     const w = a.window(900);
     assert.equal(w.idleSeconds, 70, 'buckets 30-80 s and 110 s (the current one has just begun)');
     assert.equal(w.idleStorageTransactions, 1, 'only the listing made while nothing was in flight');
-    assert.equal(w.idlePerHour, 51.4, '1 request in 70 idle seconds');
+    assert.equal(w.idlePerHour, null, '70 idle seconds: too little for an hourly rate');
     assert.equal(w.storageTransactions, 81);
     // Work in flight right now keeps the current bucket busy.
     let done = (): void => {};
@@ -349,8 +361,8 @@ describe('status report on Azurite', () => {
     const { app } = await testRuntime();
     const res = await getStatus(
       app,
-      new HttpRequest({ method: 'GET', url: 'http://localhost/api/admin/status' }),
-      context('adminStatus'),
+      new HttpRequest({ method: 'GET', url: 'http://localhost/api/ops/status' }),
+      context('opsStatus'),
     );
     assert.equal(res.status, 200);
     assert.ok(Array.isArray((res.jsonBody as StatusReport).queues));
@@ -361,7 +373,7 @@ describe('status report on Azurite', () => {
     assert.match(headers['Content-Type'] ?? '', /^text\/html/);
     const script = /<script>([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
     const style = /<style>([\s\S]*)<\/style>/.exec(html)?.[1] ?? '';
-    assert.ok(script.includes('admin/status') && style.includes('.tile'), 'the assets are inlined');
+    assert.ok(script.includes('ops/status') && style.includes('.tile'), 'the assets are inlined');
     const sha = (t: string): string => `'sha256-${createHash('sha256').update(t).digest('base64')}'`;
     assert.ok(
       headers['Content-Security-Policy']?.includes(`script-src ${sha(script)}`),

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 
 import { HttpRequest } from '@azure/functions';
 
-import { postRedrive } from '../functions/admin-http';
+import { postRedrive } from '../functions/redrive-http';
 import { onWatchdog } from '../functions/watchdog';
 import type { Report } from '../shared/billing/report';
 import { layout } from '../shared/layout';
@@ -110,10 +110,10 @@ describe('poison and redrive', () => {
       app,
       new HttpRequest({
         method: 'POST',
-        url: 'http://localhost/api/admin/redrive',
+        url: 'http://localhost/api/ops/redrive',
         body: { string: JSON.stringify({ batchId }) },
       }),
-      context('adminRedrive'),
+      context('opsRedrive'),
     );
     assert.equal(res.status, 200);
     assert.deepEqual((res.jsonBody as { moved: number; reopenedBatches: string[] }).moved, 1);
@@ -140,8 +140,8 @@ describe('poison and redrive', () => {
       (
         await postRedrive(
           app,
-          new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/redrive', body: { string: body } }),
-          context('adminRedrive'),
+          new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', body: { string: body } }),
+          context('opsRedrive'),
         )
       ).status;
     assert.equal(await bad('{"queue":"not-ours"}'), 400);

@@ -1,5 +1,5 @@
 /**
- * Who may send a test event (`POST /api/admin/webhooks/test`), through the real handler on Azurite
+ * Who may send a test event (`POST /api/ops/webhooks/test`), through the real handler on Azurite
  * with a real receiver on 127.0.0.1 verifying with `standardwebhooks`: with keys the platform requires
  * the admin key (the route's registration says `admin`); with PUSHDRAIN_AUTH=entra only an
  * `Operations.Admin` token gets through, and every refusal makes no Storage request and sends
@@ -44,15 +44,15 @@ const webhookEnv = (): Record<string, string> => ({
 function send(app: PushdrainApp, headers: Record<string, string>): Promise<HttpResponseInit> {
   return postWebhookTest(
     app,
-    new HttpRequest({ method: 'POST', url: 'http://localhost/api/admin/webhooks/test', headers }),
-    context('adminWebhookTest'),
+    new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/webhooks/test', headers }),
+    context('opsWebhookTest'),
   );
 }
 
 const requests = (rt: TestRuntime): number =>
   Object.values(rt.app.storageTransactions()).reduce((n: number, v) => n + (typeof v === 'number' ? v : 0), 0);
 
-describe('POST /api/admin/webhooks/test: admins only, and a probe that writes nothing', () => {
+describe('POST /api/ops/webhooks/test: admins only, and a probe that writes nothing', () => {
   test('keys: the platform requires the admin key for the route', () => {
     const root = repoRoot();
     const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
@@ -63,7 +63,7 @@ describe('POST /api/admin/webhooks/test: admins only, and a probe that writes no
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: { template: string; authLevel: string; methods: string[] }[] })
       .routes;
-    const route = routes.find((r) => r.template === 'api/admin/webhooks/test');
+    const route = routes.find((r) => r.template === 'api/ops/webhooks/test');
     assert.deepEqual(route && { authLevel: route.authLevel, methods: route.methods }, {
       authLevel: 'admin',
       methods: ['POST'],

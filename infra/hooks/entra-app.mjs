@@ -8,6 +8,11 @@
 // known once the function app exists, so azd runs this hook again after provisioning
 // (postprovision, with SERVICE_API_URI set) to add it.
 //
+// One registration per environment, found exactly, never adopted by accident: the app id the azd
+// environment stored (PUSHDRAIN_API_APP_ID, set by an earlier run), else the deployer's own apps
+// named exactly pushdrain-<env> (`--display-name` alone is a prefix match over the whole tenant:
+// `dev` would find `pushdrain-dev2`, or another user's app). More than one stops the hook.
+//
 // A hook rather than the Microsoft Graph Bicep extension: the extension is restored from an OCI
 // registry at build time, and `bicep build` must work offline here (docs/DESIGN.md). It runs `az`
 // (Graph through `az rest`), so the deploying identity needs Application.ReadWrite.OwnedBy or an
@@ -48,6 +53,39 @@ function graph(method, path, body) {
   }
 }
 
+const APP_FIELDS = '{appId:appId, id:id, displayName:displayName}';
+
+/**
+ * This environment's registration, or none yet: by the app id the azd environment stored, else by
+ * exact display name among the deployer's own apps. Throws when the stored id names no app, or when
+ * more than one owned app has the name.
+ */
+function findRegistration(displayName) {
+  const stored = (env.PUSHDRAIN_API_APP_ID ?? '').trim();
+  if (stored) {
+    let app;
+    try {
+      app = JSON.parse(az('ad', 'app', 'show', '--id', stored, '--query', APP_FIELDS, '-o', 'json'));
+    } catch {
+      throw new Error(
+        `the azd environment names app registration ${stored} (PUSHDRAIN_API_APP_ID), which cannot be read: ` +
+          'sign in to its tenant, or clear it with azd env set PUSHDRAIN_API_APP_ID "" to find or create one by name',
+      );
+    }
+    if (app?.appId !== stored || !app.id) throw new Error(`az ad app show --id ${stored} did not return that app`);
+    return { appId: app.appId, objectId: app.id };
+  }
+  const mine = JSON.parse(az('ad', 'app', 'list', '--show-mine', '--query', `[].${APP_FIELDS}`, '-o', 'json') || '[]');
+  // Compared here, exactly: whatever the listing matched, only this name counts.
+  const named = (Array.isArray(mine) ? mine : []).filter((a) => a && a.displayName === displayName);
+  if (named.length > 1)
+    throw new Error(
+      `${named.length} app registrations you own are named ${displayName} (${named.map((a) => a.appId).join(', ')}): ` +
+        'choose one with azd env set PUSHDRAIN_API_APP_ID <appId>, and delete or rename the others',
+    );
+  return named[0] ? { appId: named[0].appId, objectId: named[0].id } : { appId: '', objectId: '' };
+}
+
 function main() {
   const mode = (env.PUSHDRAIN_AUTH ?? 'entra').trim().toLowerCase();
   if (mode === 'keys') {
@@ -57,7 +95,7 @@ function main() {
   const envName = env.AZURE_ENV_NAME;
   if (!envName) throw new Error('AZURE_ENV_NAME is not set (run through azd)');
   const displayName = `pushdrain-${envName}`;
-  let appId = az('ad', 'app', 'list', '--display-name', displayName, '--query', '[0].appId', '-o', 'tsv');
+  let { appId, objectId } = findRegistration(displayName);
   if (!appId) {
     appId = az(
       'ad',
@@ -73,8 +111,8 @@ function main() {
       'tsv',
     );
     console.log(`entra-app: created the app registration ${displayName} (${appId})`);
+    objectId = az('ad', 'app', 'show', '--id', appId, '--query', 'id', '-o', 'tsv');
   }
-  const objectId = az('ad', 'app', 'show', '--id', appId, '--query', 'id', '-o', 'tsv');
   const identifierUri = `api://${appId}`;
   const site = (env.SERVICE_API_URI ?? '').trim().replace(/\/+$/, '');
   if (site && !/^https:\/\/[A-Za-z0-9.-]+(:\d+)?$/.test(site))
@@ -84,6 +122,8 @@ function main() {
     // Auth code flow with PKCE from the browser; no implicit grant, no secret.
     ...(site ? { spa: { redirectUris: [`${site}/api/dashboard`] } } : {}),
     appRoles: ROLES,
+    // App-only tokens then say so (idtyp=app): the app tells them from a user's without inferring it.
+    optionalClaims: { accessToken: [{ name: 'idtyp', essential: false }], idToken: [], saml2Token: [] },
     api: {
       requestedAccessTokenVersion: 2,
       oauth2PermissionScopes: [

@@ -6,3 +6,5 @@ extends '../main.bicepparam'
 param webhookUrl = 'https://hooks.example.com/pushdrain'
 param webhookSecret = 'whsec_c25hcHNob3Qtb25seS1ub3QtYS1zZWNyZXQ='
 param callbackOrigins = 'https://billing.example.com'
+// Batches (and their owner-index entries) kept for a year.
+param batchRetentionDays = 365

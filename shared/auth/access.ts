@@ -2,10 +2,12 @@
  * The check every data route makes first: who calls (a bearer token, or in `keys`/`both` mode a
  * function key the platform already checked) and whether it holds one of the route's roles.
  * `X-MS-CLIENT-PRINCIPAL` is never read: without App Service Authentication anybody can send it.
+ * In `both` every caller holds a key (the platform asks for one), so a token client could drop its
+ * token: a key holder gets PUSHDRAIN_AUTH_KEY_ROLES, not its token's roles.
  */
 import type { AuthSettings } from '../config/auth-settings';
 import { AccessError } from './access-error';
-import { holdsAny, KEY_HOLDER, type Principal, type Role } from './principal';
+import { holdsAny, keyHolder, type Principal, type Role } from './principal';
 import { TokenVerifier } from './token-verifier';
 
 export class Access {
@@ -32,10 +34,10 @@ export class Access {
 
   private async authenticate(authorization: string | null | undefined, anyOf: readonly Role[]): Promise<Principal> {
     const header = authorization?.trim() ?? '';
-    if (this.settings.mode === 'keys' || !this.verifier) return KEY_HOLDER;
+    if (this.settings.mode === 'keys' || !this.verifier) return keyHolder(this.settings.keyRoles);
     if (header === '') {
       // `both`: the platform required a function key to let this request in.
-      if (this.settings.mode === 'both') return KEY_HOLDER;
+      if (this.settings.mode === 'both' && this.settings.keyRoles.size > 0) return keyHolder(this.settings.keyRoles);
       throw new AccessError(401, `a bearer token is required (app role ${anyOf.join(' or ')})`, anyOf);
     }
     const m = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(header);

@@ -1,7 +1,8 @@
 /**
  * Who calls, and what that caller may see. Roles are the API's app roles (the `roles` claim of an
  * Entra token); a function-key holder (PUSHDRAIN_AUTH=keys, or `both` without a token) has no
- * identity and holds every role its key level let through the platform.
+ * identity and holds the key holder's roles (every role in `keys`: the key level let it through
+ * the platform; PUSHDRAIN_AUTH_KEY_ROLES in `both`).
  */
 export const ROLES = ['Batches.Submit', 'Batches.Read', 'Operations.Admin'] as const;
 
@@ -25,7 +26,9 @@ export function isRole(value: unknown): value is Role {
 }
 
 /** A function-key holder: the platform checked the key, the app has nobody to tell apart. */
-export const KEY_HOLDER: Principal = { kind: 'key', roles: new Set(ROLES) };
+export function keyHolder(roles: ReadonlySet<Role>): Principal {
+  return { kind: 'key', roles };
+}
 
 export function holdsAny(p: Principal, anyOf: readonly Role[]): boolean {
   return anyOf.some((r) => p.roles.has(r));
@@ -46,8 +49,22 @@ export function maySee(p: Principal, owner: Submitter | undefined): boolean {
   return p.roles.has('Batches.Submit') && owner !== undefined && owner.objectId === p.submitter.objectId;
 }
 
-/** For log lines: the name if there is one, always the object id (never a token). */
+// C0 and C1 controls (newlines among them), DEL, the Unicode line and paragraph separators and the
+// bidirectional overrides: a claim carrying one could forge or reorder a log line.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** A claim's text made safe for a log line: control characters removed, at most `max` characters. */
+export function printable(value: string, max = 200): string {
+  return value.replace(CONTROL, '').slice(0, max);
+}
+
+/**
+ * For log lines: the name if there is one, always the object id (never a token). Stripped again
+ * here: a manifest written by an older version may hold a name that was not.
+ */
 export function describeSubmitter(s: Submitter | undefined): string {
   if (!s) return 'a function-key holder';
-  return `${s.name ? `${s.name} ` : ''}(oid ${s.objectId}${s.appId ? `, app ${s.appId}` : ''})`;
+  const name = s.name ? printable(s.name) : '';
+  const app = s.appId ? printable(s.appId, 64) : '';
+  return `${name ? `${name} ` : ''}(oid ${printable(s.objectId, 64)}${app ? `, app ${app}` : ''})`;
 }

@@ -2,13 +2,15 @@
  * Validates an Entra ID access token with `jose`: RS256 signature by a key of the issuer's JWKS
  * (fetched once per instance, refetched at most every 30 s when a token names a key it has not
  * seen: how key rollover arrives), the issuer, one of the audiences, the expiry (60 s of clock
- * skew) and an object id. The same code validates the local issuer's tokens under `npm start`.
+ * skew) and an object id; then that it is an access token of the right kind (token-kind.ts). The
+ * same code validates the local issuer's tokens under `npm start`.
  */
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from 'jose';
 
 import type { TokenSettings } from '../config/auth-settings';
 import { AccessError } from './access-error';
-import { isRole, type Principal, type Role } from './principal';
+import { isRole, type Principal, printable, type Role } from './principal';
+import { tokenKind } from './token-kind';
 
 /** jose gives up on a JWKS fetch after this long; the caller then gets a 401 and may retry. */
 const JWKS_TIMEOUT_MS = 5000;
@@ -42,12 +44,14 @@ export class TokenVerifier {
     const oid = payload.oid;
     if (typeof oid !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(oid))
       throw new AccessError(401, 'the bearer token is not valid: its oid claim is not an object id');
-    const appId = firstString(payload.azp, payload.appid);
-    const name = firstString(payload.name);
+    tokenKind(payload, this.settings);
+    // Claims end up in manifests and log lines: no control character reaches them.
+    const appId = printable(firstString(payload.azp, payload.appid) ?? '', 64);
+    const name = printable(firstString(payload.name) ?? '');
     const roles = Array.isArray(payload.roles) ? payload.roles.filter(isRole) : [];
     return {
       kind: 'token',
-      submitter: { objectId: oid, ...(appId ? { appId } : {}), ...(name ? { name: name.slice(0, 200) } : {}) },
+      submitter: { objectId: oid, ...(appId ? { appId } : {}), ...(name ? { name } : {}) },
       roles: new Set<Role>(roles),
     };
   }

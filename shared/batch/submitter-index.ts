@@ -2,7 +2,9 @@
  * The owner index, `batches/owners/{objectId}/{newestFirstKey}`: one empty blob per batch a token
  * submitter sent, written beside the open marker before the batch is accepted. Its names sort
  * newest first, so one listing request under a submitter's prefix finds that submitter's latest
- * batches, however many batches everyone else has sent (GET /api/batches for a submitter).
+ * batches, however many batches everyone else has sent (GET /api/batches for a submitter). The
+ * entries expire with their batch (one lifecycle rule, infra's batchRetentionDays); an entry whose
+ * manifest is gone is not shown (batch-pages.ts).
  */
 import type { Submitter } from '../auth/principal';
 import { layout, NEWEST_FIRST_KEY, ownerPrefix } from '../layout';

@@ -1,8 +1,12 @@
 /**
  * Who may call the HTTP routes: PUSHDRAIN_AUTH (`keys`, `entra` or `both`) and, for tokens, the
- * issuer, the audiences and the JWKS the app validates them against (docs/DESIGN.md, "Who may do
- * what"). Read through settings.ts; the registrations read the mode alone at module load.
+ * issuer, the audiences and the JWKS the app validates them against, the calling apps it accepts,
+ * and in `both` what a key holder may do (docs/DESIGN.md, "Who may do what"). Read through
+ * settings.ts; the registrations read the mode alone at module load.
  */
+import { z } from 'zod';
+
+import { isRole, type Role, ROLES } from '../auth/principal';
 import { ConfigError } from '../errors';
 import type { Env } from './connections';
 
@@ -15,7 +19,16 @@ export interface TokenSettings {
   audiences: string[];
   /** Where the signing keys are, e.g. `https://login.microsoftonline.com/{tenant}/discovery/v2.0/keys`. */
   jwksUrl: string;
+  /**
+   * The client apps (`azp`, or `appid` in v1 tokens) allowed to call; undefined lets any app the
+   * tenant issued a token to call (app role assignments still decide what it may do).
+   * @defaultValue undefined
+   */
+  clientApps?: readonly string[] | undefined;
 }
+
+/** The delegated scope the registration exposes (infra/hooks/entra-app.mjs): a user's token must carry it in `scp`. */
+export const API_SCOPE = 'user_impersonation';
 
 /**
  * How the status page signs a person in with MSAL (authorization code flow with PKCE). None of it
@@ -39,12 +52,56 @@ export interface AuthSettings {
   tokens: TokenSettings | undefined;
   /** MSAL sign-in on the status page; undefined when there is no https issuer, client id or scope. */
   signIn?: SignInSettings | undefined;
+  /**
+   * The roles of a caller the platform let in with a function key and no token: every role in
+   * `keys` (the key level is the only gate), PUSHDRAIN_AUTH_KEY_ROLES in `both`.
+   * @defaultValue every role (a function key is an operator's credential)
+   */
+  keyRoles: ReadonlySet<Role>;
 }
 
 export const AUTH_MODE = 'PUSHDRAIN_AUTH';
 export const AUTH_ISSUER = 'PUSHDRAIN_AUTH_ISSUER';
 export const AUTH_AUDIENCE = 'PUSHDRAIN_AUTH_AUDIENCE';
 export const AUTH_JWKS_URL = 'PUSHDRAIN_AUTH_JWKS_URL';
+export const AUTH_CLIENT_APPS = 'PUSHDRAIN_AUTH_CLIENT_APPS';
+export const AUTH_KEY_ROLES = 'PUSHDRAIN_AUTH_KEY_ROLES';
+
+const APP_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A comma-separated list; blank entries dropped. */
+const list = z.string().transform((raw) =>
+  raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== ''),
+);
+
+/** App ids (GUIDs), lower-cased as Entra writes them; unset or blank means no allowlist. */
+const clientAppsSchema = list.pipe(
+  z
+    .array(z.string().regex(APP_ID, { error: 'must be a comma-separated list of application (client) ids' }))
+    .transform((ids) => (ids.length > 0 ? ids.map((id) => id.toLowerCase()) : undefined)),
+);
+
+/** Role names, or `none`: a key holder without a token then gets no role (a token is required). */
+const keyRolesSchema = list.pipe(
+  z
+    .array(z.string())
+    .refine((v) => v.length > 0, { error: `must name roles (${ROLES.join(', ')}) or none` })
+    .refine((v) => (v.length === 1 && v[0] === 'none') || v.every(isRole), {
+      error: `must be a comma-separated list of ${ROLES.join(', ')}, or none`,
+    })
+    .transform((v) => new Set<Role>(v.filter(isRole))),
+);
+
+function parseSetting<T>(schema: z.ZodType<T>, env: Env, setting: string, fallback: T): T {
+  const raw = env[setting];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(setting, parsed.error.issues[0]?.message ?? 'is invalid');
+}
 
 /** The mode alone (trigger registration needs only it). */
 export function authMode(env: Env = process.env): AuthMode {
@@ -76,7 +133,8 @@ function jwksUrl(raw: string): string {
 
 export function authSettings(env: Env): AuthSettings {
   const mode = authMode(env);
-  if (mode === 'keys') return { mode, tokens: undefined };
+  const everyRole: ReadonlySet<Role> = new Set(ROLES);
+  if (mode === 'keys') return { mode, tokens: undefined, keyRoles: everyRole };
   const audiences = required(env, AUTH_AUDIENCE, mode)
     .split(',')
     .map((a) => a.trim())
@@ -85,11 +143,14 @@ export function authSettings(env: Env): AuthSettings {
     issuer: required(env, AUTH_ISSUER, mode),
     audiences,
     jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
+    clientApps: parseSetting(clientAppsSchema, env, AUTH_CLIENT_APPS, undefined),
   };
-  return { mode, tokens, signIn: signInSettings(tokens) };
+  // Validated in `entra` too (infra sets it in both modes, and a switch to `both` must not meet a bad
+  // value first); used in `both` only: in `entra` every route needs a token, there is no key holder.
+  const keyHolderRoles = parseSetting(keyRolesSchema, env, AUTH_KEY_ROLES, everyRole);
+  const keyRoles = mode === 'both' ? keyHolderRoles : new Set<Role>();
+  return { mode, tokens, signIn: signInSettings(tokens), keyRoles };
 }
-
-const APP_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Derived from the token settings, as the page signs in as the API's own registration: the client id
@@ -99,7 +160,7 @@ const APP_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 function signInSettings(tokens: TokenSettings): SignInSettings | undefined {
   const clientId = tokens.audiences.find((a) => APP_ID.test(a));
   const apiUri = tokens.audiences.find((a) => a.startsWith('api://'));
-  const scope = apiUri ? `${apiUri}/user_impersonation` : undefined;
+  const scope = apiUri ? `${apiUri}/${API_SCOPE}` : undefined;
   let authority: URL;
   try {
     authority = new URL(tokens.issuer.replace(/\/v2\.0\/?$/, ''));

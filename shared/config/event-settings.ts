@@ -3,6 +3,7 @@
  * the origins a client may name as its batch's callback. The secret is held in a `Secret`, which
  * prints as `[redacted]` wherever the settings are logged, serialised or inspected.
  */
+import { hkdfSync } from 'node:crypto';
 import { inspect } from 'node:util';
 
 import { ConfigError } from '../errors';
@@ -10,6 +11,9 @@ import type { Env } from './connections';
 
 /** Standard Webhooks' recommendation: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
+
+/** The shortest signing secret accepted, in bytes (Standard Webhooks: 24 to 64). */
+export const MIN_SECRET_BYTES = 24;
 
 /** A value that must never be printed: only `reveal()` gives it. */
 export class Secret {
@@ -34,8 +38,13 @@ export class Secret {
 export interface EventSettings {
   /** PUSHDRAIN_WEBHOOK_URL: every batch's event goes to each. @defaultValue [] */
   webhookUrls: string[];
-  /** PUSHDRAIN_WEBHOOK_SECRET (`whsec_…`): signs webhooks and callbacks alike. */
+  /** PUSHDRAIN_WEBHOOK_SECRET (`whsec_…`): signs the operator's webhooks (`v1`, symmetric). */
   secret: Secret | undefined;
+  /**
+   * PUSHDRAIN_CALLBACK_SIGNING_KEY (`whsk_…`, comma-separated for a rotation, the current first):
+   * the ed25519 keys that sign callbacks (`v1a`). @defaultValue one key derived from the secret
+   */
+  callbackKeys: Secret[];
   /** PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds. */
   retryScheduleSeconds: number[];
   /**
@@ -83,6 +92,13 @@ export function eventSettings(env: Env): EventSettings {
   const rawSecret = env.PUSHDRAIN_WEBHOOK_SECRET?.trim() ?? '';
   if (rawSecret !== '' && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(rawSecret))
     throw new ConfigError('PUSHDRAIN_WEBHOOK_SECRET', 'must be a Standard Webhooks secret: whsec_ then base64');
+  const secretBytes = Buffer.from(rawSecret.slice('whsec_'.length), 'base64').length;
+  // Standard Webhooks asks for 24 to 64 bytes: a shorter key is within reach of a brute force.
+  if (rawSecret !== '' && secretBytes < MIN_SECRET_BYTES)
+    throw new ConfigError(
+      'PUSHDRAIN_WEBHOOK_SECRET',
+      `is ${secretBytes} bytes after whsec_; at least ${MIN_SECRET_BYTES} are required (e.g. whsec_ and 32 random bytes in base64)`,
+    );
   const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
     const entry = raw.replace(/\/$/, '');
     // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.
@@ -100,9 +116,11 @@ export function eventSettings(env: Env): EventSettings {
       'PUSHDRAIN_WEBHOOK_SECRET',
       'is required with PUSHDRAIN_WEBHOOK_URL or PUSHDRAIN_CALLBACK_ORIGINS',
     );
+  const secret = rawSecret === '' ? undefined : new Secret(rawSecret);
   return {
     webhookUrls,
-    secret: rawSecret === '' ? undefined : new Secret(rawSecret),
+    secret,
+    callbackKeys: callbackKeys(env.PUSHDRAIN_CALLBACK_SIGNING_KEY, secret),
     retryScheduleSeconds: retrySchedule(env.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE),
     callbackOrigins,
   };
@@ -117,4 +135,37 @@ function retrySchedule(raw: string | undefined): number[] {
       `must be up to 20 comma-separated whole seconds (each at most a week), got "${text}"`,
     );
   return steps.map(Number);
+}
+
+/**
+ * The callback signing keys: each `whsk_` and the base64 of a 32-byte ed25519 seed (or of the
+ * 64-byte seed-and-public-key form). Unset: one derived from the webhook secret (HKDF-SHA256), so a
+ * configuration that signs webhooks signs callbacks too, and publishing its public key reveals
+ * nothing of the secret.
+ */
+function callbackKeys(raw: string | undefined, secret: Secret | undefined): Secret[] {
+  const entries = list(raw);
+  if (entries.length === 0) {
+    if (!secret) return [];
+    const seed = hkdfSync(
+      'sha256',
+      Buffer.from(secret.reveal().slice('whsec_'.length), 'base64'),
+      'pushdrain',
+      'callback signing key, ed25519, v1a',
+      32,
+    );
+    return [new Secret(`whsk_${Buffer.from(seed).toString('base64')}`)];
+  }
+  return entries.map((entry, i) => {
+    const bytes = /^whsk_[A-Za-z0-9+/]+={0,2}$/.test(entry)
+      ? Buffer.from(entry.slice('whsk_'.length), 'base64').length
+      : -1;
+    // The value is a private key: name its position, never echo it.
+    if (bytes !== 32 && bytes !== 64)
+      throw new ConfigError(
+        'PUSHDRAIN_CALLBACK_SIGNING_KEY',
+        `entry ${i + 1} must be whsk_ and the base64 of a 32-byte ed25519 seed (32 random bytes make one)`,
+      );
+    return new Secret(entry);
+  });
 }

@@ -1,8 +1,11 @@
 /**
  * The SSRF guard: a callback's host is resolved before each delivery, and the request connects to
  * the address that was checked (so a second, rebinding answer cannot slip in). Private, loopback,
- * link-local (the cloud metadata endpoint 169.254.169.254 among them), carrier-grade NAT,
- * multicast and reserved addresses are refused unless the URL's origin is allowlisted.
+ * link-local (the cloud metadata endpoint 169.254.169.254 among them), Azure's platform endpoint
+ * 168.63.129.16, carrier-grade NAT, multicast, documentation and reserved addresses are refused
+ * unless the URL's origin is allowlisted; so are the IPv6 forms that reach IPv4 or the local network
+ * (IPv4-compatible `::/96`, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4 `2002::/16`, Teredo,
+ * discard `100::/64`), and an IPv4-mapped or -translated address is judged by its IPv4 address.
  */
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
@@ -13,22 +16,32 @@ for (const [net, bits] of [
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
   ['127.0.0.0', 8],
+  ['168.63.129.16', 32],
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const)
   blocked.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
-  ['64:ff9b::', 96],
 ] as const)
   blocked.addSubnet(net, bits, 'ipv6');
 
@@ -37,9 +50,41 @@ export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, 'ipv4');
   if (family !== 6) return true;
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
+  const v4 = mappedIPv4(address);
+  if (v4 !== undefined) return blocked.check(v4, 'ipv4');
   return blocked.check(address, 'ipv6');
+}
+
+/**
+ * The IPv4 address inside an IPv4-mapped (`::ffff:0:0/96`) or -translated (`::ffff:0:0:0/96`)
+ * address, in either notation (`::ffff:127.0.0.1` or `::ffff:7f00:1`, as URL parsing writes it):
+ * a connection to one reaches that IPv4 address.
+ */
+export function mappedIPv4(address: string): string | undefined {
+  const groups = ipv6Groups(address);
+  if (!groups) return undefined;
+  const head = groups.slice(0, 5).every((g) => g === 0);
+  const mapped = head && groups[5] === 0xffff;
+  const translated = groups.slice(0, 4).every((g) => g === 0) && groups[4] === 0xffff && groups[5] === 0;
+  if (!mapped && !translated) return undefined;
+  const [hi = 0, lo = 0] = groups.slice(6);
+  return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
+}
+
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad included). */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.toLowerCase();
+  const quad = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [left = '', right] = text.split('::');
+  const part = (s: string): number[] => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const l = part(left);
+  const r = right === undefined ? [] : part(right);
+  const groups = right === undefined ? l : [...l, ...Array<number>(8 - l.length - r.length).fill(0), ...r];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
 export interface ResolvedAddress {

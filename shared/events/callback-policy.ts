@@ -27,6 +27,16 @@ export function originMatches(entry: string, url: URL): boolean {
   );
 }
 
+/** True while some entry of PUSHDRAIN_CALLBACK_ORIGINS admits `url`'s origin (checked again at every attempt). */
+export function isAllowedOrigin(origins: readonly string[], url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return origins.some((entry) => originMatches(entry, parsed));
+  } catch {
+    return false;
+  }
+}
+
 /** Explicitly allowlisted: an exact entry names this origin (the SSRF guard lets it reach private addresses). */
 export function isExplicitlyAllowed(origins: readonly string[], url: string): boolean {
   try {

@@ -1,13 +1,17 @@
 /**
  * One attempt of one delivery, by its kind: the topic is a Service Bus send (`batch-events`, with
- * the publisher's send availability); webhooks and callbacks are signed POSTs (webhook-post.ts).
- * The operator's own webhooks are trusted as configured; a callback is a client's URL, so the SSRF
- * guard refuses a private address unless its origin is in PUSHDRAIN_CALLBACK_ORIGINS.
+ * the publisher's send availability); webhooks and callbacks are signed POSTs (webhook-post.ts), a
+ * webhook with the operator's secret (`v1`), a callback with the callback key (`v1a`, ed25519).
+ * The operator's own webhooks are trusted as configured; a callback is a client's URL, so its origin
+ * is checked against PUSHDRAIN_CALLBACK_ORIGINS at every attempt (an origin the operator removed
+ * ends the delivery as gone, redriven or not), and the SSRF guard refuses a private address unless
+ * the origin is an exact entry.
  */
 import type { EventSettings } from '../config/event-settings';
 import { ensureError } from '../errors';
 import { checkedLiteral, type HostLookup, resolveChecked } from './address-guard';
-import { isExplicitlyAllowed } from './callback-policy';
+import { isAllowedOrigin, isExplicitlyAllowed } from './callback-policy';
+import { CallbackSigner } from './callback-signer';
 import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult, Delivery, DeliveryKind, OutboxEvent } from './outbox';
 import { postSigned } from './webhook-post';
@@ -26,6 +30,7 @@ export interface DeliveryAttemptDeps {
 }
 
 export function deliveryAttempt({ settings, now, publish, lookup, agents }: DeliveryAttemptDeps): AttemptFn {
+  const callbackSigner = settings.callbackKeys.length > 0 ? new CallbackSigner(settings.callbackKeys) : undefined;
   return async (d, e) => {
     if (d.kind === 'topic') {
       if (!publish) return { error: 'ServiceBusConnection is not configured: the topic cannot be sent to' };
@@ -36,7 +41,10 @@ export function deliveryAttempt({ settings, now, publish, lookup, agents }: Deli
         return { error: ensureError(err).message.slice(0, 300) };
       }
     }
-    const { secret } = settings;
+    if (d.kind === 'callback' && !isAllowedOrigin(settings.callbackOrigins, d.target))
+      return { gone: true, error: `origin ${originOf(d.target)} is no longer in PUSHDRAIN_CALLBACK_ORIGINS` };
+    // A client verifies with a public key: it cannot sign for the operator or for another client.
+    const secret = d.kind === 'callback' ? callbackSigner : settings.secret;
     if (!secret) return { error: 'PUSHDRAIN_WEBHOOK_SECRET is not set: nothing can sign the event' };
     const allowPrivate = d.kind === 'webhook' || isExplicitlyAllowed(settings.callbackOrigins, d.target);
     return postSigned({
@@ -67,6 +75,7 @@ export function deliveryWarmer({
   return (targets) => {
     for (const t of targets) {
       if (t.kind === 'topic') continue;
+      if (t.kind === 'callback' && !isAllowedOrigin(settings.callbackOrigins, t.target)) continue;
       let url: URL;
       try {
         url = new URL(t.target);
@@ -89,4 +98,12 @@ export function deliveryWarmer({
       );
     }
   };
+}
+
+function originOf(target: string): string {
+  try {
+    return new URL(target).origin;
+  } catch {
+    return 'of an invalid URL';
+  }
 }

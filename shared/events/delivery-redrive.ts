@@ -55,6 +55,7 @@ export async function redriveDeliveries(
         d.state = 'pending';
         d.attempts = 0;
         d.dueAt = at;
+        delete d.retryKey;
         return m;
       });
       if (updated) events.dispatch(updated.manifest);

@@ -4,9 +4,14 @@
  * own (one slow receiver delays neither the others nor the pipeline). A failed attempt records its
  * status and error on the manifest, then schedules its retry as a Service Bus message on the
  * watchdog queue (free until it fires); the last one sends the delivery to `deliveries-poison`.
- * Recovery (the sweep, and `npm start` after a crash) re-attempts a pending delivery whose
- * attempt or scheduled retry was lost. Every attempt checks, and records, against the attempt
- * count it started from: a duplicate retry message or a concurrent recovery is a no-op.
+ * Recovery (the sweep, and `npm start` after a crash) takes every pending delivery: one due is
+ * attempted (at start-up at once, since its process is gone; in a sweep once past a grace, since a
+ * live process may hold it), and one not due has its retry scheduled again for the same moment, under
+ * a new key written to the delivery first. Its original message may be lost (a crash between the
+ * record of a failed attempt and its scheduling), so a pending delivery never depends on one
+ * message; the key makes the original stale, so both firing still make one attempt. Every attempt
+ * checks, and records, against the attempt count and key it started from: a duplicate retry message
+ * or a concurrent recovery is a no-op.
  *
  * The `batch-events` topic is not a delivery: its copy is published right after the terminal
  * write (after the webhook requests of that turn are on their way), and the batch leaves the
@@ -14,6 +19,8 @@
  * stored id and bytes: a duplicate at worst). That saves the manifest write a delivery's record
  * would cost on every batch.
  */
+import { randomUUID } from 'node:crypto';
+
 import type { Manifest, ManifestStore, OpenBatches } from '../batch/manifest';
 import type { Report } from '../billing/report';
 import { ensureError } from '../errors';
@@ -31,6 +38,13 @@ import {
   topicUnsent,
 } from './outbox';
 
+/**
+ * How long after its due time a delivery's attempt may still be under way (the retry message's
+ * latency, a manifest read, a POST of at most 10 s, the record): a sweep leaves it alone meanwhile,
+ * or a slow receiver would get a second, overlapping attempt.
+ */
+const IN_FLIGHT_MS = 30_000;
+
 /** Topic sends remembered per process (a bound: only the last moments' batches matter). */
 const REMEMBERED_SENDS = 1_000;
 
@@ -41,6 +55,8 @@ export interface DeliveryRetry {
   index: number;
   /** Attempts made when the retry was scheduled: a message that disagrees with the manifest is stale. */
   attempts: number;
+  /** The delivery's `retryKey` when recovery scheduled this message (none on the original). */
+  key?: string;
 }
 
 /** What `deliveries-poison` holds: the delivery, and its last status and error. */
@@ -128,30 +144,66 @@ export class EventDelivery {
   /** After a write that holds pending deliveries landed: attempt those due now, in the background. */
   dispatch(m: Manifest, dueBy = this.deps.now()): number {
     let started = 0;
-    for (const e of m.events ?? [])
-      e.deliveries.forEach((d, index) => {
-        if (d.state !== 'pending' || Date.parse(d.dueAt) > dueBy) return;
-        started++;
-        // The manifest in hand is the one just written: no read before the first POST.
-        this.background(this.attempt(m.batchId, { eventId: e.id, index, attempts: d.attempts }, m));
-      });
+    for (const { e, d, index } of pending(m)) {
+      if (Date.parse(d.dueAt) > dueBy) continue;
+      started++;
+      // The manifest in hand is the one just written: no read before the first POST.
+      this.background(this.attempt(m.batchId, retryOf(e, d, index), m));
+    }
     return started;
   }
 
   /**
-   * Recovery's part: re-attempt what a lost attempt or retry message left pending. `leftBefore`
-   * (start-up after a crash) means every due delivery was lost; otherwise only those past the
-   * grace. Returns how many were started.
+   * Recovery's part: every pending delivery of `m` is attempted if due, or has its retry scheduled
+   * again (same moment, new key) if not. `leftBefore` (start-up after a crash) means no live process
+   * holds a due delivery. Otherwise (a sweep) one due less than IN_FLIGHT_MS ago is left to the
+   * attempt that may be under way, one due longer ago but within the grace is scheduled again at once
+   * (its message was lost, or is late: the new key keeps that to one attempt), and one past the grace
+   * is attempted here. Returns how many deliveries and topic copies it took charge of.
    */
   recover(m: Manifest, leftBefore?: number): number {
     const now = this.deps.now();
-    const started = this.dispatch(m, leftBefore !== undefined ? now : now - this.deps.lostAfterMs);
+    const startUp = leftBefore !== undefined;
+    const lostBy = startUp ? now : now - this.deps.lostAfterMs;
+    let started = 0;
+    for (const { e, d, index } of pending(m)) {
+      const due = Date.parse(d.dueAt);
+      // Due a moment ago: its message fired and its attempt may be under way; the next run sees it.
+      if (!startUp && due <= now && due > now - IN_FLIGHT_MS) continue;
+      started++;
+      // Due and lost: attempted here, under a new key (its message, if it still fires, is stale).
+      this.background(this.takeUnderNewKey(m.batchId, retryOf(e, d, index), d.dueAt, due <= lostBy));
+    }
     // A topic copy still owed past the grace: its process died (or its send failed) before the marker went.
     const unsent = topicUnsent(m);
     const lost = leftBefore !== undefined || now - Date.parse(m.completedAt ?? m.submittedAt) >= this.deps.lostAfterMs;
     if (unsent.length === 0 || !lost) return started;
     this.background(this.sendThenClose(m.batchId, unsent, !hasPendingDeliveries(m)));
     return started + unsent.length;
+  }
+
+  /**
+   * Takes the delivery `r` names under a new key, written first, so the message that was to attempt
+   * it, if it still fires, is stale; then attempts it here (`now`), or schedules its retry again for
+   * `dueAt` (its schedule is kept). A crash in between leaves no live message, and the next recovery
+   * takes it again.
+   */
+  private async takeUnderNewKey(batchId: string, r: DeliveryRetry, dueAt: string, now: boolean): Promise<void> {
+    const key = randomUUID();
+    const updated = await this.deps.manifests.update(batchId, (cur) => {
+      const found = locate(cur, r);
+      if (!found || found.d.dueAt !== dueAt) return undefined; // attempted meanwhile
+      found.d.retryKey = key;
+      return cur;
+    });
+    if (!updated) return;
+    if (now) {
+      await this.attempt(batchId, { ...r, key }, updated.manifest);
+      return;
+    }
+    const delivery = { eventId: r.eventId, index: r.index, attempts: r.attempts, key };
+    const check: WatchdogCheck = { v: 1, batchId, attempt: r.attempts, settledBefore: 0, delivery };
+    await this.deps.scheduleRetry(check, Math.max(0, Date.parse(dueAt) - this.deps.now()));
   }
 
   /** A scheduled retry fired (the watchdog queue): attempt it in this invocation. */
@@ -257,7 +309,8 @@ export class EventDelivery {
       await this.removeMarker(batchId);
     switch (step.kind) {
       case 'settled':
-        if (probe.state === 'gone') log.warn(`${where}: 410 Gone, that endpoint gets no more attempts`);
+        if (probe.state === 'gone')
+          log.warn(`${where}: ${describeAttempt(result)}, that endpoint gets no more attempts`);
         return { kind: probe.state === 'gone' ? 'gone' : 'delivered', ...statusOf(result) };
       case 'poisoned':
         log.error(
@@ -291,11 +344,21 @@ function eventIndex(m: Manifest, eventId: string): number {
   return (m.events ?? []).findIndex((e) => e.id === eventId);
 }
 
-/** The pending delivery `r` names, if it is still at the attempt count `r` saw. */
+/** The pending delivery `r` names, if it is still at the attempt count and retry key `r` saw. */
 function locate(m: Manifest, r: DeliveryRetry): { e: OutboxEvent; d: Delivery } | undefined {
   const e = m.events?.find((x) => x.id === r.eventId);
   const d = e?.deliveries[r.index];
-  return e && d && d.state === 'pending' && d.attempts === r.attempts ? { e, d } : undefined;
+  return e && d && d.state === 'pending' && d.attempts === r.attempts && d.retryKey === r.key ? { e, d } : undefined;
+}
+
+function* pending(m: Manifest): Generator<{ e: OutboxEvent; d: Delivery; index: number }> {
+  for (const e of m.events ?? [])
+    for (const [index, d] of e.deliveries.entries()) if (d.state === 'pending') yield { e, d, index };
+}
+
+/** What names `d` as it stands: the retry a message for it now would carry. */
+function retryOf(e: OutboxEvent, d: Delivery, index: number): DeliveryRetry {
+  return { eventId: e.id, index, attempts: d.attempts, ...(d.retryKey !== undefined ? { key: d.retryKey } : {}) };
 }
 
 function sameDelivery(m: Manifest, r: DeliveryRetry, d: Delivery): boolean {

@@ -11,7 +11,10 @@
  */
 export type DeliveryKind = 'webhook' | 'callback' | 'topic';
 
-/** pending until it lands (delivered), its endpoint said 410 (gone), or the schedule ran out (poisoned). */
+/**
+ * pending until it lands (delivered), its endpoint said 410 or its origin left the allowlist (gone),
+ * or the schedule ran out (poisoned).
+ */
 export type DeliveryState = 'pending' | 'delivered' | 'gone' | 'poisoned';
 
 export interface Delivery {
@@ -25,6 +28,11 @@ export interface Delivery {
   dueAt: string;
   lastStatus?: number;
   lastError?: string;
+  /**
+   * The key of the retry message recovery scheduled last for this attempt count: a retry message
+   * without it (the original, or an older recovery's) is stale. An attempt's record clears it.
+   */
+  retryKey?: string;
 }
 
 export interface OutboxEvent {
@@ -50,6 +58,8 @@ export interface AttemptResult {
   error?: string;
   /** A topic send the broker accepted (no HTTP status). */
   sent?: true;
+  /** The target may no longer be sent to (a callback whose origin left the allowlist): settles as gone, like 410. */
+  gone?: true;
 }
 
 /** Takes a manifest (typed structurally: the manifest module imports this one). */
@@ -81,6 +91,7 @@ export function applyAttempt(
   now: number,
 ): NextStep {
   d.attempts++;
+  delete d.retryKey;
   if (result.status !== undefined) d.lastStatus = result.status;
   else delete d.lastStatus;
   if (result.error !== undefined) d.lastError = result.error;
@@ -92,7 +103,7 @@ export function applyAttempt(
     d.dueAt = at;
     return { kind: 'settled' };
   }
-  if (result.status === 410) {
+  if (result.status === 410 || result.gone === true) {
     d.state = 'gone';
     d.dueAt = at;
     return { kind: 'settled' };

@@ -1,5 +1,5 @@
 /**
- * "Send a test event" (`POST /api/admin/webhooks/test`, the status page's button, `pushdrain webhooks
+ * "Send a test event" (`POST /api/ops/webhooks/test`, the status page's button, `pushdrain webhooks
  * test`): one CloudEvent of its own type, `com.pushdrain.webhook.test`, to every PUSHDRAIN_WEBHOOK_URL,
  * through the very attempt real deliveries make (signing, SSRF guard, 10 s timeout, no redirect). It
  * is a probe, not an outbox entry: nothing is written, nothing retried, and a receiver that handles
@@ -17,7 +17,7 @@ import { redactError } from './redaction';
 export const TEST_EVENT_TYPE = 'com.pushdrain.webhook.test';
 
 /** The test event's `source`: the route that sends it. */
-export const TEST_EVENT_SOURCE = '/api/admin/webhooks/test';
+export const TEST_EVENT_SOURCE = '/api/ops/webhooks/test';
 
 export interface TestEventTarget {
   /** The endpoint without its query (a webhook URL may carry a token). */

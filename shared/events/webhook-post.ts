@@ -1,7 +1,8 @@
 /**
  * One webhook attempt: POST the structured CloudEvent, signed per Standard Webhooks (`webhook-id`,
- * `webhook-timestamp`, `webhook-signature`, with the `standardwebhooks` package), to an address the
- * SSRF guard checked, within a hard timeout. Redirects are never followed (a 3xx is a failed
+ * `webhook-timestamp`, `webhook-signature`: `v1` with the `standardwebhooks` package for the
+ * operator's webhooks, `v1a` ed25519 for a client's callback), to an address the SSRF guard checked,
+ * within a hard timeout that includes the lookup. Redirects are never followed (a 3xx is a failed
  * attempt): a redirect could lead anywhere, the guard's addresses included. With an IP literal
  * (a loopback receiver, say) there is no lookup, and with an open kept connection
  * (endpoint-agents.ts) the request is written in the very turn of the event loop that started it.
@@ -22,6 +23,7 @@ import {
   type ResolvedAddress,
 } from './address-guard';
 import { CLOUDEVENTS_CONTENT_TYPE } from './batch-event';
+import { CallbackSigner } from './callback-signer';
 import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult } from './outbox';
 
@@ -35,7 +37,8 @@ export interface SignedPost {
   url: string;
   eventId: string;
   body: string;
-  secret: Secret;
+  /** The operator's webhook secret (`v1`, HMAC), or a client's callback signer (`v1a`, ed25519). */
+  secret: Secret | CallbackSigner;
   /** Skip the SSRF guard's refusal (an origin the operator allowlisted, or the operator's own webhook). */
   allowPrivate: boolean;
   timeoutMs?: number;
@@ -47,11 +50,19 @@ export interface SignedPost {
 }
 
 /** Standard Webhooks' three headers for `body`, signed at `at`. */
-export function signatureHeaders(secret: Secret, eventId: string, body: string, at: Date): Record<string, string> {
+export function signatureHeaders(
+  secret: Secret | CallbackSigner,
+  eventId: string,
+  body: string,
+  at: Date,
+): Record<string, string> {
   return {
     'webhook-id': eventId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret.reveal()).sign(eventId, at, body),
+    'webhook-signature':
+      secret instanceof CallbackSigner
+        ? secret.signature(eventId, at, body)
+        : new Webhook(secret.reveal()).sign(eventId, at, body),
   };
 }
 
@@ -69,13 +80,35 @@ export function postSigned(p: SignedPost): Promise<AttemptResult> {
     // An IP literal needs no lookup: no await between here and the request's write.
     const literal = checkedLiteral(url.hostname, p.allowPrivate);
     if (literal) return send(p, url, literal, deadline, timeoutMs);
-    return resolveChecked(url.hostname, p.allowPrivate, p.lookup).then(
+    return beforeDeadline(resolveChecked(url.hostname, p.allowPrivate, p.lookup), deadline).then(
       (target) => send(p, url, target, deadline, timeoutMs),
-      (e: unknown) => failure(url, e),
+      (e: unknown) =>
+        deadline.aborted && !(e instanceof RefusedAddressError)
+          ? { error: `no answer within ${timeoutMs} ms (name resolution)` }
+          : failure(url, e),
     );
   } catch (e) {
     return Promise.resolve(failure(url, e));
   }
+}
+
+/** `p`, or a rejection when `deadline` fires first: the lookup is part of the attempt's time. */
+function beforeDeadline<T>(p: Promise<T>, deadline: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error('deadline'));
+    if (deadline.aborted) onAbort();
+    deadline.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        deadline.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        deadline.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : ensureError(e));
+      },
+    );
+  });
 }
 
 function failure(url: URL, e: unknown): AttemptResult {

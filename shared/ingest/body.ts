@@ -66,9 +66,12 @@ export async function* inflateLimited(
     if (e instanceof ValidationError || e instanceof AbortedError) throw e;
     const code = (e as { code?: string }).code ?? '';
     if (code.startsWith('Z_'))
-      throw new ValidationError('the body is not valid gzip data', 400, 'invalid_batch', [
-        { line: 0, field: '', message: 'Content-Encoding is gzip but the body does not inflate' },
-      ]);
+      throw new ValidationError(
+        'the body is not valid gzip data: Content-Encoding is gzip but the body does not inflate',
+        400,
+        'invalid_batch',
+        [],
+      );
     throw e;
   } finally {
     gunzip.destroy();

@@ -16,9 +16,7 @@ const KEY_RULE = 'must be 1-128 characters of A-Z a-z 0-9 . _ : -';
 /** The optional Idempotency-Key, checked before anything is read: a bad one is a 400. */
 export function checkIdempotencyKey(key: string | undefined): void {
   if (key !== undefined && !isValidIdempotencyKey(key)) {
-    throw new ValidationError(`Idempotency-Key ${KEY_RULE}`, 400, 'invalid_idempotency_key', [
-      { line: 0, field: 'Idempotency-Key', message: KEY_RULE },
-    ]);
+    throw new ValidationError(`Idempotency-Key ${KEY_RULE}`, 400, 'invalid_idempotency_key');
   }
 }
 

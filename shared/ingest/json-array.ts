@@ -66,7 +66,9 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
       first = false;
       if (state === S.BeforeArray) {
         if (c !== 0x5b) {
-          yield fatal('a JSON body must be an array of transactions');
+          // An object first is most often NDJSON sent with the JSON media type.
+          const hint = c === 0x7b ? ' (one transaction per line is NDJSON: send it as application/x-ndjson)' : '';
+          yield fatal(`a JSON body must be an array of transactions${hint}`);
           return;
         }
         state = S.Open; // after "[": either "]" or the first item

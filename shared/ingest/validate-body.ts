@@ -90,10 +90,9 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   problems += duplicates.length;
   const shownDetails = mergeByLine(details, duplicates, MAX_DETAILS);
   if (limit) shownDetails.splice(MAX_DETAILS - 1, Infinity, limit);
-  if (problems === 0 && count === 0) {
-    problems++;
-    shownDetails.push({ line: 0, field: '', message: 'the batch is empty: it must hold 1 to 1000000 transactions' });
-  }
+  // A problem of the whole body has no line (`line` is 1-based): it is the message, with no detail.
+  if (problems === 0 && count === 0)
+    throw new ValidationError('the batch is empty: it must hold 1 to 1000000 transactions', 400, 'invalid_batch', []);
   if (problems > 0) {
     const shown = problems > shownDetails.length ? ` (first ${shownDetails.length} shown)` : '';
     throw new ValidationError(

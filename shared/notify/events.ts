@@ -53,7 +53,7 @@ export interface WatchdogCheck {
    * Present on a batch event delivery's scheduled retry (shared/events/event-delivery.ts): the
    * same per-batch scheduled queue carries it, with its send availability and dead-lettering.
    */
-  delivery?: { eventId: string; index: number; attempts: number };
+  delivery?: { eventId: string; index: number; attempts: number; key?: string };
 }
 
 /** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
@@ -113,7 +113,13 @@ function parseDelivery(raw: unknown): WatchdogCheck['delivery'] | string {
   const whole = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
   if (typeof d !== 'object' || d === null || typeof d.eventId !== 'string' || !whole(d.index) || !whole(d.attempts))
     return 'watchdog delivery must have an eventId, an index and attempts';
-  return { eventId: d.eventId.slice(0, 100), index: d.index, attempts: d.attempts };
+  if (d.key !== undefined && typeof d.key !== 'string') return 'watchdog delivery key must be a string';
+  return {
+    eventId: d.eventId.slice(0, 100),
+    index: d.index,
+    attempts: d.attempts,
+    ...(d.key !== undefined ? { key: d.key.slice(0, 100) } : {}),
+  };
 }
 
 const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;

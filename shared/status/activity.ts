@@ -35,9 +35,18 @@ export interface ActivityWindow {
   /** Seconds of buckets with no work in flight (see HistoryPoint.busy), no drain running and nothing billed or accepted. */
   idleSeconds: number;
   idleStorageTransactions: number;
-  /** Idle Storage transactions extrapolated to an hour; null (no idle period yet) with under a minute of idle time. */
+  /**
+   * Idle Storage transactions extrapolated to an hour; null until there are `idleRateAfterSeconds`
+   * of idle time: a rate from a minute or two of idle right after work is the tail of that work
+   * (a drain's last re-check, a delivery settling) scaled up sixty-fold, not what an idle app costs.
+   */
   idlePerHour: number | null;
+  /** The idle time `idlePerHour` waits for; until then show the count and the idle time instead. */
+  idleRateAfterSeconds: number;
 }
+
+/** Two sweep runs at the default 5-minute schedule: enough idle time for an hourly rate to mean something. */
+export const IDLE_RATE_AFTER_MS = 600_000;
 
 export interface ActivityOptions {
   /** @defaultValue 10000 */
@@ -159,7 +168,8 @@ export class Activity {
       perThousand: billed > 0 ? round1((storage / billed) * 1000) : null,
       idleSeconds: Math.round(idleMs / 1000),
       idleStorageTransactions: idleStorage,
-      idlePerHour: idleMs >= 60_000 ? round1((idleStorage / idleMs) * 3_600_000) : null,
+      idlePerHour: idleMs >= IDLE_RATE_AFTER_MS ? round1((idleStorage / idleMs) * 3_600_000) : null,
+      idleRateAfterSeconds: IDLE_RATE_AFTER_MS / 1000,
     };
   }
 

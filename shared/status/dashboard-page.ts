@@ -2,7 +2,7 @@
  * `GET /api/dashboard`: one self-contained HTML response (no CDN, works offline). The page is
  * a shell: it holds no data and no key. It asks for the function key (or reads it from the
  * URL fragment, which never reaches a server) and reads everything from
- * `GET /api/admin/status`. Its files are read from `static/dashboard/` at the app's root (shipped
+ * `GET /api/ops/status`. Its files are read from `static/dashboard/` at the app's root (shipped
  * by both deploy modes); the style and script are inlined here and allowed by hash in a strict CSP.
  */
 import { createHash } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * `GET /api/admin/status`: what the system is doing, as this instance sees it. Queue depths
+ * `GET /api/ops/status`: what the system is doing, as this instance sees it. Queue depths
  * and oldest ages, poison, Service Bus counts, this instance's drains, open and recent
  * batches, event deliveries, and the Storage meter with its history. It costs about two Storage
  * requests per queue plus one listing per 5,000 batches (and for the deliveries one or two requests

@@ -1,5 +1,5 @@
-// pushdrain status page. Reads GET admin/status (function key) every few seconds and draws it;
-// POST admin/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
+// pushdrain status page. Reads GET ops/status (function key) every few seconds and draws it;
+// POST ops/redrive (admin key) from the poison and Service Bus sections. Keys live in memory only: typed in,
 // or read once from the URL fragment (#key=…&refresh=ms), which is then removed from the URL. With
 // PUSHDRAIN_AUTH=entra a pasted token (a dev token locally) is sent as a bearer token instead, and the
 // page hides what the token's roles do not allow (elements marked data-role); the app checks again.
@@ -93,17 +93,35 @@
     el.textContent = text || '';
   }
 
+  // Says what the app answered and points at the credential it asked for: a token where the app
+  // wants one (it names the roles, or challenges with Bearer), else the function key.
+  function refused(res, body) {
+    if (state.token) {
+      showError(`Refused (${res.status}): ${body.message || 'the token was not accepted'}`);
+      return $('token').focus();
+    }
+    const wantsToken = Array.isArray(body.requiredRoles) || /^bearer/i.test(res.headers.get('www-authenticate') || '');
+    if (!wantsToken) {
+      showError(`The function key was refused (${res.status}). Enter it above.`);
+      return $('key').focus();
+    }
+    const msal = !$('msal-sign-in').hidden;
+    const how = msal
+      ? 'Sign in with Microsoft, or paste a token into "Entra token"'
+      : 'Paste a token into "Entra token"';
+    showError(`Refused (${res.status}): ${body.message || 'a bearer token is required'}. ${how} above.`);
+    (msal ? $('msal-sign-in') : $('token')).focus();
+  }
+
   async function poll() {
     clearTimeout(state.timer);
     await freshToken();
     if (state.token && !allows('Batches.Read')) return pollMine(); // a submitter: its own batches only
     try {
-      const res = await fetch('admin/status', { headers: headers(state.key), cache: 'no-store' });
+      const res = await fetch('ops/status', { headers: headers(state.key), cache: 'no-store' });
       if (res.status === 401 || res.status === 403) {
         const body = await res.json().catch(() => ({}));
-        if (state.token) showError(`Refused (${res.status}): ${body.message || 'the token was not accepted'}`);
-        else showError(`The function key was refused (${res.status}). Enter it above.`);
-        $('key').focus();
+        refused(res, body);
         return; // no retry loop with a wrong key
       }
       if (!res.ok) throw new Error(`status ${res.status}: ${(await res.text()).slice(0, 200)}`);
@@ -116,8 +134,8 @@
     state.timer = setTimeout(poll, state.refreshMs);
   }
 
-  function tile(label, value, bad) {
-    return h('div', { class: bad ? 'tile bad' : 'tile' }, h('b', {}, value), h('span', {}, label));
+  function tile(label, value, bad, title) {
+    return h('div', { class: bad ? 'tile bad' : 'tile', title }, h('b', {}, value), h('span', {}, label));
   }
 
   function render(s) {
@@ -135,9 +153,13 @@
       tile('drains here (tasks)', `${fmt(s.drains.running)} (${fmt(s.drains.tasks)})`),
       // Work done twice here (a message taken by another delivery) and slot leases lost: overload.
       tile(
-        'taken twice / leases lost here',
+        'chunks done twice / drains cut short here',
         `${fmt(s.drains.duplicates)} / ${fmt(s.drains.leasesLost)}`,
         s.drains.duplicates > 0 || s.drains.leasesLost > 0,
+        'Chunks done twice: work finished here on a message that another drain had taken meanwhile ' +
+          '(it became visible again before this one deleted it); harmless, the report counts each chunk once. ' +
+          "Drains cut short: drains here that lost their queue's drain slot (a blob lease) and stopped taking work. " +
+          'Both stay at 0 unless the app is overloaded (a starved CPU, a slow Storage).',
       ),
       tile('open batches', fmt(s.batches.counts.accepted + s.batches.counts.processing)),
     );
@@ -297,7 +319,7 @@
     const out = $(dead ? 'dead-letter-result' : 'redrive-result');
     out.textContent = 'redriving…';
     try {
-      const res = await fetch('admin/redrive', {
+      const res = await fetch('ops/redrive', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
         body: JSON.stringify(body),
@@ -345,7 +367,7 @@
     const out = $('webhook-test-result');
     out.textContent = 'sending…';
     try {
-      const res = await fetch('admin/webhooks/test', {
+      const res = await fetch('ops/webhooks/test', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...headers($('admin-key').value) },
         body: '{}',
@@ -424,6 +446,18 @@
     );
   }
 
+  // Only time with no work in flight counts as idle. An hourly rate only once the app gives one (after
+  // enough idle time for it to mean something); before that, the count and the idle time it covers.
+  function idleTile(w) {
+    if (w.idlePerHour !== null)
+      return tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, fmt(Math.round(w.idlePerHour)));
+    if (!w.idleSeconds) return tile('idle Storage tx', 'no idle period yet');
+    return tile(
+      `idle Storage tx in ${age(w.idleSeconds)} idle (a rate per hour after ${age(w.idleRateAfterSeconds)} of idle)`,
+      fmt(w.idleStorageTransactions),
+    );
+  }
+
   function renderCost(s) {
     const w = s.storage.window;
     const status = s.storage.statusRequests.total || 0;
@@ -432,10 +466,7 @@
         `Storage tx per 1,000 business tx (last ${age(w.seconds)})`,
         w.perThousand === null ? '–' : w.perThousand.toFixed(1),
       ),
-      // Only time with no work in flight counts as idle; under a minute of it is no figure at all.
-      w.idlePerHour === null
-        ? tile('idle Storage tx per hour', 'no idle period yet')
-        : tile(`idle Storage tx per hour (${age(w.idleSeconds)} idle)`, fmt(Math.round(w.idlePerHour))),
+      idleTile(w),
       tile(`Storage tx in window, ${fmt(w.businessTransactions)} billed`, fmt(w.storageTransactions)),
       tile('Storage tx since start', fmt(s.storage.byOperation.total)),
       tile('Storage tx of status reads', fmt(status)),
@@ -539,6 +570,7 @@
     $('who').textContent = claims
       ? `signed in as ${claims.name || claims.oid || 'unknown'} (${state.roles.join(', ') || 'no role'})`
       : '';
+    $('sign-out').hidden = !state.token;
     showRoles();
     showError('');
     poll();
@@ -774,6 +806,20 @@
       showError(`Sign-in failed: ${e.errorCode || e.message}`);
     }
   }
+
+  // Sign-out forgets the token here; with MSAL it also clears MSAL's cache in this tab and ends the
+  // session at the authority, which sends the browser back to this page.
+  $('sign-out').addEventListener('click', () => {
+    const signedIn = msalApp && account;
+    signInWith('');
+    if (!signedIn) return;
+    const to = location.origin + location.pathname;
+    const who = account;
+    account = null;
+    msalApp
+      .logoutRedirect({ account: who, postLogoutRedirectUri: to })
+      .catch((e) => showError(`Sign-out failed: ${e.errorCode || e.message}`));
+  });
 
   // A token about to expire is renewed silently (MSAL's refresh token) before the next request.
   async function freshToken() {

@@ -14,12 +14,12 @@ export const HTTP_CONTRACT = [
   { name: 'getBatchTimeline', route: 'batches/{batchId}/timeline', methods: ['GET'], authLevel: 'function' },
   { name: 'health', route: 'health', methods: ['GET'], authLevel: 'anonymous' },
   // Operators only: the master (admin) key, never a function key.
-  { name: 'adminRedrive', route: 'admin/redrive', methods: ['POST'], authLevel: 'admin' },
+  { name: 'opsRedrive', route: 'ops/redrive', methods: ['POST'], authLevel: 'admin' },
   // Sends a test event to the operator's webhooks: the admin key too (it makes the app call out).
-  { name: 'adminWebhookTest', route: 'admin/webhooks/test', methods: ['POST'], authLevel: 'admin' },
+  { name: 'opsWebhookTest', route: 'ops/webhooks/test', methods: ['POST'], authLevel: 'admin' },
   // Read-only operator view: a function key.
-  { name: 'adminStatus', route: 'admin/status', methods: ['GET'], authLevel: 'function' },
-  // The status page shell: static, no data and no key in it; what it shows comes from admin/status.
+  { name: 'opsStatus', route: 'ops/status', methods: ['GET'], authLevel: 'function' },
+  // The status page shell: static, no data and no key in it; what it shows comes from ops/status.
   { name: 'dashboard', route: 'dashboard', methods: ['GET'], authLevel: 'anonymous' },
 ];
 export const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];

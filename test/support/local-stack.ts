@@ -55,7 +55,7 @@ export async function startLocalStack(
 export const LOCAL_KEY = 'any-key-works-locally';
 
 export async function statusOf(stack: LocalStack): Promise<StatusReport> {
-  const res = await fetch(`${stack.host.base}/api/admin/status`, { headers: { 'x-functions-key': LOCAL_KEY } });
+  const res = await fetch(`${stack.host.base}/api/ops/status`, { headers: { 'x-functions-key': LOCAL_KEY } });
   if (res.status !== 200) throw new Error(`status: HTTP ${res.status}: ${await res.text()}`);
   return (await res.json()) as StatusReport;
 }

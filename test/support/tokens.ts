@@ -1,17 +1,19 @@
 /**
  * Tokens for the access tests, from the local issuer (tools/devstack/dev-issuer.ts) on a fresh
  * data folder, and the bad ones a matrix needs: expired, another audience, an unknown signing
- * key, `alg: none`, a forged X-MS-CLIENT-PRINCIPAL.
+ * key, `alg: none`, a forged X-MS-CLIENT-PRINCIPAL, and tokens of the issuer with claims changed
+ * (an ID token's shape, a wrong `idtyp`, …).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { exportJWK, generateKeyPair } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair, importJWK, type JWTPayload, SignJWT } from 'jose';
 
 import type { Role } from '../../shared/auth/principal';
 import {
   type DevIssuer,
+  type DevTokenRequest,
   issuerSettings,
   loadOrCreateKey,
   mintDevToken,
@@ -24,7 +26,19 @@ export interface TestIssuer {
   dataDir: string;
   /** PUSHDRAIN_AUTH=entra and the issuer's settings. */
   env: Record<string, string>;
-  token(name: string, roles: readonly Role[], extra?: { lifetimeSeconds?: number; audience?: string }): Promise<string>;
+  token(
+    name: string,
+    roles: readonly Role[],
+    extra?: Partial<Pick<DevTokenRequest, 'lifetimeSeconds' | 'audience' | 'app' | 'scope'>>,
+  ): Promise<string>;
+  /**
+   * A token of the issuer's key whose claims are those of `token(name, roles, extra)` with `set`
+   * added or replaced and `drop` removed: a token Entra could issue, or one it never should.
+   */
+  crafted(
+    base: { name: string; roles: readonly Role[]; app?: boolean },
+    change: { set?: JWTPayload; drop?: readonly string[] },
+  ): Promise<string>;
   /** Signed by a key the issuer never published (same kid). */
   foreignKeyToken(name: string, roles: readonly Role[]): Promise<string>;
   close(): Promise<void>;
@@ -39,6 +53,20 @@ export async function testIssuer(mode: 'entra' | 'both' = 'entra'): Promise<Test
     dataDir: dir,
     env: { PUSHDRAIN_AUTH: mode, ...issuerSettings(issuer) },
     token: (name, roles, extra = {}) => mintDevToken(key, issuer.issuer, { name, roles, ...extra }),
+    crafted: async (base, change) => {
+      const claims = decodeJwt(
+        await mintDevToken(key, issuer.issuer, {
+          name: base.name,
+          roles: base.roles,
+          ...(base.app ? { app: true } : {}),
+        }),
+      );
+      for (const c of change.drop ?? []) delete claims[c];
+      const signing = await importJWK(key.privateJwk, 'RS256');
+      return new SignJWT({ ...claims, ...change.set })
+        .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
+        .sign(signing);
+    },
     foreignKeyToken: async (name, roles) => {
       const { privateKey } = await generateKeyPair('RS256', { extractable: true });
       return mintDevToken({ kid: key.kid, privateJwk: await exportJWK(privateKey) }, issuer.issuer, { name, roles });

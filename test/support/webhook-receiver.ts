@@ -1,12 +1,15 @@
 /**
  * A webhook receiver written the way README tells a user to write one: an HTTP server on
- * 127.0.0.1 that verifies each request with the `standardwebhooks` library and dedupes on
- * `webhook-id`. Tests script its answers (a status, or `hang`: never answer) and read what it got.
+ * 127.0.0.1 that verifies each request (the operator's webhook with the `standardwebhooks` library
+ * and its `whsec_` secret; a client's callback with the `whpk_` public keys, callback-verifier.ts)
+ * and dedupes on `webhook-id`. Tests script its answers (a status, or `hang`: never answer) and read what it got.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { Webhook } from 'standardwebhooks';
+
+import { verifyCallback } from './callback-verifier';
 
 export interface ReceivedEvent {
   webhookId: string;
@@ -35,8 +38,18 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-export async function startWebhookReceiver(secret: string, path = '/hooks/pushdrain'): Promise<WebhookReceiver> {
-  const wh = new Webhook(secret);
+/** A `whsec_` secret (an operator's webhook), or the `whpk_` keys a client trusts (read at each request). */
+export type Verification = string | { publicKeys: () => readonly string[] };
+
+export async function startWebhookReceiver(
+  verification: Verification,
+  path = '/hooks/pushdrain',
+): Promise<WebhookReceiver> {
+  const wh = typeof verification === 'string' ? new Webhook(verification) : undefined;
+  const check = (body: string, headers: IncomingMessage['headers']): unknown =>
+    wh
+      ? wh.verify(body, headers as Record<string, string>)
+      : verifyCallback(body, headers, (verification as { publicKeys: () => readonly string[] }).publicKeys());
   const requests: ReceivedEvent[] = [];
   const attempts: WebhookReceiver['attempts'] = [];
   const held = new Set<ServerResponse>();
@@ -51,7 +64,7 @@ export async function startWebhookReceiver(secret: string, path = '/hooks/pushdr
       const answer = answers.shift() ?? fallback;
       let event: ReceivedEvent['event'];
       try {
-        event = wh.verify(body, req.headers as Record<string, string>) as ReceivedEvent['event'];
+        event = check(body, req.headers) as ReceivedEvent['event'];
       } catch {
         unverified++;
         res.writeHead(400).end();

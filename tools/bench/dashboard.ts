@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     let bytes = 0;
     for (let i = 0; i < runs; i++) {
       const t0 = performance.now();
-      const res = await fetch(`${stack.host.base}/api/admin/status`, { headers: { 'x-functions-key': LOCAL_KEY } });
+      const res = await fetch(`${stack.host.base}/api/ops/status`, { headers: { 'x-functions-key': LOCAL_KEY } });
       bytes = (await res.arrayBuffer()).byteLength;
       apiMs.push(performance.now() - t0);
     }

@@ -99,6 +99,11 @@ export class ApiClient {
     };
   }
 
+  /** Gets the first token now (a sign-in may prompt or say who the CLI acts as); nothing with keys. */
+  async prepare(): Promise<void> {
+    await this.token();
+  }
+
   /** The bearer token for the next request (the credential caches and renews it). */
   private token(): Promise<string | undefined> {
     return this.options.bearer ? this.options.bearer() : Promise.resolve(undefined);

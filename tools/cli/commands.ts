@@ -2,6 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 
 import type { BatchSummary } from '../../shared/batch/batch-list';
+import type { BatchPage } from '../../shared/batch/batch-pages';
 import type { BatchStatusBody } from '../../shared/batch/manifest';
 import type { Report } from '../../shared/billing/report';
 import type { DeadLetterRedriveResult } from '../../shared/poison/dead-letter-redrive';
@@ -45,12 +46,13 @@ export async function batchStatus(ctx: Ctx, batchId: string): Promise<number> {
   return EXIT.ok;
 }
 
-function status(ctx: Ctx): Promise<StatusReport> {
-  return ctx.client.json<StatusReport>('status', '/api/admin/status');
+/** `command` names what failed in an error: the command the user ran, not the route it reads. */
+function status(ctx: Ctx, command: string): Promise<StatusReport> {
+  return ctx.client.json<StatusReport>(command, '/api/ops/status');
 }
 
 export async function systemStatus(ctx: Ctx): Promise<number> {
-  const s = await status(ctx);
+  const s = await status(ctx, 'status');
   if (ctx.json) {
     printJson(s);
     return EXIT.ok;
@@ -68,9 +70,20 @@ export async function systemStatus(ctx: Ctx): Promise<number> {
     `batches: ${num(s.batches.counts.accepted + s.batches.counts.processing)} open, ${num(s.batches.counts.completed)} completed, ${num(s.batches.counts.failed)} failed`,
   );
   out(
-    `storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${w.idlePerHour === null ? 'no idle period yet' : `idle ${w.idlePerHour} per hour`}`,
+    `storage: ${num(s.storage.byOperation.total)} transactions since start; last ${age(w.seconds)}: ${w.perThousand ?? '–'} per 1,000 business tx, ${idleFigure(w)}`,
   );
   return EXIT.ok;
+}
+
+/**
+ * The idle cost: an hourly rate only once the app has had enough idle time for one to mean
+ * something (the app decides: `idlePerHour` is null until then), else what was counted and over
+ * how long.
+ */
+function idleFigure(w: StatusReport['storage']['window']): string {
+  if (w.idlePerHour !== null) return `idle ${num(w.idlePerHour)} per hour (${age(w.idleSeconds)} idle)`;
+  if (w.idleSeconds === 0) return 'no idle period yet';
+  return `idle ${num(w.idleStorageTransactions)} in ${age(w.idleSeconds)} (an hourly rate after ${age(w.idleRateAfterSeconds)} of idle)`;
 }
 
 /** A failed batch has finished and will have no report (until a redrive reopens it): say why, from its manifest. */
@@ -152,41 +165,38 @@ function batchRow(b: BatchSummary, paint: Painter): string[] {
   ];
 }
 
-export async function batches(ctx: Ctx): Promise<number> {
-  const s = await status(ctx);
+/**
+ * GET /api/batches, the listing every caller that may see batches can read: a submitter gets its
+ * own (`scope: own`), a reader or a key holder every batch. Newest first, a page at a time.
+ */
+export async function batches(ctx: Ctx, o: { limit?: number; cursor?: string } = {}): Promise<number> {
+  const query = new URLSearchParams({
+    ...(o.limit !== undefined ? { limit: String(o.limit) } : {}),
+    ...(o.cursor !== undefined ? { cursor: o.cursor } : {}),
+  }).toString();
+  const page = await ctx.client.json<BatchPage>('batches', `/api/batches${query ? `?${query}` : ''}`);
   if (ctx.json) {
-    printJson(s.batches);
+    printJson(page);
     return EXIT.ok;
   }
-  const { open, recent, counts, scanned, truncated } = s.batches;
   const head = ['batch', 'status', 'chunks', 'transactions', 'submitted', 'latency'];
-  out(`open (${num(counts.accepted + counts.processing)}):`);
+  out(`${page.scope === 'own' ? 'your batches' : 'batches'}, newest first (${num(page.batches.length)} shown):`);
   out(
-    open.length > 0
+    page.batches.length > 0
       ? table(
           head,
-          open.map((b) => batchRow(b, ctx.paint)),
+          page.batches.map((b) => batchRow(b, ctx.paint)),
           [3],
         )
       : '  none',
   );
-  out('');
-  out(`recent (${num(counts.completed)} completed, ${num(counts.failed)} failed):`);
-  out(
-    recent.length > 0
-      ? table(
-          head,
-          recent.map((b) => batchRow(b, ctx.paint)),
-          [3],
-        )
-      : '  none',
-  );
-  if (truncated) out(`(the listing stopped after ${num(scanned)} batches)`);
+  if (page.truncated) out('(the listing stopped at its bound: older batches may be missing)');
+  if (page.next) out(`older: pushdrain batches --cursor ${page.next}`);
   return EXIT.ok;
 }
 
 export async function queues(ctx: Ctx): Promise<number> {
-  const s = await status(ctx);
+  const s = await status(ctx, 'queues');
   if (ctx.json) {
     printJson({
       queues: s.queues,
@@ -251,7 +261,7 @@ export async function redrive(ctx: Ctx, o: { queue?: string; batch?: string; max
     ...(o.batch !== undefined ? { batchId: o.batch } : {}),
     ...(o.max !== undefined ? { max: o.max } : {}),
   };
-  const r = await ctx.client.postJson<RedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
+  const r = await ctx.client.postJson<RedriveResult>('redrive', '/api/ops/redrive', body, ctx.adminKey);
   if (ctx.json) printJson(r);
   else {
     const where = Object.entries(r.byQueue)
@@ -270,7 +280,7 @@ export async function redriveDeadLetters(ctx: Ctx, o: { entity?: string; max?: n
     ...(o.entity !== undefined ? { entity: o.entity } : {}),
     ...(o.max !== undefined ? { max: o.max } : {}),
   };
-  const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/admin/redrive', body, ctx.adminKey);
+  const r = await ctx.client.postJson<DeadLetterRedriveResult>('redrive', '/api/ops/redrive', body, ctx.adminKey);
   const failed = Object.entries(r.failed);
   if (ctx.json) printJson(r);
   else {

@@ -1,7 +1,9 @@
 /**
  * `pushdrain dev-token`: a token of the local issuer that `npm start -- --auth entra` runs, signed
  * with the key in the same data folder (PUSHDRAIN_DATA_DIR, default the repo root). Local only:
- * the key never leaves that folder and is never printed.
+ * the key never leaves that folder and is never printed. The token is an access token as the app
+ * requires one (shared/auth/token-kind.ts): a person's carries the API's scope in `scp`, an app's
+ * (`--app`) carries `idtyp=app` and no `scp`.
  */
 import { resolve } from 'node:path';
 

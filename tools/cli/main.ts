@@ -206,8 +206,12 @@ export function program(run: (code: number) => void): Command {
     );
 
   p.command('batches')
-    .description('open batches with their progress, and the latest finished ones with their latency')
-    .action(async (_o: unknown, cmd: Command) => run(await batches(context(cmd))));
+    .description(
+      'the newest batches you may see, with their progress and latency (a submitter: its own; a reader: all)',
+    )
+    .option('--limit <n>', 'how many (1-100, default 20)', wholeNumber('--limit'))
+    .option('--cursor <next>', "the page after this one (the previous page's next)")
+    .action(async (o: { limit?: number; cursor?: string }, cmd: Command) => run(await batches(context(cmd), o)));
 
   p.command('queues')
     .description('queue depths and oldest ages, poison, Service Bus dead letters, drains running')
@@ -258,7 +262,10 @@ export function program(run: (code: number) => void): Command {
         .makeOptionMandatory(),
     )
     .requiredOption('--name <name>', 'who the token is for; the same name always gets the same object id')
-    .option('--app', 'a service principal (no name claim) instead of a person')
+    .option(
+      '--app',
+      "an app's token (idtyp app, no name, no scp) instead of a person's (scp with the API's user_impersonation)",
+    )
     .option('--lifetime <seconds>', 'how long the token is valid', wholeNumber('--lifetime'), 3600)
     .action(async (o: { role: Role[]; name: string; app?: boolean; lifetime: number }) => {
       console.log(await devToken(o));

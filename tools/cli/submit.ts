@@ -75,8 +75,11 @@ export function contentKey(content: Buffer): string {
 
 export function describeRejection(body: ErrorBody | undefined, status: number): string[] {
   const lines = [`rejected (HTTP ${status}${body?.error ? `, ${body.error}` : ''}): ${body?.message ?? 'no details'}`];
-  for (const d of (body?.details ?? []).slice(0, 20))
-    lines.push(`  ${d.line > 0 ? `line ${d.line}` : 'request'}, ${d.field}: ${d.message}`);
+  for (const d of (body?.details ?? []).slice(0, 20)) {
+    // A problem of the whole line (malformed JSON) names no field: no empty slot for one.
+    const where = [d.line > 0 ? `line ${d.line}` : 'request', d.field].filter((p) => p !== '').join(', ');
+    lines.push(`  ${where}: ${d.message}`);
+  }
   const more = (body?.details?.length ?? 0) - 20;
   if (more > 0) lines.push(`  … and ${more} more`);
   return lines;
@@ -88,6 +91,8 @@ export async function submit(
   o: SubmitOptions,
   paint: Painter,
 ): Promise<SubmitOutcome> {
+  // Sign-in first (a device code prompt, --verbose's "acting as"), before any progress is drawn.
+  await client.prepare();
   const raw = await readInput(file);
   const gzipped = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b;
   const content = gzipped ? await promisify(gunzip)(raw) : raw;
@@ -131,7 +136,7 @@ export async function submit(
       `${paint('green', 'completed')}: batch ${final.batchId}, ${num(final.transactions)} transactions in ${num(final.chunks)} chunks, ${duration(latency)} from submission`,
     );
     console.log(
-      `totals: ${report.totals.map((t) => `${t.currency} ${money(t.total, t.currency)} (${num(t.transactions)} tx, tax ${money(t.tax, t.currency)})`).join(' · ')}`,
+      `totals: ${report.totals.map((t) => `${t.currency} ${money(t.total, t.currency)} incl. tax ${money(t.tax, t.currency)} (${num(t.transactions)} tx)`).join(' · ')}`,
     );
     console.log(
       `report: ${client.url(`/api/batches/${final.batchId}/report`)}  (CSV: pushdrain report ${final.batchId} --csv -o ${final.batchId}.csv)`,
@@ -205,8 +210,9 @@ export async function follow(
   a: Accepted,
   o: Pick<SubmitOptions, 'timeoutSeconds' | 'pollMs' | 'progress'>,
 ): Promise<BatchStatusBody> {
+  // Drawn from the first answer on: a re-submit of a finished batch starts at its real progress, not at 0.
   const bar = progressBar('chunks', 'chunks', o.progress);
-  bar.start(a.chunks, 0, { note: '' });
+  let drawn = false;
   const started = Date.now();
   const deadline = started + o.timeoutSeconds * 1000;
   let last: BatchStatusBody | undefined;
@@ -223,9 +229,11 @@ export async function follow(
         last = got.body;
         etag = got.etag;
         unchanged = 0;
-        bar.update(last.chunksDone + last.chunksFailed, {
-          note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '',
-        });
+        const settled = last.chunksDone + last.chunksFailed;
+        const note = { note: last.chunksFailed > 0 ? ` (${last.chunksFailed} failed)` : '' };
+        if (drawn) bar.update(settled, note);
+        else bar.start(a.chunks, settled, note);
+        drawn = true;
       } else unchanged++;
       const now = Date.now();
       if (last?.status === 'completed' || last?.status === 'failed' || now >= deadline) break;
@@ -233,7 +241,7 @@ export async function follow(
       await new Promise((r) => setTimeout(r, Math.min(wait, deadline - now)));
     }
   } finally {
-    bar.stop();
+    if (drawn) bar.stop();
   }
   if (!last) throw new CliError(`no status for ${a.batchId}`, EXIT.error);
   return last;

@@ -1,6 +1,6 @@
 /**
  * `pushdrain webhooks test`: asks the app to send one signed test event to each of its webhooks
- * (`POST /api/admin/webhooks/test`, admin key) and prints what each answered. Exit 4 when any target
+ * (`POST /api/ops/webhooks/test`, admin key) and prints what each answered. Exit 4 when any target
  * did not answer 2xx, so a script can check a receiver after a deploy or a secret rotation.
  */
 import type { TestEventResult } from '../../shared/events/test-event';
@@ -9,7 +9,7 @@ import { EXIT } from './exit-codes';
 import { duration, table } from './output';
 
 export async function webhooksTest(ctx: Ctx): Promise<number> {
-  const r = await ctx.client.postJson<TestEventResult>('webhooks test', '/api/admin/webhooks/test', {}, ctx.adminKey);
+  const r = await ctx.client.postJson<TestEventResult>('webhooks test', '/api/ops/webhooks/test', {}, ctx.adminKey);
   if (ctx.json) console.log(JSON.stringify(r, null, 2));
   else {
     console.log(`test event ${r.eventId} (${r.type}) sent to ${r.targets.length} webhook(s):`);

@@ -1,8 +1,9 @@
 /**
  * The local token issuer of `npm start -- --auth entra`: an RS256 signing key kept in the data
  * folder (`.dev-issuer/signing-key.json`, mode 0600, never printed), its public half served as a
- * JWKS on 127.0.0.1, and tokens shaped like Entra's v2 access tokens (`oid`, `azp`, `name`,
- * `roles`). The app validates them with the same TokenVerifier it uses in Azure.
+ * JWKS on 127.0.0.1, and tokens shaped like Entra's v2 access tokens (`oid`, `sub`, `azp`, `name`,
+ * `roles`, and a person's `scp` or an app's `idtyp`). The app validates them with the same
+ * TokenVerifier it uses in Azure.
  *
  * One port speaks both plain http (the JWKS the app fetches: the app trusts no private CA) and
  * https with a self-signed certificate (the issuer itself and its OpenID Connect endpoints,
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike, SignJWT } from 'jose';
 
 import type { Role } from '../../shared/auth/principal';
+import { API_SCOPE } from '../../shared/config/auth-settings';
 import { DEV_TENANT_ID, DevSignIn } from './dev-sign-in';
 import { makeSelfSigned, type SelfSigned } from './self-signed-cert';
 
@@ -27,7 +29,7 @@ export const DEV_AUDIENCE = 'api://pushdrain-dev';
 export const DEV_CLIENT_APP_ID = '00000000-0000-0000-0000-00000000de00';
 
 /** The delegated scope the status page asks for (Entra: the hook's `user_impersonation`). */
-export const DEV_SCOPE = `${DEV_AUDIENCE}/user_impersonation`;
+export const DEV_SCOPE = `${DEV_AUDIENCE}/${API_SCOPE}`;
 
 export interface DevIssuerInfo {
   /** `https://127.0.0.1:{port}/{tenant}/v2.0`, Entra's shape. */
@@ -151,6 +153,7 @@ export async function startDevIssuer(dataRoot: string, port = 0): Promise<DevIss
     privateJwk: key.privateJwk,
     accessToken: (name, roles, scp) => mintDevToken(key, info.issuer, { name, roles, scope: scp }),
     objectId: devObjectId,
+    subject: devPairwiseSubject,
   });
   writeFileSync(join(issuerDir(dataRoot), 'issuer.json'), JSON.stringify(info));
   return {
@@ -186,37 +189,51 @@ export interface DevTokenRequest {
   roles: readonly Role[];
   /** A person's name: the same name always gets the same object id, so "alice" finds alice's batches. */
   name: string;
-  /** A service principal instead of a person: no `name` claim, `idtyp: app`. */
+  /** A service principal instead of a person: no `name` and no `scp`; `idtyp: app`, `sub` = `oid`. */
   app?: boolean;
   /** @defaultValue 3600 */
   lifetimeSeconds?: number;
   /** @defaultValue DEV_AUDIENCE */
   audience?: string;
-  /** A delegated scope (`scp`), as a token a person got through a client app carries. */
+  /**
+   * A person's delegated scopes (`scp`, space-separated names), as Entra issues them to a client app.
+   * @defaultValue API_SCOPE (`user_impersonation`); an app's token carries none
+   */
   scope?: string;
 }
 
+const uuidOf = (h: string): string =>
+  `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+
 /** A stable object id for a name (a UUID made from its hash). */
 export function devObjectId(name: string): string {
-  const h = createHash('sha256').update(`pushdrain-dev:${name}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  return uuidOf(createHash('sha256').update(`pushdrain-dev:${name}`).digest('hex'));
+}
+
+/**
+ * A person's `sub`: pairwise, as Entra's (per person and app, never the object id), so that only an
+ * app token has `sub` equal to `oid`.
+ */
+export function devPairwiseSubject(name: string, clientId: string): string {
+  return createHash('sha256').update(`pushdrain-dev-sub:${clientId}:${name}`).digest('base64url').slice(0, 43);
 }
 
 export async function mintDevToken(key: StoredKey, issuer: string, r: DevTokenRequest): Promise<string> {
   const signing = (await importJWK(key.privateJwk, 'RS256')) as KeyLike;
   const now = Math.floor(Date.now() / 1000);
+  const oid = devObjectId(r.name);
   return new SignJWT({
-    oid: devObjectId(r.name),
+    oid,
     azp: DEV_CLIENT_APP_ID,
     roles: [...r.roles],
     tid: DEV_TENANT_ID,
-    ...(r.scope ? { scp: r.scope } : {}),
-    ...(r.app ? { idtyp: 'app' } : { name: r.name }),
+    ver: '2.0',
+    ...(r.app ? { idtyp: 'app' } : { name: r.name, scp: r.scope ?? API_SCOPE }),
   })
     .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
     .setIssuer(issuer)
     .setAudience(r.audience ?? DEV_AUDIENCE)
-    .setSubject(devObjectId(r.name))
+    .setSubject(r.app ? oid : devPairwiseSubject(r.name, DEV_CLIENT_APP_ID))
     .setIssuedAt(now)
     .setNotBefore(now)
     .setExpirationTime(now + (r.lifetimeSeconds ?? 3600))

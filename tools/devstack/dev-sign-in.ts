@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { importJWK, type KeyLike, SignJWT } from 'jose';
 
 import { isRole, type Role, ROLES } from '../../shared/auth/principal';
+import { API_SCOPE } from '../../shared/config/auth-settings';
 
 /** The tenant segment of the local issuer's paths (Entra: the tenant id). */
 export const DEV_TENANT_ID = '00000000-0000-0000-0000-0000000de7e0';
@@ -29,6 +30,8 @@ export interface SignInDeps {
   /** Mints the access token (the same as `pushdrain dev-token`). */
   accessToken(name: string, roles: Role[], scope: string): Promise<string>;
   objectId(name: string): string;
+  /** A person's pairwise `sub` for a client (never the object id: an ID token is no app token). */
+  subject(name: string, clientId: string): string;
 }
 
 interface Grant {
@@ -255,7 +258,7 @@ ${roles}<button type="submit" id="dev-approve">Sign in</button></form>`,
         scope: [scope, ...requested.filter((s) => OIDC_SCOPES.has(s))].filter(Boolean).join(' '),
         expires_in: lifetime,
         ext_expires_in: lifetime,
-        ...(scope ? { access_token: await this.d.accessToken(grant.name, grant.roles, 'user_impersonation') } : {}),
+        ...(scope ? { access_token: await this.d.accessToken(grant.name, grant.roles, API_SCOPE) } : {}),
         refresh_token: refreshToken,
         id_token: await this.idToken(grant),
         client_info: this.clientInfo(grant.name),
@@ -283,7 +286,7 @@ ${roles}<button type="submit" id="dev-approve">Sign in</button></form>`,
       .setProtectedHeader({ alg: 'RS256', kid: this.d.kid, typ: 'JWT' })
       .setIssuer(this.d.issuer)
       .setAudience(g.clientId)
-      .setSubject(oid)
+      .setSubject(this.d.subject(g.name, g.clientId))
       .setIssuedAt(now)
       .setNotBefore(now)
       .setExpirationTime(now + 3600)

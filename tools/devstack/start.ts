@@ -9,12 +9,15 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
+import { authMode } from '../../shared/config/auth-settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { type Azurite, startAzurite } from './azurite';
+import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
+import { routeLines } from './route-lines';
 import { JOINS_FLEET } from './scale/instance';
 import { instancesOption, serveFleet } from './scale/serve';
 import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from './secondary-broker';
@@ -128,11 +131,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
-    `  HTTP       ${host.http.url}/api  (function keys are not checked locally: any key or none)`,
-    ...host.routes.map(
-      (r) =>
-        `             ${r.methods.join(',').padEnd(5)} ${host.http.url}/${r.template}  [${r.functionName}, auth ${r.authLevel}]`,
-    ),
+    ...routeLines(host.http.url, authMode(env), host.routes),
     `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,
     `  ServiceBus ${embeddedBus ? `embedded development broker, ${describeData(busData)}` : 'from ServiceBusConnection'}`,
@@ -179,14 +178,19 @@ async function main(): Promise<void> {
       await azurite?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
     })());
+  const storage = storageIdentity(env, embeddedStorage);
+  const handedBack = takeCleanStop(dataRoot, storage);
   // Before start-up recovery: a stop that comes while it runs (a fleet scaling in) is graceful.
   stopOnSignal(
     (signal) => `\n${signal}: stopping — drains finish their current batch and hand the rest back…`,
-    stopAll,
+    async () => {
+      await stopAll();
+      await noteCleanStop(dataRoot, storage);
+    },
   );
   // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
   // stopped process, and the sweep covers what stalls.
-  if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, started);
+  if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, handedBack ? undefined : started);
 }
 
 /**
@@ -214,10 +218,12 @@ const ACTED = new Set(['notified', 'finished', 'repaired', 'failed']);
  * process left (last progress before this one started), re-publish its wake-ups, re-enqueue lost
  * pointers, redo a lost finalize, and say what was done. Batches that moved since are
  * someone's live work (a batch posted while this starts, another instance's): not a word.
+ * `crashedBefore` undefined: the last process stopped cleanly (clean-stop.ts), so only batches
+ * past the stall threshold are repaired, as by the sweep.
  */
-async function recoverAtStart(host: LocalHost, started: number): Promise<void> {
+async function recoverAtStart(host: LocalHost, crashedBefore: number | undefined): Promise<void> {
   try {
-    const { actions, queued } = await host.recover({ leftBefore: started });
+    const { actions, queued } = await host.recover(crashedBefore !== undefined ? { leftBefore: crashedBefore } : {});
     const acted = actions.filter((a) => (a.kind === 'delivering' ? a.started > 0 : ACTED.has(a.kind)));
     if (acted.length === 0) return;
     const depths = Object.entries(queued).map(([q, n]) => `${q}=${n}`);

@@ -36,6 +36,10 @@ param archiveRetentionDays int
 @description('Delete work/ and results/ blobs (chunk and result intermediates) this many days after their last change; 0 keeps them forever.')
 param intermediateRetentionDays int
 
+@minValue(0)
+@description('Delete a finished batch (its manifest in batches/, its report in reports/) and its owner-index entries (batches/owners/) this many days after their last change; 0 keeps them forever.')
+param batchRetentionDays int = 0
+
 // shared/names.ts CONTAINERS: the app never creates containers at run time.
 var appContainers = [
   'work'
@@ -164,7 +168,40 @@ var intermediateRule = {
   }
 }
 
-var lifecycleRules = concat(archiveRetentionDays > 0 ? [archiveRule] : [], intermediateRetentionDays > 0 ? [intermediateRule] : [])
+// A batch and its owner-index entries go by one rule, so a submitter's listing never keeps an entry
+// for a batch that is gone. Batch ids start with b- or k- (shared/layout.ts): the open markers in
+// batches/open/ are not matched (the finalizer removes them, and the watchdog reads them).
+var batchRule = {
+  name: 'expire-batches'
+  enabled: true
+  type: 'Lifecycle'
+  definition: {
+    filters: {
+      blobTypes: [
+        'blockBlob'
+      ]
+      prefixMatch: [
+        'batches/b-'
+        'batches/k-'
+        'batches/owners/'
+        'reports/'
+      ]
+    }
+    actions: {
+      baseBlob: {
+        delete: {
+          daysAfterModificationGreaterThan: batchRetentionDays
+        }
+      }
+    }
+  }
+}
+
+var lifecycleRules = concat(
+  archiveRetentionDays > 0 ? [archiveRule] : [],
+  intermediateRetentionDays > 0 ? [intermediateRule] : [],
+  batchRetentionDays > 0 ? [batchRule] : []
+)
 
 resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2025-06-01' = if (!empty(lifecycleRules)) {
   parent: account

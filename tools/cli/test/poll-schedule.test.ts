@@ -1,3 +1,4 @@
+// unit lane: logic only
 /** The wait between two looks of `submit` at its batch: exact values of the pure rule. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

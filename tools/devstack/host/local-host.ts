@@ -49,7 +49,8 @@ export async function startLocalHost(options: LocalHostOptions = {}): Promise<Lo
   const root = options.root ?? findRepoRoot();
   const log = options.log ?? consoleHostLog;
   const env = process.env;
-  const registry = loadApp(root);
+  // A function the Functions host would refuse stops the start here, with the host's message.
+  const registry = loadApp(root, { settings: env });
   // appStart hooks validate settings: a bad one fails here, naming the setting.
   for (const hook of registry.hooks.appStart ?? []) await hook({ hookData: {}, appHookData: {} });
   const routes = buildRoutes(registry, routePrefix(root));

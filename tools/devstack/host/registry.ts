@@ -9,6 +9,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import Module from 'node:module';
 import { dirname, join } from 'node:path';
 
+import { assertHostAccepts } from './host-rules';
+
 export interface Binding {
   type: string;
   direction: 'in' | 'out';
@@ -91,12 +93,21 @@ export function entryFiles(root: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Installs the stand-in and loads the app: what the Functions host would see. */
-export function loadApp(root: string = findRepoRoot()): Registry {
+export interface LoadAppOptions {
+  /** App settings for `%NAME%` binding expressions; without them those are not checked. */
+  settings?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Installs the stand-in and loads the app: what the Functions host would see. Throws
+ * FunctionsRefused when the host would refuse a function (host-rules.ts), as Azure would at indexing.
+ */
+export function loadApp(root: string = findRepoRoot(), options: LoadAppOptions = {}): Registry {
   const registry = installCoreStandIn();
   // The host loads the entry files by path at run time, exactly as the Functions worker does.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   for (const file of entryFiles(root)) require(file);
+  assertHostAccepts(registry.functions, options.settings);
   return registry;
 }
 

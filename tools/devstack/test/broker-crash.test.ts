@@ -83,9 +83,12 @@ describe('development broker: SIGKILL loses nothing it acknowledged', () => {
     const r = client(b).createReceiver(QUEUE, { receiveMode: 'receiveAndDelete' });
     const found = new Map<string, number>();
     let maxSeq = 0;
-    for (let calls = 0; calls < 200; calls++) {
+    // An empty receive ends the search only once every acknowledged message is back: right after
+    // a restart the receiver's link may still be attaching when its first short wait runs out.
+    const deadline = Date.now() + 60_000;
+    for (let calls = 0; calls < 400 && Date.now() < deadline; calls++) {
       const got = await r.receiveMessages(500, { maxWaitTimeInMs: 500 });
-      if (got.length === 0) break;
+      if (got.length === 0 && [...ackedAtKill].every((id) => found.has(id))) break;
       for (const m of got) {
         found.set(String(m.messageId), (found.get(String(m.messageId)) ?? 0) + 1);
         maxSeq = Math.max(maxSeq, seqOf(m));

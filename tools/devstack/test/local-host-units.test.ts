@@ -1,3 +1,4 @@
+// unit lane: logic only
 /** The local host's pure parts: NCRONTAB schedules, route templates, host.json timespans. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * POST /api/admin/redrive: move poison messages back after a fix, or (`deadLetters: true`)
+ * POST /api/ops/redrive: move poison messages back after a fix, or (`deadLetters: true`)
  * resubmit Service Bus dead letters. Admin (master) key only.
  */
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
@@ -89,8 +89,8 @@ export async function postRedrive(
   }
 }
 
-app.http('adminRedrive', {
-  route: 'admin/redrive',
+app.http('opsRedrive', {
+  route: 'ops/redrive',
   methods: ['POST'],
   authLevel: authLevel('admin'),
   handler: (req, context) => postRedrive(pushdrainApp(), req, context),

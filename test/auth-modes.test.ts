@@ -1,0 +1,189 @@
+/**
+ * What a caller may do in each PUSHDRAIN_AUTH mode, through the real handlers on Azurite: a function
+ * key holder in `keys` (every route its key level reaches), in `both` (PUSHDRAIN_AUTH_KEY_ROLES:
+ * every role by default, fewer or none when set) and a token in `both` (its roles, whatever the key
+ * could do). The platform's key check itself is the host's (test/auth-levels.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+
+import { postRedrive } from '../functions/redrive-http';
+import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
+import { postBatch } from '../functions/ingest-http';
+import { getStatus } from '../functions/status-http';
+import type { PushdrainApp } from '../shared/app';
+import { authSettings } from '../shared/config/auth-settings';
+import { ConfigError } from '../shared/errors';
+import { context } from './support/invoke';
+import { testRuntime, useStorage } from './support/storage';
+import { type TestIssuer, testIssuer } from './support/tokens';
+
+useStorage();
+
+let iss: TestIssuer;
+before(async () => {
+  iss = await testIssuer('both');
+});
+after(async () => {
+  await iss.close();
+});
+
+type Headers = Record<string, string>;
+const line = JSON.stringify({
+  id: 't1',
+  account: 'a1',
+  timestamp: '2026-03-01T10:00:00Z',
+  type: 'charge',
+  amount: 100,
+  currency: 'EUR',
+});
+const get = (path: string, h: Headers, params: Record<string, string> = {}): HttpRequest =>
+  new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers: h, params });
+
+const routes = {
+  postBatch: (app: PushdrainApp, h: Headers) =>
+    postBatch(
+      app,
+      new HttpRequest({
+        method: 'POST',
+        url: 'http://localhost/api/batches',
+        body: { string: line },
+        headers: { 'content-type': 'application/x-ndjson', ...h },
+      }),
+      context('postBatch'),
+    ),
+  listBatches: (app: PushdrainApp, h: Headers) => listBatches(app, get('batches', h), context('listBatches')),
+  getBatch: (app: PushdrainApp, h: Headers, id: string) =>
+    getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
+  getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
+    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
+  opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
+  opsRedrive: (app: PushdrainApp, h: Headers) =>
+    postRedrive(
+      app,
+      new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', headers: h }),
+      context('opsRedrive'),
+    ),
+} as const;
+type RouteName = keyof typeof routes;
+type Row = Record<RouteName, number>;
+
+/** Every route let through (the report is not ready: the caller got past the check and found the batch). */
+const EVERYTHING: Row = {
+  postBatch: 202,
+  listBatches: 200,
+  getBatch: 200,
+  getBatchReport: 409,
+  opsStatus: 200,
+  opsRedrive: 200,
+};
+
+/**
+ * Runs every route as `caller` against a batch submitted with `owner`'s credentials, and compares
+ * the statuses with `expected`; `listed` says whether the listing showed that batch.
+ */
+async function matrix(
+  env: Record<string, string>,
+  owner: Headers,
+  caller: Headers,
+  expected: Row,
+  listed?: boolean,
+): Promise<void> {
+  const rt = await testRuntime(env);
+  const sent = await routes.postBatch(rt.app, owner);
+  assert.equal(sent.status, 202, JSON.stringify(sent.jsonBody));
+  const batchId = (sent.jsonBody as { batchId: string }).batchId;
+  const got: Partial<Row> = {};
+  let list: HttpResponseInit | undefined;
+  for (const name of Object.keys(routes) as RouteName[]) {
+    const res = await routes[name](rt.app, caller, batchId);
+    got[name] = res.status ?? 0;
+    if (name === 'listBatches') list = res;
+  }
+  assert.deepEqual(got, expected);
+  if (listed !== undefined && list?.status === 200) {
+    const ids = (list.jsonBody as { batches: { batchId: string }[] }).batches.map((b) => b.batchId);
+    assert.equal(ids.includes(batchId), listed, `the listing ${listed ? 'shows' : 'hides'} the batch`);
+  }
+}
+
+const bearer = async (name: string, roles: Parameters<TestIssuer['token']>[1]): Promise<Headers> => ({
+  authorization: `Bearer ${await iss.token(name, roles)}`,
+});
+const KEY: Headers = {}; // the platform checked the function key; the app sees no token
+
+describe('the role matrix in each mode: key, token and both', () => {
+  test('keys: a key holder reaches every route (the key level at the platform is the only gate)', async () => {
+    await matrix({ PUSHDRAIN_AUTH: 'keys' }, KEY, KEY, EVERYTHING, true);
+  });
+
+  test('both, by default: a key holder holds every role, a function key is an operator’s credential', async () => {
+    await matrix(iss.env, KEY, KEY, EVERYTHING, true);
+    await matrix(iss.env, await bearer('alice', ['Batches.Submit']), KEY, EVERYTHING, true);
+  });
+
+  test('both: a token narrows the caller to its roles, whatever its key could do', async () => {
+    const alice = await bearer('alice', ['Batches.Submit']);
+    await matrix(
+      iss.env,
+      KEY,
+      alice,
+      { ...EVERYTHING, getBatch: 404, getBatchReport: 404, opsStatus: 403, opsRedrive: 403 },
+      false,
+    );
+    await matrix(iss.env, alice, alice, { ...EVERYTHING, opsStatus: 403, opsRedrive: 403 }, true);
+    const operator = await bearer('oscar', ['Batches.Read', 'Operations.Admin']);
+    await matrix(iss.env, alice, operator, { ...EVERYTHING, postBatch: 403 }, true);
+  });
+
+  test('both with PUSHDRAIN_AUTH_KEY_ROLES=Batches.Submit: a key holder submits, and reads nothing back', async () => {
+    const env = { ...iss.env, PUSHDRAIN_AUTH_KEY_ROLES: 'Batches.Submit' };
+    const restricted: Row = {
+      postBatch: 202,
+      listBatches: 200,
+      getBatch: 404,
+      getBatchReport: 404,
+      opsStatus: 403,
+      opsRedrive: 403,
+    };
+    await matrix(env, KEY, KEY, restricted, false);
+    await matrix(env, await bearer('alice', ['Batches.Submit']), KEY, restricted, false);
+    await matrix(env, KEY, await bearer('rita', ['Batches.Read']), {
+      ...EVERYTHING,
+      postBatch: 403,
+      opsRedrive: 403,
+    });
+  });
+
+  test('both with PUSHDRAIN_AUTH_KEY_ROLES=none: a token is required as with entra, beside the key', async () => {
+    const env = { ...iss.env, PUSHDRAIN_AUTH_KEY_ROLES: 'none' };
+    const rt = await testRuntime(env);
+    for (const name of Object.keys(routes) as RouteName[]) {
+      const res = await routes[name](rt.app, KEY, 'b-00000000-0000-0000-0000-000000000000');
+      assert.equal(res.status, 401, name);
+    }
+    await matrix(env, await bearer('alice', ['Batches.Submit']), await bearer('alice', ['Batches.Submit']), {
+      ...EVERYTHING,
+      opsStatus: 403,
+      opsRedrive: 403,
+    });
+  });
+
+  test('a bad PUSHDRAIN_AUTH_KEY_ROLES fails at start with a message naming it; keys and entra ignore it', () => {
+    for (const bad of ['Batches.Write', 'none,Batches.Read', ',', 'batches.read']) {
+      assert.throws(
+        () => authSettings({ ...iss.env, PUSHDRAIN_AUTH_KEY_ROLES: bad }),
+        (e: unknown) => e instanceof ConfigError && e.setting === 'PUSHDRAIN_AUTH_KEY_ROLES',
+        bad,
+      );
+    }
+    assert.deepEqual(
+      [...authSettings({ ...iss.env, PUSHDRAIN_AUTH_KEY_ROLES: ' Batches.Read , Batches.Submit' }).keyRoles],
+      ['Batches.Read', 'Batches.Submit'],
+    );
+    assert.equal(authSettings({ PUSHDRAIN_AUTH: 'keys', PUSHDRAIN_AUTH_KEY_ROLES: 'none' }).keyRoles.size, 3);
+    assert.equal(authSettings({ ...iss.env, PUSHDRAIN_AUTH: 'entra' }).keyRoles.size, 0);
+  });
+});
