@@ -79,7 +79,11 @@ export class ScaleAgent {
     if (signal.kind === 'work' && this.cached && now < this.cached.nextEvalAt) return { kind: 'not-due' };
     if (signal.kind === 'work' && this.cached && this.cachedEtag !== undefined) {
       const before = this.cached;
-      const claimed = await this.claim(before, this.cachedEtag, now);
+      // Refused, or any failure: the reading path below decides afresh (as a manifest update does).
+      const claimed = await this.claim(before, this.cachedEtag, now).catch(() => {
+        this.cachedEtag = undefined;
+        return undefined;
+      });
       if (claimed !== undefined) return this.decide(before, claimed, signal, now);
     }
     const initial = { floor: settings.minInstances, ceiling: settings.maxInstances };
