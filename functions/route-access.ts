@@ -43,4 +43,5 @@ export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>>
   health: 'open',
   dashboard: 'open',
   eventKeys: 'open',
+  openApiDocument: 'open',
 };

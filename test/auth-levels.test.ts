@@ -19,7 +19,7 @@ interface Route {
 }
 
 describe('HTTP auth levels', () => {
-  test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health, the page shell and the callback keys are anonymous', () => {
+  test('auth levels: batch routes and read-only views need a function key, changing admin routes the admin key, only health, the page shell, the callback keys and the OpenAPI document are anonymous', () => {
     const root = repoRoot();
     const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
       cwd: root,
@@ -29,7 +29,7 @@ describe('HTTP auth levels', () => {
     assert.equal(run.status, 0, run.stderr);
     const routes = (JSON.parse(run.stdout) as { routes: (Route & { methods: string[] })[] }).routes;
     assert.ok(routes.length >= 4);
-    const ANONYMOUS = ['api/health', 'api/dashboard', 'api/events/keys'];
+    const ANONYMOUS = ['api/health', 'api/dashboard', 'api/events/keys', 'api/openapi.json'];
     for (const r of routes) {
       const readOnly = r.methods.every((m) => m === 'GET' || m === 'HEAD');
       const expected = ANONYMOUS.includes(r.template)

@@ -9,9 +9,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
-import { postRedrive } from '../functions/redrive-http';
 import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
+import { postRedrive } from '../functions/redrive-http';
 import { getStatus } from '../functions/status-http';
 import type { PushdrainApp } from '../shared/app';
 import { authSettings } from '../shared/config/auth-settings';

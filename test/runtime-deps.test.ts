@@ -74,7 +74,7 @@ export function importsOf(sf: ts.SourceFile): ImportRef[] {
     ) {
       add(n, n.arguments[0], false);
     } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) {
-      add(n, n.argument.literal as ts.Expression, true);
+      add(n, n.argument.literal, true);
     }
     n.forEachChild(visit);
   };

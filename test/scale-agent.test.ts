@@ -41,7 +41,7 @@ after(async () => {
 
 const SUB = '00000000-0000-0000-0000-000000000001';
 const SITE_PATH = `/subscriptions/${SUB}/resourceGroups/rg-test/providers/Microsoft.Web/sites/func-test`;
-const API = '?api-version=2024-11-01';
+const API = '?api-version=2025-05-01';
 const SITE_ENV = {
   PUSHDRAIN_SCALE_SUBSCRIPTION_ID: SUB,
   PUSHDRAIN_SCALE_RESOURCE_GROUP: 'rg-test',

@@ -1,6 +1,7 @@
 // The function app and its plan. Flex Consumption (FC1) by default: it scales to zero, so an idle
 // environment pays no compute. Elastic Premium (EP1) keeps one instance warm for cold-start-free
-// latency. Both run Node 20 on Linux as the user-assigned identity, with no key anywhere.
+// latency. Both run Node 22 on Linux (the newest Node that Flex Consumption runs as GA; 24 is in
+// preview) as the user-assigned identity, with no key anywhere.
 
 @description('Function app name.')
 param name string
@@ -104,7 +105,7 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
       scmMinTlsVersion: '1.2'
       http20Enabled: true
       // Flex Consumption takes its runtime from functionAppConfig and rejects linuxFxVersion.
-      linuxFxVersion: isFlex ? null : 'Node|20'
+      linuxFxVersion: isFlex ? null : 'Node|22'
     }
     functionAppConfig: isFlex ? {
       deployment: {
@@ -123,7 +124,7 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
       }
       runtime: {
         name: 'node'
-        version: '20'
+        version: '22'
       }
     } : null
   }

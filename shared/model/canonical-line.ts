@@ -4,7 +4,7 @@
  * gives for a validated transaction. Both directions work by position and concatenation,
  * which is several times cheaper than JSON.stringify and JSON.parse.
  */
-import type { Transaction, TransactionType } from './transaction';
+import type { Transaction } from './transaction';
 
 /**
  * Built by concatenation because no field of a valid transaction needs escaping (identifiers,
@@ -67,7 +67,7 @@ export function parseCanonical(s: string, from = 0, to = s.length): Transaction 
     id: s.slice(from + P_ID.length, a),
     account: s.slice(a + P_ACCOUNT.length, b),
     timestamp: s.slice(b + P_TIMESTAMP.length, c),
-    type: type as TransactionType,
+    type,
     amount,
     currency: s.slice(cur, rest),
   };

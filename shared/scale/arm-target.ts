@@ -18,8 +18,10 @@
 import type * as AppService from '@azure/arm-appservice';
 import type { TokenCredential } from '@azure/core-auth';
 import {
+  createDefaultHttpClient,
   createHttpHeaders,
   createPipelineRequest,
+  type HttpClient,
   isRestError,
   type PipelineResponse,
   type TlsSettings,
@@ -109,6 +111,8 @@ export function createArmScaleTarget(
 
 export class ArmScaleTarget implements ScaleTarget {
   private readonly requests: ScaleRequests;
+  /** The transport under the client's pipeline (the generated client keeps its own private). */
+  private readonly http: HttpClient = createDefaultHttpClient();
 
   constructor(
     private readonly client: AppService.WebSiteManagementClient,
@@ -173,7 +177,7 @@ export class ArmScaleTarget implements ScaleTarget {
     if (body !== undefined) request.body = JSON.stringify(body);
     let response: PipelineResponse;
     try {
-      response = await this.client.sendRequest(request);
+      response = await this.client.pipeline.sendRequest(this.http, request);
     } catch (e) {
       throw mapped(e, what);
     }

@@ -6,8 +6,8 @@ import type { ScalePlan, ScaleSite } from '../config/scale-rules';
 import { PermanentError } from '../errors';
 import type { ArmRequest, ScaleDecision } from './target';
 
-/** The api-version @azure/arm-appservice 17 speaks; the raw Flex requests use the same. */
-export const ARM_API_VERSION = '2024-11-01';
+/** The api-version @azure/arm-appservice 19 speaks; the raw Flex requests use the same. */
+export const ARM_API_VERSION = '2025-05-01';
 export const ARM_ENDPOINT = 'https://management.azure.com';
 
 /** Elastic Premium always runs at least one instance; a floor of 0 is written as its minimum. */

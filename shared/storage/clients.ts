@@ -51,7 +51,12 @@ export function credentialFor(options: IdentityOptions): TokenCredential {
  * (Passing it as `additionalPolicies` adds it twice and the SDK rejects duplicate names.)
  */
 export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
-  const core = (client as unknown as { storageClientContext?: { pipeline?: Pipeline } }).storageClientContext?.pipeline;
+  // The blob client's context is the core client; the queue client's (a generated client in
+  // 12.32) holds it as queuesClient, whose pipeline its derived queue clients share.
+  const context = (
+    client as unknown as { storageClientContext?: { pipeline?: Pipeline; queuesClient?: { pipeline?: Pipeline } } }
+  ).storageClientContext;
+  const core = context?.pipeline ?? context?.queuesClient?.pipeline;
   if (!core || typeof core.addPolicy !== 'function')
     throw new Error(`storage SDK pipeline shape changed: cannot attach ${policy.name}`);
   if (!core.getOrderedPolicies().some((p) => p.name === policy.name)) core.addPolicy(policy, { afterPhase: 'Retry' });

@@ -88,6 +88,9 @@ async function attempt(request: PipelineRequest, next: SendRequest, stallMs: num
   arm();
   try {
     const response = await next(request);
+    // tsc needs the assertion (StreamBody adds readableEnded and destroyed); typescript-eslint's
+    // type service does not see the difference.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     const stream = response.readableStreamBody as StreamBody | undefined;
     if (!stream || stream.readableEnded === true || stream.destroyed === true) finish();
     else {

@@ -15,7 +15,7 @@ import type { TokenCredential } from '@azure/core-auth';
 
 export interface RecordedRequest {
   method: string;
-  /** Path and query, e.g. /subscriptions/…/sites/app?api-version=2024-11-01 */
+  /** Path and query, e.g. /subscriptions/…/sites/app?api-version=2025-05-01 */
   path: string;
   body: unknown;
   authorization: string | undefined;
@@ -105,7 +105,7 @@ export function flexSite(maximumInstanceCount = 100): Record<string, unknown> {
             authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: '/subscriptions/x/id' },
           },
         },
-        runtime: { name: 'node', version: '20' },
+        runtime: { name: 'node', version: '22' },
         scaleAndConcurrency: {
           alwaysReady: [{ name: 'http', instanceCount: 1 }],
           maximumInstanceCount,

@@ -12,7 +12,7 @@ export function withAuditSubscription(): BrokerOptions {
         t.name === BATCH_EVENTS_TOPIC
           ? {
               ...t,
-              subscriptions: [{ name: 'audit', filter: null, lockDuration: 'PT30S', maxDeliveryCount: 10 } as never],
+              subscriptions: [{ name: 'audit', filter: null, lockDuration: 'PT30S', maxDeliveryCount: 10 }],
             }
           : t,
       ),

@@ -21,6 +21,8 @@ export const HTTP_CONTRACT = [
   { name: 'opsStatus', route: 'ops/status', methods: ['GET'], authLevel: 'function' },
   // The status page shell: static, no data and no key in it; what it shows comes from ops/status.
   { name: 'dashboard', route: 'dashboard', methods: ['GET'], authLevel: 'anonymous' },
+  // The OpenAPI document (static/openapi.json): anonymous, no Storage request, as the page shell.
+  { name: 'openApiDocument', route: 'openapi.json', methods: ['GET'], authLevel: 'anonymous' },
 ];
 export const TIMER_CONTRACT = [{ name: 'ingestSweep', schedule: '%PUSHDRAIN_SWEEP_SCHEDULE%' }];
 export const TOPIC_CONTRACT = [

@@ -26,7 +26,7 @@ function main(): void {
   // kill it there, before it saved its databases: the cause of writes lost after a kill.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   process.on('disconnect', () => {
-    for (const stream of [process.stdout, process.stderr]) stream.write = (() => true) as typeof stream.write;
+    for (const stream of [process.stdout, process.stderr]) stream.write = () => true;
     if (!location) process.exit(0); // in memory: nothing to save
     process.kill(process.pid, 'SIGTERM'); // Azurite's own handler: close the servers, save the databases
     setTimeout(() => process.exit(0), SHUTDOWN_GRACE_MS).unref();

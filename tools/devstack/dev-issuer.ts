@@ -16,7 +16,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 
-import { exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike, SignJWT } from 'jose';
+import { type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 
 import type { Role } from '../../shared/auth/principal';
 import { API_SCOPE } from '../../shared/config/auth-settings';
@@ -219,7 +219,7 @@ export function devPairwiseSubject(name: string, clientId: string): string {
 }
 
 export async function mintDevToken(key: StoredKey, issuer: string, r: DevTokenRequest): Promise<string> {
-  const signing = (await importJWK(key.privateJwk, 'RS256')) as KeyLike;
+  const signing = (await importJWK(key.privateJwk, 'RS256')) as CryptoKey;
   const now = Math.floor(Date.now() / 1000);
   const oid = devObjectId(r.name);
   return new SignJWT({

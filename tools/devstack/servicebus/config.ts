@@ -111,7 +111,7 @@ export function validateEntities(value: unknown): EntitiesConfig {
     claim(nameAt(q, where), where);
     validateReceiveEntity(q, where);
   });
-  return value as EntitiesConfig;
+  return value;
 }
 
 /** Applies defaults; `inheritedTtl` is the topic's cap, if any. */

@@ -78,7 +78,7 @@ describe('development broker: wire level (bare rhea client)', () => {
     assert.ok(broker.addresses.length >= 1);
     for (const a of broker.addresses) assert.ok(a === '127.0.0.1' || a === '::1', `bound to ${a}`);
     for (const host of ['127.0.0.1', 'localhost']) {
-      const conn = create_container().connect({ host, port: broker.port, reconnect: false } as ConnectionOptions);
+      const conn = create_container().connect({ host, port: broker.port, reconnect: false });
       conn.on('error', () => undefined);
       connections.push(conn);
       assert.equal(

