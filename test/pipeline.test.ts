@@ -76,3 +76,36 @@ describe('pipeline on Azurite', () => {
     assert.ok(per1000 > 0);
   });
 });
+
+describe('a batch of one chunk', () => {
+  test('the map step folds it into the manifest itself: no results-queue round trip, the same report', async () => {
+    const { app, events, observer } = await testRuntime({
+      PUSHDRAIN_MIN_IDLE_MS: '100',
+      PUSHDRAIN_MAX_IDLE_MS: '5000',
+    });
+    const txns = generate(1_000, 43, 200);
+    const before = app.storageTransactions();
+    const res = await post(app, toNdjson(txns));
+    assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+    const accepted = res.jsonBody as { batchId: string; chunks: number };
+    assert.equal(accepted.chunks, 1);
+    await pump(app, events, () => completed(observer, accepted.batchId), 60_000);
+    const rep = await report(observer, accepted.batchId);
+    assert.equal(rep.status, 200);
+    const expected = expectedReport(txns);
+    assert.deepEqual((rep.jsonBody as Report).rows, expected.rows);
+    assert.deepEqual((rep.jsonBody as Report).totals, expected.totals);
+    assert.deepEqual(
+      events.all.map((c) => c.event.role),
+      ['input'],
+      'no WorkDetected for results: nothing went there',
+    );
+    const used = meterDelta(app.storageTransactions(), before);
+    // One pointer in, received once, deleted once: the results queue was not used.
+    assert.deepEqual(
+      { put: used['queue.put'], get: used['queue.get'], delete: used['queue.delete'] },
+      { put: 1, get: 1, delete: 1 },
+      JSON.stringify(used),
+    );
+  });
+});

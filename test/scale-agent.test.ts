@@ -21,6 +21,7 @@ import type { Clock } from '../shared/ports';
 import type { ScaleOutcome } from '../shared/scale/agent';
 import { createArmScaleTarget } from '../shared/scale/arm-target';
 import type { ScaleTarget } from '../shared/scale/target';
+import { meterDelta } from '../shared/storage/meter';
 import { rng } from '../tools/testkit/generate';
 import { type ArmEndpoint, fakeCredential, flexSite, startArmEndpoint } from './support/arm-endpoint';
 import { startTestBroker } from './support/broker';
@@ -325,6 +326,36 @@ describe('the scaling agent against the management API', () => {
     }
     assert.deepEqual(arm.take(), []);
     assert.equal(r.log.lines.error.length, 1, 'one error, not one per event');
+  });
+
+  test('a due evaluation at the minimum with nothing to change: the claim and the sample, no read and no second write', async () => {
+    const r = await rig();
+    await r.depth(0);
+    assert.equal(calls(await r.signal()), 'unchanged:0/100');
+    arm.take();
+    const before = r.app.storageTransactions();
+    r.clock.advance(31);
+    assert.equal(calls(await r.signal()), 'none:0/100');
+    // The record is the one this process wrote: claimed with its ETag, one write; the sample is one request per input queue.
+    assert.deepEqual(meterDelta(r.app.storageTransactions(), before), {
+      'blob.put': 1,
+      'queue.metadata': 2,
+      total: 3,
+    });
+    // Another agent's write since: the claim fails, the record is read, and the evaluation goes on from it.
+    const stored = await r.observerParts.blobs.read(layout.scaleState());
+    assert.ok(stored);
+    await r.observerParts.blobs.write(layout.scaleState(), stored.body, { contentType: 'application/json' });
+    r.clock.advance(31);
+    const again = r.app.storageTransactions();
+    assert.equal(calls(await r.signal()), 'none:0/100');
+    assert.deepEqual(meterDelta(r.app.storageTransactions(), again), {
+      'blob.get': 1,
+      'blob.put': 2,
+      'queue.metadata': 2,
+      total: 5,
+    });
+    assert.deepEqual(arm.take(), [], 'no management call');
   });
 
   test('two racing agents: one samples, one decides, one write (ETag on the record in Azurite)', async () => {

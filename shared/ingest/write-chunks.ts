@@ -70,5 +70,7 @@ export async function writeChunks(w: ChunkWrite): Promise<QueuedPointer[]> {
   await writes.drain();
   // A second pass proves its bytes by their sha256; this guards the chunking itself.
   if (counted !== transactions) throw new Error(`the chunks hold ${counted} transactions, the batch ${transactions}`);
+  const only = pointers.length === 1 ? pointers[0] : undefined;
+  if (only) only.pointer.sole = true;
   return pointers;
 }

@@ -126,6 +126,11 @@ export interface WorkPointer {
   bytes: number;
   /** W3C trace context of the batch (its ingest span): the chunk's map span is its child. */
   traceparent?: string;
+  /**
+   * The batch's only chunk: the map step folds its result into the manifest itself, with no
+   * results-queue round trip (nothing to coalesce). A hint only: the fold is the same either way.
+   */
+  sole?: true;
 }
 
 /** On queue `results`: one billed chunk to fold into its batch. */
@@ -189,6 +194,7 @@ export function parseWorkPointer(text: string): WorkPointer {
     throw new PermanentError('pointer blob does not match its batch and chunk');
   if (typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256))
     throw new PermanentError('pointer has an invalid sha256');
+  if ((p.sole as unknown) !== true) delete p.sole;
   return p;
 }
 

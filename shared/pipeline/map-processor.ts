@@ -2,6 +2,9 @@
  * The input-queue processor (map): read the chunk blob, bill it, write the chunk result,
  * send its pointer to `results`. After each processed batch, one WorkDetected for `results`
  * wakes the reduce side: the results pointers are enqueued before that event is published.
+ * A batch's only chunk (`sole` on its pointer) is folded into the manifest here instead: with
+ * one chunk there is nothing for the reduce side to coalesce, and the round trip through
+ * `results` (a put, a receive, a delete and an event) is saved.
  */
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
@@ -82,6 +85,7 @@ export class MapProcessor implements MessageProcessor {
     });
     this.deps.recent?.put(p.batchId, p.chunk, headerText);
     const billedAt = now();
+    if (p.sole) return this.foldSole(p, { billedAt, mapMs: billedAt - started });
     await queues.send(
       resultsQueue,
       resultPointer(p.batchId, p.chunk, p.count, traceparent, { billedAt, mapMs: billedAt - started }),
@@ -90,6 +94,19 @@ export class MapProcessor implements MessageProcessor {
     const same = this.producedBatch === undefined || this.producedBatch === p.batchId;
     this.producedBatch = same ? p.batchId : '';
     this.producedTrace = same ? traceparent : undefined;
+  }
+
+  /**
+   * A batch's only chunk is folded here, as the reduce step would fold its result pointer: the
+   * result blob is written first, and the input message is deleted only after the fold, so a crash
+   * in between redoes the chunk (its result is the same bytes, and the fold counts it once).
+   */
+  private async foldSole(p: WorkPointer, billed: { billedAt: number; mapMs: number }): Promise<void> {
+    const { progress, finalizer } = this.deps;
+    const m = await progress.record(p.batchId, { chunk: p.chunk, done: true, billed });
+    // No manifest (gone), or an ingest that never answered 202 (abandoned): nothing to report.
+    if (!m || m.state === 'abandoned') return;
+    await finalizer.ifSettled(m);
   }
 
   async afterBatch(): Promise<void> {

@@ -16,7 +16,7 @@ import type { ScaleSettings } from '../config/scale-rules';
 import { floorFor } from '../config/scale-rules';
 import { AccessDeniedError, ensureError, TransientError } from '../errors';
 import type { Clock, Logger } from '../ports';
-import type { AgentState, ScaleStateStore, StoredState } from './state';
+import type { AgentState, ScaleStateStore } from './state';
 import type { ScaleDecision, ScaleTarget } from './target';
 
 export type ScaleSignal = { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' };
@@ -52,6 +52,12 @@ export class ScaleAgent {
   private readonly targetKey: string;
   /** The record as this process last read or wrote it: skips reads while nothing can be due. */
   private cached: AgentState | undefined;
+  /**
+   * The ETag of `cached` when the stored record is still the one this process last wrote or read:
+   * a due evaluation claims the interval with it, without reading first (another agent's write
+   * since makes the claim fail, and the record is read then).
+   */
+  private cachedEtag: string | undefined;
 
   constructor(private readonly deps: AgentDeps) {
     const { plan, site } = deps.settings;
@@ -71,23 +77,44 @@ export class ScaleAgent {
     const now = clock.now();
     if (this.cached?.disabled) return { kind: 'disabled' };
     if (signal.kind === 'work' && this.cached && now < this.cached.nextEvalAt) return { kind: 'not-due' };
+    if (signal.kind === 'work' && this.cached && this.cachedEtag !== undefined) {
+      const before = this.cached;
+      // Refused, or any failure: the reading path below decides afresh (as a manifest update does).
+      const claimed = await this.claim(before, this.cachedEtag, now).catch(() => {
+        this.cachedEtag = undefined;
+        return undefined;
+      });
+      if (claimed !== undefined) return this.decide(before, claimed, signal, now);
+    }
     const initial = { floor: settings.minInstances, ceiling: settings.maxInstances };
     const stored = await store.read(this.targetKey, initial);
-    this.cached = stored.state;
+    this.remember(stored.state, stored.etag);
     if (stored.state.disabled) return { kind: 'disabled' };
     if (now < stored.state.nextEvalAt) return { kind: 'not-due' };
-    return this.evaluate(stored, signal, now);
+    const claimed = await this.claim(stored.state, stored.etag, now);
+    if (claimed === undefined) return { kind: 'lost-race' };
+    return this.decide(stored.state, claimed, signal, now);
   }
 
-  private async evaluate(
-    { state: before, etag }: StoredState,
-    signal: ScaleSignal,
-    now: number,
-  ): Promise<ScaleOutcome> {
+  private remember(state: AgentState, etag: string | undefined): void {
+    this.cached = state;
+    this.cachedEtag = etag;
+  }
+
+  /**
+   * Claims the interval before sampling: of two agents woken together, one samples and decides.
+   * The claim's ETag, or undefined when another agent wrote the record since `etag`.
+   */
+  private async claim(before: AgentState, etag: string | undefined, now: number): Promise<string | undefined> {
+    const claim = { ...before, nextEvalAt: now + this.deps.settings.intervalSeconds * 1000 };
+    const claimed = await this.deps.store.write(claim, etag);
+    if (claimed === undefined) this.cachedEtag = undefined;
+    else this.remember(claim, claimed);
+    return claimed;
+  }
+
+  private async decide(before: AgentState, claimed: string, signal: ScaleSignal, now: number): Promise<ScaleOutcome> {
     const { settings, store } = this.deps;
-    // Claim the interval before sampling: of two agents woken together, one samples and decides.
-    const claimed = await store.write({ ...before, nextEvalAt: now + settings.intervalSeconds * 1000 }, etag);
-    if (claimed === undefined) return { kind: 'lost-race' };
     const depth = await this.deps.depth();
     const wanted = floorFor(depth, settings.rules, settings.minInstances, settings.maxInstances);
     const s: AgentState = {
@@ -119,9 +146,18 @@ export class ScaleAgent {
         ? now + (settings.downCooldownSeconds + settings.intervalSeconds) * 1000
         : undefined;
     if (wake !== undefined) s.wakeAt = wake;
+    // At the minimum, with nothing to change, call or schedule, the claim already says all that
+    // matters to other agents (the next due time): the sample is not worth a second write.
+    if (!needed && wake === undefined && s.floor === before.floor && s.floor === settings.minInstances) {
+      this.remember(s, claimed);
+      return { kind: 'evaluated', depth, wanted, decision, call: 'none' };
+    }
     const written = await store.write(s, claimed);
-    if (written === undefined) return { kind: 'lost-race' };
-    this.cached = s;
+    if (written === undefined) {
+      this.cachedEtag = undefined;
+      return { kind: 'lost-race' };
+    }
+    this.remember(s, written);
     if (wake !== undefined) await this.schedule(wake - now);
     const call = needed ? await this.apply(s, written, decision, now) : 'none';
     if (before.floor !== s.floor)
@@ -172,7 +208,9 @@ export class ScaleAgent {
       }
     }
     // If another agent wrote meanwhile, its record stands; ours is re-derived at the next evaluation.
-    if ((await store.write(next, etag)) !== undefined) this.cached = next;
+    const written = await store.write(next, etag);
+    if (written !== undefined) this.remember(next, written);
+    else this.cachedEtag = undefined;
     return call;
   }
 

@@ -3,6 +3,8 @@
  * max over repetitions for every design, and pushdrain ÷ baseline ratios paired by repetition
  * (the same run, the same data).
  */
+import { isDeepStrictEqual } from 'node:util';
+
 import type { MeterSnapshot } from '../../shared/storage/meter';
 import { BASELINES, type DesignName, DESIGNS } from './app';
 import type { IdleResult } from './scenarios/idle';
@@ -73,6 +75,10 @@ export interface TrickleFigures {
   perDesign: PerDesign<{
     transactionsPerBatch: number;
     per1000: Summary;
+    /** pushdrain: the same storage counted at the wire (a proxy in front of Azurite). */
+    wirePer1000?: Summary;
+    /** pushdrain: windows where the wire and the meter disagreed on some operation. */
+    wireMismatches?: number;
     byOperation: Record<string, Summary>;
     serviceBusPer1000: Summary;
     afterWindow: Summary;
@@ -83,7 +89,7 @@ export interface TrickleFigures {
   ratio: Ratios;
   p50Ratio: Ratios;
   /** pushdrain in the same window without the `batch-events` topic delivery. */
-  pushdrainWithoutBatchEvents?: { per1000: Summary; byOperation: Record<string, Summary> };
+  pushdrainWithoutBatchEvents?: { per1000: Summary; wirePer1000?: Summary; byOperation: Record<string, Summary> };
 }
 
 export interface MemoryFigures {
@@ -234,6 +240,16 @@ export function latencyFigures(trials: readonly (WakeTrial | LatencyTrial)[]): L
   return { perDesign, p50Ratio: ratios(p50), p95Ratio: ratios(p95) };
 }
 
+/** The wire's count per 1,000 and how many windows it differed from the meter in (runs counted at the wire only). */
+function wireFigures(rs: readonly TrickleRun[]): { wirePer1000?: Summary; wireMismatches?: number } {
+  const counted = rs.filter((r) => r.wire);
+  if (counted.length === 0) return {};
+  return {
+    wirePer1000: summarize(counted.map((r) => ((r.wire?.total ?? 0) * 1000) / r.transactions)),
+    wireMismatches: counted.filter((r) => !isDeepStrictEqual(r.wire, r.storage)).length,
+  };
+}
+
 export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): TrickleFigures {
   const perDesign: TrickleFigures['perDesign'] = {};
   const per1000: PerDesign<number[]> = {};
@@ -246,6 +262,7 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
     perDesign[d] = {
       transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
       per1000: summarize(per1000[d]),
+      ...wireFigures(rs),
       byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
       serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
       afterWindow: summarize(rs.map((r) => r.afterWindow)),
@@ -264,6 +281,7 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
       ? {
           pushdrainWithoutBatchEvents: {
             per1000: summarize(bare.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
+            ...(wireFigures(bare).wirePer1000 ? { wirePer1000: wireFigures(bare).wirePer1000 } : {}),
             byOperation: perOperation(bare.map((r) => scale(r.storage, 1000 / r.transactions))),
           },
         }

@@ -25,6 +25,7 @@ import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
 import type { TelemetryCostFigures } from './scenarios/telemetry-cost';
 import type { Summary } from './stats';
+import type { WireCheck } from './support/fleet';
 import { type WebhooksFigures, webhooksSection } from './webhooks-report';
 
 export interface MachineInfo {
@@ -67,6 +68,8 @@ export interface BenchResults {
   overload?: ScaleOutRun;
   /** The real Functions queue trigger (WebJobs SDK), measured beside the functions-queue port. */
   webjobsPeer?: PeerFigures;
+  /** Every pushdrain app's storage over its life, by its meter against the wire (support/fleet.ts). */
+  wire?: WireFigures;
   warnings: string[];
   raw: Record<string, unknown>;
 }
@@ -237,6 +240,7 @@ function trickleSection(t: TrickleFigures): string {
   const rows = present(t.perDesign).map(([d, f]) => [
     DESIGN_TITLES[d],
     num(f.transactionsPerBatch),
+    f.wirePer1000 ? fmt(f.wirePer1000, (n) => num(n, 1)) : '—',
     fmt(f.per1000, (n) => num(n, 1)),
     d === 'pushdrain' ? '—' : ratio(t.ratio[d]),
     ...ops.map((op) => (f.byOperation[op] ? fmt(f.byOperation[op], (n) => num(n, 1)) : '0')),
@@ -246,9 +250,14 @@ function trickleSection(t: TrickleFigures): string {
     d === 'pushdrain' ? '—' : ratio(t.p50Ratio[d]),
   ]);
   const after = t.perDesign.pushdrain?.afterWindow;
+  const pd = t.perDesign.pushdrain;
+  const wire =
+    pd?.wireMismatches !== undefined
+      ? ` pushdrain's storage is counted twice: at the wire, by a counting proxy in front of Azurite that sees every request the app sends (what Azure bills), and by the app's own meter; they ${pd.wireMismatches === 0 ? 'agreed, operation by operation, in every window' : `disagreed in ${pd.wireMismatches} of ${pd.per1000.runs.length} windows`}. The baselines are counted by their meters only.`
+      : '';
   const bare = t.pushdrainWithoutBatchEvents;
   const topic = bare
-    ? ` pushdrain's rows are the app as deployed, which sends every batch's CloudEvent to the \`batch-events\` topic; the same app without that topic, in the same window: ${fmt(bare.per1000, (n) => num(n, 1))} storage tx per 1,000 (${Object.entries(
+    ? ` pushdrain's rows are the app as deployed, which sends every batch's CloudEvent to the \`batch-events\` topic; the same app without that topic, in the same window: ${bare.wirePer1000 ? `${fmt(bare.wirePer1000, (n) => num(n, 1))} at the wire, ` : ''}${fmt(bare.per1000, (n) => num(n, 1))} by the meter, storage tx per 1,000 (${Object.entries(
         bare.byOperation,
       )
         .map(([op, s]) => `${op} ${fmt(s, (n) => num(n, 1))}`)
@@ -259,7 +268,8 @@ function trickleSection(t: TrickleFigures): string {
       [
         'design',
         'batch',
-        'storage tx per 1,000',
+        'storage tx per 1,000 at the wire',
+        'storage tx per 1,000 by the meter',
         'pushdrain ÷ design',
         ...ops.map((op) => `${op} per 1,000`),
         'Service Bus ops per 1,000',
@@ -270,7 +280,7 @@ function trickleSection(t: TrickleFigures): string {
       rows,
     ),
     '',
-    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}`,
+    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}`,
   ].join('\n');
 }
 
@@ -411,8 +421,24 @@ export function keyRatios(r: BenchResults): string[] {
   return out;
 }
 
+export interface WireFigures {
+  apps: number;
+  /** Apps whose meter equalled the wire, operation by operation. */
+  equal: number;
+  mismatches: WireCheck[];
+}
+
+/** One line: did every pushdrain app's meter count what the wire carried? */
+export function wireLine(w: WireFigures): string {
+  const gaps = w.mismatches
+    .map((m) => `${m.design} ${m.prefix}: wire ${m.wire.total ?? 0}, meter ${m.meter.total ?? 0}`)
+    .join('; ');
+  return `Storage counted at the wire and by the meter: ${num(w.equal)} of ${num(w.apps)} pushdrain apps (every scenario that ran one) agreed, operation by operation, over their whole life${gaps ? `; disagreed: ${gaps}` : ''}.`;
+}
+
 export function renderTables(r: BenchResults): string {
   const parts: string[] = [];
+  if (r.wire) parts.push(wireLine(r.wire), '');
   if (r.throughput)
     parts.push('### 1. Throughput (first POST to last report completed)', '', throughputSection(r.throughput));
   if (r.storage)

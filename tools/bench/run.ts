@@ -24,7 +24,15 @@ import {
 import { type DesignName, DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { peerFigures } from './peer-figures';
-import { type BenchResults, keyRatios, type MachineInfo, renderTables, writeJson, writeMarkdown } from './report';
+import {
+  type BenchResults,
+  keyRatios,
+  type MachineInfo,
+  renderTables,
+  wireLine,
+  writeJson,
+  writeMarkdown,
+} from './report';
 import { overloadSummary } from './scale-out-report';
 import { brokerFigures, type BrokerJob, type BrokerRun } from './scenarios/broker';
 import { runIdle } from './scenarios/idle';
@@ -42,6 +50,7 @@ import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
 import { batchFile, batchSpecs } from './support/data';
 import { startEnv } from './support/env';
+import { wireChecks } from './support/fleet';
 import { problems } from './support/log';
 import { topFunctions } from './support/profiler';
 import { peerUnavailable } from './support/webjobs-peer';
@@ -168,7 +177,7 @@ function machine(): MachineInfo {
 }
 
 const PUSHDRAIN_PATH =
-  'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler. Service Bus operations are counted by the broker.';
+  'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler and, on the `scale` subscription, the scaling agent. Its Storage traffic goes through a counting proxy in front of Azurite (counted at the wire, beside its meter). Service Bus operations are counted by the broker.';
 
 async function timed<T>(
   timings: Record<string, number>,
@@ -285,7 +294,7 @@ async function main(): Promise<void> {
       results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
       for (const t of trickle)
         log(
-          `  trickle ${t.design}: ${t.storage.total ?? 0} storage tx for ${t.transactions} tx, latencies ${t.latenciesMs.join(', ')} ms`,
+          `  trickle ${t.design}${t.withoutBatchEvents ? ' (no batch-events topic)' : ''}: ${t.wire ? `${t.wire.total ?? 0} storage tx at the wire, ` : ''}${t.storage.total ?? 0} by the meter for ${t.transactions} tx ${JSON.stringify(t.wire ?? t.storage)}, latencies ${t.latenciesMs.join(', ')} ms`,
         );
     }
     if (only.has('webhooks')) {
@@ -383,6 +392,14 @@ async function main(): Promise<void> {
     }
   } finally {
     await env.stop();
+  }
+  if (wireChecks.length > 0) {
+    results.wire = {
+      apps: wireChecks.length,
+      equal: wireChecks.filter((c) => c.equal).length,
+      mismatches: wireChecks.filter((c) => !c.equal),
+    };
+    log(wireLine(results.wire));
   }
 
   const finished: BenchResults = {

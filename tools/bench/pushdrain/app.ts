@@ -2,15 +2,18 @@
  * pushdrain as deployed: the PushdrainApp publishes WorkDetected to a real Service Bus (the
  * development broker, over AMQP with the official SDK), and the local host's own Service Bus
  * trigger runner delivers each event to the drain / aggregate handler with host.json's
- * settings (its maxConcurrentCalls per function, auto-complete, lock renewal). Only the HTTP
- * transport is skipped: batches go straight to the POST handler.
+ * settings (its maxConcurrentCalls per function, auto-complete, lock renewal), and the scaling
+ * agent's trigger on the `scale` subscription, as deployed. Only the HTTP transport is skipped:
+ * batches go straight to the POST handler. (The watchdog queue is shared by the bench's apps and
+ * its first check comes after the SLA, far past any scenario's window: it is not registered.)
  */
 import type { InvocationContext } from '@azure/functions';
 
 import { onWorkDetected } from '../../../functions/drain';
+import { onScaleSignal } from '../../../functions/scale-agent';
 import type { PushdrainApp } from '../../../shared/app';
 import { createApp } from '../../../shared/create-app';
-import { SUBSCRIPTIONS } from '../../../shared/names';
+import { FUNCTION_NAMES, SUBSCRIPTIONS } from '../../../shared/names';
 import type {
   PublishOptions,
   ScheduledMessages,
@@ -58,12 +61,26 @@ export class CountingPublisher implements WorkPublisher {
     return this.inner.scheduleWatchdog(check, delayMs);
   }
 
+  scheduleScaleCheck(delayMs: number): Promise<void> {
+    if (!this.inner.scheduleScaleCheck) return Promise.reject(new Error('the publisher cannot schedule scale checks'));
+    this.scheduled++;
+    return this.inner.scheduleScaleCheck(delayMs);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }
 }
 
-function trigger(name: string, topic: string, subscription: string, app: PushdrainApp): Registration {
+type Handler = (app: PushdrainApp, body: unknown, context: InvocationContext) => Promise<unknown>;
+
+function trigger(
+  name: string,
+  topic: string,
+  subscription: string,
+  app: PushdrainApp,
+  handle: Handler = onWorkDetected,
+): Registration {
   return {
     name,
     bindings: {
@@ -76,9 +93,9 @@ function trigger(name: string, topic: string, subscription: string, app: Pushdra
         subscriptionName: subscription,
       },
     },
-    // The body of the two registrations in functions/drain.ts, with this app's runtime.
+    // The body of the registrations in functions/drain.ts and functions/scale-agent.ts, with this app's runtime.
     handler: async (body: unknown, context: unknown) => {
-      await onWorkDetected(app, body, context as InvocationContext);
+      await handle(app, body, context as InvocationContext);
     },
   };
 }
@@ -107,6 +124,8 @@ export function startPushdrain(options: AppOptions): BenchApp {
     [
       trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime),
       trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime),
+      // As deployed, the scaling agent reads every event too, and samples the queues' depth.
+      trigger(FUNCTION_NAMES.scaleAgent, sb.topic, SUBSCRIPTIONS.scale.name, runtime, onScaleSignal),
     ],
     { ServiceBusConnection: sb.connectionString },
     serviceBusOptions(findRepoRoot(__dirname)),

@@ -1,15 +1,17 @@
 /**
  * Scenario 1 orchestration: every design, every repetition, one child process each, one at a
  * time (the design order rotates between repetitions, so no design always runs on a cooler or
- * warmer machine). Service Bus operations are read from the broker around each run.
+ * warmer machine). Service Bus operations are read from the broker around each run, and
+ * pushdrain's storage requests at the wire by a counting proxy, checked against its meter.
  */
 import { join } from 'node:path';
 
 import type { DesignName } from '../app';
 import type { BenchConfig } from '../config';
 import { runChild } from '../support/child';
+import { startCountingProxy } from '../support/counting-proxy';
 import type { BenchEnv } from '../support/env';
-import { freshPrefix } from '../support/fleet';
+import { checkWire, freshPrefix, wireChecks } from '../support/fleet';
 import { serviceBusOperations } from '../support/service-bus';
 import type { ThroughputJob, ThroughputRun } from './throughput';
 
@@ -40,13 +42,17 @@ export async function runThroughput(
     const order = designs.map((_, i) => designs[(i + rep) % designs.length] as DesignName);
     for (const design of order) {
       const topic = design === 'pushdrain' ? env.takeTopic() : undefined;
+      // pushdrain's storage through a counting proxy here, in the parent: its CPU is not the app's.
+      const wire = design === 'pushdrain' ? await startCountingProxy(env.azurite) : undefined;
+      const prefix = freshPrefix(design);
       const batches = design === 'no-claim-check' ? cfg.noClaimCheckBatches : cfg.batches;
       const job: ThroughputJob = {
         kind: 'throughput',
         design,
-        storage: env.azurite.connectionString,
+        storage: wire?.connectionString ?? env.azurite.connectionString,
+        direct: env.azurite.connectionString,
         ...(topic ? { serviceBus: { connectionString: env.broker.connectionString, topic } } : {}),
-        prefix: freshPrefix(design),
+        prefix,
         batches,
         ...(azuritePid ? { azuritePid } : {}),
         // Every design is profiled in the first repetition, so the sampling costs all of them alike.
@@ -54,7 +60,14 @@ export async function runThroughput(
         timeoutMs: 20 * 60_000,
       };
       const before = env.broker.stats();
-      const run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
+      let run: ThroughputRun;
+      try {
+        run = await runChild<ThroughputRun>(job, { timeoutMs: 25 * 60_000 });
+      } finally {
+        await wire?.close();
+      }
+      const check = wire ? checkWire(design, prefix, run.meterLifetime, wire.snapshot()) : undefined;
+      if (check) wireChecks.push(check);
       const after = env.broker.stats();
       const sb = serviceBusOperations(
         Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])),

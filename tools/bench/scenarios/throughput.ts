@@ -3,7 +3,8 @@
  * other as a client would, timed from the first POST to the last report `completed`. Each run
  * is a child process, so its CPU time is the app's alone; Azurite's CPU time is read from
  * /proc over the same window (the machine may be shared, so its total busy time is not used). The app's storage transactions come
- * from its meter. The first batch's report is checked against the independent oracle.
+ * from its meter; pushdrain's also go through a counting proxy in the parent (throughput-runs.ts), whose count over the app's
+ * life must equal the meter's (`meterLifetime`). The first batch's report is checked against the independent oracle.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
@@ -17,14 +18,17 @@ import { startApp } from '../designs';
 import { CompletionWatcher } from '../support/completion';
 import { pidCpuSeconds, processCpuSeconds } from '../support/cpu';
 import { batchBody, type BatchSpec, batchTransactions } from '../support/data';
-import { adminClients, removeApp } from '../support/env';
+import { adminClients, appSettings, removeApp } from '../support/env';
 import { problems } from '../support/log';
 import { type Profiling, startProfiling } from '../support/profiler';
 
 export interface ThroughputJob {
   kind: 'throughput';
   design: DesignName;
+  /** The app's storage (pushdrain: through the parent's counting proxy). */
   storage: string;
+  /** Azurite itself, for the watcher and clean-up: their reads are not the app's. @defaultValue storage */
+  direct?: string;
   serviceBus?: { connectionString: string; topic: string };
   prefix: string;
   batches: BatchSpec[];
@@ -50,6 +54,8 @@ export interface ThroughputRun {
   /** The storage emulator, which stands in for Azure Storage's servers. */
   azuriteCpuSeconds: number;
   storage: MeterSnapshot;
+  /** The meter over the app's whole life (taken once it stopped), to compare with the wire. */
+  meterLifetime: MeterSnapshot;
   /** RSS high-water mark of the app process (start-up and set-up included). */
   peakRssMb: number;
   verified: boolean;
@@ -76,7 +82,9 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}),
     ...(telemetry ? { telemetry } : {}),
   });
-  const watcher = new CompletionWatcher(app.settings);
+  const direct = job.direct ?? job.storage;
+  const watcher = new CompletionWatcher(appSettings({ storage: direct }, job.prefix));
+  let run: Omit<ThroughputRun, 'meterLifetime'>;
   try {
     const before = app.meter.snapshot();
     let profiling: Profiling | undefined;
@@ -103,7 +111,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     const transactions = done.reduce((a, d) => a + d.transactions, 0);
     const elapsedMs = Math.max(1, end - t0);
     const verified = await verifyFirst(watcher, ids[0] as string, job.batches[0] as BatchSpec);
-    return {
+    run = {
       design: job.design,
       transactions,
       batches: ids.length,
@@ -123,8 +131,9 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
   } finally {
     await app.stop();
     await watcher.close();
-    await removeApp(adminClients(job.storage), job.prefix);
+    await removeApp(adminClients(direct), job.prefix);
   }
+  return { ...run, meterLifetime: app.meter.snapshot() };
 }
 
 /** The report of the first batch equals the oracle's (BigInt arithmetic, no shared code). */

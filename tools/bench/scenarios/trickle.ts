@@ -10,6 +10,8 @@
  * so a design's wind-down after a batch counts as long as it falls within the period, and a
  * poller's empty polls count for the whole window. pushdrain's meter is also read once it has
  * gone quiet after the window, so a drain that outlived it is seen (`afterWindow`).
+ * pushdrain's storage is counted twice: by its own meter and at the wire, by a counting proxy in
+ * front of Azurite that sees every request it sends (support/fleet.ts); the two must agree.
  * pushdrain runs twice in the same window: as deployed (every batch's CloudEvent to the
  * `batch-events` topic) and without that topic, so what the topic delivery costs is the difference.
  */
@@ -41,8 +43,10 @@ export interface TrickleRun {
   batches: number;
   transactions: number;
   windowMs: number;
-  /** The app's storage transactions over the window, by operation. */
+  /** The app's storage transactions over the window, by operation, by its own meter. */
   storage: MeterSnapshot;
+  /** pushdrain: the same, counted at the wire by a proxy in front of Azurite (what Azure bills). */
+  wire?: MeterSnapshot;
   /** pushdrain only: what it did after the window until its meter went quiet (0 when its drains fit the window). */
   afterWindow: number;
   /** Service Bus operations over the window (pushdrain is the broker's only user here). */
@@ -72,6 +76,7 @@ async function trickle(
   const bodies = Array.from({ length: cfg.batches }, (_, i) => batchBody({ count: size, seed: SEED_BASE + i }));
   const pd = design === 'pushdrain';
   const before = f.app.meter.snapshot();
+  const wire0 = f.wire?.snapshot();
   const broker0 = pd ? env.broker.stats() : undefined;
   const t0 = Date.now();
   const latenciesMs: number[] = [];
@@ -84,6 +89,7 @@ async function trickle(
   await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
   const windowMs = Date.now() - t0;
   const storage = meterDelta(f.app.meter.snapshot(), before);
+  const wire = f.wire && wire0 ? meterDelta(f.wire.snapshot(), wire0) : undefined;
   const serviceBus = broker0 ? serviceBusOperations(statsDelta(env.broker.stats(), broker0)) : 0;
   let afterWindow = 0;
   if (pd) {
@@ -99,6 +105,7 @@ async function trickle(
     transactions: size * cfg.batches,
     windowMs,
     storage,
+    ...(wire ? { wire } : {}),
     afterWindow,
     serviceBusOperations: serviceBus,
     latenciesMs,

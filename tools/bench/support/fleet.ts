@@ -1,8 +1,11 @@
 /** Starting and stopping groups of apps with unique names, and the little waits scenarios share. */
+import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import type { BenchApp, DesignName } from '../app';
 import { startApp } from '../designs';
 import { CompletionWatcher } from './completion';
-import { type BenchEnv, removeApp } from './env';
+import { type CountingProxy, startCountingProxy } from './counting-proxy';
+import { appSettings, type BenchEnv, removeApp } from './env';
+import { problems } from './log';
 
 const SHORT: Record<DesignName, string> = {
   pushdrain: 'pd',
@@ -24,7 +27,24 @@ export interface FleetApp {
   watcher: CompletionWatcher;
   prefix: string;
   topic?: string;
+  /**
+   * pushdrain: its Storage traffic goes through this counting proxy, an independent count at the
+   * wire of every request (Azure bills each one) beside the app's own meter.
+   */
+  wire?: CountingProxy;
 }
+
+/** An app's storage over its life, by its meter and at the wire; they must be equal. */
+export interface WireCheck {
+  design: DesignName;
+  prefix: string;
+  meter: MeterSnapshot;
+  wire: MeterSnapshot;
+  equal: boolean;
+}
+
+/** Every pushdrain app's lifetime check of this process, in the order the apps stopped. */
+export const wireChecks: WireCheck[] = [];
 
 export interface StartOptions {
   idleMs?: number;
@@ -36,20 +56,48 @@ export interface StartOptions {
 
 export async function startFleetApp(env: BenchEnv, design: DesignName, options: StartOptions = {}): Promise<FleetApp> {
   const prefix = freshPrefix(design);
-  const topic = design === 'pushdrain' ? env.takeTopic() : undefined;
-  const app = await startApp(design, {
-    prefix,
-    storage: env.azurite.connectionString,
-    ...(topic ? { serviceBus: { connectionString: env.broker.connectionString, topic } } : {}),
-    ...options,
-  });
-  return { app, watcher: new CompletionWatcher(app.settings), prefix, ...(topic ? { topic } : {}) };
+  const pd = design === 'pushdrain';
+  const topic = pd ? env.takeTopic() : undefined;
+  const wire = pd ? await startCountingProxy(env.azurite) : undefined;
+  try {
+    const app = await startApp(design, {
+      prefix,
+      storage: wire?.connectionString ?? env.azurite.connectionString,
+      ...(topic ? { serviceBus: { connectionString: env.broker.connectionString, topic } } : {}),
+      ...options,
+    });
+    // The watcher reads straight from Azurite: what watching costs is not the app's.
+    const watcher = new CompletionWatcher(
+      appSettings({ storage: env.azurite.connectionString }, prefix, options.settings),
+    );
+    return { app, watcher, prefix, ...(topic ? { topic } : {}), ...(wire ? { wire } : {}) };
+  } catch (e) {
+    await wire?.close();
+    throw e;
+  }
 }
 
 export async function stopFleetApp(env: BenchEnv, f: FleetApp): Promise<void> {
-  await f.app.stop();
-  await f.watcher.close();
+  try {
+    await f.app.stop();
+    await f.watcher.close();
+  } finally {
+    if (f.wire) {
+      // Stopped: every request the app sent has been answered, so both counts are final.
+      wireChecks.push(checkWire(f.app.design, f.prefix, f.app.meter.snapshot(), f.wire.snapshot()));
+      await f.wire.close();
+    }
+  }
   await removeApp(env.admin, f.prefix);
+}
+
+/** Compares a meter with the wire; a difference is also a bench warning, by operation. */
+export function checkWire(design: DesignName, prefix: string, meter: MeterSnapshot, wire: MeterSnapshot): WireCheck {
+  const diff = meterDelta(wire, meter);
+  for (const k of Object.keys(meter)) if (!(k in wire)) diff[k] = -(meter[k] ?? 0);
+  const equal = Object.keys(diff).length === 0;
+  if (!equal) problems.push(`wire: ${design} ${prefix}: the wire minus the meter is ${JSON.stringify(diff)}`);
+  return { design, prefix, meter, wire, equal };
 }
 
 export function sleep(ms: number): Promise<void> {

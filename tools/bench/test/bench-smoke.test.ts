@@ -76,6 +76,11 @@ describe('bench --quick', () => {
       finite(r.trickle?.ratio[b], `trickle ratio vs ${b}`);
     }
     finite(r.trickle?.pushdrainWithoutBatchEvents?.per1000, 'trickle pushdrain without the batch-events topic');
+    // pushdrain's storage at the wire: every app of every scenario agreed with its meter.
+    finite(r.trickle?.perDesign.pushdrain?.wirePer1000, 'trickle pushdrain at the wire');
+    assert.equal(r.trickle?.perDesign.pushdrain?.wireMismatches, 0, 'trickle: the wire equals the meter');
+    assert.ok((r.wire?.apps ?? 0) >= 5, `every pushdrain app was counted at the wire (${r.wire?.apps})`);
+    assert.deepEqual(r.wire?.mismatches, [], 'each app: its meter equals the wire, by operation');
     finite(r.webhooks?.p50, 'webhooks completion → received p50');
     finite(r.webhooks?.p95, 'webhooks completion → received p95');
     finite(r.webhooks?.idle.queuePerHour, 'webhooks idle queue tx per hour');
