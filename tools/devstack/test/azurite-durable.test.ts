@@ -81,7 +81,11 @@ describe('durable saves while a database loads', () => {
       const db = open('queue.db');
       dbs.push(db);
       loadingDb = db;
-      loaded = new Promise((resolve, reject) => db.loadDatabase({}, (e) => (e ? reject(e as Error) : resolve())));
+      loaded = new Promise((resolve, reject) =>
+        db.loadDatabase({}, (e) =>
+          e ? reject(e instanceof Error ? e : new Error('loadDatabase failed', { cause: e })) : resolve(),
+        ),
+      );
       res.end('saved');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -106,7 +110,9 @@ describe('durable saves while a database loads', () => {
     const db = open('other.db');
     dbs.push(db);
     const load = new Promise<void>((resolve, reject) =>
-      db.loadDatabase({}, (e) => (e ? reject(e as Error) : resolve())),
+      db.loadDatabase({}, (e) =>
+        e ? reject(e instanceof Error ? e : new Error('loadDatabase failed', { cause: e })) : resolve(),
+      ),
     );
     const saved = new Promise<string>((resolve) => {
       const timer = setTimeout(() => resolve('never saved'), 10_000);
