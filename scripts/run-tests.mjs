@@ -69,9 +69,14 @@ if (files.length === 0) {
 // static/openapi.json (test/support/openapi-preload.ts; PUSHDRAIN_OPENAPI_CHECK=off skips it). An
 // absolute path: a child that inherits the flags may run in another folder.
 const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
+// TAP on stdout as ever, its counts the last lines (CI reads them), and each file's time in
+// dist/test-times.txt: where the suite's minutes go.
+const times = resolve('dist', 'test-times.txt');
+const reporters = ['--test-reporter=tap', '--test-reporter-destination=stdout'];
+reporters.push(`--test-reporter=${resolve('scripts', 'file-times.mjs')}`, `--test-reporter-destination=${times}`);
 const r = spawnSync(
   process.execPath,
-  ['--require', resolve(guard), '--require', preload, '--test', '--test-concurrency=3', ...files],
+  ['--require', resolve(guard), '--require', preload, ...reporters, '--test', '--test-concurrency=3', ...files],
   { stdio: 'inherit' },
 );
 process.exit(r.status ?? 1);
