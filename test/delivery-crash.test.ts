@@ -214,8 +214,17 @@ describe('batch event delivery across kill -9 at seeded moments', () => {
     );
     const manifestOf = async (batchId: string): Promise<Manifest | undefined> => {
       const blob = blobs.getBlobClient(layout.manifest(batchId).name);
-      if (!(await blob.exists())) return undefined;
-      return JSON.parse((await blob.downloadToBuffer()).toString('utf8')) as Manifest;
+      // Azurite may end a download short while the app overwrites the same blob (the SDK then
+      // says the stream drained early), where Azure serves the whole of one version: read again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          if (!(await blob.exists())) return undefined;
+          return JSON.parse((await blob.downloadToBuffer()).toString('utf8')) as Manifest;
+        } catch (e) {
+          if (attempt >= 5 || !/drains before getting enough data|Unexpected end of JSON/.test(String(e))) throw e;
+          await sleep(50 * attempt);
+        }
+      }
     };
     const targetOf = (kind: string, target: string): ChaosReceiver | undefined =>
       kind === 'callback' ? cb : [w1, w2].find((w) => w.url === target);
