@@ -44,7 +44,9 @@ const NAME = seq(der(0x31, seq(oid('550403'), utf8('pushdrain local issuer'))));
 export function makeSelfSigned(now = Date.now()): SelfSigned {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const serial = randomBytes(16);
-  serial[0] = (serial[0] ?? 0) & 0x7f; // a positive INTEGER
+  // A positive INTEGER in its shortest form: the top bit clear (not negative) and the first byte
+  // not zero (DER forbids a leading 0x00 before a byte under 0x80; OpenSSL refuses the certificate).
+  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x40;
   const notAfter = now + VALID_MS;
   const altNames = seq(der(0x87, Buffer.from([127, 0, 0, 1])), der(0x82, Buffer.from('localhost', 'ascii')));
   const extensions = der(
