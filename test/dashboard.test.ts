@@ -263,12 +263,20 @@ describe('status page in headless Chromium', () => {
       await blob.uploadData(good); // the fix
       await page.fill('#admin-key', 'admin-key-any-works-locally');
       await page.click(`${row} button.redrive-batch`);
-      await page.waitForFunction(
-        () =>
-          /^moved 1 message\(s\) back; reopened /.test(document.querySelector('#redrive-result')?.textContent ?? ''),
-        undefined,
-        WAIT,
-      );
+      // Wait for the answer, whatever it says, so that a wrong one (or none) fails with its text.
+      await page
+        .waitForFunction(
+          () =>
+            /^(moved|redrive failed|the admin key)/.test(document.querySelector('#redrive-result')?.textContent ?? ''),
+          undefined,
+          WAIT,
+        )
+        .catch(async (e: unknown) => {
+          const shown = await page.textContent('#redrive-result');
+          const host = stack.host.output().slice(-3000);
+          throw new Error(`no redrive answer shown (${JSON.stringify(shown)})\n--- host ---\n${host}`, { cause: e });
+        });
+      assert.match((await page.textContent('#redrive-result')) ?? '', /^moved 1 message\(s\) back; reopened /);
       await finished(batchId, 'completed');
       await page.waitForFunction(() => document.querySelectorAll('#poison tbody tr').length === 0, undefined, WAIT);
       const redrives = requests.filter((r) => r.url.endsWith('/api/ops/redrive'));

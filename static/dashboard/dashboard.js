@@ -283,9 +283,16 @@
     );
   }
 
+  // The poison rows as last drawn: they are drawn again only when they change, because a table
+  // rebuilt between a click's press and its release swallows the click (the page polls often).
+  let poisonDrawn = '';
+
   function renderPoison(s) {
     $('poison-count').textContent =
       `${fmt(s.poison.total)} message(s)${s.poison.shown.length < s.poison.total ? `, ${s.poison.shown.length} shown` : ''}`;
+    const drawn = JSON.stringify(s.poison.shown);
+    if (drawn === poisonDrawn) return;
+    poisonDrawn = drawn;
     fill(
       'poison',
       s.poison.shown.map((p) =>
