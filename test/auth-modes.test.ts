@@ -7,16 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+import type { HttpResponseInit } from '@azure/functions';
 
-import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
-import { postBatch } from '../functions/ingest-http';
-import { postRedrive } from '../functions/redrive-http';
-import { getStatus } from '../functions/status-http';
-import type { PushdrainApp } from '../shared/app';
 import { authSettings } from '../shared/config/auth-settings';
 import { ConfigError } from '../shared/errors';
-import { context } from './support/invoke';
+import { type Headers, type RouteName, routes } from './support/route-calls';
 import { testRuntime, useStorage } from './support/storage';
 import { type TestIssuer, testIssuer } from './support/tokens';
 
@@ -30,44 +25,6 @@ after(async () => {
   await iss.close();
 });
 
-type Headers = Record<string, string>;
-const line = JSON.stringify({
-  id: 't1',
-  account: 'a1',
-  timestamp: '2026-03-01T10:00:00Z',
-  type: 'charge',
-  amount: 100,
-  currency: 'EUR',
-});
-const get = (path: string, h: Headers, params: Record<string, string> = {}): HttpRequest =>
-  new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers: h, params });
-
-const routes = {
-  postBatch: (app: PushdrainApp, h: Headers) =>
-    postBatch(
-      app,
-      new HttpRequest({
-        method: 'POST',
-        url: 'http://localhost/api/batches',
-        body: { string: line },
-        headers: { 'content-type': 'application/x-ndjson', ...h },
-      }),
-      context('postBatch'),
-    ),
-  listBatches: (app: PushdrainApp, h: Headers) => listBatches(app, get('batches', h), context('listBatches')),
-  getBatch: (app: PushdrainApp, h: Headers, id: string) =>
-    getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
-  getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
-    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
-  opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
-  opsRedrive: (app: PushdrainApp, h: Headers) =>
-    postRedrive(
-      app,
-      new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', headers: h }),
-      context('opsRedrive'),
-    ),
-} as const;
-type RouteName = keyof typeof routes;
 type Row = Record<RouteName, number>;
 
 /** Every route let through (the report is not ready: the caller got past the check and found the batch). */

@@ -7,19 +7,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { HttpRequest } from '@azure/functions';
 
-import { getBatch, getBatchReport, listBatches } from '../functions/batches-http';
-import { postBatch } from '../functions/ingest-http';
-import { postRedrive } from '../functions/redrive-http';
-import { getStatus } from '../functions/status-http';
-import type { PushdrainApp } from '../shared/app';
+import { getBatchReport } from '../functions/batches-http';
 import type { Role } from '../shared/auth/principal';
 import type { BatchListing } from '../shared/batch/batch-list';
 import type { BatchPage } from '../shared/batch/batch-pages';
 import type { Report } from '../shared/billing/report';
 import { blobNames, totalQueued } from './support/inspect';
 import { completed, context, pump } from './support/invoke';
+import { type Headers, line, list, post, type RouteName, routes } from './support/route-calls';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
 import { algNoneToken, forgedClientPrincipal, type TestIssuer, testIssuer } from './support/tokens';
 
@@ -33,58 +30,7 @@ after(async () => {
   await iss.close();
 });
 
-const line = (id: string, account = 'a1'): string =>
-  JSON.stringify({ id, account, timestamp: '2026-03-01T10:00:00Z', type: 'charge', amount: 100, currency: 'EUR' });
-
-type Headers = Record<string, string>;
 const bearer = (token: string): Headers => ({ authorization: `Bearer ${token}` });
-
-function post(app: PushdrainApp, headers: Headers, body = line('t1'), key?: string): Promise<HttpResponseInit> {
-  return postBatch(
-    app,
-    new HttpRequest({
-      method: 'POST',
-      url: 'http://localhost/api/batches',
-      body: { string: body },
-      headers: { 'content-type': 'application/x-ndjson', ...(key ? { 'idempotency-key': key } : {}), ...headers },
-    }),
-    context('postBatch'),
-  );
-}
-
-const get = (path: string, headers: Headers, params: Record<string, string> = {}): HttpRequest =>
-  new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers, params });
-
-/** GET /api/batches with a query (`limit`, `cursor`). */
-const list = (app: PushdrainApp, h: Headers, query: Record<string, string> = {}): Promise<HttpResponseInit> =>
-  listBatches(
-    app,
-    new HttpRequest({
-      method: 'GET',
-      url: `http://localhost/api/batches?${new URLSearchParams(query).toString()}`,
-      headers: h,
-      query,
-    }),
-    context('listBatches'),
-  );
-
-const routes = {
-  postBatch: (app: PushdrainApp, h: Headers) => post(app, h),
-  listBatches: (app: PushdrainApp, h: Headers) => list(app, h),
-  getBatch: (app: PushdrainApp, h: Headers, id: string) =>
-    getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
-  getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
-    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
-  opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
-  opsRedrive: (app: PushdrainApp, h: Headers) =>
-    postRedrive(
-      app,
-      new HttpRequest({ method: 'POST', url: 'http://localhost/api/ops/redrive', headers: h }),
-      context('opsRedrive'),
-    ),
-} as const;
-
-type RouteName = keyof typeof routes;
 
 /** The answer each role gets on each route, for a batch that alice (a submitter) sent. */
 const ALLOWED: Record<RouteName, Partial<Record<Role, number>>> = {
