@@ -12,7 +12,6 @@ import { after, before, describe, test } from 'node:test';
 
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 
-import { postBatch } from '../functions/ingest-http';
 import { getStatus } from '../functions/status-http';
 import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter } from '../shared/auth/principal';
@@ -20,6 +19,7 @@ import { authSettings } from '../shared/config/auth-settings';
 import { ConfigError } from '../shared/errors';
 import { DEV_CLIENT_APP_ID } from '../tools/devstack/dev-issuer';
 import { context, logs } from './support/invoke';
+import { post } from './support/route-calls';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
 import { type TestIssuer, testIssuer } from './support/tokens';
 
@@ -175,25 +175,7 @@ describe('the token battery: access tokens only, and the right kind', () => {
       { set: { name: forged, azp: `${DEV_CLIENT_APP_ID}\n` } },
     );
     const from = logs.length;
-    const res = await postBatch(
-      rt.app,
-      new HttpRequest({
-        method: 'POST',
-        url: 'http://localhost/api/batches',
-        body: {
-          string: JSON.stringify({
-            id: 't1',
-            account: 'a1',
-            timestamp: '2026-03-01T10:00:00Z',
-            type: 'charge',
-            amount: 100,
-            currency: 'EUR',
-          }),
-        },
-        headers: { 'content-type': 'application/x-ndjson', authorization: `Bearer ${token}` },
-      }),
-      context('postBatch'),
-    );
+    const res = await post(rt.app, { authorization: `Bearer ${token}` });
     assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
     const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
     const lines = logs.slice(from).filter((l) => l.includes('submitted by'));
