@@ -179,8 +179,14 @@ describe('deliveries on the status report', () => {
           : undefined,
       );
       assert.equal(callback.ids[0], first.callback.eventId, 'the same event id after the redrive');
-      const after = await statusUntil('no delivery of the batch left', (s) =>
-        s.deliveries.poisoned.depth === 0 && !s.deliveries.shown.some((l) => l.batchId === batchId) ? s : undefined,
+      // The marker goes in its own write, after the delivery's record: wait for both, so that a status
+      // read between the two writes is not taken for a marker left behind (which would time out here).
+      const after = await statusUntil('no delivery of the batch left, and its open marker gone', (s) =>
+        s.deliveries.poisoned.depth === 0 &&
+        !s.deliveries.shown.some((l) => l.batchId === batchId) &&
+        s.batches.delivering.total === 0
+          ? s
+          : undefined,
       );
       assert.deepEqual(after.deliveries.poisoned.shown, []);
       assert.equal(after.batches.delivering.total, 0, 'the open marker is gone with the last delivery');
