@@ -5,7 +5,7 @@
  * or saying anything about it. The note a clean stop leaves is for one start on the same storage.
  */
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
@@ -87,5 +87,17 @@ describe('the clean-stop note', () => {
     assert.match(cloud, /^sha256:[0-9a-f]{64}$/, 'no connection string (nor its key) in the note');
     writeFileSync(join(dir, '.pushdrain-clean-stop.json'), 'not json');
     assert.equal(takeCleanStop(dir, here), false, 'an unreadable note counts as none');
+  });
+
+  test('instances of a fleet share the data folder: notes written at the same moment all succeed, no temporary file left', async () => {
+    const dir = scratchDir('pd-clean-fleet-');
+    const here = storageIdentity({}, true);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => noteCleanStop(dir, here)));
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected').map((r) => String(r.reason)),
+      [],
+    );
+    assert.deepEqual(readdirSync(dir), ['.pushdrain-clean-stop.json']);
+    assert.equal(takeCleanStop(dir, here), true);
   });
 });

@@ -184,7 +184,15 @@ describe('a fleet of local instances', () => {
       assert.ok(input >= 100, `every one of the 100 chunks processed (at least once): ${input}`);
       assert.ok(
         shares.every((s) => s.exitCode === 0),
-        `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${output.filter((l) => l.startsWith('[i1] ')).join('\n')}`,
+        `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${shares
+          .filter((s) => s.exitCode !== 0)
+          .map((s) =>
+            output
+              .filter((l) => l.startsWith(`[${s.name}] `))
+              .slice(-40)
+              .join('\n'),
+          )
+          .join('\n')}`,
       );
       const decisions = actions(fleet.decisions);
       assert.match(
