@@ -6,7 +6,9 @@
 import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
 import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
-import type { BatchStatusBody, ManifestStore } from './batch/manifest';
+import type { BatchStatus } from './batch/batch-status';
+import type { ManifestStore } from './batch/manifest-store';
+import type { BatchReader, ReportLookup } from './batch/batch-reader';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
@@ -28,7 +30,6 @@ import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
 import type { Syphon, SyphonOutcome } from './notify/syphon';
-import type { BatchReader, ReportLookup } from './pipeline/finalize';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
@@ -209,7 +210,7 @@ export class PushdrainApp {
    * GET /api/batches/{id}: undefined for a batch that was never accepted, and for one `viewer` may
    * not see (another submitter's: the same answer as a missing one).
    */
-  status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
+  status(batchId: string, viewer?: Principal): Promise<BatchStatus | undefined> {
     return this.#parts.reader.status(batchId, viewer);
   }
 

@@ -9,7 +9,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { type Manifest, ManifestStore, OpenBatches } from '../shared/batch/manifest';
+import type { Manifest } from '../shared/batch/manifest';
+import { ManifestStore } from '../shared/batch/manifest-store';
+import { OpenBatches } from '../shared/batch/open-batches';
 import { eventSettings } from '../shared/config/event-settings';
 import type { Settings } from '../shared/config/settings';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';

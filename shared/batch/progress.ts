@@ -5,7 +5,9 @@
  * that settles a batch also completes it (a Settler writes the report first), so a batch's
  * last chunk costs one manifest write, not two.
  */
-import { type FailedChunk, isTerminal, type Manifest, type ManifestStore, type VersionedManifest } from './manifest';
+import { isTerminal } from './batch-state';
+import type { FailedChunk, Manifest } from './manifest';
+import type { ManifestStore, VersionedManifest } from './manifest-store';
 import { type BilledAt, emptyTimeline, foldDone, foldFailed } from './timeline';
 
 /** Completes a settled manifest before it is written (the Finalizer). */

@@ -21,7 +21,9 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import type { Manifest, ManifestStore, OpenBatches } from '../batch/manifest';
+import type { Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import type { Report } from '../billing/report';
 import { ensureError } from '../errors';
 import type { WatchdogCheck } from '../notify/events';

@@ -5,7 +5,9 @@
  * pointer in flight (blob + idempotent processing make a duplicate harmless), and schedules
  * the next check with a doubled delay. The last check fails the batch with a clear reason.
  */
-import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
+import { isTerminal } from '../batch/batch-state';
+import { isSettled, type Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
 import type { ProgressRecorder } from '../batch/progress';
 import { layout } from '../layout';
 import { resultPointer, type WorkPointer } from '../model/chunk-codec';
