@@ -6,9 +6,9 @@
 import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
 import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
+import type { BatchReader, ReportLookup } from './batch/batch-reader';
 import type { BatchStatus } from './batch/batch-status';
 import type { ManifestStore } from './batch/manifest-store';
-import type { BatchReader, ReportLookup } from './batch/batch-reader';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
@@ -26,6 +26,7 @@ import type { BodyFormat } from './ingest/records';
 import { type EntityNames, ROLE_OF } from './names';
 import type { BacklogDelivery } from './notify/backlog-message';
 import type { DeadLetterQueues } from './notify/dead-letters';
+import type { DeliveryRetryMessage } from './notify/delivery-retry-message';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
@@ -343,12 +344,16 @@ export class PushdrainApp {
     return this.#parts.testEvents.send();
   }
 
-  /** A scheduled per-batch check fired (queue `batch-watchdog`): the watchdog's, or an event delivery's retry. */
-  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome | DeliveryOutcome> {
+  /** A batch's scheduled watchdog check fired (queue `batch-watchdog`). */
+  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
     await this.ready();
-    const { delivery } = check;
-    if (delivery) return this.working(() => this.#parts.events.retry(check.batchId, delivery));
     return this.working(() => this.#parts.watchdog.check(check));
+  }
+
+  /** A batch event delivery's scheduled retry fired (queue `batch-watchdog`): attempted in this invocation. */
+  async retryDelivery(message: DeliveryRetryMessage): Promise<DeliveryOutcome> {
+    await this.ready();
+    return this.working(() => this.#parts.events.retry(message));
   }
 
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
