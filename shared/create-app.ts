@@ -153,7 +153,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events, telemetry);
+  const finalizer = new Finalizer({ blobs, manifests, open, now, log, recent, events, telemetry });
   const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({
     blobs,

@@ -43,7 +43,8 @@ export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[], at
     else failed.set(o.chunk, { chunk: o.chunk, reason: o.reason });
     if (at !== undefined) {
       m.timeline ??= emptyTimeline();
-      if (o.done) foldDone(m.timeline, Date.parse(m.submittedAt), o.chunk, at, o.billed);
+      if (o.done)
+        foldDone(m.timeline, { submittedMs: Date.parse(m.submittedAt), chunk: o.chunk, at, billed: o.billed });
       else foldFailed(m.timeline, Date.parse(m.submittedAt), at);
     }
   }

@@ -29,20 +29,41 @@ const READ_CONCURRENCY = 8;
  * Finalizes each batch at most once at a time in this process: the last coalesced progress
  * write resolves up to 32 callers with the same settled manifest, and one report is enough.
  */
+export interface FinalizerOptions {
+  blobs: BlobStore;
+  manifests: ManifestStore;
+  open: OpenBatches;
+  now: () => number;
+  log: Logger;
+  /** Result headers this process just wrote, read from memory instead of Storage. */
+  recent?: RecentResults | undefined;
+  /** The outbox: its event is recorded by the write that makes the batch terminal. */
+  events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'> | undefined;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry | undefined;
+}
+
 export class Finalizer {
   private readonly inflight = new Map<string, Promise<void>>();
+  private readonly blobs: BlobStore;
+  private readonly manifests: ManifestStore;
+  private readonly open: OpenBatches;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly recent: RecentResults | undefined;
+  private readonly events: FinalizerOptions['events'];
+  private readonly telemetry: Telemetry;
 
-  constructor(
-    private readonly blobs: BlobStore,
-    private readonly manifests: ManifestStore,
-    private readonly open: OpenBatches,
-    private readonly now: () => number,
-    private readonly log: Logger,
-    private readonly recent?: RecentResults,
-    /** The outbox: its event is recorded by the write that makes the batch terminal. */
-    private readonly events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'>,
-    private readonly telemetry: Telemetry = NO_TELEMETRY,
-  ) {}
+  constructor(o: FinalizerOptions) {
+    this.blobs = o.blobs;
+    this.manifests = o.manifests;
+    this.open = o.open;
+    this.now = o.now;
+    this.log = o.log;
+    this.recent = o.recent;
+    this.events = o.events;
+    this.telemetry = o.telemetry ?? NO_TELEMETRY;
+  }
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
   async ifSettled(m: Manifest | undefined): Promise<void> {

@@ -120,7 +120,7 @@ export class Watchdog {
       wake.set(queue, { queue });
       if (!stalled && (await depth(queue)) > 0) return;
       const pointer = hasResult
-        ? resultPointer(batchId, chunk, 1, m.traceparent)
+        ? resultPointer({ batchId, chunk, count: 1, traceparent: m.traceparent })
         : await this.workPointer(batchId, chunk, m.traceparent);
       if (!pointer) return;
       await queues.send(queue, pointer);

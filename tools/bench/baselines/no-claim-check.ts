@@ -109,7 +109,10 @@ function inlineMapProcessor(ctx: AppParts): MessageProcessor {
         contentType: 'application/x-ndjson',
         contentEncoding: 'gzip',
       });
-      await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
+      await ctx.queues.send(
+        ctx.names.resultsQueue,
+        resultPointer({ batchId: msg.batchId, chunk: msg.chunk, count: 1 }),
+      );
     },
   };
 }
