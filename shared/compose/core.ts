@@ -6,8 +6,7 @@ import { ManifestStore } from '../batch/manifest-store';
 import { OpenBatches } from '../batch/open-batches';
 import { SubmitterIndex } from '../batch/submitter-index';
 import type { Settings } from '../config/settings';
-import type { EntityNames } from '../names';
-import { entityNames } from '../names';
+import { type EntityNames, entityNames } from '../names';
 import { Notifier } from '../notify/events';
 import { type Clock, consoleLogger, type Logger, type QueueStore, systemClock } from '../ports';
 import { AzureQueueStore } from '../queue/storage-queue';
@@ -20,6 +19,7 @@ import { StorageMeter } from '../storage/meter';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import type { AppOptions } from './app-options';
 import { type BusParts, serviceBus } from './service-bus-parts';
+
 export interface AppCore {
   settings: Settings;
   options: AppOptions;

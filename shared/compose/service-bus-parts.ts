@@ -19,6 +19,7 @@ import { createServiceBusClient, ServiceBusPublisher } from '../notify/service-b
 import { Syphon } from '../notify/syphon';
 import type { BlobStore, Clock, Logger } from '../ports';
 import type { AppOptions } from './app-options';
+
 export interface BusParts {
   publisher: WorkPublisher;
   inspector: BusInspector | undefined;
