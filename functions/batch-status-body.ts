@@ -1,7 +1,7 @@
 /**
- * The `GET /api/batches/{batchId}` body (a fixed contract, /work/shared/ARCHITECTURE.md), built
- * field by field from the core's view of the batch: a field added to that view reaches no client
- * until it is added here.
+ * The `GET /api/batches/{batchId}` body (a fixed contract: the HTTP API in the README and
+ * docs/ARCHITECTURE.md), built field by field from the core's view of the batch: a field added to
+ * that view reaches no client until it is added here.
  */
 import type { Submitter } from '../shared/auth/principal';
 import type { BatchStatus, PublicStatus } from '../shared/batch/batch-status';
