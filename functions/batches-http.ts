@@ -5,6 +5,7 @@ import type { PushdrainApp } from '../shared/app';
 import { type BatchPageQuery, isCursor, PAGE_LIMITS } from '../shared/batch/batch-pages';
 import { reportCsv } from '../shared/billing/report';
 import { ValidationError } from '../shared/errors';
+import { statusBody } from './batch-status-body';
 import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 import { authLevel, ROUTE_ROLES } from './route-access';
@@ -19,8 +20,9 @@ export async function getBatch(
 ): Promise<HttpResponseInit> {
   try {
     const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.readBatch);
-    const status = await app.status(req.params.batchId ?? '', caller);
-    if (!status) return json(404, NOT_FOUND);
+    const found = await app.status(req.params.batchId ?? '', caller);
+    if (!found) return json(404, NOT_FOUND);
+    const status = statusBody(found);
     // Private: the answer depends on who asks. no-cache: revalidate every time (the CLI's wait does).
     const headers = { ETag: statusEtag(status), 'Cache-Control': 'private, no-cache' };
     return notModified(req, headers.ETag) ? { status: 304, headers } : json(200, status, headers);

@@ -1,26 +1,33 @@
-/** Service Bus queue `batch-watchdog`: a batch's scheduled "is it done yet?" check. */
+/** Service Bus queue `batch-watchdog`: a batch's scheduled "is it done yet?" check, or a delivery's retry. */
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
 import type { DeliveryOutcome } from '../shared/events/event-delivery';
 import { WATCHDOG_QUEUE } from '../shared/names';
-import { parseWatchdogCheck } from '../shared/notify/events';
+import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
 import { pushdrainApp } from './pushdrain-app';
 
-/** Throws to abandon (redelivery retries the check); a malformed check is logged and completed. */
+/** Throws to abandon (redelivery retries it); a malformed message is logged and completed. */
 export async function onWatchdog(
   app: PushdrainApp,
   body: unknown,
   context: InvocationContext,
 ): Promise<WatchdogOutcome | DeliveryOutcome | undefined> {
-  const check = parseWatchdogCheck(body);
-  if (typeof check === 'string') {
-    context.error(`watchdog check ignored: ${check}`);
+  const message = parseWatchdogQueueMessage(body);
+  if (typeof message === 'string') {
+    context.error(`watchdog queue message ignored: ${message}`);
     return undefined;
   }
+  if (message.kind === 'delivery-retry') {
+    const { retry } = message;
+    const outcome = await app.retryDelivery(retry);
+    context.log(`delivery retry ${retry.batchId} ${retry.eventId}#${retry.index} (${retry.attempts}): ${outcome.kind}`);
+    return outcome;
+  }
+  const { check } = message;
   const outcome = await app.watchdog(check);
-  context.log(`${check.delivery ? 'delivery retry' : 'watchdog'} ${check.batchId} #${check.attempt}: ${outcome.kind}`);
+  context.log(`watchdog ${check.batchId} #${check.attempt}: ${outcome.kind}`);
   return outcome;
 }
 

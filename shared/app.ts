@@ -6,7 +6,9 @@
 import type { Access } from './auth/access';
 import type { Principal, Role, Submitter } from './auth/principal';
 import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
-import type { BatchStatusBody, ManifestStore } from './batch/manifest';
+import type { BatchReader, ReportLookup } from './batch/batch-reader';
+import type { BatchStatus } from './batch/batch-status';
+import type { ManifestStore } from './batch/manifest-store';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
@@ -24,11 +26,11 @@ import type { BodyFormat } from './ingest/records';
 import { type EntityNames, ROLE_OF } from './names';
 import type { BacklogDelivery } from './notify/backlog-message';
 import type { DeadLetterQueues } from './notify/dead-letters';
+import type { DeliveryRetryMessage } from './notify/delivery-retry-message';
 import type { Notifier, WatchdogCheck, WorkDetected } from './notify/events';
 import type { PublisherHealth } from './notify/failover-state';
 import type { BusInspector } from './notify/inspection';
 import type { Syphon, SyphonOutcome } from './notify/syphon';
-import type { BatchReader, ReportLookup } from './pipeline/finalize';
 import type { Finalizer } from './pipeline/finalize';
 import type { MapProcessor } from './pipeline/map-processor';
 import type { ReduceProcessor } from './pipeline/reduce-processor';
@@ -37,12 +39,14 @@ import type { Redriver, RedriveRequest, RedriveResult } from './poison/redrive';
 import type { BlobStore, Clock, Logger, QueueStore } from './ports';
 import type { ScaleAgent, ScaleHealth, ScaleOutcome, ScaleSignal } from './scale/agent';
 import type { Activity } from './status/activity';
+import type { AppObserver } from './status/app-observer';
 import { buildDashboardPage, type DashboardPage } from './status/dashboard-page';
 import type { DeadLetterHealth, DeadLetterTally } from './status/dead-letter-tally';
 import type { StatusReport, StatusReporter } from './status/status-report';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
 import type { Telemetry } from './telemetry/telemetry';
+import { type UseCaseName, UseCaseRunner } from './use-cases';
 import type { Watchdog, WatchdogOutcome } from './watchdog/check-batch';
 import type { Recovery, RecoveryAction } from './watchdog/recovery';
 
@@ -79,6 +83,8 @@ export interface AppParts {
   recovery: Recovery;
   /** What this instance did, in time buckets (the status history). */
   activity: Activity;
+  /** Feeds the status history and the metrics together (what the use cases report). */
+  observer: AppObserver;
   status: StatusReporter;
   /** Service Bus counts for the status report; undefined without a Service Bus connection. */
   inspector: BusInspector | undefined;
@@ -134,20 +140,22 @@ export interface Submission {
 }
 
 export class PushdrainApp {
-  private provisioned: Promise<void> | undefined;
   private page: DashboardPage | undefined;
   private readonly ingests = { inProgress: 0, aborted: 0 };
   private readonly down = new Set<string>();
-  // Private so that adapters and tests go through the use cases, never around them.
-  readonly #parts: AppParts;
+  // The parts are reachable only through a use case (use-cases.ts), which applies what it needs first.
+  readonly #use: UseCaseRunner<AppParts>;
+  /** For checks of a request before its use case runs (settings only: no part does any work). */
+  readonly #settings: Settings;
 
   constructor(parts: AppParts) {
-    this.#parts = parts;
+    this.#use = new UseCaseRunner(parts, () => parts.provision(), parts.observer);
+    this.#settings = parts.settings;
   }
 
   /** Largest request body as sent (the HTTP adapter stops reading past it). */
   get maxBodyBytes(): number {
-    return this.#parts.settings.tuning.maxBodyBytes;
+    return this.#settings.tuning.maxBodyBytes;
   }
 
   /**
@@ -155,26 +163,19 @@ export class PushdrainApp {
    * provisioned them and this costs one request each at cold start.
    */
   ready(): Promise<void> {
-    this.provisioned ??= this.working(() => this.#parts.provision()).catch((e: unknown) => {
-      this.provisioned = undefined; // let the next call try again
-      throw e;
-    });
-    return this.provisioned;
+    return this.#use.ready();
   }
 
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
     // A refused callback is a 400 before anything is written (not even the containers).
     const callbackUrl =
-      s.callbackUrl !== undefined
-        ? checkCallbackUrl(s.callbackUrl, this.#parts.settings.events.callbackOrigins)
-        : undefined;
+      s.callbackUrl !== undefined ? checkCallbackUrl(s.callbackUrl, this.#settings.events.callbackOrigins) : undefined;
     this.ingests.inProgress++;
     try {
-      await this.ready();
-      const result = await this.working(() =>
-        this.#parts.ingestor.ingest({
-          open: bufferSource(s.body, s.gzip, this.#parts.settings.tuning.maxInflatedBytes, s.signal),
+      return await this.#use.run('submit', async (p) => {
+        const result = await p.ingestor.ingest({
+          open: bufferSource(s.body, s.gzip, p.settings.tuning.maxInflatedBytes, s.signal),
           format: s.format,
           ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
@@ -182,13 +183,10 @@ export class PushdrainApp {
           ...(s.traceparent ? { traceparent: s.traceparent } : {}),
           ...(s.submitter ? { submitter: s.submitter } : {}),
           source: 'http',
-        }),
-      );
-      if (!result.replayed) {
-        this.#parts.activity.accepted(result.transactions);
-        this.#parts.telemetry.metrics.batchAccepted('http', result.transactions);
-      }
-      return result;
+        });
+        if (!result.replayed) p.observer.accepted('http', result.transactions);
+        return result;
+      });
     } catch (e) {
       if (e instanceof AbortedError) this.ingests.aborted++;
       throw e;
@@ -202,56 +200,52 @@ export class PushdrainApp {
    * caller, if it holds one of `anyOf`; otherwise an AccessError (401 or 403).
    */
   authorize(authorization: string | null | undefined, anyOf: readonly Role[]): Promise<Principal> {
-    return this.#parts.access.authorize(authorization, anyOf);
+    return this.#use.local('authorize', (p) => p.access.authorize(authorization, anyOf));
   }
 
   /**
    * GET /api/batches/{id}: undefined for a batch that was never accepted, and for one `viewer` may
    * not see (another submitter's: the same answer as a missing one).
    */
-  status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
-    return this.#parts.reader.status(batchId, viewer);
+  status(batchId: string, viewer?: Principal): Promise<BatchStatus | undefined> {
+    return this.#use.run('status', (p) => p.reader.status(batchId, viewer));
   }
 
   /** GET /api/batches/{id}/timeline: undefined exactly when status() is (never accepted, or not `viewer`'s to see). */
   timeline(batchId: string, viewer?: Principal): Promise<BatchTimelineBody | undefined> {
-    return this.#parts.reader.timeline(batchId, viewer);
+    return this.#use.run('timeline', (p) => p.reader.timeline(batchId, viewer));
   }
 
   /** GET /api/batches/{id}/report; `not_found` for a batch `viewer` may not see. */
   report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
-    return this.#parts.reader.report(batchId, viewer);
+    return this.#use.run('report', (p) => p.reader.report(batchId, viewer));
   }
 
   /** GET /api/batches: the newest batches `viewer` may see (its own, or all for a reader), a page at a time. */
-  async batchPage(viewer: Principal, query: BatchPageQuery): Promise<BatchPage> {
-    await this.ready();
-    return this.#parts.batchPages.page(viewer, query);
+  batchPage(viewer: Principal, query: BatchPageQuery): Promise<BatchPage> {
+    return this.#use.run('batchPage', (p) => p.batchPages.page(viewer, query));
   }
 
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */
-  async sweep(): Promise<SweepResult> {
-    await this.ready();
-    const result = await this.#parts.sweeper.run();
-    // A run that found nothing is what idling costs (its two listings); one that found work is work.
-    if (result.files.length > 0 || result.recovered.length > 0) this.#parts.activity.worked();
-    for (const f of result.files)
-      if (f.kind === 'ingested' && !f.result.replayed) {
-        this.#parts.activity.accepted(f.result.transactions);
-        this.#parts.telemetry.metrics.batchAccepted('sweep', f.result.transactions);
-      }
-    return result;
+  sweep(): Promise<SweepResult> {
+    return this.#use.run('sweep', async (p) => {
+      const result = await p.sweeper.run();
+      // A run that found nothing is what idling costs (its two listings); one that found work is work.
+      if (result.files.length > 0 || result.recovered.length > 0) p.observer.worked();
+      for (const f of result.files)
+        if (f.kind === 'ingested' && !f.result.replayed) p.observer.accepted('sweep', f.result.transactions);
+      return result;
+    });
   }
 
   /** GET /api/ops/status: queues, poison, Service Bus, drains, batches, the meter and its history. */
-  async statusReport(): Promise<StatusReport> {
-    await this.ready();
-    return this.#parts.status.report();
+  statusReport(): Promise<StatusReport> {
+    return this.#use.run('statusReport', (p) => p.status.report());
   }
 
   /** GET /api/dashboard: the page shell, built once per process; makes no request. */
   dashboardPage(): DashboardPage {
-    this.page ??= buildDashboardPage(undefined, this.#parts.settings.auth.signIn);
+    this.page ??= buildDashboardPage(undefined, this.#settings.auth.signIn);
     return this.page;
   }
 
@@ -260,41 +254,8 @@ export class PushdrainApp {
    * join a drain of that queue already running here. The event's wire role must be the one
    * ROLE_OF gives the queue's stage.
    */
-  async drain(event: WorkDetected): Promise<DrainResult> {
-    const { names, drains, meter, log } = this.#parts;
-    // Only our own queues: an event is input from the network, not an instruction to read anything.
-    const stage = names.stageOf(event.queueName);
-    if (!stage || ROLE_OF[stage] !== event.role)
-      throw new PermanentError(
-        `WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`,
-      );
-    await this.ready();
-    const before = meter.snapshot();
-    // The invocation's own span; each batch it serves is linked as the map/reduce spans start.
-    const outcome = await this.#parts.telemetry.inSpan(
-      'pushdrain.drain',
-      {
-        attributes: {
-          'pushdrain.queue': event.queueName,
-          'pushdrain.stage': stage,
-          'pushdrain.fan_out': event.fanOut === true,
-        },
-      },
-      (span) => {
-        if (event.traceparent) span.link(event.traceparent);
-        return this.working(() => drains.drain(event.queueName, stage, event.fanOut === true)).then((o) => {
-          span.set('pushdrain.outcome', o.kind);
-          return o;
-        });
-      },
-    );
-    if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
-    const used = Object.entries(meterDelta(meter.snapshot(), before));
-    // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
-    log.info(
-      `${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
-    );
-    return outcome;
+  drain(event: WorkDetected): Promise<DrainResult> {
+    return this.#use.run('drain', (p) => drainEvent(p, event));
   }
 
   /**
@@ -302,12 +263,10 @@ export class PushdrainApp {
    * last moved before `leftBefore` (the caller's word that its process is gone), and any past
    * the stall threshold; healthy batches are left alone. Reports what was queued.
    */
-  async recover(
+  recover(
     options: { leftBefore?: number } = {},
   ): Promise<{ actions: RecoveryAction[]; queued: Record<string, number> }> {
-    await this.ready();
-    const { names, queues, recovery, settings } = this.#parts;
-    return this.working(async () => {
+    return this.#use.run('recover', async ({ names, queues, recovery, settings }) => {
       const actions = await recovery.run({ stallMs: settings.tuning.stallSeconds * 1000, ...options });
       const queued: Record<string, number> = {};
       for (const q of names.allQueues()) {
@@ -319,19 +278,20 @@ export class PushdrainApp {
   }
 
   /** Moves poison messages back after a fix (CLI `redrive`, and the admin route). */
-  async redrive(request: RedriveRequest): Promise<RedriveResult> {
-    await this.ready();
-    return this.working(() => this.#parts.redriver.redrive(request));
+  redrive(request: RedriveRequest): Promise<RedriveResult> {
+    return this.#use.run('redrive', (p) => p.redriver.redrive(request));
   }
 
   /**
    * Resubmits Service Bus dead letters to their entities (CLI `redrive --dead-letters`, the admin
    * route with `deadLetters: true`), then recounts them, so health reflects the redrive at once.
    */
-  async redriveDeadLetters(request: DeadLetterRedriveRequest): Promise<DeadLetterRedriveResult> {
-    const result = await this.#parts.redriver.deadLetters(request);
-    await this.#parts.deadLetterTally?.refresh();
-    return result;
+  redriveDeadLetters(request: DeadLetterRedriveRequest): Promise<DeadLetterRedriveResult> {
+    return this.#use.run('redriveDeadLetters', async (p) => {
+      const result = await p.redriver.deadLetters(request);
+      await p.deadLetterTally?.refresh();
+      return result;
+    });
   }
 
   /**
@@ -339,22 +299,23 @@ export class PushdrainApp {
    * target. A probe: no Storage request, nothing recorded or retried.
    */
   sendTestEvent(): Promise<TestEventResult> {
-    return this.#parts.testEvents.send();
+    return this.#use.local('sendTestEvent', (p) => p.testEvents.send());
   }
 
-  /** A scheduled per-batch check fired (queue `batch-watchdog`): the watchdog's, or an event delivery's retry. */
-  async watchdog(check: WatchdogCheck): Promise<WatchdogOutcome | DeliveryOutcome> {
-    await this.ready();
-    const { delivery } = check;
-    if (delivery) return this.working(() => this.#parts.events.retry(check.batchId, delivery));
-    return this.working(() => this.#parts.watchdog.check(check));
+  /** A batch's scheduled watchdog check fired (queue `batch-watchdog`). */
+  watchdog(check: WatchdogCheck): Promise<WatchdogOutcome> {
+    return this.#use.run('watchdog', (p) => p.watchdog.check(check));
+  }
+
+  /** A batch event delivery's scheduled retry fired (queue `batch-watchdog`): attempted in this invocation. */
+  retryDelivery(message: DeliveryRetryMessage): Promise<DeliveryOutcome> {
+    return this.#use.run('retryDelivery', (p) => p.events.retry(message));
   }
 
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
   async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
-    if (this.#parts.settings.scale.mode === 'off') return { kind: 'off' };
-    await this.ready();
-    return this.working(() => this.#parts.scaleAgent.handle(signal));
+    if (this.#settings.scale.mode === 'off') return { kind: 'off' };
+    return this.#use.run('scale', (p) => p.scaleAgent.handle(signal));
   }
 
   /**
@@ -362,17 +323,12 @@ export class PushdrainApp {
    * the primary. Returns when the primary accepted it (or it was malformed and set aside under
    * `rejected/backlog/`); throws, after a back-off, while the primary does not take it.
    */
-  async syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
-    const { syphon } = this.#parts;
-    if (!syphon)
-      throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
-    await this.ready();
-    return this.working(() => syphon.restore(delivery));
-  }
-
-  /** Work in flight: the status history counts idle time (and what it costs) only without any. */
-  private working<T>(work: () => Promise<T>): Promise<T> {
-    return this.#parts.activity.during(work);
+  syphon(delivery: BacklogDelivery): Promise<SyphonOutcome> {
+    return this.#use.run('syphon', (p) => {
+      if (!p.syphon)
+        throw new PermanentError('ServiceBusSecondaryConnection is not configured: there is no backlog to syphon');
+      return p.syphon.restore(delivery);
+    });
   }
 
   /**
@@ -382,27 +338,29 @@ export class PushdrainApp {
    * processes work in both.
    */
   health(): HealthState {
-    const scaleAgent = this.#parts.scaleAgent.health();
-    const serviceBus = this.#parts.notifier.health();
-    const deadLetters = this.#parts.deadLetterTally?.snapshot();
-    const rank = { ok: 0, degraded: 1, red: 2 } as const;
-    const parts: HealthState['status'][] = [
-      serviceBus?.status ?? 'ok',
-      scaleAgent.status === 'red' ? 'degraded' : 'ok',
-      (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
-      this.down.size > 0 ? 'red' : 'ok',
-    ];
-    const status = parts.reduce((worst, p) => (rank[p] > rank[worst] ? p : worst), 'ok');
-    return {
-      status,
-      drains: this.#parts.drains.activity(),
-      continuations: this.#parts.continuations.snapshot(),
-      scaleAgent,
-      ...(serviceBus ? { serviceBus } : {}),
-      ...(deadLetters ? { deadLetters } : {}),
-      ingests: { ...this.ingests },
-      ...(this.down.size > 0 ? { down: [...this.down] } : {}),
-    };
+    return this.#use.local('health', (p) => {
+      const scaleAgent = p.scaleAgent.health();
+      const serviceBus = p.notifier.health();
+      const deadLetters = p.deadLetterTally?.snapshot();
+      const rank = { ok: 0, degraded: 1, red: 2 } as const;
+      const parts: HealthState['status'][] = [
+        serviceBus?.status ?? 'ok',
+        scaleAgent.status === 'red' ? 'degraded' : 'ok',
+        (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
+        this.down.size > 0 ? 'red' : 'ok',
+      ];
+      const status = parts.reduce((worst, x) => (rank[x] > rank[worst] ? x : worst), 'ok');
+      return {
+        status,
+        drains: p.drains.activity(),
+        continuations: p.continuations.snapshot(),
+        scaleAgent,
+        ...(serviceBus ? { serviceBus } : {}),
+        ...(deadLetters ? { deadLetters } : {}),
+        ingests: { ...this.ingests },
+        ...(this.down.size > 0 ? { down: [...this.down] } : {}),
+      };
+    });
   }
 
   /**
@@ -419,7 +377,7 @@ export class PushdrainApp {
    * counts are older than a few minutes (the next answer shows it). Never waits for Service Bus.
    */
   healthProbe(): HealthState {
-    this.#parts.deadLetterTally?.refreshIfStale();
+    this.#use.local('healthProbe', (p) => p.deadLetterTally?.refreshIfStale());
     return this.health();
   }
 
@@ -428,22 +386,22 @@ export class PushdrainApp {
    * a JWKS with Standard Webhooks' `whpk_` form beside each. From settings: no Storage request.
    */
   eventKeys(): { keys: PublishedKey[] } {
-    return new CallbackSigner(this.#parts.settings.events.callbackKeys).published();
+    return new CallbackSigner(this.#settings.events.callbackKeys).published();
   }
 
   /** This process's Storage requests by operation; makes no request itself. */
   storageTransactions(): MeterSnapshot {
-    return this.#parts.meter.snapshot();
+    return this.#use.local('storageTransactions', (p) => p.meter.snapshot());
   }
 
   /** Drain invocations in progress in this process (tests assert none is left behind). */
   get drainsInProgress(): number {
-    return this.#parts.drains.inProgress;
+    return this.#use.local('drainsInProgress', (p) => p.drains.inProgress);
   }
 
   /** Graceful stop: drains finish their current batch, then publish a continuation for the rest. */
   beginShutdown(): void {
-    this.#parts.drains.beginShutdown();
+    this.#use.local('beginShutdown', (p) => p.drains.beginShutdown());
   }
 
   /**
@@ -451,21 +409,65 @@ export class PushdrainApp {
    * empty now, so they wake nobody for nothing; close() does it too. Never throws.
    */
   settleContinuations(): Promise<void> {
-    return this.#parts.continuations.settle();
+    return this.#use.local('settleContinuations', (p) => p.continuations.settle());
   }
 
-  async close(): Promise<void> {
-    await this.#parts.events.idle(); // attempts in flight record their outcome before the clients go
-    await this.settleContinuations();
-    await this.#parts.deadLetterTally?.close();
-    await this.#parts.inspector?.close();
-    await this.#parts.deadLetters?.close();
-    await this.#parts.notifier.close();
-    await this.#parts.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
+  close(): Promise<void> {
+    return this.#use.local('close', async (p) => {
+      await p.events.idle(); // attempts in flight record their outcome before the clients go
+      await p.continuations.settle();
+      await p.deadLetterTally?.close();
+      await p.inspector?.close();
+      await p.deadLetters?.close();
+      await p.notifier.close();
+      await p.syphon?.close(); // its primary channel is the publisher's, unless a test gave its own publisher
+    });
   }
 
   /** Where telemetry goes (`npm start` prints it), or "telemetry off". */
   get telemetryDestination(): string {
-    return this.#parts.telemetry.destination;
+    return this.#use.local('telemetryDestination', (p) => p.telemetry.destination);
   }
+}
+
+/** Every public member of the façade is a use case with its needs in USE_CASES, and every use case is a member. */
+type Unlisted = Exclude<keyof PushdrainApp, UseCaseName>;
+type Missing = Exclude<UseCaseName, keyof PushdrainApp>;
+export const FACADE_IS_USE_CASES: [Unlisted, Missing] extends [never, never] ? true : never = true;
+
+/** The drain use case: the event's queue must be ours, with the role its stage gives. */
+async function drainEvent(p: AppParts, event: WorkDetected): Promise<DrainResult> {
+  const { names, drains, meter, log } = p;
+  // Only our own queues: an event is input from the network, not an instruction to read anything.
+  const stage = names.stageOf(event.queueName);
+  if (!stage || ROLE_OF[stage] !== event.role)
+    throw new PermanentError(
+      `WorkDetected names queue "${event.queueName}" with role ${event.role}, which this app does not drain`,
+    );
+  const before = meter.snapshot();
+  // The invocation's own span; each batch it serves is linked as the map/reduce spans start.
+  const outcome = await p.telemetry.inSpan(
+    'pushdrain.drain',
+    {
+      attributes: {
+        'pushdrain.queue': event.queueName,
+        'pushdrain.stage': stage,
+        'pushdrain.fan_out': event.fanOut === true,
+      },
+    },
+    (span) => {
+      if (event.traceparent) span.link(event.traceparent);
+      return drains.drain(event.queueName, stage, event.fanOut === true).then((o) => {
+        span.set('pushdrain.outcome', o.kind);
+        return o;
+      });
+    },
+  );
+  if (outcome.kind === 'joined' || outcome.kind === 'held' || outcome.kind === 'fan-out-idle') return outcome;
+  const used = Object.entries(meterDelta(meter.snapshot(), before));
+  // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
+  log.info(
+    `${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
+  );
+  return outcome;
 }

@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 
-import { type Manifest, OpenBatches } from '../shared/batch/manifest';
+import type { Manifest } from '../shared/batch/manifest';
+import { OpenBatches } from '../shared/batch/open-batches';
 import { BATCH_EVENTS_TOPIC, TOPIC } from '../shared/names';
 import { ServiceBusPublisher } from '../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../shared/storage/meter';

@@ -14,8 +14,9 @@ import { ConfigError } from '../shared/errors';
 import { isBlockedAddress, resolveChecked } from '../shared/events/address-guard';
 import { batchEventBody } from '../shared/events/batch-event';
 import { applyAttempt, type Delivery, hasPendingDeliveries } from '../shared/events/outbox';
-import { parseWatchdogCheck } from '../shared/notify/events';
+import { deliveryRetryMessage } from '../shared/notify/delivery-retry-message';
 import { watchdogMessage } from '../shared/notify/messages';
+import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const fresh = (): Delivery => ({
@@ -156,20 +157,45 @@ describe('event settings', () => {
 });
 
 describe('a delivery retry on the watchdog queue', () => {
-  test('round-trips through the parser, with a message id of its own', () => {
-    const check = {
-      v: 1 as const,
+  test('a message of its own: round-trips through the parser, with a message id of its own', () => {
+    const retry = deliveryRetryMessage('b-1', { eventId: 'evt_x', index: 1, attempts: 2, key: 'k1' });
+    assert.deepEqual(retry, {
+      v: 1,
+      kind: 'DeliveryRetry',
+      batchId: 'b-1',
+      eventId: 'evt_x',
+      index: 1,
+      attempts: 2,
+      key: 'k1',
+    });
+    assert.deepEqual(parseWatchdogQueueMessage(JSON.stringify(retry)), { kind: 'delivery-retry', retry });
+    assert.equal(watchdogMessage(retry).messageId, 'b-1:evt_x:1:2');
+    assert.equal(watchdogMessage(retry).subject, 'DeliveryRetry');
+    const check = { v: 1 as const, batchId: 'b-1', attempt: 2, settledBefore: 0 };
+    assert.deepEqual(parseWatchdogQueueMessage(check), { kind: 'check', check });
+    assert.equal(watchdogMessage(check).messageId, 'b-1:2');
+    assert.equal(watchdogMessage(check).subject, 'WatchdogCheck');
+    assert.equal(
+      parseWatchdogQueueMessage({ ...retry, index: undefined }),
+      'a delivery retry must have an eventId, an index and attempts',
+    );
+  });
+
+  test('one in flight in the older shape (a watchdog check with `delivery`) is read as the retry it is', () => {
+    const old = {
+      v: 1,
       batchId: 'b-1',
       attempt: 2,
       settledBefore: 0,
       delivery: { eventId: 'evt_x', index: 1, attempts: 2 },
     };
-    assert.deepEqual(parseWatchdogCheck(JSON.stringify(check)), check);
-    assert.equal(watchdogMessage(check).messageId, 'b-1:evt_x:1:2');
-    assert.equal(watchdogMessage({ ...check, delivery: undefined }).messageId, 'b-1:2');
+    assert.deepEqual(parseWatchdogQueueMessage(Buffer.from(JSON.stringify(old))), {
+      kind: 'delivery-retry',
+      retry: { v: 1, kind: 'DeliveryRetry', batchId: 'b-1', eventId: 'evt_x', index: 1, attempts: 2 },
+    });
     assert.equal(
-      parseWatchdogCheck({ ...check, delivery: { eventId: 'e' } }),
-      'watchdog delivery must have an eventId, an index and attempts',
+      parseWatchdogQueueMessage({ ...old, delivery: { eventId: 'e' } }),
+      'a delivery retry must have an eventId, an index and attempts',
     );
   });
 });

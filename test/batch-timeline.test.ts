@@ -154,7 +154,7 @@ describe('the batch timeline', () => {
     }));
     const fold = (order: typeof chunks): ReturnType<typeof emptyTimeline> => {
       const t = emptyTimeline();
-      for (const c of order) foldDone(t, submitted, c.chunk, c.billedAt + 500, c);
+      for (const c of order) foldDone(t, { submittedMs: submitted, chunk: c.chunk, at: c.billedAt + 500, billed: c });
       foldFailed(t, submitted, submitted + 3_600_000);
       return t;
     };

@@ -9,15 +9,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { type Manifest, ManifestStore, OpenBatches } from '../shared/batch/manifest';
+import type { Manifest } from '../shared/batch/manifest';
+import { ManifestStore } from '../shared/batch/manifest-store';
+import { OpenBatches } from '../shared/batch/open-batches';
 import { eventSettings } from '../shared/config/event-settings';
 import type { Settings } from '../shared/config/settings';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { redriveDeliveries } from '../shared/events/delivery-redrive';
-import { type DeliveryRetry, EventDelivery, type EventDeliveryDeps } from '../shared/events/event-delivery';
+import { EventDelivery, type EventDeliveryDeps } from '../shared/events/event-delivery';
 import type { AttemptResult, Delivery, OutboxEvent } from '../shared/events/outbox';
 import { CONTAINERS, entityNames } from '../shared/names';
-import type { WatchdogCheck } from '../shared/notify/events';
+import {
+  type DeliveryRetry,
+  type DeliveryRetryMessage,
+  deliveryRetryMessage,
+} from '../shared/notify/delivery-retry-message';
 import { AzureQueueStore } from '../shared/queue/storage-queue';
 import { AzureBlobStore } from '../shared/storage/azure-blob-store';
 import { createStorageClients } from '../shared/storage/clients';
@@ -33,7 +39,7 @@ interface Rig {
   delivery: EventDelivery;
   manifests: ManifestStore;
   attempts: string[];
-  scheduled: { check: WatchdogCheck; delayMs: number }[];
+  scheduled: { check: DeliveryRetryMessage; delayMs: number }[];
   batchId: string;
   eventId: string;
   clock: { now: number };
@@ -131,7 +137,7 @@ describe('recovery of a pending delivery', () => {
     assert.equal(r.scheduled.length, 1, 'its retry scheduled again');
     const { check, delayMs } = r.scheduled[0]!;
     assert.equal(delayMs, 4_000, 'due when it was due: the schedule is not reset');
-    const key = check.delivery?.key;
+    const key = check.key;
     assert.ok(key, 'the new message carries a key');
     const stored = await deliveryOf(r);
     assert.equal(stored.retryKey, key, 'the key is on the delivery');
@@ -141,8 +147,8 @@ describe('recovery of a pending delivery', () => {
     r.clock.now += 4_000;
     const original: DeliveryRetry = { eventId: r.eventId, index: 0, attempts: 1 };
     const outcomes = await Promise.all([
-      r.delivery.retry(r.batchId, original),
-      r.delivery.retry(r.batchId, check.delivery!),
+      r.delivery.retry(deliveryRetryMessage(r.batchId, original)),
+      r.delivery.retry(deliveryRetryMessage(r.batchId, check)),
     ]);
     assert.deepEqual(
       outcomes.map((o) => o.kind),
@@ -150,7 +156,11 @@ describe('recovery of a pending delivery', () => {
     );
     assert.equal(r.attempts.length, 1, 'one attempt for two messages');
     assert.equal((await deliveryOf(r)).state, 'delivered');
-    assert.equal((await r.delivery.retry(r.batchId, check.delivery!)).kind, 'stale', 'a late copy of it too');
+    assert.equal(
+      (await r.delivery.retry(deliveryRetryMessage(r.batchId, check))).kind,
+      'stale',
+      'a late copy of it too',
+    );
     assert.equal(r.attempts.length, 1);
   });
 
@@ -170,10 +180,10 @@ describe('recovery of a pending delivery', () => {
       [300_000, 240_000],
       'each for the same due moment',
     );
-    const [first, second] = r.scheduled.map((s) => s.check.delivery!);
+    const [first, second] = r.scheduled.map((s) => s.check);
     r.clock.now += 180_000;
-    assert.equal((await r.delivery.retry(r.batchId, first!)).kind, 'stale');
-    assert.equal((await r.delivery.retry(r.batchId, second!)).kind, 'delivered');
+    assert.equal((await r.delivery.retry(deliveryRetryMessage(r.batchId, first!))).kind, 'stale');
+    assert.equal((await r.delivery.retry(deliveryRetryMessage(r.batchId, second!))).kind, 'delivered');
     assert.equal(r.attempts.length, 1);
   });
 
@@ -187,7 +197,7 @@ describe('recovery of a pending delivery', () => {
     assert.equal(r.attempts.length, 1);
     assert.equal(r.scheduled.length, 1);
     assert.equal(r.scheduled[0]!.delayMs, 300_000, 'the second wait of the schedule');
-    assert.equal(r.scheduled[0]!.check.delivery?.key, undefined, 'an ordinary retry carries no key');
+    assert.equal(r.scheduled[0]!.check.key, undefined, 'an ordinary retry carries no key');
     const d = await deliveryOf(r);
     assert.equal(d.attempts, 2);
     assert.equal(d.retryKey, undefined, 'the record of an attempt clears the key');
@@ -203,7 +213,7 @@ describe('recovery of a pending delivery', () => {
     for (let i = 0; i < 500 && r.attempts.length === 0; i++) await new Promise((res) => setTimeout(res, 5));
     assert.equal(r.attempts.length, 1, 'the recovery attempt is under way');
     const original: DeliveryRetry = { eventId: r.eventId, index: 0, attempts: 1 };
-    assert.equal((await r.delivery.retry(r.batchId, original)).kind, 'stale');
+    assert.equal((await r.delivery.retry(deliveryRetryMessage(r.batchId, original))).kind, 'stale');
     await r.delivery.idle();
     assert.equal(r.attempts.length, 1, 'one attempt');
     assert.equal((await deliveryOf(r)).state, 'delivered');

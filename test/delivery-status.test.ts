@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { Manifest, VersionedManifest } from '../shared/batch/manifest';
+import type { Manifest } from '../shared/batch/manifest';
+import type { VersionedManifest } from '../shared/batch/manifest-store';
 import type { Delivery } from '../shared/events/outbox';
 import { originOf, redactError } from '../shared/events/redaction';
 import type { PeekedMessage } from '../shared/ports';

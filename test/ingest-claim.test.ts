@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { ingestSweep } from '../functions/ingest-timer';
-import type { ManifestStore } from '../shared/batch/manifest';
+import type { ManifestStore } from '../shared/batch/manifest-store';
 import type { Report } from '../shared/billing/report';
 import { STALE_INGEST_MS, startHeartbeat } from '../shared/ingest/claim';
 import { generate, toNdjson } from '../tools/testkit/generate';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { AppParts } from '../shared/app';
-import { OpenBatches } from '../shared/batch/manifest';
+import { OpenBatches } from '../shared/batch/open-batches';
 import type { Report } from '../shared/billing/report';
 import { bufferSource } from '../shared/ingest/body';
 import { Ingestor } from '../shared/ingest/ingest';

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { ingestSweep } from '../functions/ingest-timer';
+import { manifestSummary } from '../shared/batch/manifest-summary';
 import type { Report } from '../shared/billing/report';
 import { layout } from '../shared/layout';
 import { meterDelta } from '../shared/storage/meter';
@@ -79,13 +80,14 @@ describe('recovery of open batches', () => {
     const expected = expectedReport(txns);
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).rows, expected.rows);
 
-    // A crash between the last fold and the finalize: settled, still accepted, no report.
-    await parts.manifests.update(batchId, (m) => ({
-      ...m,
-      state: 'accepted',
-      completedAt: undefined,
-      latencyMs: undefined,
-    }));
+    // A crash between the last fold and the finalize: settled, still accepted, no report. Written
+    // raw: completed → accepted is no change the manifest store makes (batch-state.ts).
+    const done = (await parts.manifests.read(batchId))!.manifest;
+    const crashed = { ...done, state: 'accepted' as const, completedAt: undefined, latencyMs: undefined };
+    await parts.blobs.write(layout.manifest(batchId), Buffer.from(JSON.stringify(crashed)), {
+      contentType: 'application/json',
+      metadata: manifestSummary(crashed),
+    });
     await raw.container('reports').getBlockBlobClient(layout.report(batchId).name).delete();
     await parts.blobs.write(layout.openBatch(batchId), Buffer.alloc(0), { contentType: 'application/octet-stream' });
     const second = await app.recover({ leftBefore: Date.now() + 1 });

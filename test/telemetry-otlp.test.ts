@@ -207,9 +207,9 @@ describe('telemetry to an OTLP/HTTP collector', () => {
       assert.equal((await observer.status(batchId))?.status, 'failed');
       await parts.events.idle();
       // The failing webhook's retry fires (as the scheduled watchdog message would): its schedule is spent.
-      const retry = events.checks.find((c) => c.check.batchId === batchId && c.check.delivery);
-      assert.ok(retry, 'a retry was scheduled for the failing webhook');
-      assert.equal((await app.watchdog(retry.check)).kind, 'poisoned');
+      const retry = events.checks.find((c) => c.check.batchId === batchId && 'kind' in c.check);
+      assert.ok(retry && 'kind' in retry.check, 'a retry was scheduled for the failing webhook');
+      assert.equal((await app.retryDelivery(retry.check)).kind, 'poisoned');
       assert.deepEqual(
         [ok.requests.length, gone.attempts.length, down.attempts.length],
         [1, 1, 2],

@@ -7,9 +7,11 @@
 import type { Submitter } from '../auth/principal';
 import { OPEN_PREFIX } from '../layout';
 import type { BlobStore } from '../ports';
-import { type BatchState, type BatchStatusBody, type ManifestStore, statusBody, statusOf } from './manifest';
+import type { BatchState } from './batch-state';
+import { type BatchStatus, batchStatus, statusOf } from './batch-status';
+import type { ManifestStore } from './manifest-store';
 
-export interface BatchSummary extends BatchStatusBody {
+export interface BatchSummary extends BatchStatus {
   /** submittedAt → completedAt, once finished. */
   latencyMs?: number;
 }
@@ -20,7 +22,7 @@ export interface BatchListing {
   /** Completed or failed, latest completion first. */
   recent: BatchSummary[];
   /** Every batch the scan saw, by public status (the lists above are cut to their limits). */
-  counts: Record<BatchStatusBody['status'], number>;
+  counts: Record<BatchStatus['status'], number>;
   /** How many manifests the scan saw. */
   scanned: number;
   /** The scan stopped at its limit: older or later-listed batches may be missing. */
@@ -143,7 +145,7 @@ export class ManifestListing implements BatchDirectory {
     }
     for (const batchId of legacy.slice(0, this.legacyReads)) {
       const got = await this.manifests.read(batchId);
-      const body = got && statusBody(got.manifest);
+      const body = got && batchStatus(got.manifest);
       if (got && body)
         found.push({ ...body, ...(got.manifest.latencyMs !== undefined ? { latencyMs: got.manifest.latencyMs } : {}) });
     }

@@ -5,7 +5,9 @@
  * that settles a batch also completes it (a Settler writes the report first), so a batch's
  * last chunk costs one manifest write, not two.
  */
-import { type FailedChunk, isTerminal, type Manifest, type ManifestStore, type VersionedManifest } from './manifest';
+import { isTerminal } from './batch-state';
+import type { FailedChunk, Manifest } from './manifest';
+import type { ManifestStore, VersionedManifest } from './manifest-store';
 import { type BilledAt, emptyTimeline, foldDone, foldFailed } from './timeline';
 
 /** Completes a settled manifest before it is written (the Finalizer). */
@@ -41,7 +43,8 @@ export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[], at
     else failed.set(o.chunk, { chunk: o.chunk, reason: o.reason });
     if (at !== undefined) {
       m.timeline ??= emptyTimeline();
-      if (o.done) foldDone(m.timeline, Date.parse(m.submittedAt), o.chunk, at, o.billed);
+      if (o.done)
+        foldDone(m.timeline, { submittedMs: Date.parse(m.submittedAt), chunk: o.chunk, at, billed: o.billed });
       else foldFailed(m.timeline, Date.parse(m.submittedAt), at);
     }
   }

@@ -5,7 +5,9 @@
  * a few steps, and at most BUCKETS counts per series, whatever the batch's size.
  */
 import type { DeliveryKind, DeliveryState } from '../events/outbox';
-import { type BatchStatusBody, isTerminal, type Manifest, statusBody } from './manifest';
+import { isTerminal } from './batch-state';
+import { type BatchStatus, batchStatus } from './batch-status';
+import type { Manifest } from './manifest';
 
 /** Deliveries shown at most (the operator's webhooks, the topic, the batch's callback). */
 const MAX_DELIVERIES = 10;
@@ -26,7 +28,7 @@ export interface TimelineStep {
 
 export interface BatchTimelineBody {
   batchId: string;
-  status: BatchStatusBody['status'];
+  status: BatchStatus['status'];
   submittedAt: string;
   completedAt?: string;
   transactions: number;
@@ -40,7 +42,7 @@ export interface BatchTimelineBody {
 
 /** The body for `m`, or undefined while it is internal (never answered 202), as for its status. */
 export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
-  const status = statusBody(m);
+  const status = batchStatus(m);
   if (!status) return undefined;
   const submitted = Date.parse(m.submittedAt);
   const after = (iso: string | undefined): number | undefined =>

@@ -69,7 +69,10 @@ function place(t: BatchTimeline, series: Series, offsetMs: number): void {
 const offset = (submittedMs: number, at: number): number => Math.max(0, Math.round(at - submittedMs));
 
 /** A chunk counted once as done: billed at `billed` (when its pointer said), folded at `at`. */
-export function foldDone(t: BatchTimeline, submittedMs: number, chunk: number, at: number, billed?: BilledAt): void {
+export function foldDone(
+  t: BatchTimeline,
+  { submittedMs, chunk, at, billed }: { submittedMs: number; chunk: number; at: number; billed?: BilledAt | undefined },
+): void {
   const reduced = offset(submittedMs, at);
   place(t, 'reduced', reduced);
   t.firstReducedMs = Math.min(t.firstReducedMs ?? reduced, reduced);

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 
 import { CloudEvent, HTTP } from 'cloudevents';
 
-import { type BatchStatusBody, type Manifest, statusBody } from '../batch/manifest';
+import { type BatchStatus, batchStatus } from '../batch/batch-status';
+import type { Manifest } from '../batch/manifest';
 import type { TotalsRow } from '../billing/bill';
 import type { Report } from '../billing/report';
 import { PermanentError } from '../errors';
@@ -24,7 +25,7 @@ export const BATCH_EVENT_SOURCE = '/api/batches';
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
 
-export interface BatchEventData extends BatchStatusBody {
+export interface BatchEventData extends BatchStatus {
   /** `GET` this for the report rows (completed batches only). */
   reportPath?: string;
   summary: { transactions: number; totals: TotalsRow[] };
@@ -37,7 +38,7 @@ export function newEventId(): string {
 
 /** The structured-mode JSON of a terminal batch's event. */
 export function batchEventBody(m: Manifest, report: Report | undefined, id: string): { type: string; body: string } {
-  const status = statusBody(m);
+  const status = batchStatus(m);
   if (!status || (status.status !== 'completed' && status.status !== 'failed') || !m.completedAt)
     throw new PermanentError(`batch ${m.batchId} is not completed or failed: it has no event`);
   const type = BATCH_EVENT_TYPES[status.status];

@@ -3,7 +3,8 @@
  * schedule, and is attempted at once. The batch rejoins the open-batch index first, so a crash
  * mid-redrive leaves a pending delivery that recovery finds (or a spare marker it removes).
  */
-import type { ManifestStore, OpenBatches } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import { type Logger, MAX_RECEIVE, type QueueStore } from '../ports';
 import type { DeliveryPoisonRecord, EventDelivery } from './event-delivery';
 

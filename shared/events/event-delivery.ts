@@ -21,10 +21,12 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import type { Manifest, ManifestStore, OpenBatches } from '../batch/manifest';
+import type { Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import type { Report } from '../billing/report';
 import { ensureError } from '../errors';
-import type { WatchdogCheck } from '../notify/events';
+import { type DeliveryRetry, type DeliveryRetryMessage, deliveryRetryMessage } from '../notify/delivery-retry-message';
 import type { Logger } from '../ports';
 import { outboxEvent } from './batch-event';
 import {
@@ -37,6 +39,7 @@ import {
   type OutboxEvent,
   topicUnsent,
 } from './outbox';
+import { type BatchEventTopic, TopicSender } from './topic-sender';
 
 /**
  * How long after its due time a delivery's attempt may still be under way (the retry message's
@@ -44,20 +47,6 @@ import {
  * or a slow receiver would get a second, overlapping attempt.
  */
 const IN_FLIGHT_MS = 30_000;
-
-/** Topic sends remembered per process (a bound: only the last moments' batches matter). */
-const REMEMBERED_SENDS = 1_000;
-
-/** A delivery's scheduled retry, carried by a watchdog-queue message. */
-export interface DeliveryRetry {
-  eventId: string;
-  /** The delivery's index in its event's list. */
-  index: number;
-  /** Attempts made when the retry was scheduled: a message that disagrees with the manifest is stale. */
-  attempts: number;
-  /** The delivery's `retryKey` when recovery scheduled this message (none on the original). */
-  key?: string;
-}
 
 /** What `deliveries-poison` holds: the delivery, and its last status and error. */
 export interface DeliveryPoisonRecord {
@@ -86,10 +75,10 @@ export interface EventDeliveryDeps {
   /** Where every batch's event goes (the operator's webhooks); a batch's callback is added to these. */
   targets: () => { kind: DeliveryKind; target: string }[];
   /** The topic that gets every batch's event too (`batch-events`), and its send; undefined without Service Bus. */
-  topic?: { name: string; publish: (e: OutboxEvent) => Promise<void> } | undefined;
+  topic?: BatchEventTopic | undefined;
   /** One attempt of one delivery; never throws. */
   attempt: (d: Delivery, e: OutboxEvent) => Promise<AttemptResult>;
-  scheduleRetry: (check: WatchdogCheck, delayMs: number) => Promise<void>;
+  scheduleRetry: (message: DeliveryRetryMessage, delayMs: number) => Promise<void>;
   /** Opens connections to these receivers while the terminal write is under way (sends nothing). */
   warm?: ((targets: readonly { kind: DeliveryKind; target: string }[]) => void) | undefined;
   poison: (record: DeliveryPoisonRecord) => Promise<void>;
@@ -114,10 +103,11 @@ export function displayTarget(target: string): string {
 
 export class EventDelivery {
   private readonly inflight = new Set<Promise<unknown>>();
-  /** Topic sends started in this process, by event id: true once the topic has the event. */
-  private readonly topicSends = new Map<string, Promise<boolean>>();
+  private readonly topicSender: TopicSender;
 
-  constructor(private readonly deps: EventDeliveryDeps) {}
+  constructor(private readonly deps: EventDeliveryDeps) {
+    this.topicSender = new TopicSender(deps.topic, deps.log);
+  }
 
   /** The outbox entry for `m`, just marked terminal (in the same write): undefined when nothing listens. */
   record(m: Manifest, report: Report | undefined): OutboxEvent | undefined {
@@ -201,14 +191,15 @@ export class EventDelivery {
       await this.attempt(batchId, { ...r, key }, updated.manifest);
       return;
     }
-    const delivery = { eventId: r.eventId, index: r.index, attempts: r.attempts, key };
-    const check: WatchdogCheck = { v: 1, batchId, attempt: r.attempts, settledBefore: 0, delivery };
-    await this.deps.scheduleRetry(check, Math.max(0, Date.parse(dueAt) - this.deps.now()));
+    await this.deps.scheduleRetry(
+      deliveryRetryMessage(batchId, { ...r, key }),
+      Math.max(0, Date.parse(dueAt) - this.deps.now()),
+    );
   }
 
   /** A scheduled retry fired (the watchdog queue): attempt it in this invocation. */
-  retry(batchId: string, r: DeliveryRetry): Promise<DeliveryOutcome> {
-    return this.attempt(batchId, r);
+  retry(message: DeliveryRetryMessage): Promise<DeliveryOutcome> {
+    return this.attempt(message.batchId, message);
   }
 
   /** Resolves when every background attempt started so far has settled (tests, shutdown). */
@@ -217,51 +208,8 @@ export class EventDelivery {
   }
 
   private async sendThenClose(batchId: string, events: readonly OutboxEvent[], close: boolean): Promise<void> {
-    const sent = await Promise.all(events.map((e) => this.sendToTopic(batchId, e)));
+    const sent = await Promise.all(events.map((e) => this.topicSender.send(batchId, e)));
     if (close && sent.every(Boolean)) await this.removeMarker(batchId);
-  }
-
-  /** One send per event and process (a second caller shares it); never rejects. */
-  private sendToTopic(batchId: string, e: OutboxEvent): Promise<boolean> {
-    const known = this.topicSends.get(e.id);
-    if (known) return known;
-    const topic = this.deps.topic;
-    // setImmediate: the webhook requests started in this turn are written first.
-    const p = new Promise<void>((r) => setImmediate(r))
-      .then(() => (topic ? topic.publish(e) : Promise.reject(new Error('ServiceBusConnection is not configured'))))
-      .then(
-        () => true,
-        (err: unknown) => {
-          this.topicSends.delete(e.id);
-          this.deps.log.warn(
-            `${e.type} ${e.id} of batch ${batchId}: not sent to ${e.topic ?? 'its topic'}, recovery sends it again: ${ensureError(err).message}`,
-          );
-          return false;
-        },
-      );
-    this.topicSends.set(e.id, p);
-    for (const oldest of this.topicSends.keys()) {
-      if (this.topicSends.size <= REMEMBERED_SENDS) break;
-      this.topicSends.delete(oldest);
-    }
-    return p;
-  }
-
-  /** True when every topic copy `m` may owe was sent by this process (the marker may go). */
-  private async topicDone(m: Manifest): Promise<boolean> {
-    for (const e of topicUnsent(m)) if (!(await this.topicSends.get(e.id))) return false;
-    return true;
-  }
-
-  /** Those of `m`'s events whose topic copy this process has sent (known without waiting). */
-  private async sentHere(m: Manifest): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (const e of topicUnsent(m)) {
-      const p = this.topicSends.get(e.id);
-      // A settled send resolves within a microtask; a send still in flight is not waited for.
-      if (p && (await Promise.race([p, Promise.resolve(false)]))) out.add(e.id);
-    }
-    return out;
   }
 
   private async removeMarker(batchId: string): Promise<void> {
@@ -293,7 +241,7 @@ export class EventDelivery {
     const step = applyAttempt(probe, result, retryScheduleSeconds, now());
     // Poison first, record second: a crash in between leaves a duplicate poison record, never a loss.
     if (step.kind === 'poisoned') await this.deps.poison(poisonRecord(batchId, found.e, r.index, probe));
-    const sent = await this.sentHere(current);
+    const sent = await this.topicSender.sentHere(current);
     const updated = await manifests.update(batchId, (cur) => {
       const here = locate(cur, r);
       if (!here) return undefined; // another attempt recorded first
@@ -305,7 +253,7 @@ export class EventDelivery {
     if (!updated || !sameDelivery(updated.manifest, r, probe)) return { kind: 'stale' };
     this.deps.counted?.(found.d.kind, step.kind === 'settled' ? (probe.state as 'delivered' | 'gone') : step.kind);
     const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${displayTarget(found.d.target)}`;
-    if (!hasPendingDeliveries(updated.manifest) && (await this.topicDone(updated.manifest)))
+    if (!hasPendingDeliveries(updated.manifest) && (await this.topicSender.allSent(updated.manifest)))
       await this.removeMarker(batchId);
     switch (step.kind) {
       case 'settled':
@@ -318,15 +266,9 @@ export class EventDelivery {
         );
         return { kind: 'poisoned', ...statusOf(result) };
       case 'retry': {
-        const check: WatchdogCheck = {
-          v: 1,
-          batchId,
-          attempt: probe.attempts,
-          settledBefore: 0,
-          delivery: { eventId: r.eventId, index: r.index, attempts: probe.attempts },
-        };
+        const next = deliveryRetryMessage(batchId, { eventId: r.eventId, index: r.index, attempts: probe.attempts });
         // A failed schedule leaves the delivery pending and past due: recovery takes it from there.
-        await this.deps.scheduleRetry(check, step.delayMs);
+        await this.deps.scheduleRetry(next, step.delayMs);
         log.warn(
           `${where}: attempt ${probe.attempts} failed (${describeAttempt(result)}), retry in ${step.delayMs} ms`,
         );

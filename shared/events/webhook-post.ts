@@ -79,9 +79,9 @@ export function postSigned(p: SignedPost): Promise<AttemptResult> {
   try {
     // An IP literal needs no lookup: no await between here and the request's write.
     const literal = checkedLiteral(url.hostname, p.allowPrivate);
-    if (literal) return send(p, url, literal, deadline, timeoutMs);
+    if (literal) return send(p, { url, target: literal, deadline, timeoutMs });
     return beforeDeadline(resolveChecked(url.hostname, p.allowPrivate, p.lookup), deadline).then(
-      (target) => send(p, url, target, deadline, timeoutMs),
+      (target) => send(p, { url, target, deadline, timeoutMs }),
       (e: unknown) =>
         deadline.aborted && !(e instanceof RefusedAddressError)
           ? { error: `no answer within ${timeoutMs} ms (name resolution)` }
@@ -119,13 +119,15 @@ function failure(url: URL, e: unknown): AttemptResult {
 /** A kept connection that the receiver closed as it was reused: the request never reached the receiver. */
 const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
 
-function send(
-  p: SignedPost,
-  url: URL,
-  target: ResolvedAddress,
-  deadline: AbortSignal,
-  timeoutMs: number,
-): Promise<AttemptResult> {
+/** Where one request goes: the URL, the address the guard checked for it, and its time bounds. */
+interface Route {
+  url: URL;
+  target: ResolvedAddress;
+  deadline: AbortSignal;
+  timeoutMs: number;
+}
+
+function send(p: SignedPost, { url, target, deadline, timeoutMs }: Route): Promise<AttemptResult> {
   // Connect to the address the guard checked, whatever a second lookup would say.
   const pinned: LookupFunction = (_host, options, callback) => {
     if ((options as { all?: boolean }).all)

@@ -7,7 +7,9 @@
  * whose heartbeat stopped belongs to a request that died (host killed, timed out); the
  * client's retry takes it over instead of waiting out a long lease.
  */
-import { type Manifest, type ManifestStore, publicStatus } from '../batch/manifest';
+import { publicStatus } from '../batch/batch-status';
+import type { Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
 import { ensureError, TransientError, ValidationError } from '../errors';
 
 /** An `ingesting` claim with no heartbeat for this long belongs to a request that died. */
@@ -64,7 +66,7 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
     const takeover: Manifest = { ...fresh, chunkSize: m.chunkSize, done: m.done, failed: m.failed };
     if (m.chunkPiece !== undefined) takeover.chunkPiece = m.chunkPiece;
     else delete takeover.chunkPiece;
-    const took = await store.replace(takeover, existing.etag);
+    const took = await store.replace(takeover, existing);
     if (took !== undefined) return { kind: 'new', manifest: takeover, etag: took };
     existing = undefined; // changed meanwhile: start over
   }

@@ -7,14 +7,10 @@
 import { randomUUID } from 'node:crypto';
 
 import type { Submitter } from '../auth/principal';
-import {
-  isSettled,
-  type Manifest,
-  type ManifestStore,
-  type OpenBatches,
-  type PublicStatus,
-  publicStatus,
-} from '../batch/manifest';
+import { type PublicStatus, publicStatus } from '../batch/batch-status';
+import { isSettled, type Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import type { SubmitterIndex } from '../batch/submitter-index';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
@@ -259,7 +255,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   // meanwhile, merge with it. A claim taken over by another request is left to that request.
   await heartbeat.stop();
   let accepted = accept(m);
-  if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
+  if ((await ctx.manifests.replace(accepted, { manifest: m, etag })) === undefined) {
     const updated = await ctx.manifests.update(batchId, (cur) =>
       isOwnClaim(cur, m.attempt) ? accept(cur) : undefined,
     );

@@ -149,13 +149,19 @@ export interface ResultPointer {
 }
 
 /** The pointer to a billed chunk (count is informational: the fold reads the result's own header). */
-export function resultPointer(
-  batchId: string,
-  chunk: number,
-  count: number,
-  traceparent?: string,
-  billed?: { billedAt: number; mapMs: number },
-): ResultPointer {
+export function resultPointer({
+  batchId,
+  chunk,
+  count,
+  traceparent,
+  billed,
+}: {
+  batchId: string;
+  chunk: number;
+  count: number;
+  traceparent?: string | undefined;
+  billed?: { billedAt: number; mapMs: number };
+}): ResultPointer {
   return {
     v: 1,
     batchId,

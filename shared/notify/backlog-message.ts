@@ -5,8 +5,9 @@
  * it back and rebuilds the original from the validated body.
  */
 import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
-import { parseWatchdogCheck, parseWorkDetected } from './events';
+import { parseWorkDetected } from './events';
 import { batchEventMessage, type OutgoingMessage, toMessage, watchdogMessage } from './messages';
+import { parseWatchdogQueueMessage } from './watchdog-queue-message';
 
 export const BACKLOG_PROPERTY = {
   /** The entity on the primary the message is for: `work-detected` or `batch-watchdog`. */
@@ -84,9 +85,9 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
     if (typeof event === 'string') return `the body is not a batch CloudEvent: ${event}`;
     message = batchEventMessage(event);
   } else {
-    const check = parseWatchdogCheck(d.body);
-    if (typeof check === 'string') return `the body is not a watchdog check: ${check}`;
-    message = watchdogMessage(check);
+    const read = parseWatchdogQueueMessage(d.body);
+    if (typeof read === 'string') return `the body is not a watchdog check or a delivery retry: ${read}`;
+    message = watchdogMessage(read.kind === 'check' ? read.check : read.retry);
   }
   return {
     destination,

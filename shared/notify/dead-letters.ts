@@ -4,7 +4,8 @@
  * goes back to, and which bodies are worth resubmitting are decided here, without the SDK.
  */
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../names';
-import { parseScaleSignal, parseWatchdogCheck, parseWorkDetected } from './events';
+import { parseScaleSignal, parseWorkDetected } from './events';
+import { parseWatchdogQueueMessage } from './watchdog-queue-message';
 
 /** One entity whose dead letters the app resubmits. */
 export interface DeadLetterSource {
@@ -78,7 +79,7 @@ export const APP_DEAD_LETTER_SOURCES: readonly DeadLetterSource[] = [
     entity: WATCHDOG_QUEUE,
     queue: WATCHDOG_QUEUE,
     target: WATCHDOG_QUEUE,
-    unreadable: (b) => reason(parseWatchdogCheck(b)),
+    unreadable: (b) => reason(parseWatchdogQueueMessage(b)),
   },
 ];
 

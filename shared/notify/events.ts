@@ -4,6 +4,7 @@
  */
 import { PermanentError } from '../errors';
 import { type EntityNames, type Role, ROLE_OF } from '../names';
+import type { DeliveryRetryMessage } from './delivery-retry-message';
 import type { PublisherHealth } from './failover-state';
 
 export interface WorkDetected {
@@ -49,11 +50,6 @@ export interface WatchdogCheck {
   attempt: number;
   /** Chunks done + failed at the previous check, to tell progress from a stall. */
   settledBefore: number;
-  /**
-   * Present on a batch event delivery's scheduled retry (shared/events/event-delivery.ts): the
-   * same per-batch scheduled queue carries it, with its send availability and dead-lettering.
-   */
-  delivery?: { eventId: string; index: number; attempts: number; key?: string };
 }
 
 /** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
@@ -65,8 +61,8 @@ export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
 export interface WorkPublisher {
   /** A schedule (delayMs > 0) returns what can cancel it, when the publisher can (see ScheduledMessages). */
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void>;
-  /** Schedules a watchdog check `delayMs` from now; costs nothing until it fires. */
-  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void>;
+  /** Schedules a watchdog check, or a delivery's retry, on the watchdog queue `delayMs` from now; free until it fires. */
+  scheduleWatchdog(message: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void>;
   /** Sends a batch's CloudEvent to the `batch-events` topic (structured body, `cloudEvents:` properties). */
   publishBatchEvent?(event: { id: string; type: string; body: string }): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
@@ -102,24 +98,7 @@ export function parseWatchdogCheck(body: unknown): WatchdogCheck | string {
     typeof v.settledBefore === 'number' && Number.isInteger(v.settledBefore) && v.settledBefore >= 0
       ? v.settledBefore
       : 0;
-  const delivery = parseDelivery(v.delivery);
-  if (typeof delivery === 'string') return delivery;
-  return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore, ...(delivery ? { delivery } : {}) };
-}
-
-function parseDelivery(raw: unknown): WatchdogCheck['delivery'] | string {
-  if (raw === undefined) return undefined;
-  const d = raw as Record<string, unknown> | null;
-  const whole = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
-  if (typeof d !== 'object' || d === null || typeof d.eventId !== 'string' || !whole(d.index) || !whole(d.attempts))
-    return 'watchdog delivery must have an eventId, an index and attempts';
-  if (d.key !== undefined && typeof d.key !== 'string') return 'watchdog delivery key must be a string';
-  return {
-    eventId: d.eventId.slice(0, 100),
-    index: d.index,
-    attempts: d.attempts,
-    ...(d.key !== undefined ? { key: d.key.slice(0, 100) } : {}),
-  };
+  return { v: 1, batchId: v.batchId, attempt: v.attempt, settledBefore };
 }
 
 const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;
@@ -146,7 +125,7 @@ export function parseWorkDetected(body: unknown): WorkDetected | string {
 }
 
 /** A trigger body as a value: JSON text or bytes are parsed (undefined when not JSON); anything else is taken as is. */
-function triggerValue(body: unknown): unknown {
+export function triggerValue(body: unknown): unknown {
   if (typeof body === 'string') return safeJson(body);
   if (body instanceof Uint8Array) return safeJson(Buffer.from(body).toString('utf8'));
   return body;

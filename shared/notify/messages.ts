@@ -4,6 +4,7 @@
  * same routing properties on the wire.
  */
 import { BATCH_EVENT_TTL_MS, EVENT_TTL_MS, SCALE_CHECK_ROLE, WATCHDOG_TTL_MS } from '../names';
+import type { DeliveryRetryMessage } from './delivery-retry-message';
 import { SCALE_CHECK, type ScheduledMessages, type WatchdogCheck, type WorkDetected } from './events';
 
 /** Application property values Service Bus filters and the Functions host carry unchanged. */
@@ -51,14 +52,15 @@ export function toMessage(event: WorkDetected): OutgoingMessage {
 /** The application property that carries a message's W3C trace context (Service Bus SDK, Functions host). */
 export const DIAGNOSTIC_ID = 'Diagnostic-Id';
 
-export function watchdogMessage(check: WatchdogCheck): OutgoingMessage {
+export function watchdogMessage(check: WatchdogCheck | DeliveryRetryMessage): OutgoingMessage {
+  const retry = 'kind' in check;
   return {
     body: check,
     contentType: 'application/json',
-    subject: 'WatchdogCheck',
+    subject: retry ? check.kind : 'WatchdogCheck',
     // One id per (batch, attempt): duplicate detection, where enabled, drops a double schedule.
-    messageId: check.delivery
-      ? `${check.batchId}:${check.delivery.eventId}:${check.delivery.index}:${check.delivery.attempts}`
+    messageId: retry
+      ? `${check.batchId}:${check.eventId}:${check.index}:${check.attempts}`
       : `${check.batchId}:${check.attempt}`,
     timeToLive: WATCHDOG_TTL_MS,
     applicationProperties: {},

@@ -11,6 +11,7 @@ import type { Clock, Logger } from '../ports';
 import { failoverClass, failureSummary, SERVER_BUSY_WAIT_MS } from '../retry/transient';
 import { toBacklogMessage } from './backlog-message';
 import { BacklogRotation } from './backlog-rotation';
+import type { DeliveryRetryMessage } from './delivery-retry-message';
 import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { EntityFailover, type PublisherHealth } from './failover-state';
 import {
@@ -58,7 +59,7 @@ export class PairedPublisher implements WorkPublisher {
     return this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
     await this.send(
       WATCHDOG_QUEUE,
       [watchdogMessage(check)],

@@ -11,6 +11,7 @@ import { PermanentError, TransientError } from '../errors';
 import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
 import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
+import type { DeliveryRetryMessage } from './delivery-retry-message';
 import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { batchEventMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
@@ -35,7 +36,7 @@ export class ServiceBusPublisher implements WorkPublisher {
     this.channel = new ServiceBusChannel(client);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
     await this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
       this.channel.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.now() + delayMs)),
     );

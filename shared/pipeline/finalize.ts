@@ -7,28 +7,18 @@
  * Two ways in: `settle` is called by the progress write that settles the batch, so the chunk
  * outcome and the completion go into one manifest write; `ifSettled` finalizes a manifest
  * that is already settled (ingest, the watchdog, a redelivery after a lost finalize).
- *
- * The read side of the HTTP API (`BatchReader`: a batch's status, and the report written here)
- * is at the end of this file.
  */
-import { maySee, type Principal } from '../auth/principal';
-import {
-  type BatchStatusBody,
-  isSettled,
-  isTerminal,
-  type Manifest,
-  type ManifestStore,
-  type OpenBatches,
-  statusBody,
-} from '../batch/manifest';
+import { isTerminal } from '../batch/batch-state';
+import { isSettled, type Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import { emptyTimeline } from '../batch/timeline';
-import { type BatchTimelineBody, timelineBody } from '../batch/timeline-view';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
-import { ensureError, TransientError, ValidationError } from '../errors';
+import { ensureError, TransientError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
-import { isValidBatchId, layout } from '../layout';
+import { layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
@@ -39,20 +29,41 @@ const READ_CONCURRENCY = 8;
  * Finalizes each batch at most once at a time in this process: the last coalesced progress
  * write resolves up to 32 callers with the same settled manifest, and one report is enough.
  */
+export interface FinalizerOptions {
+  blobs: BlobStore;
+  manifests: ManifestStore;
+  open: OpenBatches;
+  now: () => number;
+  log: Logger;
+  /** Result headers this process just wrote, read from memory instead of Storage. */
+  recent?: RecentResults | undefined;
+  /** The outbox: its event is recorded by the write that makes the batch terminal. */
+  events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'> | undefined;
+  /** @defaultValue NO_TELEMETRY */
+  telemetry?: Telemetry | undefined;
+}
+
 export class Finalizer {
   private readonly inflight = new Map<string, Promise<void>>();
+  private readonly blobs: BlobStore;
+  private readonly manifests: ManifestStore;
+  private readonly open: OpenBatches;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly recent: RecentResults | undefined;
+  private readonly events: FinalizerOptions['events'];
+  private readonly telemetry: Telemetry;
 
-  constructor(
-    private readonly blobs: BlobStore,
-    private readonly manifests: ManifestStore,
-    private readonly open: OpenBatches,
-    private readonly now: () => number,
-    private readonly log: Logger,
-    private readonly recent?: RecentResults,
-    /** The outbox: its event is recorded by the write that makes the batch terminal. */
-    private readonly events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'>,
-    private readonly telemetry: Telemetry = NO_TELEMETRY,
-  ) {}
+  constructor(o: FinalizerOptions) {
+    this.blobs = o.blobs;
+    this.manifests = o.manifests;
+    this.open = o.open;
+    this.now = o.now;
+    this.log = o.log;
+    this.recent = o.recent;
+    this.events = o.events;
+    this.telemetry = o.telemetry ?? NO_TELEMETRY;
+  }
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
   async ifSettled(m: Manifest | undefined): Promise<void> {
@@ -184,49 +195,5 @@ export class Finalizer {
       contentType: 'application/json',
     });
     return report;
-  }
-}
-
-export type ReportLookup =
-  { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatusBody['status'] } | { kind: 'ready'; report: Report };
-
-/** Rejects anything that is not a batch id before it can become part of a blob path. */
-export function checkBatchId(batchId: string): void {
-  if (!isValidBatchId(batchId))
-    throw new ValidationError('batchId must be 1-64 characters of a-z 0-9 -', 400, 'invalid_batch_id');
-}
-
-export class BatchReader {
-  constructor(
-    private readonly manifests: ManifestStore,
-    private readonly blobs: BlobStore,
-  ) {}
-
-  /**
-   * The `GET /api/batches/{id}` body, or undefined for a batch that was never accepted or that
-   * `viewer` may not see: the manifest is read either way, so the two answers cost the same.
-   */
-  async status(batchId: string, viewer?: Principal): Promise<BatchStatusBody | undefined> {
-    checkBatchId(batchId);
-    const got = await this.manifests.read(batchId);
-    if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
-    return statusBody(got.manifest);
-  }
-
-  /** The `GET /api/batches/{id}/timeline` body; undefined exactly when status() is (the same read). */
-  async timeline(batchId: string, viewer?: Principal): Promise<BatchTimelineBody | undefined> {
-    checkBatchId(batchId);
-    const got = await this.manifests.read(batchId);
-    if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
-    return timelineBody(got.manifest);
-  }
-
-  async report(batchId: string, viewer?: Principal): Promise<ReportLookup> {
-    const status = await this.status(batchId, viewer);
-    if (!status) return { kind: 'not_found' };
-    if (status.status !== 'completed') return { kind: 'not_ready', status: status.status };
-    const got = await this.blobs.read(layout.report(batchId));
-    if (!got) return { kind: 'not_ready', status: status.status };
-    return { kind: 'ready', report: JSON.parse(got.body.toString('utf8')) as Report };
   }
 }

@@ -88,7 +88,13 @@ export class MapProcessor implements MessageProcessor {
     if (p.sole) return this.foldSole(p, { billedAt, mapMs: billedAt - started });
     await queues.send(
       resultsQueue,
-      resultPointer(p.batchId, p.chunk, p.count, traceparent, { billedAt, mapMs: billedAt - started }),
+      resultPointer({
+        batchId: p.batchId,
+        chunk: p.chunk,
+        count: p.count,
+        traceparent,
+        billed: { billedAt, mapMs: billedAt - started },
+      }),
     );
     this.produced += body.length;
     const same = this.producedBatch === undefined || this.producedBatch === p.batchId;

@@ -3,7 +3,9 @@
  * chunks on the batch (a failed batch becomes accepted again), and wake the queues. Send
  * first, then delete: a crash in between duplicates a pointer, which processing absorbs.
  */
-import type { Manifest, ManifestStore, OpenBatches } from '../batch/manifest';
+import type { Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import { ValidationError } from '../errors';
 import type { EntityNames } from '../names';
 import type { DeadLetterQueues } from '../notify/dead-letters';

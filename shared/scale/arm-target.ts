@@ -106,7 +106,16 @@ export function createArmScaleTarget(
     retryOptions: { maxRetries: 0 },
     ...(options.tlsOptions ? { tlsOptions: options.tlsOptions } : {}),
   });
-  return new ArmScaleTarget(client, settings.plan, site, endpoint, drainFunction);
+  return new ArmScaleTarget({ client, plan: settings.plan, site, endpoint, drainFunction });
+}
+
+export interface ArmScaleTargetOptions {
+  client: AppService.WebSiteManagementClient;
+  plan: ScalePlan;
+  site: ScaleSite;
+  /** The management endpoint the client was built with, e.g. https://management.azure.com */
+  endpoint: string;
+  drainFunction: string;
 }
 
 export class ArmScaleTarget implements ScaleTarget {
@@ -114,15 +123,13 @@ export class ArmScaleTarget implements ScaleTarget {
   /** The transport under the client's pipeline (the generated client keeps its own private). */
   private readonly http: HttpClient = createDefaultHttpClient();
 
-  constructor(
-    private readonly client: AppService.WebSiteManagementClient,
-    plan: ScalePlan,
-    private readonly site: ScaleSite,
-    /** The management endpoint the client was built with, e.g. https://management.azure.com */
-    endpoint: string,
-    drainFunction: string,
-  ) {
-    this.requests = new ScaleRequests(plan, site, endpoint, drainFunction);
+  private readonly client: AppService.WebSiteManagementClient;
+  private readonly site: ScaleSite;
+
+  constructor(o: ArmScaleTargetOptions) {
+    this.client = o.client;
+    this.site = o.site;
+    this.requests = new ScaleRequests(o.plan, o.site, o.endpoint, o.drainFunction);
   }
 
   describe(d: ScaleDecision): ArmRequest {

@@ -7,7 +7,7 @@
  * by `Batches.Read`, so a target shows as its origin only: a callback's path and query are the
  * client's, and a query may carry a token; an error is cut to a few words with URLs and keys masked.
  */
-import type { ManifestStore } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
 import type { DeliveryPoisonRecord } from '../events/event-delivery';
 import type { DeliveryKind } from '../events/outbox';
 import { originOf, redactError } from '../events/redaction';

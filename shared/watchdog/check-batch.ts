@@ -5,7 +5,9 @@
  * pointer in flight (blob + idempotent processing make a duplicate harmless), and schedules
  * the next check with a doubled delay. The last check fails the batch with a clear reason.
  */
-import { isSettled, isTerminal, type Manifest, type ManifestStore } from '../batch/manifest';
+import { isTerminal } from '../batch/batch-state';
+import { isSettled, type Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
 import type { ProgressRecorder } from '../batch/progress';
 import { layout } from '../layout';
 import { resultPointer, type WorkPointer } from '../model/chunk-codec';
@@ -118,7 +120,7 @@ export class Watchdog {
       wake.set(queue, { queue });
       if (!stalled && (await depth(queue)) > 0) return;
       const pointer = hasResult
-        ? resultPointer(batchId, chunk, 1, m.traceparent)
+        ? resultPointer({ batchId, chunk, count: 1, traceparent: m.traceparent })
         : await this.workPointer(batchId, chunk, m.traceparent);
       if (!pointer) return;
       await queues.send(queue, pointer);

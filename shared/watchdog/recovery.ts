@@ -9,7 +9,10 @@
  * So a lost event (dead-lettered, expired, or dropped by a broker) delays a batch by at most
  * one sweep interval plus the threshold, never forever, even while the bus keeps losing them.
  */
-import { isSettled, isTerminal, type Manifest, type ManifestStore, type OpenBatches } from '../batch/manifest';
+import { isTerminal } from '../batch/batch-state';
+import { isSettled, type Manifest } from '../batch/manifest';
+import type { ManifestStore } from '../batch/manifest-store';
+import type { OpenBatches } from '../batch/open-batches';
 import { ensureError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';

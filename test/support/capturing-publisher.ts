@@ -1,4 +1,5 @@
 /** A WorkPublisher that records events, standing in for Service Bus where a test feeds the handlers itself. */
+import type { DeliveryRetryMessage } from '../../shared/notify/delivery-retry-message';
 import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../shared/notify/events';
 
 export interface Captured {
@@ -22,9 +23,9 @@ export class CapturingPublisher implements WorkPublisher {
     return Promise.resolve();
   }
 
-  readonly checks: { check: WatchdogCheck; delayMs: number }[] = [];
+  readonly checks: { check: WatchdogCheck | DeliveryRetryMessage; delayMs: number }[] = [];
 
-  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
     if (this.failNext > 0) {
       this.failNext--;
       return Promise.reject(new Error('injected schedule failure'));

@@ -3,8 +3,9 @@
  * drives or inspects one step composes the app itself and keeps the parts, as the bench does.
  */
 import { type AppParts, PushdrainApp } from '../../shared/app';
+import type { AppOptions } from '../../shared/compose/app-options';
 import type { Settings } from '../../shared/config/settings';
-import { type AppOptions, composeApp } from '../../shared/create-app';
+import { composeApp } from '../../shared/create-app';
 
 export interface ComposedApp {
   app: PushdrainApp;

@@ -9,8 +9,8 @@ import type { ContainerClient } from '@azure/storage-blob';
 import type { QueueClient } from '@azure/storage-queue';
 
 import type { AppParts, PushdrainApp } from '../../shared/app';
+import type { AppOptions } from '../../shared/compose/app-options';
 import { loadSettings, type Settings } from '../../shared/config/settings';
-import type { AppOptions } from '../../shared/create-app';
 import { type ContainerKey, entityNames } from '../../shared/names';
 import type { WorkDetected } from '../../shared/notify/events';
 import { AzureBlobStore } from '../../shared/storage/azure-blob-store';

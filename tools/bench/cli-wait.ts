@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 
-import type { BatchStatusBody } from '../../shared/batch/manifest';
+import type { BatchStatusBody } from '../../functions/batch-status-body';
 import { entityNames } from '../../shared/names';
 import { LOCAL_KEY, type LocalStack, startLocalStack, submitHeld, wake } from '../../test/support/local-stack';
 import { ApiClient, type Response } from '../cli/client';

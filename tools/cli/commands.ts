@@ -1,9 +1,9 @@
 /** The read and operator commands: status, report, batches, queues, redrive. */
 import { writeFile } from 'node:fs/promises';
 
+import type { BatchStatusBody } from '../../functions/batch-status-body';
 import type { BatchSummary } from '../../shared/batch/batch-list';
 import type { BatchPage } from '../../shared/batch/batch-pages';
-import type { BatchStatusBody } from '../../shared/batch/manifest';
 import type { Report } from '../../shared/billing/report';
 import type { DeadLetterRedriveResult } from '../../shared/poison/dead-letter-redrive';
 import type { RedriveResult } from '../../shared/poison/redrive';

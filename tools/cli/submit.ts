@@ -9,7 +9,7 @@ import { basename } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 
-import type { BatchStatusBody } from '../../shared/batch/manifest';
+import type { BatchStatusBody } from '../../functions/batch-status-body';
 import type { Report } from '../../shared/billing/report';
 import { type ApiClient, CliError, type ErrorBody, exitFor, parseBody } from './client';
 import { EXIT } from './exit-codes';

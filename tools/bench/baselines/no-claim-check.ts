@@ -82,7 +82,7 @@ async function submitInline(ctx: AppParts, body: Buffer): Promise<string> {
     queues: [...touches.values()],
   });
   let accepted = accept(manifest);
-  if ((await ctx.manifests.replace(accepted, etag)) === undefined) {
+  if ((await ctx.manifests.replace(accepted, { manifest, etag })) === undefined) {
     // Results were recorded meanwhile: merge with them.
     const updated = await ctx.manifests.update(batchId, (cur) => (cur.state === 'ingesting' ? accept(cur) : undefined));
     if (!updated) throw new Error(`manifest of ${batchId} vanished`);
@@ -109,7 +109,10 @@ function inlineMapProcessor(ctx: AppParts): MessageProcessor {
         contentType: 'application/x-ndjson',
         contentEncoding: 'gzip',
       });
-      await ctx.queues.send(ctx.names.resultsQueue, resultPointer(msg.batchId, msg.chunk, 1));
+      await ctx.queues.send(
+        ctx.names.resultsQueue,
+        resultPointer({ batchId: msg.batchId, chunk: msg.chunk, count: 1 }),
+      );
     },
   };
 }

@@ -14,6 +14,7 @@ import { onScaleSignal } from '../../../functions/scale-agent';
 import type { PushdrainApp } from '../../../shared/app';
 import { createApp } from '../../../shared/create-app';
 import { FUNCTION_NAMES, SUBSCRIPTIONS } from '../../../shared/names';
+import type { DeliveryRetryMessage } from '../../../shared/notify/delivery-retry-message';
 import type {
   PublishOptions,
   ScheduledMessages,
@@ -56,7 +57,7 @@ export class CountingPublisher implements WorkPublisher {
     return this.inner.publish(events, options);
   }
 
-  scheduleWatchdog(check: WatchdogCheck, delayMs: number): Promise<void> {
+  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
     this.scheduled++;
     return this.inner.scheduleWatchdog(check, delayMs);
   }

@@ -5,7 +5,7 @@
  * noticing it, never the figure.
  */
 import { PushdrainApp } from '../../../shared/app';
-import type { ManifestStore } from '../../../shared/batch/manifest';
+import type { ManifestStore } from '../../../shared/batch/manifest-store';
 import type { Settings } from '../../../shared/config/settings';
 import { composeApp } from '../../../shared/create-app';
 import { benchLog } from './log';

@@ -16,8 +16,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { BlobServiceClient } from '@azure/storage-blob';
 
+import type { BatchStatusBody } from '../../../functions/batch-status-body';
 import type { BatchPage } from '../../../shared/batch/batch-pages';
-import type { BatchStatusBody } from '../../../shared/batch/manifest';
 import type { Report } from '../../../shared/billing/report';
 import { entityNames } from '../../../shared/names';
 import type { StatusReport } from '../../../shared/status/status-report';

@@ -1,0 +1,35 @@
+/**
+ * The `GET /api/batches/{batchId}` body (a fixed contract: the HTTP API in the README and
+ * docs/ARCHITECTURE.md), built field by field from the core's view of the batch: a field added to
+ * that view reaches no client until it is added here.
+ */
+import type { Submitter } from '../shared/auth/principal';
+import type { BatchStatus, PublicStatus } from '../shared/batch/batch-status';
+
+export interface BatchStatusBody {
+  batchId: string;
+  status: PublicStatus;
+  transactions: number;
+  chunks: number;
+  chunksDone: number;
+  chunksFailed: number;
+  submittedAt: string;
+  completedAt?: string;
+  error?: string;
+  submitter?: Submitter;
+}
+
+export function statusBody(s: BatchStatus): BatchStatusBody {
+  return {
+    batchId: s.batchId,
+    status: s.status,
+    transactions: s.transactions,
+    chunks: s.chunks,
+    chunksDone: s.chunksDone,
+    chunksFailed: s.chunksFailed,
+    submittedAt: s.submittedAt,
+    ...(s.completedAt !== undefined ? { completedAt: s.completedAt } : {}),
+    ...(s.error !== undefined ? { error: s.error } : {}),
+    ...(s.submitter !== undefined ? { submitter: s.submitter } : {}),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * The parts every use case builds on: the clients, the meter and its observer, the stores, the
+ * notifier and the Service Bus side, built once from validated settings.
+ */
+import { ManifestStore } from '../batch/manifest-store';
+import { OpenBatches } from '../batch/open-batches';
+import { SubmitterIndex } from '../batch/submitter-index';
+import type { Settings } from '../config/settings';
+import { type EntityNames, entityNames } from '../names';
+import { Notifier } from '../notify/events';
+import { type Clock, consoleLogger, type Logger, type QueueStore, systemClock } from '../ports';
+import { AzureQueueStore } from '../queue/storage-queue';
+import { Activity } from '../status/activity';
+import { AppObserver } from '../status/app-observer';
+import { recordingDepths } from '../status/depth-recording';
+import { AzureBlobStore } from '../storage/azure-blob-store';
+import { createStorageClients } from '../storage/clients';
+import { StorageMeter } from '../storage/meter';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
+import type { AppOptions } from './app-options';
+import { type BusParts, serviceBus } from './service-bus-parts';
+
+export interface AppCore {
+  settings: Settings;
+  options: AppOptions;
+  names: EntityNames;
+  meter: StorageMeter;
+  clock: Clock;
+  now: () => number;
+  log: Logger;
+  activity: Activity;
+  observer: AppObserver;
+  telemetry: Telemetry;
+  blobs: AzureBlobStore;
+  queues: QueueStore;
+  manifests: ManifestStore;
+  open: OpenBatches;
+  owners: SubmitterIndex;
+  notifier: Notifier;
+  bus: BusParts;
+}
+
+export function composeCore(settings: Settings, options: AppOptions): AppCore {
+  const { tuning } = settings;
+  const meter = options.meter ?? new StorageMeter();
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? consoleLogger;
+  const now = (): number => clock.now();
+  const names = entityNames(settings.namePrefix, tuning.partitions);
+  const clients = createStorageClients(settings.storage, meter);
+  const activity = new Activity(now);
+  const telemetry = options.telemetry ?? NO_TELEMETRY;
+  const observer = new AppObserver(activity, telemetry.metrics);
+  meter.onCount((op, n) => observer.storage(op, n));
+  const blobs = new AzureBlobStore(clients.blobs, names.container);
+  const bus = serviceBus({ settings, options, clock, log, blobs });
+  const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) =>
+    observer.queueDepth(queue, depth),
+  );
+  return {
+    settings,
+    options,
+    names,
+    meter,
+    clock,
+    now,
+    log,
+    activity,
+    observer,
+    telemetry,
+    blobs,
+    queues,
+    manifests: new ManifestStore(blobs, clock),
+    open: new OpenBatches(blobs),
+    owners: new SubmitterIndex(blobs),
+    notifier: new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds),
+    bus,
+  };
+}
