@@ -20,7 +20,9 @@ function run(script) {
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
-    child.once('error', (e) => resolve({ script, code: 1, output: `${output}${e.message}\n`, ms: Date.now() - started }));
+    child.once('error', (e) =>
+      resolve({ script, code: 1, output: `${output}${e.message}\n`, ms: Date.now() - started }),
+    );
     child.once('close', (code) => resolve({ script, code, output, ms: Date.now() - started }));
   });
 }
@@ -29,7 +31,9 @@ const results = await Promise.all(
   scripts.map((s) =>
     run(s).then((r) => {
       const verdict = r.code === 0 ? 'ok' : `FAILED (exit ${r.code})`;
-      process.stdout.write(`${r.output.trimEnd() ? `${r.output.trimEnd()}\n` : ''}checks: ${s} ${verdict}, ${(r.ms / 1000).toFixed(1)} s\n`);
+      process.stdout.write(
+        `${r.output.trimEnd() ? `${r.output.trimEnd()}\n` : ''}checks: ${s} ${verdict}, ${(r.ms / 1000).toFixed(1)} s\n`,
+      );
       return r;
     }),
   ),
