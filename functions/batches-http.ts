@@ -48,7 +48,7 @@ export async function getBatchTimeline(
 function reportFormat(req: HttpRequest): 'json' | 'csv' {
   const format = req.query.get('format') ?? 'json';
   if (format !== 'json' && format !== 'csv')
-    throw new ValidationError('format must be json or csv', 400, 'invalid_request');
+    throw new ValidationError('format must be json or csv', { code: 'invalid_request' });
   return format;
 }
 
@@ -85,7 +85,7 @@ function pageQuery(req: HttpRequest): BatchPageQuery {
   const limit = raw === null ? PAGE_LIMITS.default : Number(raw);
   const cursor = req.query.get('cursor') ?? undefined;
   const bad = (field: string, message: string): ValidationError =>
-    new ValidationError(`${field} ${message}`, 400, 'invalid_request');
+    new ValidationError(`${field} ${message}`, { code: 'invalid_request' });
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMITS.max)
     throw bad('limit', `must be a whole number from 1 to ${PAGE_LIMITS.max}`);
   if (cursor !== undefined && !isCursor(cursor)) throw bad('cursor', "must be the previous page's next");

@@ -20,7 +20,7 @@ const MEDIA_TYPES: Record<string, BodyFormat> = {
 };
 
 function unsupported(message: string): ValidationError {
-  return new ValidationError(message, 415, 'unsupported_media_type');
+  return new ValidationError(message, { code: 'unsupported_media_type' });
 }
 
 export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean } {

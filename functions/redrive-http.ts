@@ -16,7 +16,7 @@ import { authLevel, ROUTE_ROLES } from './route-access';
 export type ParsedRedrive =
   { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
 
-const invalid = (message: string): ValidationError => new ValidationError(message, 400, 'invalid_request');
+const invalid = (message: string): ValidationError => new ValidationError(message, { code: 'invalid_request' });
 
 /**
  * Body `{queue?, batchId?, max?}` (Storage poison; an empty body redrives every poison queue), or

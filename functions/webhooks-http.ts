@@ -16,7 +16,9 @@ import { authLevel, ROUTE_ROLES } from './route-access';
 function checkBody(text: string): void {
   const t = text.trim();
   if (t === '' || /^\{\s*\}$/.test(t)) return;
-  throw new ValidationError('the body must be empty or {}: the test event takes no options', 400, 'invalid_request');
+  throw new ValidationError('the body must be empty or {}: the test event takes no options', {
+    code: 'invalid_request',
+  });
 }
 
 export async function postWebhookTest(

@@ -414,11 +414,9 @@ describe('secret-bearing inputs, unit by unit', () => {
     // A 4xx carries the app's own message and details, never a value it was given as a header.
     const key = `order-${SECRET} with a space`;
     const v = errorResponse(
-      new ValidationError(
-        'Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -',
-        400,
-        'invalid_idempotency_key',
-      ),
+      new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', {
+        code: 'invalid_idempotency_key',
+      }),
       ctx,
     );
     assert.ok(!JSON.stringify(v.jsonBody).includes(key));

@@ -65,11 +65,9 @@ export class TestEvents {
     const { webhookUrls, attempt, now } = this.deps;
     const urls = webhookUrls();
     if (urls.length === 0)
-      throw new ValidationError(
-        'PUSHDRAIN_WEBHOOK_URL is not set: there is no webhook to send a test event to',
-        409,
-        'no_webhooks',
-      );
+      throw new ValidationError('PUSHDRAIN_WEBHOOK_URL is not set: there is no webhook to send a test event to', {
+        code: 'no_webhooks',
+      });
     const id = newEventId();
     const started = now();
     const event = {
