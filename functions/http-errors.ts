@@ -3,21 +3,11 @@ import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import { AccessError } from '../shared/auth/access-error';
 import { AbortedError, ensureError, type ValidationCode, ValidationError } from '../shared/errors';
+import { redactSecrets } from '../shared/redaction';
 import { isTransient } from '../shared/retry/transient';
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit {
   return { status, jsonBody: body, headers: { 'Content-Type': 'application/json', ...headers } };
-}
-
-/**
- * Masks credentials in text bound for a log line. Our own messages carry none, but messages
- * that wrap an SDK error are not ours to vouch for.
- */
-export function redactSecrets(text: string): string {
-  return text
-    .replace(/(AccountKey|SharedAccessKey)=[^;\s]*/gi, '$1=***')
-    .replace(/(SharedAccessSignature)([=\s])[^;\s]*/gi, '$1$2***')
-    .replace(/(^|[?&;\s])(sig(?:=|%3D))[^&;\s]*/gi, '$1$2***');
 }
 
 /**

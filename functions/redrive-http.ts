@@ -9,7 +9,8 @@ import { describeSubmitter, submitterOf } from '../shared/auth/principal';
 import { ValidationError } from '../shared/errors';
 import type { DeadLetterRedriveRequest } from '../shared/poison/dead-letter-redrive';
 import type { RedriveRequest } from '../shared/poison/redrive';
-import { errorResponse, json, redactSecrets } from './http-errors';
+import { redactSecrets } from '../shared/redaction';
+import { errorResponse, json } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 import { authLevel, ROUTE_ROLES } from './route-access';
 

@@ -9,8 +9,8 @@ import { describe, test } from 'node:test';
 
 import type { Manifest, VersionedManifest } from '../shared/batch/manifest';
 import type { Delivery } from '../shared/events/outbox';
-import { originOf, redactError } from '../shared/events/redaction';
 import type { PeekedMessage } from '../shared/ports';
+import { originOf, redactError } from '../shared/redaction';
 import { DeliveryStatusReader, MAX_BATCHES } from '../shared/status/delivery-status';
 
 function manifest(batchId: string, deliveries: Delivery[]): VersionedManifest {

@@ -16,10 +16,11 @@ import { InvocationContext } from '@azure/functions';
 import { BlobServiceClient, RestError } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
-import { errorResponse, redactSecrets } from '../functions/http-errors';
+import { errorResponse } from '../functions/http-errors';
 import { loadSettings } from '../shared/config/settings';
 import { ConfigError, TransientError, ValidationError } from '../shared/errors';
 import { entityNames, TOPIC } from '../shared/names';
+import { redactSecrets } from '../shared/redaction';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { startStorageProxy, type StorageProxy } from '../tools/testkit/storage-proxy';

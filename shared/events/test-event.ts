@@ -8,11 +8,11 @@
 import { CloudEvent, HTTP } from 'cloudevents';
 
 import { ValidationError } from '../errors';
+import { redactError } from '../redaction';
 import { newEventId } from './batch-event';
 import type { AttemptFn } from './delivery-attempt';
 import { displayTarget } from './event-delivery';
 import { pendingDeliveries } from './outbox';
-import { redactError } from './redaction';
 
 export const TEST_EVENT_TYPE = 'com.pushdrain.webhook.test';
 
