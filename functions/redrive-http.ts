@@ -7,6 +7,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter, submitterOf } from '../shared/auth/principal';
 import { ValidationError } from '../shared/errors';
+import { isValidBatchId } from '../shared/layout';
 import type { DeadLetterRedriveRequest } from '../shared/poison/dead-letter-redrive';
 import type { RedriveRequest } from '../shared/poison/redrive';
 import { redactSecrets } from '../shared/redaction';
@@ -53,8 +54,7 @@ export function parseRedrive(text: string): ParsedRedrive {
     out.queue = o.queue;
   }
   if (o.batchId !== undefined) {
-    if (typeof o.batchId !== 'string' || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(o.batchId))
-      throw invalid('batchId is not a valid batch id');
+    if (typeof o.batchId !== 'string' || !isValidBatchId(o.batchId)) throw invalid('batchId is not a valid batch id');
     out.batchId = o.batchId;
   }
   return { kind: 'poison', request: out };
