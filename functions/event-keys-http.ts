@@ -3,10 +3,11 @@
  * JWKS. Anonymous: a public key signs nothing, and a client fetches it without any credential of
  * ours. It makes no Storage request.
  */
-import { app, type HttpResponseInit } from '@azure/functions';
+import type { HttpResponseInit } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
 import { json } from './http-errors';
+import { openRoute } from './http-route';
 import { pushdrainApp } from './pushdrain-app';
 
 export function getEventKeys(app: PushdrainApp): HttpResponseInit {
@@ -14,9 +15,4 @@ export function getEventKeys(app: PushdrainApp): HttpResponseInit {
   return json(200, app.eventKeys(), { 'Cache-Control': 'public, max-age=300' });
 }
 
-app.http('eventKeys', {
-  route: 'events/keys',
-  methods: ['GET'],
-  authLevel: 'anonymous',
-  handler: () => getEventKeys(pushdrainApp()),
-});
+openRoute('eventKeys', { route: 'events/keys', method: 'GET', handler: () => getEventKeys(pushdrainApp()) });

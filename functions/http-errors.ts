@@ -2,7 +2,8 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import { AccessError } from '../shared/auth/access-error';
-import { AbortedError, ensureError, ValidationError } from '../shared/errors';
+import { AbortedError, ensureError, type ValidationCode, ValidationError } from '../shared/errors';
+import { redactSecrets } from '../shared/redaction';
 import { isTransient } from '../shared/retry/transient';
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit {
@@ -10,15 +11,25 @@ export function json(status: number, body: unknown, headers: Record<string, stri
 }
 
 /**
- * Masks credentials in text bound for a log line. Our own messages carry none, but messages
- * that wrap an SDK error are not ours to vouch for.
+ * The status of each validation code, as the HTTP contract fixes it (static/openapi.json): a code
+ * added without its status here does not compile.
  */
-export function redactSecrets(text: string): string {
-  return text
-    .replace(/(AccountKey|SharedAccessKey)=[^;\s]*/gi, '$1=***')
-    .replace(/(SharedAccessSignature)([=\s])[^;\s]*/gi, '$1$2***')
-    .replace(/(^|[?&;\s])(sig(?:=|%3D))[^&;\s]*/gi, '$1$2***');
-}
+export const VALIDATION_STATUS: Readonly<Record<ValidationCode, 400 | 409 | 413 | 415>> = {
+  invalid_batch: 400,
+  invalid_batch_id: 400,
+  invalid_request: 400,
+  invalid_idempotency_key: 400,
+  callback_not_allowed: 400,
+  /** A limit on how much the server reads, not a record's fault. */
+  too_large: 413,
+  unsupported_media_type: 415,
+  /** The same Idempotency-Key with another body or Callback-Url: the request conflicts with the batch. */
+  idempotency_conflict: 409,
+  /** The same Idempotency-Key still being ingested: it may succeed later (with Retry-After). */
+  ingest_in_progress: 409,
+  /** The app's configuration, not the request, lacks what it asks for. */
+  no_webhooks: 409,
+};
 
 export function errorResponse(error: unknown, context: InvocationContext): HttpResponseInit {
   const e = ensureError(error);
@@ -36,7 +47,7 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
     const retryAfter: Record<string, string> =
       e.retryAfterSeconds !== undefined ? { 'Retry-After': String(e.retryAfterSeconds) } : {};
     return json(
-      e.status,
+      VALIDATION_STATUS[e.code],
       // invalid_batch always carries its details (the contract's shape), empty for a problem of the whole body.
       {
         error: e.code,

@@ -1,16 +1,15 @@
 /** POST /api/batches: submit a batch (JSON array or NDJSON, optionally gzip). */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { describeSubmitter, submitterOf } from '../shared/auth/principal';
+import { describeSubmitter, type Principal, submitterOf } from '../shared/auth/principal';
 import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { LogBudget } from '../shared/util/log-budget';
-import { errorResponse, json } from './http-errors';
-import { pushdrainApp } from './pushdrain-app';
-import { authLevel, ROUTE_ROLES } from './route-access';
+import { json } from './http-errors';
+import { guardedRoute } from './http-route';
 
 const MEDIA_TYPES: Record<string, BodyFormat> = {
   'application/json': 'json',
@@ -20,7 +19,7 @@ const MEDIA_TYPES: Record<string, BodyFormat> = {
 };
 
 function unsupported(message: string): ValidationError {
-  return new ValidationError(message, 415, 'unsupported_media_type');
+  return new ValidationError(message, { code: 'unsupported_media_type' });
 }
 
 export function bodyKind(req: HttpRequest): { format: BodyFormat; gzip: boolean } {
@@ -90,55 +89,58 @@ export function requestTraceparent(req: HttpRequest, context: InvocationContext)
   return checkedTraceparent(context.traceContext?.traceParent) ?? checkedTraceparent(req.headers.get('traceparent'));
 }
 
-export async function postBatch(
+export const postBatch = guardedRoute('postBatch', {
+  route: 'batches',
+  method: 'POST',
+  // The helper authorizes first: a refused caller gets nothing read, provisioned or written.
+  handle: async ({ app, req, context, caller }) => {
+    const started = Date.now();
+    try {
+      return await submit(app, req, context, caller);
+    } catch (e) {
+      if (e instanceof AbortedError)
+        context.log(
+          `the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`,
+        );
+      throw e;
+    }
+  },
+  // Nobody is left to read an abandoned request's answer, and its line is above.
+  refused: (response, error, context) => {
+    if (!(error instanceof AbortedError)) logRefusal(response, context);
+  },
+});
+
+async function submit(
   app: PushdrainApp,
   req: HttpRequest,
   context: InvocationContext,
+  caller: Principal,
 ): Promise<HttpResponseInit> {
-  const started = Date.now();
-  try {
-    // First: a refused caller gets nothing read, provisioned or written.
-    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.submit);
-    const submitter = submitterOf(caller);
-    const { format, gzip } = bodyKind(req);
-    const key = idempotencyKey(req);
-    const callbackUrl = req.headers.get('callback-url') ?? undefined;
-    const body = await readBody(req, app.maxBodyBytes);
-    const signal = requestSignal(context);
-    const traceparent = requestTraceparent(req, context);
-    const result = await app.submit({
-      body,
-      format,
-      gzip,
-      ...(key !== undefined ? { idempotencyKey: key } : {}),
-      ...(callbackUrl !== undefined ? { callbackUrl } : {}),
-      ...(signal ? { signal } : {}),
-      ...(traceparent ? { traceparent } : {}),
-      ...(submitter ? { submitter } : {}),
-    });
-    context.log(
-      `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks, submitted by ${describeSubmitter(submitter)}`,
-    );
-    return json(
-      202,
-      // A replay answers for the batch as it is now (it may have completed), not as it was accepted.
-      { batchId: result.batchId, status: result.status, transactions: result.transactions, chunks: result.chunks },
-      { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
-    );
-  } catch (e) {
-    if (e instanceof AbortedError) {
-      context.log(`the client disconnected; the ingest stopped after ${Date.now() - started} ms and accepted nothing`);
-      return errorResponse(e, context);
-    }
-    const response = errorResponse(e, context);
-    logRefusal(response, context);
-    return response;
-  }
+  const submitter = submitterOf(caller);
+  const { format, gzip } = bodyKind(req);
+  const key = idempotencyKey(req);
+  const callbackUrl = req.headers.get('callback-url') ?? undefined;
+  const body = await readBody(req, app.maxBodyBytes);
+  const signal = requestSignal(context);
+  const traceparent = requestTraceparent(req, context);
+  const result = await app.submit({
+    body,
+    format,
+    gzip,
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    ...(signal ? { signal } : {}),
+    ...(traceparent ? { traceparent } : {}),
+    ...(submitter ? { submitter } : {}),
+  });
+  context.log(
+    `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks, submitted by ${describeSubmitter(submitter)}`,
+  );
+  return json(
+    202,
+    // A replay answers for the batch as it is now (it may have completed), not as it was accepted.
+    { batchId: result.batchId, status: result.status, transactions: result.transactions, chunks: result.chunks },
+    { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
+  );
 }
-
-app.http('postBatch', {
-  route: 'batches',
-  methods: ['POST'],
-  authLevel: authLevel('function'),
-  handler: (req, context) => postBatch(pushdrainApp(), req, context),
-});

@@ -7,7 +7,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import type { HttpRequest, HttpResponseInit } from '@azure/functions';
+
+import { openRoute } from './http-route';
 
 /** dist/functions → the app's root → static/openapi.json. */
 export const OPENAPI_FILE = join(__dirname, '..', '..', 'static', 'openapi.json');
@@ -35,9 +37,4 @@ export function getOpenApiDocument(req: HttpRequest): HttpResponseInit {
   return { status: 200, body, headers };
 }
 
-app.http('openApiDocument', {
-  route: 'openapi.json',
-  methods: ['GET'],
-  authLevel: 'anonymous',
-  handler: (req) => getOpenApiDocument(req),
-});
+openRoute('openApiDocument', { route: 'openapi.json', method: 'GET', handler: (req) => getOpenApiDocument(req) });

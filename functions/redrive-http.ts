@@ -2,21 +2,19 @@
  * POST /api/ops/redrive: move poison messages back after a fix, or (`deadLetters: true`)
  * resubmit Service Bus dead letters. Admin (master) key only.
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-
-import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter, submitterOf } from '../shared/auth/principal';
 import { ValidationError } from '../shared/errors';
+import { isValidBatchId } from '../shared/layout';
 import type { DeadLetterRedriveRequest } from '../shared/poison/dead-letter-redrive';
 import type { RedriveRequest } from '../shared/poison/redrive';
-import { errorResponse, json, redactSecrets } from './http-errors';
-import { pushdrainApp } from './pushdrain-app';
-import { authLevel, ROUTE_ROLES } from './route-access';
+import { redactSecrets } from '../shared/redaction';
+import { json } from './http-errors';
+import { guardedRoute } from './http-route';
 
 export type ParsedRedrive =
   { kind: 'poison'; request: RedriveRequest } | { kind: 'deadLetters'; request: DeadLetterRedriveRequest };
 
-const invalid = (message: string): ValidationError => new ValidationError(message, 400, 'invalid_request');
+const invalid = (message: string): ValidationError => new ValidationError(message, { code: 'invalid_request' });
 
 /**
  * Body `{queue?, batchId?, max?}` (Storage poison; an empty body redrives every poison queue), or
@@ -52,20 +50,17 @@ export function parseRedrive(text: string): ParsedRedrive {
     out.queue = o.queue;
   }
   if (o.batchId !== undefined) {
-    if (typeof o.batchId !== 'string' || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(o.batchId))
-      throw invalid('batchId is not a valid batch id');
+    if (typeof o.batchId !== 'string' || !isValidBatchId(o.batchId)) throw invalid('batchId is not a valid batch id');
     out.batchId = o.batchId;
   }
   return { kind: 'poison', request: out };
 }
 
-export async function postRedrive(
-  app: PushdrainApp,
-  req: HttpRequest,
-  context: InvocationContext,
-): Promise<HttpResponseInit> {
-  try {
-    const caller = await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.admin);
+export const postRedrive = guardedRoute('opsRedrive', {
+  route: 'ops/redrive',
+  method: 'POST',
+  keyLevel: 'admin',
+  handle: async ({ app, req, context, caller }) => {
     const parsed = parseRedrive(await req.text());
     context.log(`redrive asked by ${describeSubmitter(submitterOf(caller))}`);
     if (parsed.kind === 'deadLetters') {
@@ -84,14 +79,5 @@ export async function postRedrive(
     const result = await app.redrive(parsed.request);
     context.log(`redrive: moved ${result.moved}, skipped ${result.skipped}`);
     return json(200, result);
-  } catch (e) {
-    return errorResponse(e, context);
-  }
-}
-
-app.http('opsRedrive', {
-  route: 'ops/redrive',
-  methods: ['POST'],
-  authLevel: authLevel('admin'),
-  handler: (req, context) => postRedrive(pushdrainApp(), req, context),
+  },
 });

@@ -28,10 +28,11 @@ export const ROUTE_ROLES = {
 
 /**
  * Who may call each HTTP function when tokens are checked, by function name: its roles, or `open`
- * (no credential at all). What `npm start` prints beside each route; a test holds it against the
- * registered routes, so a route added or renamed without an entry here fails there.
+ * (no credential at all). The route helper (http-route.ts) authorizes with these roles, and it is
+ * what `npm start` prints beside each route; a test holds it against the registered routes, so a
+ * route added or renamed without an entry here fails there.
  */
-export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>> = {
+const ACCESS = {
   postBatch: ROUTE_ROLES.submit,
   listBatches: ROUTE_ROLES.listBatches,
   getBatch: ROUTE_ROLES.readBatch,
@@ -44,4 +45,17 @@ export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>>
   dashboard: 'open',
   eventKeys: 'open',
   openApiDocument: 'open',
-};
+} as const satisfies Record<string, readonly Role[] | 'open'>;
+
+export const FUNCTION_ACCESS: Readonly<Record<string, readonly Role[] | 'open'>> = ACCESS;
+
+type HttpFunction = keyof typeof ACCESS;
+/** An HTTP function that takes a credential (roles, or the route's function key). */
+export type GuardedFunction = { [K in HttpFunction]: (typeof ACCESS)[K] extends 'open' ? never : K }[HttpFunction];
+/** An HTTP function anyone may call: it answers from memory, with nothing to protect. */
+export type OpenFunction = Exclude<HttpFunction, GuardedFunction>;
+
+/** The roles of a guarded function (one of them is required). */
+export function rolesOf(name: GuardedFunction): readonly Role[] {
+  return ACCESS[name];
+}

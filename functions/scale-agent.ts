@@ -5,8 +5,8 @@ import type { PushdrainApp } from '../shared/app';
 import { ensureError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseScaleSignal } from '../shared/notify/events';
+import { redactSecrets } from '../shared/redaction';
 import type { ScaleOutcome } from '../shared/scale/agent';
-import { redactSecrets } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 
 /**

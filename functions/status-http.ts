@@ -2,25 +2,18 @@
  * GET /api/ops/status (function key: read-only) and GET /api/dashboard (the page shell:
  * static, no data, no key inside, no Storage request; the data it shows needs the key).
  */
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import type { HttpRequest, HttpResponseInit } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { errorResponse, json } from './http-errors';
+import { json } from './http-errors';
+import { guardedRoute, openRoute } from './http-route';
 import { pushdrainApp } from './pushdrain-app';
-import { authLevel, ROUTE_ROLES } from './route-access';
 
-export async function getStatus(
-  app: PushdrainApp,
-  req: HttpRequest,
-  context: InvocationContext,
-): Promise<HttpResponseInit> {
-  try {
-    await app.authorize(req.headers.get('authorization'), ROUTE_ROLES.status);
-    return json(200, await app.statusReport(), { 'Cache-Control': 'no-store' });
-  } catch (e) {
-    return errorResponse(e, context);
-  }
-}
+export const getStatus = guardedRoute('opsStatus', {
+  route: 'ops/status',
+  method: 'GET',
+  handle: async ({ app }) => json(200, await app.statusReport(), { 'Cache-Control': 'no-store' }),
+});
 
 export function getDashboard(app: PushdrainApp, req: HttpRequest): HttpResponseInit {
   const page = app.dashboardPage();
@@ -28,16 +21,4 @@ export function getDashboard(app: PushdrainApp, req: HttpRequest): HttpResponseI
   return { status: 200, body: page.body, headers: page.headers };
 }
 
-app.http('opsStatus', {
-  route: 'ops/status',
-  methods: ['GET'],
-  authLevel: authLevel('function'),
-  handler: (req, context) => getStatus(pushdrainApp(), req, context),
-});
-
-app.http('dashboard', {
-  route: 'dashboard',
-  methods: ['GET'],
-  authLevel: 'anonymous',
-  handler: (req) => getDashboard(pushdrainApp(), req),
-});
+openRoute('dashboard', { route: 'dashboard', method: 'GET', handler: (req) => getDashboard(pushdrainApp(), req) });

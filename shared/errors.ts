@@ -11,18 +11,42 @@ export interface ErrorDetail {
   message: string;
 }
 
-/** Input the caller must fix. Carries the HTTP status it maps to. */
+/**
+ * What a ValidationError is about, as clients read it (the `error` field). The HTTP adapter maps
+ * each to its status (functions/http-errors.ts); the sweep writes it beside a rejected file.
+ */
+export type ValidationCode =
+  | 'invalid_batch'
+  | 'invalid_batch_id'
+  | 'invalid_request'
+  | 'invalid_idempotency_key'
+  | 'callback_not_allowed'
+  | 'too_large'
+  | 'unsupported_media_type'
+  | 'idempotency_conflict'
+  | 'ingest_in_progress'
+  | 'no_webhooks';
+
+export interface ValidationErrorOptions {
+  /** @defaultValue 'invalid_batch' */
+  code?: ValidationCode;
+  /** One entry per problem found; empty when the problem is the whole body. */
+  details?: ErrorDetail[];
+  /** When the same request may succeed later (a claim in progress): the seconds to wait. */
+  retryAfterSeconds?: number;
+}
+
+/** Input the caller must fix. It names no transport's status: each adapter maps `code`. */
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
-  constructor(
-    message: string,
-    readonly status: 400 | 409 | 413 | 415 = 400,
-    readonly code: string = 'invalid_batch',
-    readonly details: ErrorDetail[] = [],
-    /** When the same request may succeed later (a claim in progress): the Retry-After to send. */
-    readonly retryAfterSeconds?: number,
-  ) {
+  readonly code: ValidationCode;
+  readonly details: ErrorDetail[];
+  readonly retryAfterSeconds: number | undefined;
+  constructor(message: string, options: ValidationErrorOptions = {}) {
     super(message);
+    this.code = options.code ?? 'invalid_batch';
+    this.details = options.details ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

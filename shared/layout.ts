@@ -15,6 +15,13 @@ export interface BlobRef {
   name: string;
 }
 
+/**
+ * A batch id, as a pattern to embed: batch ids become blob paths, so only these characters ever
+ * reach Storage. The one definition (static/openapi.json's `BatchId` says the same; a test holds them together).
+ */
+export const BATCH_ID_PATTERN = '[a-z0-9][a-z0-9-]{0,63}';
+const BATCH_ID = new RegExp(`^${BATCH_ID_PATTERN}$`);
+
 function batch(batchId: string): string {
   if (!isValidBatchId(batchId)) throw new PermanentError('refusing an invalid batch id as a blob path');
   return batchId;
@@ -40,7 +47,10 @@ export function newestFirstKey(submittedAt: string, batchId: string): string {
 }
 
 /** A key made by newestFirstKey (what a listing cursor must be). */
-export const NEWEST_FIRST_KEY = /^(\d{13})-([a-z0-9][a-z0-9-]{0,63})$/;
+export const NEWEST_FIRST_KEY = new RegExp(`^(\\d{13})-(${BATCH_ID_PATTERN})$`);
+
+/** A manifest's blob name (`{batchId}/manifest.json`, see `layout.manifest`), the batch id captured. */
+export const MANIFEST_NAME = new RegExp(`^(${BATCH_ID_PATTERN})/manifest\\.json$`);
 
 export const layout = {
   /** A chunk of transactions, gzip NDJSON (claim check): `work/{batchId}/{chunk}.ndjson.gz`. */
@@ -82,8 +92,6 @@ export const layout = {
   }),
 } as const;
 
-/** Batch ids become blob paths, so only these characters ever reach Storage. */
-const BATCH_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function isValidBatchId(value: string): boolean {

@@ -138,7 +138,10 @@ describe('status page sign-in with an Entra token (local issuer)', () => {
     await page.waitForFunction(() => (document.querySelector('#who')?.textContent ?? 'x') === '', null, WAIT);
     assert.ok(await page.isHidden('#sign-out'));
     await page.waitForFunction(() => document.querySelector('#error')?.hidden === false, null, WAIT);
-    assert.ok(sent.length > 0 && sent.every((s) => s === 'none'), `after sign-out: ${sent.join(', ')}`);
+    // At refresh=300 a poll can leave with the token just before the click lands; once one goes
+    // without it, none may carry it again.
+    const first = sent.indexOf('none');
+    assert.ok(first >= 0 && sent.slice(first).every((s) => s === 'none'), `after sign-out: ${sent.join(', ')}`);
     await page.close();
   });
 

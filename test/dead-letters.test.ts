@@ -10,8 +10,8 @@ import { describe, test, type TestContext } from 'node:test';
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
 
-import { health } from '../functions/batches-http';
 import { onWorkDetected } from '../functions/drain';
+import { health } from '../functions/health-http';
 import { parseRedrive, postRedrive } from '../functions/redrive-http';
 import { onWatchdog } from '../functions/watchdog';
 import type { AppParts, HealthState, PushdrainApp } from '../shared/app';

@@ -10,8 +10,8 @@ import { describe, test } from 'node:test';
 import type { Manifest } from '../shared/batch/manifest';
 import type { VersionedManifest } from '../shared/batch/manifest-store';
 import type { Delivery } from '../shared/events/outbox';
-import { originOf, redactError } from '../shared/events/redaction';
 import type { PeekedMessage } from '../shared/ports';
+import { originOf, redactError } from '../shared/redaction';
 import { DeliveryStatusReader, MAX_BATCHES } from '../shared/status/delivery-status';
 
 function manifest(batchId: string, deliveries: Delivery[]): VersionedManifest {

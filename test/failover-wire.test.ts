@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { health } from '../functions/batches-http';
+import { health } from '../functions/health-http';
 import type { AppParts, PushdrainApp } from '../shared/app';
 import { PermanentError, TransientError } from '../shared/errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';

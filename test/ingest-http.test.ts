@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import { health } from '../functions/batches-http';
+import { health } from '../functions/health-http';
 import { ingestSweep } from '../functions/ingest-timer';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { blobNames, totalQueued } from './support/inspect';

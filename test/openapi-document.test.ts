@@ -13,6 +13,7 @@ import { describe, test } from 'node:test';
 import { HttpRequest } from '@azure/functions';
 
 import { getOpenApiDocument } from '../functions/openapi-http';
+import { BATCH_ID_PATTERN, isValidBatchId } from '../shared/layout';
 import { OPENAPI_PATH, OpenApiContract } from './support/openapi-contract';
 import { repoRoot } from './support/repo';
 
@@ -61,6 +62,14 @@ describe('OpenAPI document', () => {
     );
   });
 
+  test("the document's batch id is the app's one pattern (shared/layout.ts)", () => {
+    const doc = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')) as {
+      components: { schemas: { BatchId: { pattern: string } } };
+    };
+    assert.equal(doc.components.schemas.BatchId.pattern, `^${BATCH_ID_PATTERN}$`);
+    for (const id of ['b-1', 'k-' + 'a'.repeat(32), 'a'.repeat(64)]) assert.ok(isValidBatchId(id), id);
+    for (const id of ['', '-b', 'B-1', '../x', 'a/b', 'a'.repeat(65)]) assert.ok(!isValidBatchId(id), id);
+  });
   test('GET /api/openapi.json serves the document kept in the repo, with an ETag that revalidates to 304', () => {
     const file = readFileSync(join(repoRoot(), OPENAPI_PATH), 'utf8');
     const url = 'http://localhost/api/openapi.json';

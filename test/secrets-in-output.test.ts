@@ -16,10 +16,11 @@ import { InvocationContext } from '@azure/functions';
 import { BlobServiceClient, RestError } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
-import { errorResponse, redactSecrets } from '../functions/http-errors';
+import { errorResponse } from '../functions/http-errors';
 import { loadSettings } from '../shared/config/settings';
 import { ConfigError, TransientError, ValidationError } from '../shared/errors';
 import { entityNames, TOPIC } from '../shared/names';
+import { redactSecrets } from '../shared/redaction';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { startStorageProxy, type StorageProxy } from '../tools/testkit/storage-proxy';
@@ -414,11 +415,9 @@ describe('secret-bearing inputs, unit by unit', () => {
     // A 4xx carries the app's own message and details, never a value it was given as a header.
     const key = `order-${SECRET} with a space`;
     const v = errorResponse(
-      new ValidationError(
-        'Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -',
-        400,
-        'invalid_idempotency_key',
-      ),
+      new ValidationError('Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : -', {
+        code: 'invalid_idempotency_key',
+      }),
       ctx,
     );
     assert.ok(!JSON.stringify(v.jsonBody).includes(key));

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
+import { VALIDATION_STATUS } from '../functions/http-errors';
 import { ValidationError } from '../shared/errors';
 import { bufferSource } from '../shared/ingest/body';
 import { checkRecord } from '../shared/ingest/check-record';
@@ -150,7 +151,7 @@ describe('body validation', () => {
   test('collects every problem with line and field, at most 100 details', async () => {
     const lines = Array.from({ length: 150 }, (_, i) => JSON.stringify({ ...ok, id: `t${i}`, amount: -1 }));
     const e = await validationError(lines.join('\n'), 'ndjson');
-    assert.equal(e.status, 400);
+    assert.equal(VALIDATION_STATUS[e.code], 400);
     assert.equal(e.code, 'invalid_batch');
     assert.equal(e.details.length, 100);
     assert.match(e.message, /150 problems \(first 100 shown\)/);
@@ -186,12 +187,12 @@ describe('body validation', () => {
     const bomb = gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x20)); // 8 MiB of spaces, ~8 KiB compressed
     assert.ok(bomb.length < 64 * 1024);
     const e = await validationError(bomb, 'ndjson', true);
-    assert.equal(e.status, 413);
+    assert.equal(VALIDATION_STATUS[e.code], 413);
     assert.equal(e.code, 'too_large');
   });
   test('a body that is not gzip under Content-Encoding gzip is a 400', async () => {
     const e = await validationError('not gzip at all', 'ndjson', true);
-    assert.equal(e.status, 400);
+    assert.equal(VALIDATION_STATUS[e.code], 400);
   });
   test('a valid gzip body passes and reports its count', async () => {
     const body = gzipSync(Buffer.from([JSON.stringify(ok), JSON.stringify({ ...ok, id: 't2' })].join('\n')));
@@ -207,7 +208,7 @@ describe('repeated keys', () => {
 
   test('a record that repeats a key is rejected with a 400 naming the field', async () => {
     const e = await validationError([JSON.stringify({ ...ok, id: 't0' }), dup].join('\n'), 'ndjson');
-    assert.equal(e.status, 400);
+    assert.equal(VALIDATION_STATUS[e.code], 400);
     assert.equal(e.code, 'invalid_batch');
     assert.deepEqual(
       e.details.map((d) => [d.line, d.field]),

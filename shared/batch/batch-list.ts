@@ -5,7 +5,7 @@
  * batches can later serve `open` in one request.
  */
 import type { Submitter } from '../auth/principal';
-import { OPEN_PREFIX } from '../layout';
+import { MANIFEST_NAME, OPEN_PREFIX } from '../layout';
 import type { BlobStore } from '../ports';
 import type { BatchState } from './batch-state';
 import { type BatchStatus, batchStatus, statusOf } from './batch-status';
@@ -50,8 +50,6 @@ export interface ManifestListingOptions {
   /** Manifests written before summaries existed, read whole (one request each). @defaultValue 20 */
   legacyReads?: number;
 }
-
-const MANIFEST = /^([a-z0-9][a-z0-9-]{0,63})\/manifest\.json$/;
 
 /** A summary from listing metadata, or undefined when the manifest predates summaries. */
 export function summaryFromMetadata(
@@ -132,7 +130,7 @@ export class ManifestListing implements BatchDirectory {
     for await (const blob of this.blobs.list('batches', undefined, { metadata: true })) {
       // The open-batch index is in the same listing: a terminal batch with a marker is delivering its event.
       if (blob.name.startsWith(OPEN_PREFIX)) markers.add(blob.name.slice(OPEN_PREFIX.length));
-      const m = MANIFEST.exec(blob.name);
+      const m = MANIFEST_NAME.exec(blob.name);
       if (!m?.[1]) continue; // the open-batch index and other records (the pattern is a valid batch id)
       if (scanned >= this.scanLimit) {
         truncated = true;

@@ -6,7 +6,7 @@
  * metadata scan of `batches/` that the status report makes (one request per 5,000 entries).
  */
 import { type Principal } from '../auth/principal';
-import { layout, NEWEST_FIRST_KEY, newestFirstKey } from '../layout';
+import { layout, MANIFEST_NAME, NEWEST_FIRST_KEY, newestFirstKey } from '../layout';
 import type { BlobStore } from '../ports';
 import { type BatchSummary, summaryFromMetadata } from './batch-list';
 import type { SubmitterIndex } from './submitter-index';
@@ -30,7 +30,6 @@ export interface BatchPage {
 
 export const PAGE_LIMITS = { default: 20, max: 100 } as const;
 const SCAN_LIMIT = 20_000;
-const MANIFEST = /^([a-z0-9][a-z0-9-]{0,63})\/manifest\.json$/;
 
 /** A cursor is a key this app made (newestFirstKey); anything else is refused before any request. */
 export function isCursor(value: string): boolean {
@@ -76,7 +75,7 @@ export class BatchPages {
     let scanned = 0;
     let truncated = false;
     for await (const blob of this.blobs.list('batches', undefined, { metadata: true })) {
-      const m = MANIFEST.exec(blob.name);
+      const m = MANIFEST_NAME.exec(blob.name);
       if (!m?.[1]) continue;
       if (scanned++ >= this.scanLimit) {
         truncated = true;

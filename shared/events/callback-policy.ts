@@ -11,7 +11,7 @@ import { ValidationError } from '../errors';
 const MAX_LENGTH = 2048;
 
 function refuse(message: string): ValidationError {
-  return new ValidationError(message, 400, 'callback_not_allowed');
+  return new ValidationError(message, { code: 'callback_not_allowed' });
 }
 
 /** True when `entry` (an origin, or `scheme://*.suffix[:port]`) admits `url`'s origin. */

@@ -8,11 +8,11 @@
 import { CloudEvent, HTTP } from 'cloudevents';
 
 import { ValidationError } from '../errors';
+import { redactError } from '../redaction';
 import { newEventId } from './batch-event';
 import type { AttemptFn } from './delivery-attempt';
 import { displayTarget } from './event-delivery';
 import { pendingDeliveries } from './outbox';
-import { redactError } from './redaction';
 
 export const TEST_EVENT_TYPE = 'com.pushdrain.webhook.test';
 
@@ -65,11 +65,9 @@ export class TestEvents {
     const { webhookUrls, attempt, now } = this.deps;
     const urls = webhookUrls();
     if (urls.length === 0)
-      throw new ValidationError(
-        'PUSHDRAIN_WEBHOOK_URL is not set: there is no webhook to send a test event to',
-        409,
-        'no_webhooks',
-      );
+      throw new ValidationError('PUSHDRAIN_WEBHOOK_URL is not set: there is no webhook to send a test event to', {
+        code: 'no_webhooks',
+      });
     const id = newEventId();
     const started = now();
     const event = {

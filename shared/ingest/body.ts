@@ -68,9 +68,7 @@ export async function* inflateLimited(
     if (code.startsWith('Z_'))
       throw new ValidationError(
         'the body is not valid gzip data: Content-Encoding is gzip but the body does not inflate',
-        400,
-        'invalid_batch',
-        [],
+        { code: 'invalid_batch' },
       );
     throw e;
   } finally {

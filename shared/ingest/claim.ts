@@ -45,21 +45,17 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
         m.bodySha256 !== fresh.bodySha256
           ? 'this Idempotency-Key was already used with a different body'
           : 'this Idempotency-Key was already used with a different Callback-Url',
-        409,
-        'idempotency_conflict',
+        { code: 'idempotency_conflict' },
       );
     }
     if (publicStatus(m)) return { kind: 'replay', manifest: m };
     const quietFor = now - lastAlive(m);
     if (m.state === 'ingesting' && quietFor < STALE_INGEST_MS) {
       const wait = Math.max(1, Math.ceil((STALE_INGEST_MS - quietFor) / 1000));
-      throw new ValidationError(
-        'a request with this Idempotency-Key is still being ingested; retry shortly',
-        409,
-        'ingest_in_progress',
-        [],
-        Math.min(wait, 5),
-      );
+      throw new ValidationError('a request with this Idempotency-Key is still being ingested; retry shortly', {
+        code: 'ingest_in_progress',
+        retryAfterSeconds: Math.min(wait, 5),
+      });
     }
     // Take over an abandoned or dead attempt. Its done chunks stay valid: same body, same
     // chunking (the recorded chunk size and piece win), same blob names.

@@ -92,15 +92,13 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   if (limit) shownDetails.splice(MAX_DETAILS - 1, Infinity, limit);
   // A problem of the whole body has no line (`line` is 1-based): it is the message, with no detail.
   if (problems === 0 && count === 0)
-    throw new ValidationError('the batch is empty: it must hold 1 to 1000000 transactions', 400, 'invalid_batch', []);
+    throw new ValidationError('the batch is empty: it must hold 1 to 1000000 transactions', { code: 'invalid_batch' });
   if (problems > 0) {
     const shown = problems > shownDetails.length ? ` (first ${shownDetails.length} shown)` : '';
-    throw new ValidationError(
-      `the batch has ${problems} problem${problems === 1 ? '' : 's'}${shown}`,
-      400,
-      'invalid_batch',
-      shownDetails,
-    );
+    throw new ValidationError(`the batch has ${problems} problem${problems === 1 ? '' : 's'}${shown}`, {
+      code: 'invalid_batch',
+      details: shownDetails,
+    });
   }
   const chunks = await keeper?.finish();
   return { transactions: count, sha256: digest(), longestLine, ...(chunks ? { chunks } : {}) };

@@ -33,7 +33,7 @@ export const MAX_LIMIT = 100_000;
 export function validateMax(max: number | undefined): number {
   const m = max ?? DEFAULT_MAX;
   if (!Number.isInteger(m) || m < 1 || m > MAX_LIMIT)
-    throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, 400, 'invalid_request');
+    throw new ValidationError(`max must be a whole number from 1 to ${MAX_LIMIT}`, { code: 'invalid_request' });
   return m;
 }
 
@@ -45,12 +45,11 @@ export async function redriveDeadLetters(
   if (!queues)
     throw new ValidationError(
       'ServiceBusConnection is not configured for this app: there are no dead letters to redrive',
-      400,
-      'invalid_request',
+      { code: 'invalid_request' },
     );
   const names = queues.sources.map((s) => s.entity);
   if (req.entity !== undefined && !names.includes(req.entity))
-    throw new ValidationError(`entity must be one of ${names.join(', ')}`, 400, 'invalid_request');
+    throw new ValidationError(`entity must be one of ${names.join(', ')}`, { code: 'invalid_request' });
   const max = validateMax(req.max);
   const result: DeadLetterRedriveResult = { deadLetters: true, moved: 0, byEntity: {}, kept: [], failed: {} };
   // One entity after the other: `max` bounds the whole run.

@@ -95,7 +95,9 @@ export class Redriver {
     const { queues, manifests, names, log } = this.deps;
     const all = [...names.inputQueues(), names.resultsQueue];
     if (req.queue !== undefined && !all.includes(req.queue) && req.queue !== DELIVERIES) {
-      throw new ValidationError(`queue must be one of ${[...all, DELIVERIES].join(', ')}`, 400, 'invalid_request');
+      throw new ValidationError(`queue must be one of ${[...all, DELIVERIES].join(', ')}`, {
+        code: 'invalid_request',
+      });
     }
     const max = validateMax(req.max);
     const result: RedriveResult = { moved: 0, skipped: 0, byQueue: {}, reopenedBatches: [] };

@@ -10,8 +10,8 @@
 import type { ManifestStore } from '../batch/manifest-store';
 import type { DeliveryPoisonRecord } from '../events/event-delivery';
 import type { DeliveryKind } from '../events/outbox';
-import { originOf, redactError } from '../events/redaction';
 import type { PeekedMessage, QueueStore } from '../ports';
+import { originOf, redactError } from '../redaction';
 
 /** Manifests one status read may open for their deliveries; the rest are counted ("and N more"). */
 export const MAX_BATCHES = 10;

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 
 import { authMode } from '../../shared/config/auth-settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
+import { redactSecrets } from '../../shared/redaction';
 import { endpointOutages } from '../../shared/storage/endpoint-outages';
 import { type Azurite, startAzurite } from './azurite';
 import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
@@ -35,7 +36,7 @@ const isSet = (name: string): boolean => isSetIn(env, name);
 /** Connection strings of our embedded parts carry only public development keys; anything else is masked. */
 function describe(value: string | undefined, embedded: boolean): string {
   if (!value) return '(identity-based)';
-  return embedded ? value : value.replace(/(AccountKey|SharedAccessKey|SharedAccessSignature)=[^;]*/gi, '$1=***');
+  return embedded ? value : redactSecrets(value);
 }
 
 function describeData(dir: string | undefined): string {
