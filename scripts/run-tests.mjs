@@ -75,9 +75,16 @@ const preload = resolve('dist', 'test', 'support', 'openapi-preload.js');
 const times = resolve('dist', 'test-times.txt');
 const reporters = ['--test-reporter=tap', '--test-reporter-destination=stdout'];
 reporters.push(`--test-reporter=${resolve('scripts', 'file-times.mjs')}`, `--test-reporter-destination=${times}`);
+// Every test file is a process, and many start more (a host, Azurite, the CLI): each compiled the
+// same SDK and app modules again. Node's on-disk compile cache (Node 22.1+, inherited by every child
+// through the environment) lets them reuse the bytecode; it lives in dist/, so `npm run clean` empties it.
+const env = {
+  ...process.env,
+  NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? resolve('dist', '.node-compile-cache'),
+};
 const r = spawnSync(
   process.execPath,
   ['--require', resolve(guard), '--require', preload, ...reporters, '--test', '--test-concurrency=3', ...files],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', env },
 );
 process.exit(r.status ?? 1);
