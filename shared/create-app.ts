@@ -141,7 +141,9 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
       agents,
     }),
     warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
-    scheduleRetry: (check, delayMs) => bus.publisher.scheduleWatchdog(check, delayMs),
+    scheduleRetry: async (check, delayMs) => {
+      await bus.publisher.scheduleWatchdog(check, delayMs);
+    },
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,
     lostAfterMs: EVENT_LOST_AFTER_MS,
@@ -151,7 +153,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
   });
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events, telemetry);
+  const finalizer = new Finalizer(blobs, manifests, open, now, log, recent, events, telemetry, notifier);
   const progress = new ProgressRecorder(manifests, now, finalizer);
   const ingestor = new Ingestor({
     blobs,
