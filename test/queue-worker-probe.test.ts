@@ -1,6 +1,6 @@
 /**
- * The probe and what a drain costs, against real Azurite, counted by the app's own storage
- * meter: work that fits in one receive takes no drain slot, and ends without a look at the
+ * The queue worker's probe and what a drain costs, against real Azurite, counted by the app's own
+ * storage meter: work that fits in one receive takes no drain slot, and ends without a look at the
  * queue when it all settled (one look when a message failed, or the receive was empty); a full
  * receive, or a wake-up that joins, goes on with a slot and the re-check.
  */

@@ -1,6 +1,6 @@
 /**
- * Drain behaviour against real Azurite queues and blob leases: duplicate delivery, the
- * visibility timeout, the lost wake-up, drain slots, and the time budget.
+ * The queue worker (shared/drain/queue-worker.ts) against real Azurite queues and blob leases:
+ * duplicate delivery, the visibility timeout, the lost wake-up, drain slots, and the time budget.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
