@@ -6,7 +6,7 @@
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import type { DrainResult } from '../shared/drain/drain';
+import type { DrainResult } from '../shared/drain/queue-worker';
 import { ensureError, PermanentError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';

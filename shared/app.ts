@@ -14,7 +14,7 @@ import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
 import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
-import type { DrainResult } from './drain/drain';
+import type { DrainResult } from './drain/queue-worker';
 import { AbortedError, PermanentError } from './errors';
 import { checkCallbackUrl } from './events/callback-policy';
 import { CallbackSigner, type PublishedKey } from './events/callback-signer';

@@ -13,8 +13,8 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DrainCoordinator } from '../shared/drain/coordinator';
-import { Drain } from '../shared/drain/drain';
 import { drainOptions } from '../shared/drain/drain-options';
+import { QueueWorker } from '../shared/drain/queue-worker';
 import { ReceiveSizer } from '../shared/drain/receive-sizer';
 import { TaskGroup, type TaskOptions } from '../shared/drain/task-group';
 import { type DrainQueue, type Logger, type MessageProcessor, systemClock } from '../shared/ports';
@@ -113,7 +113,7 @@ describe('the shutdown signal', () => {
         // the signal (12 > 10: MaxListenersExceededWarning).
         await Promise.all(
           Array.from({ length: 12 }, () =>
-            new Drain({
+            new QueueWorker({
               queue: parts.queues.queue(name),
               processor,
               slots,
@@ -121,7 +121,7 @@ describe('the shutdown signal', () => {
               clock: systemClock,
               log: quietLog,
               options: { ...drainOptions(parts.settings.tuning, shutdown.signal), maxTasks: 1 },
-            }).run(),
+            }).wake(),
           ),
         );
         counts.push(getEventListeners(shutdown.signal, 'abort').length);

@@ -58,6 +58,11 @@ export interface Manifest {
    * made the batch terminal (see shared/events/outbox.ts).
    */
   events?: OutboxEvent[];
+  /**
+   * Sequence numbers of the watchdog check scheduled for it now, where the publisher hands them
+   * back: once the batch is terminal the finalizer cancels it, so it never comes due for nothing.
+   */
+  watchdog?: string[];
   /** W3C trace context of the batch's ingest span: every later span of the batch is in its trace. */
   traceparent?: string;
   /** When its chunks were billed and folded, bounded (see timeline.ts); folded in by the progress writes. */

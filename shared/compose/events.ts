@@ -46,7 +46,9 @@ export function composeEvents({
       agents,
     }),
     warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
-    scheduleRetry: (message, delayMs) => publisher.scheduleWatchdog(message, delayMs),
+    scheduleRetry: async (message, delayMs) => {
+      await publisher.scheduleWatchdog(message, delayMs);
+    },
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,
     lostAfterMs: EVENT_LOST_AFTER_MS,

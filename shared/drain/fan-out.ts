@@ -39,11 +39,15 @@ export interface FanOutDeps {
 
 export class FanOut {
   private readonly wanted: TaskCountRule;
-  /** Fan-out events this process published. */
-  published = 0;
+  private publishedCount = 0;
 
   constructor(private readonly deps: FanOutDeps) {
     this.wanted = fanOutRule(deps.tuning);
+  }
+
+  /** Fan-out events this process published. */
+  get published(): number {
+    return this.publishedCount;
   }
 
   static state(): FanOutState {
@@ -75,7 +79,7 @@ export class FanOut {
     state.requested += extra;
     try {
       await this.deps.publish(queue, extra);
-      this.published += extra;
+      this.publishedCount += extra;
       this.deps.log.info(`${queue}: depth ${depth}, fan-out of ${extra} more drain(s) (${state.requested} asked for)`);
     } catch (e) {
       state.requested -= extra;

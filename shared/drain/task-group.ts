@@ -56,11 +56,13 @@ export interface TaskGroupDeps {
   clock: Clock;
   log: Logger;
   options: TaskOptions;
+  /** Where the group counts. @defaultValue stats of its own */
+  stats?: DrainStats;
 }
 
 export class TaskGroup {
   private phase: TaskGroupState = 'created';
-  readonly stats: DrainStats = emptyStats();
+  readonly stats: DrainStats;
   private readonly running = new Set<Promise<void>>();
   /** Tasks inside their loop, counted synchronously at entry and exit (`running` updates a microtask later). */
   private live = 0;
@@ -81,6 +83,7 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
+    this.stats = deps.stats ?? emptyStats();
     this.sizer = deps.options.sizer ?? ReceiveSizer.forDrain(deps.options);
     this.batches = new BatchHandler({
       queue: deps.queue,
@@ -159,18 +162,47 @@ export class TaskGroup {
     );
   }
 
-  /** Whether to stop taking work: the budget is spent, the host is shutting down, or the slot is lost. */
-  private stopNow(): boolean {
-    if (this.options.slot?.lost) {
-      // Another drain holds our slot now: taking more would put one drain too many on the queue.
-      this.phase = 'stopping';
-      this.stats.leaseLost = true;
-      return true;
-    }
-    if (this.clock.now() < this.options.deadline && !this.options.signal?.aborted) return false;
+  /** Why no task may take more work now, if any: the slot is lost, or the budget is spent (or the host is shutting down). */
+  private stopReason(): 'lease-lost' | 'budget' | undefined {
+    // Another drain holds our slot now: taking more would put one drain too many on the queue.
+    if (this.options.slot?.lost) return 'lease-lost';
+    if (this.clock.now() >= this.options.deadline || this.options.signal?.aborted) return 'budget';
+    return undefined;
+  }
+
+  /** The group stops taking work, for `reason`; its tasks exit as they see it. */
+  private stop(reason: 'lease-lost' | 'budget'): void {
     this.phase = 'stopping';
-    this.stats.stoppedByBudget = true;
-    return true;
+    if (reason === 'lease-lost') this.stats.leaseLost = true;
+    else this.stats.stoppedByBudget = true;
+  }
+
+  /**
+   * The probe: the first receive of a drain, before it holds a slot, as one step of the same
+   * loop (receive, handle, settle). 'full' when the drain must go on with a slot (the receive
+   * came back full, or failed: the slot's tasks retry it with their back-off, or the process
+   * holds all it can and a slot's tasks wait for room); 'short' when it took all it could see.
+   */
+  async probe(): Promise<'full' | 'short'> {
+    if (this.phase !== 'created') throw new Error(`task group already ${this.phase}`);
+    this.phase = 'running';
+    try {
+      const size = this.sizer.take();
+      if (size === 0) return 'full';
+      const { messages, failed, at } = await this.receive(size, 'probe');
+      this.sizer.giveBack(size - messages.length);
+      if (failed) return 'full';
+      if (messages.length === 0) this.stats.emptyReceives++;
+      else await this.batches.handle(messages, at);
+      return messages.length >= size ? 'full' : 'short';
+    } catch (e) {
+      // Let the slot's tasks retry it, with their back-off.
+      this.stats.receiveErrors++;
+      this.log.warn(`${this.queue.name}: probe failed: ${ensureError(e).message}`);
+      return 'full';
+    } finally {
+      this.phase = 'stopped';
+    }
   }
 
   /**
@@ -186,6 +218,7 @@ export class TaskGroup {
   /** One receive; a failure counts and returns nothing, with the least wait the retry table asks for. */
   private async receive(
     size: number,
+    what: 'probe' | 'task' = 'task',
   ): Promise<{ messages: QueueMessage[]; failed: boolean; minWait: number; at: number }> {
     const { options, queue } = this;
     const sent = this.clock.now();
@@ -198,7 +231,9 @@ export class TaskGroup {
       const decision = retryDecision(e);
       this.stats.receiveErrors++;
       this.log.warn(
-        `${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`,
+        what === 'probe'
+          ? `${queue.name}: probe receive failed: ${ensureError(e).message}`
+          : `${queue.name}: receive failed (${decision.retry ? 'transient' : 'not transient'}), backing off: ${ensureError(e).message}`,
       );
       return { messages: [], failed: true, minWait: decision.waitMs ?? 0, at: this.clock.now() };
     }
@@ -213,7 +248,11 @@ export class TaskGroup {
       let idle = 0;
       for (;;) {
         const seen = this.generation;
-        if (this.stopNow()) return;
+        const stop = this.stopReason();
+        if (stop) {
+          this.stop(stop);
+          return;
+        }
         const size = this.sizer.take();
         if (size === 0) {
           // The process holds all it can finish in time: wait for a batch to settle, not receive more.

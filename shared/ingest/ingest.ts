@@ -231,8 +231,9 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   // Work is durably enqueued; now wake the drainers. A failed publish does not fail the
   // batch: it stays `notification: pending` in the open index, and the sweep's recovery publishes it.
   let notified = true;
+  let watchdog: string[] | undefined;
   try {
-    await ctx.notifier.accepted(batchId, queues, m.traceparent);
+    watchdog = await ctx.notifier.accepted(batchId, queues, m.traceparent);
   } catch (e) {
     notified = false;
     ctx.log.warn(
@@ -250,6 +251,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
     chunks: pointers.length,
     queues,
     notification: notified ? 'sent' : 'pending',
+    ...(watchdog ? { watchdog } : {}),
   });
   // Usually nobody else has written; if an aggregator recorded chunks (or a heartbeat landed)
   // meanwhile, merge with it. A claim taken over by another request is left to that request.

@@ -33,6 +33,11 @@ export interface WorkDetected {
  */
 export interface ScheduledMessages {
   readonly count: number;
+  /**
+   * The sequence numbers as decimal text: what another process needs to cancel them (a batch's
+   * manifest keeps its pending watchdog check's), where the channel hands them back.
+   */
+  readonly sequenceNumbers?: readonly string[];
   /** Rejects when a message is no longer scheduled (it came due, or was cancelled already). */
   cancel(): Promise<void>;
 }
@@ -61,8 +66,16 @@ export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
 export interface WorkPublisher {
   /** A schedule (delayMs > 0) returns what can cancel it, when the publisher can (see ScheduledMessages). */
   publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void>;
-  /** Schedules a watchdog check, or a delivery's retry, on the watchdog queue `delayMs` from now; free until it fires. */
-  scheduleWatchdog(message: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void>;
+  /**
+   * Schedules a watchdog check, or a delivery's retry, on the watchdog queue `delayMs` from now; free
+   * until it fires. Returns what can cancel it, where it can be.
+   */
+  scheduleWatchdog(message: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void>;
+  /**
+   * Cancels scheduled watchdog checks by sequence number (a batch that finished needs none).
+   * Rejects when one is no longer scheduled (it came due, or was cancelled already).
+   */
+  cancelWatchdog?(sequenceNumbers: readonly string[]): Promise<void>;
   /** Sends a batch's CloudEvent to the `batch-events` topic (structured body, `cloudEvents:` properties). */
   publishBatchEvent?(event: { id: string; type: string; body: string }): Promise<void>;
   /** Schedules the scaling agent's own check `delayMs` from now (only the `scale` subscription gets it). */
@@ -191,10 +204,13 @@ export class Notifier {
     await this.publisher.publish(Array.from({ length: count }, () => ({ ...one })));
   }
 
-  /** A batch was just accepted: wake its queues and schedule its first watchdog check. */
-  async accepted(batchId: string, queues: readonly Wake[], traceparent?: string): Promise<void> {
+  /**
+   * A batch was just accepted: wake its queues and schedule its first watchdog check. Returns
+   * the check's sequence numbers, for the manifest, when the publisher can cancel it later.
+   */
+  async accepted(batchId: string, queues: readonly Wake[], traceparent?: string): Promise<string[] | undefined> {
     await this.wake(queues, batchId, traceparent);
-    await this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 });
+    return (await this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 })).sequenceNumbers;
   }
 
   /** The scaling agent's next look, `delayMs` from now. */
@@ -203,11 +219,24 @@ export class Notifier {
     await this.publisher.scheduleScaleCheck(delayMs);
   }
 
-  /** Schedules a watchdog check at the delay its attempt number gives; free until it fires. */
-  async scheduleCheck(check: WatchdogCheck): Promise<number> {
+  /**
+   * Schedules a watchdog check at the delay its attempt number gives; free until it fires.
+   * `sequenceNumbers`: what cancels it (cancelChecks), when the publisher hands them back.
+   */
+  async scheduleCheck(check: WatchdogCheck): Promise<{ delayMs: number; sequenceNumbers?: string[] }> {
     const delayMs = watchdogDelayMs(this.watchdogSlaSeconds, check.attempt);
-    await this.publisher.scheduleWatchdog(check, delayMs);
-    return delayMs;
+    const scheduled = await this.publisher.scheduleWatchdog(check, delayMs);
+    const seq = this.publisher.cancelWatchdog && scheduled ? scheduled.sequenceNumbers : undefined;
+    return { delayMs, ...(seq && seq.length > 0 ? { sequenceNumbers: [...seq] } : {}) };
+  }
+
+  /**
+   * Takes back scheduled watchdog checks of a batch that no longer needs them (it finished), so
+   * none comes due to start an instance for nothing. Rejects when one is no longer scheduled.
+   */
+  async cancelChecks(sequenceNumbers: readonly string[]): Promise<void> {
+    if (sequenceNumbers.length === 0 || !this.publisher.cancelWatchdog) return;
+    await this.publisher.cancelWatchdog(sequenceNumbers);
   }
 
   health(): PublisherHealth | undefined {

@@ -28,6 +28,8 @@ export interface MessageChannel {
    * schedule returns what can cancel it, where the channel can.
    */
   send(entity: string, messages: readonly OutgoingMessage[], scheduledAt?: Date): Promise<ScheduledMessages | void>;
+  /** Cancels messages scheduled on the entity by their sequence numbers (ScheduledMessages.sequenceNumbers). */
+  cancel?(entity: string, sequenceNumbers: readonly string[]): Promise<void>;
   /** Opens a sender link to the entity and closes it without sending: the entity takes sends again. */
   ping(entity: string): Promise<void>;
   close(): Promise<void>;

@@ -59,13 +59,19 @@ export class PairedPublisher implements WorkPublisher {
     return this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
-    await this.send(
+  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
+    return this.send(
       WATCHDOG_QUEUE,
       [watchdogMessage(check)],
       new Date(this.o.clock.now() + delayMs),
       `scheduling the watchdog check of ${check.batchId}`,
     );
+  }
+
+  /** Only the primary's schedules hand back sequence numbers (see send), so the cancel goes there. */
+  async cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
+    if (!this.o.primary.cancel) return;
+    await this.o.primary.cancel(WATCHDOG_QUEUE, sequenceNumbers);
   }
 
   async publishBatchEvent(event: { id: string; type: string; body: string }): Promise<void> {

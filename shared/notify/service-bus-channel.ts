@@ -3,6 +3,7 @@
  * kept (a link costs a CBS exchange and an attach), batches filled to the link's size limit.
  */
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+import Long from 'long';
 
 import { PermanentError } from '../errors';
 import type { ScheduledMessages } from './events';
@@ -26,6 +27,7 @@ export class ServiceBusChannel implements MessageChannel {
       const sequenceNumbers = await sender.scheduleMessages(all, scheduledAt);
       return {
         count: sequenceNumbers.length,
+        sequenceNumbers: sequenceNumbers.map((n) => n.toString()),
         cancel: () => this.sender(entity).cancelScheduledMessages(sequenceNumbers),
       };
     }
@@ -38,6 +40,11 @@ export class ServiceBusChannel implements MessageChannel {
       all,
       () => new PermanentError(`a message for ${entity} does not fit in an empty message batch`),
     );
+  }
+
+  async cancel(entity: string, sequenceNumbers: readonly string[]): Promise<void> {
+    if (sequenceNumbers.length === 0) return;
+    await this.sender(entity).cancelScheduledMessages(sequenceNumbers.map((n) => Long.fromString(n)));
   }
 
   /**

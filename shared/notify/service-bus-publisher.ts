@@ -36,9 +36,15 @@ export class ServiceBusPublisher implements WorkPublisher {
     this.channel = new ServiceBusChannel(client);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
-    await this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
+  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
+    return this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
       this.channel.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.now() + delayMs)),
+    );
+  }
+
+  async cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
+    await this.wrap('cancelling a scheduled watchdog check', () =>
+      this.channel.cancel(WATCHDOG_QUEUE, sequenceNumbers),
     );
   }
 

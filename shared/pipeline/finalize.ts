@@ -19,6 +19,7 @@ import { ensureError, TransientError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { layout } from '../layout';
+import type { Notifier } from '../notify/events';
 import type { BlobStore, Logger } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
@@ -41,6 +42,8 @@ export interface FinalizerOptions {
   events?: Pick<EventDelivery, 'record' | 'dispatch' | 'announce'> | undefined;
   /** @defaultValue NO_TELEMETRY */
   telemetry?: Telemetry | undefined;
+  /** Takes back the scheduled watchdog check of a batch that became terminal. */
+  checks?: Pick<Notifier, 'cancelChecks'> | undefined;
 }
 
 export class Finalizer {
@@ -53,6 +56,7 @@ export class Finalizer {
   private readonly recent: RecentResults | undefined;
   private readonly events: FinalizerOptions['events'];
   private readonly telemetry: Telemetry;
+  private readonly checks: FinalizerOptions['checks'];
 
   constructor(o: FinalizerOptions) {
     this.blobs = o.blobs;
@@ -63,6 +67,7 @@ export class Finalizer {
     this.recent = o.recent;
     this.events = o.events;
     this.telemetry = o.telemetry ?? NO_TELEMETRY;
+    this.checks = o.checks;
   }
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -108,11 +113,29 @@ export class Finalizer {
             `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
           ),
         );
+    if (first) await this.cancelWatchdog(m);
     if (first) this.telemetry.metrics.batchSettled(m.state === 'completed' ? 'completed' : 'failed', m.latencyMs ?? 0);
     if (first && m.state === 'completed')
       this.log.info(
         `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
       );
+  }
+
+  /**
+   * A terminal batch needs no watchdog: its scheduled check is cancelled, so it costs no instance
+   * start when it would have come due. Only after the terminal write has landed (a crash before
+   * this leaves the check, which finds the batch finished); a check that came due meanwhile, or
+   * was never recorded, just finds it finished too.
+   */
+  private async cancelWatchdog(m: Manifest): Promise<void> {
+    if (!this.checks || !m.watchdog?.length) return;
+    try {
+      await this.checks.cancelChecks(m.watchdog);
+    } catch (e) {
+      this.log.info(
+        `batch ${m.batchId}: its watchdog check was not cancelled (it may have come due): ${ensureError(e).message}`,
+      );
+    }
   }
 
   /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */

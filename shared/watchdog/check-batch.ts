@@ -9,6 +9,7 @@ import { isTerminal } from '../batch/batch-state';
 import { isSettled, type Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import type { ProgressRecorder } from '../batch/progress';
+import { ensureError } from '../errors';
 import { layout } from '../layout';
 import { resultPointer, type WorkPointer } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
@@ -77,12 +78,14 @@ export class Watchdog {
     const settled = m.chunks - missing.length;
     const stalled = settled <= check.settledBefore;
     const { reenqueued } = await this.repair(m, stalled);
-    const nextInMs = await this.deps.notifier.scheduleCheck({
+    const next = await this.deps.notifier.scheduleCheck({
       v: 1,
       batchId: m.batchId,
       attempt: check.attempt + 1,
       settledBefore: settled,
     });
+    const nextInMs = next.delayMs;
+    if (next.sequenceNumbers) await this.keep(m.batchId, next.sequenceNumbers);
     if (stalled) this.telemetry.metrics.stalled('nudged');
     this.telemetry.batchEvent(m.traceparent, 'pushdrain.watchdog.nudged', {
       'pushdrain.attempt': check.attempt,
@@ -94,6 +97,25 @@ export class Watchdog {
       `batch ${m.batchId}: watchdog check ${check.attempt}: ${missing.length} chunks unfinished, ${reenqueued} pointers re-enqueued, next check in ${Math.round(nextInMs / 1000)} s`,
     );
     return { kind: 'nudged', missing: missing.length, reenqueued, nextInMs };
+  }
+
+  /**
+   * Records the next check's sequence numbers in the manifest, for the finalizer to cancel. A
+   * batch that finished meanwhile has been finalized without seeing them: cancel it here. Best
+   * effort: a check left scheduled only finds the batch finished when it comes due.
+   */
+  private async keep(batchId: string, sequenceNumbers: string[]): Promise<void> {
+    const { manifests, notifier, log } = this.deps;
+    try {
+      let finished = false;
+      await manifests.update(batchId, (cur) => {
+        finished = isTerminal(cur);
+        return finished ? undefined : { ...cur, watchdog: sequenceNumbers };
+      });
+      if (finished) await notifier.cancelChecks(sequenceNumbers);
+    } catch (e) {
+      log.info(`batch ${batchId}: the next watchdog check stays scheduled: ${ensureError(e).message}`);
+    }
   }
 
   /**

@@ -130,10 +130,10 @@ export class Recovery {
       return { batchId, kind: 'closed' };
     }
     if (m.notification === 'pending') {
-      await notifier.accepted(batchId, m.queues, m.traceparent);
+      const watchdog = await notifier.accepted(batchId, m.queues, m.traceparent);
       this.deps.telemetry?.batchEvent(m.traceparent, 'pushdrain.recovery.notified');
       await manifests.update(batchId, (cur) =>
-        cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent' },
+        cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent', ...(watchdog ? { watchdog } : {}) },
       );
       log.warn(`batch ${batchId}: notification that failed at ingest published by recovery`);
       return { batchId, kind: 'notified' };

@@ -57,9 +57,13 @@ export class CountingPublisher implements WorkPublisher {
     return this.inner.publish(events, options);
   }
 
-  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
+  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
     this.scheduled++;
     return this.inner.scheduleWatchdog(check, delayMs);
+  }
+
+  cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
+    return this.inner.cancelWatchdog ? this.inner.cancelWatchdog(sequenceNumbers) : Promise.resolve();
   }
 
   scheduleScaleCheck(delayMs: number): Promise<void> {

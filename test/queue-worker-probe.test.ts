@@ -1,6 +1,6 @@
 /**
- * The probe and what a drain costs, against real Azurite, counted by the app's own storage
- * meter: work that fits in one receive takes no drain slot, and ends without a look at the
+ * The queue worker's probe and what a drain costs, against real Azurite, counted by the app's own
+ * storage meter: work that fits in one receive takes no drain slot, and ends without a look at the
  * queue when it all settled (one look when a message failed, or the receive was empty); a full
  * receive, or a wake-up that joins, goes on with a slot and the re-check.
  */
@@ -8,9 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { PushdrainApp } from '../shared/app';
-import { Drain } from '../shared/drain/drain';
 import { drainOptions } from '../shared/drain/drain-options';
-import { JoinPoint } from '../shared/drain/join-point';
+import { QueueWorker } from '../shared/drain/queue-worker';
 import { type MessageProcessor, systemClock } from '../shared/ports';
 import { meterDelta, type MeterSnapshot } from '../shared/storage/meter';
 import { generate, toNdjson } from '../tools/testkit/generate';
@@ -41,7 +40,7 @@ describe('the probe', () => {
     let outcome;
     const slots = leaseSlots(parts.settings, 2);
     const ops = await metered(app, async () => {
-      outcome = await new Drain({
+      outcome = await new QueueWorker({
         queue: parts.queues.queue(name),
         processor: collecting(seen),
         slots,
@@ -49,7 +48,7 @@ describe('the probe', () => {
         clock: systemClock,
         log: quietLog,
         options: drainOptions(parts.settings.tuning),
-      }).run();
+      }).wake();
     });
     assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3 }, 'no look, no peek, no empty receives');
@@ -70,7 +69,7 @@ describe('the probe', () => {
     };
     let outcome;
     const ops = await metered(app, async () => {
-      outcome = await new Drain({
+      outcome = await new QueueWorker({
         queue: parts.queues.queue(name),
         processor: proc,
         slots: leaseSlots(parts.settings, 2),
@@ -78,7 +77,7 @@ describe('the probe', () => {
         clock: systemClock,
         log: quietLog,
         options: drainOptions(parts.settings.tuning),
-      }).run();
+      }).wake();
     });
     // The failed message is in flight (invisible): the look counts it and finds nothing visible.
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 1, 'queue.metadata': 1, 'queue.peek': 1 });
@@ -91,7 +90,7 @@ describe('the probe', () => {
     const name = parts.names.inputQueue(0);
     const continuations: number[] = [];
     const ops = await metered(app, () =>
-      new Drain({
+      new QueueWorker({
         queue: parts.queues.queue(name),
         processor: collecting([]),
         slots: leaseSlots(parts.settings, 2),
@@ -99,7 +98,7 @@ describe('the probe', () => {
         clock: systemClock,
         log: quietLog,
         options: drainOptions(parts.settings.tuning),
-      }).run(),
+      }).wake(),
     );
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.metadata': 1 });
     assert.deepEqual(continuations, []);
@@ -115,7 +114,7 @@ describe('the probe', () => {
     const slots = leaseSlots(parts.settings, 2);
     const slotsBefore = slots.meter.snapshot();
     const ops = await metered(app, async () => {
-      outcome = await new Drain({
+      outcome = await new QueueWorker({
         queue: parts.queues.queue(name),
         processor: collecting(seen),
         slots,
@@ -123,7 +122,7 @@ describe('the probe', () => {
         clock: systemClock,
         log: quietLog,
         options: drainOptions(parts.settings.tuning),
-      }).run();
+      }).wake();
     });
     const slotOps = meterDelta(slots.meter.snapshot(), slotsBefore);
     assert.equal(seen.length, 5);
@@ -144,7 +143,6 @@ describe('the probe', () => {
     const name = parts.names.inputQueue(2);
     const client = raw.queue(name);
     await client.sendMessage('first');
-    const join = new JoinPoint();
     const seen: string[] = [];
     let joined: boolean | undefined;
     const proc: MessageProcessor = {
@@ -153,10 +151,10 @@ describe('the probe', () => {
         if (m.text !== 'first') return;
         // A producer enqueues while the probe processes; its wake-up joins this drain.
         await client.sendMessage('joined-work');
-        joined = join.join();
+        joined = worker.join();
       },
     };
-    const outcome = await new Drain({
+    const worker: QueueWorker = new QueueWorker({
       queue: parts.queues.queue(name),
       processor: proc,
       slots: leaseSlots(parts.settings, 2),
@@ -164,12 +162,12 @@ describe('the probe', () => {
       clock: systemClock,
       log: quietLog,
       options: drainOptions(parts.settings.tuning),
-      join,
-    }).run();
+    });
+    const outcome = await worker.wake();
     assert.equal(joined, true, 'the probe accepted the join');
     assert.deepEqual(seen, ['first', 'joined-work'], 'and saw the joined work');
     assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'with a slot');
-    assert.equal(join.join(), false, 'a finished drain takes no more joins');
+    assert.equal(worker.join(), false, 'a finished drain takes no more joins');
   });
 });
 

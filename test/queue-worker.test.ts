@@ -1,14 +1,14 @@
 /**
- * Drain behaviour against real Azurite queues and blob leases: duplicate delivery, the
- * visibility timeout, the lost wake-up, drain slots, and the time budget.
+ * The queue worker (shared/drain/queue-worker.ts) against real Azurite queues and blob leases:
+ * duplicate delivery, the visibility timeout, the lost wake-up, drain slots, and the time budget.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
-import { Drain } from '../shared/drain/drain';
 import { drainOptions } from '../shared/drain/drain-options';
+import { QueueWorker } from '../shared/drain/queue-worker';
 import { type DrainQueue, type DrainSlots, type MessageProcessor, systemClock } from '../shared/ports';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
@@ -78,7 +78,7 @@ describe('at-least-once delivery', () => {
     };
     const continuations: number[] = [];
     const slots = leaseSlots(parts.settings, 1);
-    const first = await new Drain({
+    const first = await new QueueWorker({
       queue: q,
       processor: flaky,
       slots,
@@ -86,7 +86,7 @@ describe('at-least-once delivery', () => {
       clock: systemClock,
       log: quietLog,
       options: options(parts),
-    }).run();
+    }).wake();
     assert.equal(first.kind, 'drained');
     assert.equal(calls, 1);
     assert.equal(await q.hasVisible(), false, 'invisible while its visibility timeout runs');
@@ -96,7 +96,7 @@ describe('at-least-once delivery', () => {
     await new Promise((r) => setTimeout(r, 1300));
     const peeked = await raw.queue(name).peekMessages();
     assert.equal(peeked.peekedMessageItems[0]?.dequeueCount, 1);
-    const second = await new Drain({
+    const second = await new QueueWorker({
       queue: q,
       processor: flaky,
       slots,
@@ -104,7 +104,7 @@ describe('at-least-once delivery', () => {
       clock: systemClock,
       log: quietLog,
       options: options(parts),
-    }).run();
+    }).wake();
     assert.equal(second.kind, 'drained');
     assert.equal(calls, 2);
     assert.equal(await q.depth(), 0, 'processed and deleted on redelivery');
@@ -141,7 +141,7 @@ describe('drain slots and the lost wake-up', () => {
               forced = true;
               await client.sendMessage('late-work-1');
               await client.sendMessage('late-work-2');
-              const other = await new Drain({
+              const other = await new QueueWorker({
                 queue: q,
                 processor: proc,
                 slots: real,
@@ -149,7 +149,7 @@ describe('drain slots and the lost wake-up', () => {
                 clock: systemClock,
                 log: quietLog,
                 options: options(parts),
-              }).run();
+              }).wake();
               secondWakeUp = other.kind;
             }
             await held.release();
@@ -158,7 +158,7 @@ describe('drain slots and the lost wake-up', () => {
       },
     };
     await client.sendMessage('early-work');
-    const outcome = await new Drain({
+    const outcome = await new QueueWorker({
       queue: q,
       processor: proc,
       slots: interleaving,
@@ -166,7 +166,7 @@ describe('drain slots and the lost wake-up', () => {
       clock: systemClock,
       log: quietLog,
       options: options(parts),
-    }).run();
+    }).wake();
     assert.equal(secondWakeUp, 'slots-busy', 'the second wake-up found the slot held and left');
     assert.deepEqual(
       busyContinuations,
@@ -207,7 +207,7 @@ describe('drain slots and the lost wake-up', () => {
     for (let i = 0; i < 20; i++) await client.sendMessage(`m${i}`);
     const slow: MessageProcessor = { process: () => new Promise((r) => setTimeout(r, 60)) };
     const continuations: number[] = [];
-    const outcome = await new Drain({
+    const outcome = await new QueueWorker({
       queue: queueOf(parts, name),
       processor: slow,
       slots: leaseSlots(parts.settings, 1),
@@ -215,7 +215,7 @@ describe('drain slots and the lost wake-up', () => {
       clock: systemClock,
       log: quietLog,
       options: options(parts, 250),
-    }).run();
+    }).wake();
     assert.equal(outcome.kind, 'drained');
     assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now');
     assert.deepEqual(continuations, [0]);
