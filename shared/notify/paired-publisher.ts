@@ -59,7 +59,10 @@ export class PairedPublisher implements WorkPublisher {
     return this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
+  async scheduleWatchdog(
+    check: WatchdogCheck | DeliveryRetryMessage,
+    delayMs: number,
+  ): Promise<ScheduledMessages | void> {
     return this.send(
       WATCHDOG_QUEUE,
       [watchdogMessage(check)],

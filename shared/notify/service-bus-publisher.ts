@@ -36,7 +36,10 @@ export class ServiceBusPublisher implements WorkPublisher {
     this.channel = new ServiceBusChannel(client);
   }
 
-  async scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
+  async scheduleWatchdog(
+    check: WatchdogCheck | DeliveryRetryMessage,
+    delayMs: number,
+  ): Promise<ScheduledMessages | void> {
     return this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
       this.channel.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.now() + delayMs)),
     );
