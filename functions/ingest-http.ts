@@ -61,7 +61,8 @@ export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buff
     if (total > maxBytes) throw overCap;
     parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
   }
-  return Buffer.concat(parts, total);
+  // The Functions library hands a buffered body over as one part: a view of it, not a copy.
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, total);
 }
 
 /** The optional Idempotency-Key, checked before the body is read (ingest checks it again). */

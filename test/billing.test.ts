@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { billChunk, taxOf } from '../shared/billing/bill';
+import { billChunk, billTransaction, taxOf } from '../shared/billing/bill';
 import { ReportBuilder, reportCsv } from '../shared/billing/report';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
+import type { Transaction } from '../shared/model/transaction';
 import { generate } from '../tools/testkit/generate';
 import { expectedReport, halfEven } from '../tools/testkit/oracle';
 
@@ -38,40 +39,39 @@ describe('tax rounding (half even)', () => {
 
 describe('billing a chunk and building the report', () => {
   test('refunds are negative in net, tax and total; unknown regions pay no tax', () => {
-    const bill = billChunk(
-      [
-        {
-          id: 'a',
-          account: 'x',
-          timestamp: '2026-01-01T00:00:00Z',
-          type: 'charge',
-          amount: 1000,
-          currency: 'EUR',
-          region: 'EU',
-        },
-        {
-          id: 'b',
-          account: 'x',
-          timestamp: '2026-01-01T00:00:00Z',
-          type: 'refund',
-          amount: 300,
-          currency: 'EUR',
-          region: 'EU',
-        },
-        {
-          id: 'c',
-          account: 'x',
-          timestamp: '2026-01-01T00:00:00Z',
-          type: 'charge',
-          amount: 500,
-          currency: 'EUR',
-          region: 'ZZ',
-        },
-      ],
-      DEFAULT_TAX_RATES,
-    );
+    const txns: Transaction[] = [
+      {
+        id: 'a',
+        account: 'x',
+        timestamp: '2026-01-01T00:00:00Z',
+        type: 'charge',
+        amount: 1000,
+        currency: 'EUR',
+        region: 'EU',
+      },
+      {
+        id: 'b',
+        account: 'x',
+        timestamp: '2026-01-01T00:00:00Z',
+        type: 'refund',
+        amount: 300,
+        currency: 'EUR',
+        region: 'EU',
+      },
+      {
+        id: 'c',
+        account: 'x',
+        timestamp: '2026-01-01T00:00:00Z',
+        type: 'charge',
+        amount: 500,
+        currency: 'EUR',
+        region: 'ZZ',
+      },
+    ];
+    const bill = billChunk(txns, DEFAULT_TAX_RATES);
+    assert.equal(bill.count, 3);
     assert.deepEqual(
-      bill.lines.map((l) => [l.net, l.tax, l.total]),
+      txns.map((t) => billTransaction(t, DEFAULT_TAX_RATES)).map((l) => [l.net, l.tax, l.total]),
       [
         [1000, 200, 1200],
         [-300, -60, -360],

@@ -1,22 +1,39 @@
 /**
- * A chunk result, `results/{batchId}/{chunk}`: gzip NDJSON whose first line is a header
- * with the per-(account, currency) partial sums, followed by one billing line per
- * transaction. The reduce step needs only the header, so it stops inflating there.
+ * A chunk result, `results/{batchId}/{chunk}`: gzip NDJSON whose first line is a header with the
+ * per-(account, currency) partial sums. The reduce step needs only the header, so it stops
+ * inflating there. Version 2 (written now) is that header alone, its sums as compact rows;
+ * version 1 (blobs written before) had object rows and one billing line per transaction after
+ * the header, which nothing read. Both are read.
  */
 import { promisify } from 'node:util';
 import { constants, createGunzip, gzip } from 'node:zlib';
 
 import { PermanentError } from '../errors';
-import type { BillingLine, ChunkBill, ReportRow } from './bill';
+import type { ChunkBill, ReportRow } from './bill';
 
 const gzipAsync = promisify(gzip);
 
 export interface ResultHeader {
-  v: 1;
+  v: 1 | 2;
   batchId: string;
   chunk: number;
   count: number;
   partials: ReportRow[];
+}
+
+/**
+ * A row of a version-2 header: `[account, currency, transactions, charges, refunds, tax]`. Net
+ * and total are not stored: they are charges − refunds and net + tax, exactly (integers).
+ */
+type CompactRow = [string, string, number, number, number, number];
+
+interface StoredHeader {
+  v: unknown;
+  batchId: string;
+  chunk: number;
+  count: number;
+  partials?: unknown;
+  rows?: unknown;
 }
 
 export interface EncodedResult {
@@ -26,34 +43,41 @@ export interface EncodedResult {
 }
 
 /**
- * The line JSON.stringify gives, built directly: every string here passed the transaction
- * schema (ids and accounts `[A-Za-z0-9._:-]`, currency `[A-Z]{3}`), so none needs escaping.
- */
-function billingLine(l: BillingLine): string {
-  return `{"id":"${l.id}","account":"${l.account}","currency":"${l.currency}","type":"${l.type}","net":${l.net},"tax":${l.tax},"total":${l.total}}`;
-}
-
-/**
  * Deterministic bytes for a given chunk, so a redelivery overwrites with identical content.
- * Fastest gzip level: these blobs are written once and read back only up to the header.
+ * Fastest gzip level: these blobs are written once and read back once. Built by concatenation:
+ * every string here passed the transaction schema (accounts `[A-Za-z0-9._:-]`, currency
+ * `[A-Z]{3}`; the batch id is checked on every pointer), so none needs escaping; the bytes are
+ * what JSON.stringify gives.
  */
 export async function encodeResult(batchId: string, chunk: number, bill: ChunkBill): Promise<EncodedResult> {
-  const header: ResultHeader = { v: 1, batchId, chunk, count: bill.lines.length, partials: bill.partials };
-  const headerText = JSON.stringify(header);
-  const parts = new Array<string>(bill.lines.length + 2);
-  parts[0] = headerText;
-  for (let i = 0; i < bill.lines.length; i++) parts[i + 1] = billingLine(bill.lines[i] as BillingLine);
-  // The final empty part gives the trailing newline; join() makes one flat string.
-  parts[parts.length - 1] = '';
-  const body = await gzipAsync(Buffer.from(parts.join('\n'), 'utf8'), { level: constants.Z_BEST_SPEED });
+  const rows = new Array<string>(bill.partials.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = bill.partials[i] as ReportRow;
+    rows[i] = `["${r.account}","${r.currency}",${r.transactions},${r.charges},${r.refunds},${r.tax}]`;
+  }
+  const headerText = `{"v":2,"batchId":${JSON.stringify(batchId)},"chunk":${chunk},"count":${bill.count},"rows":[${rows.join(',')}]}`;
+  const body = await gzipAsync(Buffer.from(`${headerText}\n`, 'utf8'), { level: constants.Z_BEST_SPEED });
   return { body, headerText };
+}
+
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v);
+
+function rowOf(r: unknown): ReportRow {
+  if (!Array.isArray(r) || r.length !== 6) throw new Error('bad row');
+  const [account, currency, transactions, charges, refunds, tax] = r as CompactRow;
+  if (typeof account !== 'string' || typeof currency !== 'string') throw new Error('bad row');
+  if (!isCount(transactions) || !isCount(charges) || !isCount(refunds) || !isCount(tax)) throw new Error('bad row');
+  const net = charges - refunds;
+  return { account, currency, transactions, charges, refunds, net, tax, total: net + tax };
 }
 
 export function parseResultHeader(text: string): ResultHeader {
   try {
-    const h = JSON.parse(text) as ResultHeader;
-    if (h.v !== 1 || !Array.isArray(h.partials)) throw new Error('bad header');
-    return h;
+    const h = JSON.parse(text) as StoredHeader;
+    if (h.v === 1 && Array.isArray(h.partials))
+      return { v: 1, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.partials as ReportRow[] };
+    if (h.v !== 2 || !Array.isArray(h.rows)) throw new Error('bad header');
+    return { v: 2, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.rows.map(rowOf) };
   } catch (e) {
     throw new PermanentError('result blob header is malformed', { cause: e });
   }

@@ -15,7 +15,7 @@ import type { ThroughputRunRecord } from './scenarios/throughput-runs';
 import type { TrickleRun } from './scenarios/trickle';
 import type { WakeTrial } from './scenarios/wake';
 import { percentile, ratioSummary, summarize, type Summary } from './stats';
-import type { HotFunction } from './support/profiler';
+import type { FunctionBeside, HotFunction } from './support/profiler';
 import { serviceBusOperations } from './support/service-bus';
 
 type PerDesign<T> = Partial<Record<DesignName, T>>;
@@ -118,6 +118,8 @@ export interface ProfileFigures {
   totalMs: number;
   gcMs: number;
   top: HotFunction[];
+  /** The same window's functions beside the machine limit's (its first run, profiled alike), per 1M transactions. */
+  beside?: { limitFile: string; rows: FunctionBeside[]; pushdrainMs: number; limitMs: number };
 }
 
 const byRep = <T extends { rep: number }>(items: readonly T[]): Map<number, T[]> => {

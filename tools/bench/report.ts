@@ -332,6 +332,55 @@ function limitSection(l: LimitFigures, t: ThroughputFigures | undefined): string
   );
 }
 
+/** Flex Consumption instance sizes and the CPU cores each is given (Microsoft's Flex Consumption plan page). */
+export const FLEX_SIZES = [
+  { memoryMb: 512, vcpu: 0.25 },
+  { memoryMb: 2_048, vcpu: 1 },
+  { memoryMb: 4_096, vcpu: 2 },
+] as const;
+
+/**
+ * What 1,000,000 transactions cost on each Flex instance size, from the CPU seconds measured here:
+ * CPU-bound, an instance is busy for CPU ÷ the cores the app keeps busy, and is billed for its
+ * memory over that time (GB-seconds). One Node thread keeps at most one core busy (zlib's thread
+ * pool adds a little), so on 4,096 MB half of what is paid for idles.
+ */
+export function flexRows(
+  cpuPerMillion: number,
+  threads: number,
+): { memoryMb: number; vcpu: number; instanceSeconds: number; gbSeconds: number }[] {
+  return FLEX_SIZES.map(({ memoryMb, vcpu }) => {
+    const instanceSeconds = cpuPerMillion / Math.min(vcpu, threads);
+    return { memoryMb, vcpu, instanceSeconds, gbSeconds: (memoryMb / 1024) * instanceSeconds };
+  });
+}
+
+function flexSection(l: LimitFigures, t: ThroughputFigures | undefined): string {
+  const ours = t?.perDesign.pushdrain?.cpuPerMillion?.median;
+  const theirs = l.cpuPerMillion.median;
+  const rows: string[][] = [];
+  for (const [name, cpu] of [
+    ['pushdrain', ours],
+    ['machine limit', theirs],
+  ] as const) {
+    if (cpu === undefined) continue;
+    for (const f of flexRows(cpu, 1))
+      rows.push([
+        name,
+        `${num(f.memoryMb)} MB`,
+        num(f.vcpu, 2),
+        num(cpu, 1),
+        num(f.instanceSeconds, 1),
+        num(f.gbSeconds, 1),
+      ]);
+  }
+  return [
+    table(['', 'Flex instance', 'vCPU', 'CPU s per 1M', 'instance s per 1M (one thread)', 'GB-s per 1M'], rows),
+    '',
+    'CPU seconds are the median per 1M measured above; an instance is busy CPU ÷ min(vCPU, 1) seconds (one Node thread keeps at most one core busy), billed as its memory × that time. Flex bills on-demand execution in GB-seconds of the instance memory size, so at 4,096 MB (2 vCPU) one thread pays for a core it leaves idle; 512 MB is 0.25 vCPU, so four times the seconds at a quarter of the memory.',
+  ].join('\n');
+}
+
 function brokerSection(b: BrokerFigures, senders: number, receivers: number): string {
   const rate = (n: number): string => num(n);
   const two = (n: number): string => num(n, 2);
@@ -360,6 +409,21 @@ function brokerSection(b: BrokerFigures, senders: number, receivers: number): st
     table(['', 'in memory', 'durable (fsync)', 'durable ÷ in memory'], rows),
     '',
     `Journal of a durable run (${num(b.messages)} messages, compaction at 256 KiB): ${fmt(j.opsPerCommit, (n) => num(n, 1))} operations per fsync (group commit), ${fmt(j.compactions, (n) => num(n))} compactions, ${fmt(j.writtenKb, (n) => num(n))} KiB written, ${fmt(j.finalSegmentKb, (n) => num(n, 1))} KiB on disk at the end.`,
+  ].join('\n');
+}
+
+function besideSection(b: NonNullable<ProfileFigures['beside']>): string {
+  const rows = b.rows.map((f) => [
+    `\`${f.name}\``,
+    f.where,
+    num(f.pushdrainMs),
+    num(f.limitMs),
+    num(f.pushdrainMs - f.limitMs),
+  ]);
+  return [
+    table(['function', 'where', 'pushdrain ms per 1M', 'limit ms per 1M', 'difference'], rows),
+    '',
+    `Self time sampled per 1,000,000 transactions: pushdrain ${num(b.pushdrainMs)} ms, the limit ${num(b.limitMs)} ms (its first run, profiled like pushdrain's first repetition: \`${b.limitFile}\`, git-ignored). Functions ordered by the size of the difference.`,
   ].join('\n');
 }
 
@@ -454,7 +518,17 @@ export function renderTables(r: BenchResults): string {
   if (r.latency) parts.push('', '### 5. Submit-to-report latency, warm system', '', latencySection(r.latency, true));
   if (r.memory)
     parts.push('', '### 6. Memory of the timer path (sweep of one NDJSON file)', '', memorySection(r.memory));
-  if (r.limit) parts.push('', "### 7. The machine's limit", '', limitSection(r.limit, r.throughput));
+  if (r.limit)
+    parts.push(
+      '',
+      "### 7. The machine's limit",
+      '',
+      limitSection(r.limit, r.throughput),
+      '',
+      'What 1,000,000 transactions cost on each Flex Consumption instance size:',
+      '',
+      flexSection(r.limit, r.throughput),
+    );
   if (r.trickle)
     parts.push('', '### 8. Work that trickles in (small batches, one period apart)', '', trickleSection(r.trickle));
   if (r.broker) {
@@ -493,6 +567,14 @@ export function renderTables(r: BenchResults): string {
       "### pushdrain's CPU profile (throughput scenario): top 5 by self time",
       '',
       profileSection(r.profile),
+      ...(r.profile.beside
+        ? [
+            '',
+            "### pushdrain's CPU beside the machine limit's, function by function",
+            '',
+            besideSection(r.profile.beside),
+          ]
+        : []),
     );
   const ratios = keyRatios(r);
   if (ratios.length > 0)

@@ -52,7 +52,7 @@ import { batchFile, batchSpecs } from './support/data';
 import { startEnv } from './support/env';
 import { wireChecks } from './support/fleet';
 import { problems } from './support/log';
-import { topFunctions } from './support/profiler';
+import { besideLimit, topFunctions } from './support/profiler';
 import { peerUnavailable } from './support/webjobs-peer';
 import { webhooksFigures } from './webhooks-report';
 
@@ -227,11 +227,15 @@ async function main(): Promise<void> {
   let throughputRuns: ThroughputRunRecord[] = [];
   try {
     const limitRuns: LimitRun[] = [];
-    const limitJob = async (): Promise<void> => {
+    const limitProfile = join(root, 'tools', 'bench', 'results', 'limit.cpuprofile');
+    const limitJob = async (profile = false): Promise<void> => {
       const t = Date.now();
-      const run = await runChild<LimitRun>({ kind: 'limit', batches: cfg.limit.batches } satisfies LimitJob, {
-        timeoutMs: 600_000,
-      });
+      const job: LimitJob = {
+        kind: 'limit',
+        batches: cfg.limit.batches,
+        ...(profile ? { profileFile: limitProfile } : {}),
+      };
+      const run = await runChild<LimitRun>(job, { timeoutMs: 600_000 });
       limitRuns.push(run);
       timings.limit = (timings.limit ?? 0) + (Date.now() - t) / 1000;
       log(
@@ -247,7 +251,8 @@ async function main(): Promise<void> {
           log,
           // The limit is measured next to each repetition, so a busy spell on a shared machine
           // weighs on both sides of the ratio alike.
-          ...(only.has('limit') ? { beforeRep: () => limitJob() } : {}),
+          // Profiled in the first repetition, as every design is, so the sampling costs both alike.
+          ...(only.has('limit') ? { beforeRep: (rep) => limitJob(cfg.throughput.profile && rep === 0) } : {}),
         }),
       );
       // Repo-relative, so the committed results name no path of the machine that ran them.
@@ -257,10 +262,24 @@ async function main(): Promise<void> {
       results.throughput = throughputFigures(throughputRuns);
       results.storage = storageFigures(throughputRuns);
       const profiled = throughputRuns.find((r) => r.profileFile && r.design === 'pushdrain');
+      const limitProfiled = limitRuns.find((r) => r.profileFile);
       if (profiled?.profileFile)
         results.profile = {
           file: relative(root, profiled.profileFile),
           ...topFunctions(profiled.profileFile, 5, root),
+          ...(limitProfiled?.profileFile
+            ? {
+                beside: {
+                  limitFile: relative(root, limitProfiled.profileFile),
+                  ...besideLimit(
+                    { file: profiled.profileFile, transactions: profiled.transactions },
+                    { file: limitProfiled.profileFile, transactions: limitProfiled.transactions },
+                    12,
+                    root,
+                  ),
+                },
+              }
+            : {}),
         } satisfies ProfileFigures;
     }
     // The real trigger's costs are set by its timers, like the port's, so it runs beside them.
@@ -365,7 +384,7 @@ async function main(): Promise<void> {
         await timed(timings, 'limit', log, async () => {
           for (let i = 0; i < cfg.limit.reps; i++) await limitJob();
         });
-      raw.limit = limitRuns;
+      raw.limit = limitRuns.map((r) => (r.profileFile ? { ...r, profileFile: relative(root, r.profileFile) } : r));
       const ours = throughputRuns.filter((r) => r.design === 'pushdrain').sort((a, b) => a.rep - b.rep);
       results.limit = limitFigures(limitRuns, ours);
     }

@@ -17,10 +17,13 @@ import { readRecords } from '../../../shared/ingest/records';
 import { decodeChunk, encodeChunkLines } from '../../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';
 import { batchBody, type BatchSpec } from '../support/data';
+import { type Profiling, startProfiling } from '../support/profiler';
 
 export interface LimitJob {
   kind: 'limit';
   batches: BatchSpec[];
+  /** Write a CPU profile of the measured loop here (beside pushdrain's, function by function). */
+  profileFile?: string;
 }
 
 export interface LimitRun {
@@ -28,6 +31,7 @@ export interface LimitRun {
   elapsedMs: number;
   cpuSeconds: number;
   tps: number;
+  profileFile?: string;
 }
 
 export async function limitJob(job: LimitJob): Promise<LimitRun> {
@@ -37,6 +41,7 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
   const plans = bodies.map((b) => rule.plan(shapeOf(b)));
   const rates = { ...DEFAULT_TAX_RATES };
   let transactions = 0;
+  const profiling: Profiling | undefined = job.profileFile ? await startProfiling(job.profileFile) : undefined;
   const cpu0 = processCpuSeconds();
   const t0 = performance.now();
   for (const [i, body] of bodies.entries()) {
@@ -62,7 +67,15 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
     transactions += builder.build('limit').transactions;
   }
   const elapsedMs = performance.now() - t0;
-  return { transactions, elapsedMs, cpuSeconds: processCpuSeconds() - cpu0, tps: (transactions * 1000) / elapsedMs };
+  const cpuSeconds = processCpuSeconds() - cpu0;
+  const profileFile = profiling ? await profiling.stop() : undefined;
+  return {
+    transactions,
+    elapsedMs,
+    cpuSeconds,
+    tps: (transactions * 1000) / elapsedMs,
+    ...(profileFile ? { profileFile } : {}),
+  };
 }
 
 /** Lines and the longest line of a generated NDJSON batch (its lines are canonical already). */

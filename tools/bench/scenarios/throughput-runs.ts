@@ -74,7 +74,7 @@ export async function runThroughput(
       );
       out.push({ ...run, rep, serviceBusOperations: sb });
       log(
-        `  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx, event-loop delay p99 ${run.eventLoopDelay?.p99Ms ?? '?'} ms (max ${run.eventLoopDelay?.maxMs ?? '?'} ms)${run.verified ? '' : ', REPORT MISMATCH'}`,
+        `  throughput ${design} rep ${rep + 1}: ${run.transactions} tx in ${(run.elapsedMs / 1000).toFixed(1)} s = ${run.tps.toFixed(0)} tx/s, app CPU ${run.appCpuSeconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MB, ${run.storage.total ?? 0} storage tx, event-loop delay p99 ${run.eventLoopDelay?.p99Ms ?? '?'} ms (max ${run.eventLoopDelay?.maxMs ?? '?'} ms), main thread busy ${run.eventLoopUtilization === undefined ? '?' : `${(run.eventLoopUtilization * 100).toFixed(0)} %`}, app CPU ÷ wall ${(run.appCpuSeconds / (run.elapsedMs / 1000)).toFixed(2)}${run.verified ? '' : ', REPORT MISMATCH'}`,
       );
     }
   }

@@ -6,7 +6,7 @@
  * from its meter; pushdrain's also go through a counting proxy in the parent (throughput-runs.ts), whose count over the app's
  * life must equal the meter's (`meterLifetime`). The first batch's report is checked against the independent oracle.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 
 import { telemetrySettings } from '../../../shared/config/telemetry-settings';
@@ -63,6 +63,11 @@ export interface ThroughputRun {
   profileFile?: string;
   /** How late the app's event loop ran timers over the measured window (lease renewals are timers), ms. */
   eventLoopDelay?: { p99Ms: number; maxMs: number };
+  /**
+   * The share of the window the main thread was busy (not waiting for I/O): near 1, one thread is
+   * what limits the app, and a second core (4,096 MB) could only be used off the main thread.
+   */
+  eventLoopUtilization?: number;
 }
 
 export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
@@ -92,6 +97,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     // 20 ms sampling, as the app's own (shared/util/event-loop-delay.ts); the resolution is taken off.
     const loop = monitorEventLoopDelay({ resolution: 20 });
     loop.enable();
+    const elu0 = performance.eventLoopUtilization();
     const cpu0 = processCpuSeconds();
     const azurite0 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
     const t0 = Date.now();
@@ -102,6 +108,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     // What is still buffered is exported inside the window: its cost is telemetry's.
     await telemetry?.shutdown();
     const cpu1 = processCpuSeconds();
+    const elu = performance.eventLoopUtilization(elu0).utilization;
     loop.disable();
     const loopMs = (ns: number): number => Math.max(0, Math.round(ns / 1e6 - 20));
     const azurite1 = job.azuritePid ? pidCpuSeconds(job.azuritePid) : Number.NaN;
@@ -126,6 +133,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
       verified,
       warnings: problems.slice(0, 20),
       eventLoopDelay: { p99Ms: loopMs(loop.percentile(99)), maxMs: loopMs(loop.max) },
+      eventLoopUtilization: elu,
       ...(profileFile ? { profileFile } : {}),
     };
   } finally {

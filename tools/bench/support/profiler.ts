@@ -62,15 +62,17 @@ function sourceOf(url: string, repoRoot: string, lineNumber: number): string {
 /** V8's bookkeeping entries, not functions of anybody's code. */
 const META = new Set(['(idle)', '(program)', '(root)']);
 
+interface SelfTime {
+  name: string;
+  where: string;
+  us: number;
+}
+
 /** Self time by function (name + location), from the samples; meta entries are left out, GC kept. */
-export function topFunctions(
-  file: string,
-  count: number,
-  repoRoot: string,
-): { top: HotFunction[]; totalMs: number; gcMs: number } {
+function selfTimes(file: string, repoRoot: string): { all: SelfTime[]; totalUs: number } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, { name: string; where: string; us: number }>();
+  const self = new Map<string, SelfTime>();
   let totalUs = 0;
   const samples = profile.samples ?? [];
   const deltas = profile.timeDeltas ?? [];
@@ -87,7 +89,16 @@ export function topFunctions(
     e.us += us;
     self.set(key, e);
   }
-  const all = [...self.values()].sort((a, b) => b.us - a.us);
+  return { all: [...self.values()].sort((a, b) => b.us - a.us), totalUs };
+}
+
+/** Self time by function, top first. */
+export function topFunctions(
+  file: string,
+  count: number,
+  repoRoot: string,
+): { top: HotFunction[]; totalMs: number; gcMs: number } {
+  const { all, totalUs } = selfTimes(file, repoRoot);
   const gc = all.find((e) => e.name === '(garbage collector)');
   return {
     top: all.slice(0, count).map((e) => ({
@@ -98,5 +109,44 @@ export function topFunctions(
     })),
     totalMs: totalUs / 1000,
     gcMs: (gc?.us ?? 0) / 1000,
+  };
+}
+
+export interface FunctionBeside {
+  name: string;
+  where: string;
+  /** Self ms per 1,000,000 transactions in each profile. */
+  pushdrainMs: number;
+  limitMs: number;
+}
+
+/**
+ * Two profiles function by function, each scaled to 1,000,000 transactions: the functions whose
+ * self time differs most first, so what pushdrain spends beyond the limit's work leads.
+ */
+export function besideLimit(
+  pushdrain: { file: string; transactions: number },
+  limit: { file: string; transactions: number },
+  count: number,
+  repoRoot: string,
+): { rows: FunctionBeside[]; pushdrainMs: number; limitMs: number } {
+  const p = selfTimes(pushdrain.file, repoRoot);
+  const l = selfTimes(limit.file, repoRoot);
+  const perM = (us: number, tx: number): number => (tx > 0 ? ((us / 1000) * 1e6) / tx : 0);
+  const rows = new Map<string, FunctionBeside>();
+  const row = (e: SelfTime): FunctionBeside => {
+    const key = `${e.name}@${e.where}`;
+    const r = rows.get(key) ?? { name: e.name, where: e.where, pushdrainMs: 0, limitMs: 0 };
+    rows.set(key, r);
+    return r;
+  };
+  for (const e of p.all) row(e).pushdrainMs += perM(e.us, pushdrain.transactions);
+  for (const e of l.all) row(e).limitMs += perM(e.us, limit.transactions);
+  return {
+    rows: [...rows.values()]
+      .sort((a, b) => Math.abs(b.pushdrainMs - b.limitMs) - Math.abs(a.pushdrainMs - a.limitMs))
+      .slice(0, count),
+    pushdrainMs: perM(p.totalUs, pushdrain.transactions),
+    limitMs: perM(l.totalUs, limit.transactions),
   };
 }

@@ -94,6 +94,8 @@ describe('bench --quick', () => {
     finite(r.broker?.ratio.receiveComplete, 'broker durable ÷ in-memory receive + complete');
     assert.ok((r.broker?.journal.opsPerCommit.median ?? 0) >= 1, 'the durable broker journaled');
     assert.ok((r.profile?.top.length ?? 0) > 0, 'the CPU profile names its top functions');
+    assert.ok((r.profile?.beside?.rows.length ?? 0) > 0, "the profile is set beside the limit's, function by function");
+    assert.match(output, /\| pushdrain \| 4,096 MB \| 2\.00 \|/, 'each Flex instance size is priced');
     const so = r.scaleOut;
     assert.ok(so, 'scale-out scenario');
     assert.equal(so.reportsExact, so.batches, 'scale-out: every report equals the oracle');
