@@ -113,12 +113,14 @@ export class Finalizer {
             `batch ${m.batchId}: its open-index marker stays for recovery to remove: ${ensureError(e).message}`,
           ),
         );
-    if (first) await this.cancelWatchdog(m);
-    if (first) this.telemetry.metrics.batchSettled(m.state === 'completed' ? 'completed' : 'failed', m.latencyMs ?? 0);
-    if (first && m.state === 'completed')
+    if (!first) return;
+    this.telemetry.metrics.batchSettled(m.state === 'completed' ? 'completed' : 'failed', m.latencyMs ?? 0);
+    if (m.state === 'completed')
       this.log.info(
         `batch ${m.batchId} completed: ${m.transactions} transactions in ${m.chunks} chunks, ${m.latencyMs ?? 0} ms after submission`,
       );
+    // Last: a management request to Service Bus, which must not hold up telling people the batch is done.
+    await this.cancelWatchdog(m);
   }
 
   /**

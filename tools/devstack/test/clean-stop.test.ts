@@ -66,8 +66,12 @@ describe('npm start stopped with Ctrl-C mid-batch, then started again', () => {
     assert.equal(b?.status, 'completed', host.output().slice(-3000));
     const report = (await (await fetch(`${host.base}/api/batches/${batchId}/report`)).json()) as { totals: unknown };
     assert.deepEqual(report.totals, expectedReport(txns).totals, 'nothing lost, nothing counted twice');
+    // The log line follows the terminal write that the status read saw: wait for it, boundedly.
+    const completedLine = new RegExp(`batch ${batchId} completed`);
+    for (let i = 0; i < 200 && !completedLine.test(host.output().slice(first.length)); i++)
+      await new Promise((r) => setTimeout(r, 50));
     const second = host.output().slice(first.length);
-    assert.match(second, new RegExp(`batch ${batchId} completed`), 'finished by the second start');
+    assert.match(second, completedLine, 'finished by the second start');
     assert.doesNotMatch(second, /left open by a stopped process|re-enqueued \d+ lost pointers|^Recovery:/m, second);
   });
 });
