@@ -70,6 +70,10 @@ describe('npm start killed as a whole', () => {
       // sweep and the watchdog stay out of the test's time window.
       PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
       PUSHDRAIN_WATCHDOG_SLA_SECONDS: '3600',
+      // 60 chunks, so the kill lands mid-batch even on a loaded machine: a batch of one chunk could
+      // finish between the 202 and the kill, and a finished batch leaves nothing in the broker to
+      // restore (its watchdog check is cancelled), which is not what this test is about.
+      PUSHDRAIN_CHUNK_SIZE: '100',
     };
     const host = await startHostProcess(env, 0, 60_000, { processGroup: true });
     hosts.push(host);
@@ -81,6 +85,7 @@ describe('npm start killed as a whole', () => {
     });
     assert.equal(res.status, 202, await res.clone().text());
     const accepted = (await res.json()) as Batch;
+    assert.ok(accepted.chunks >= 50, `${accepted.chunks} chunks`);
     await host.kill(); // the whole group: host and broker; Azurite (its own group) is left to save and exit
     const killedAt = Date.now();
 
