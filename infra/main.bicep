@@ -256,6 +256,11 @@ param sweepMaxBatches int = 100
 @description('PUSHDRAIN_STALL_SECONDS: the sweep repairs an open batch with no chunk settled for this long.')
 param stallSeconds int = 180
 
+@minValue(3)
+@maxValue(3600)
+@description('PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS: an ingest claim with no heartbeat for this long belongs to a request that died; a retry with the same Idempotency-Key takes it over.')
+param ingestClaimStaleSeconds int = 30
+
 @minValue(1)
 @maxValue(604800)
 @description('PUSHDRAIN_WATCHDOG_SLA_SECONDS: first watchdog check of an accepted batch, this long after acceptance.')
@@ -470,6 +475,7 @@ var tuningSettings = {
   PUSHDRAIN_SWEEP_MAX_FILES: string(sweepMaxFiles)
   PUSHDRAIN_SWEEP_MAX_BATCHES: string(sweepMaxBatches)
   PUSHDRAIN_STALL_SECONDS: string(stallSeconds)
+  PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS: string(ingestClaimStaleSeconds)
   PUSHDRAIN_WATCHDOG_SLA_SECONDS: string(watchdogSlaSeconds)
   PUSHDRAIN_WATCHDOG_MAX_CHECKS: string(watchdogMaxChecks)
   PUSHDRAIN_TAX_RATES: taxRates

@@ -157,6 +157,8 @@ before(async () => {
     PUSHDRAIN_WATCHDOG_SLA_SECONDS: '8',
     PUSHDRAIN_WATCHDOG_MAX_CHECKS: '20',
     PUSHDRAIN_MAX_DEQUEUE_COUNT: '50',
+    // A POST cut by a kill: the client's retry takes the dead request's claim over after 6 s, not 30.
+    PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS: '6',
     // The sweep re-notifies batches whose events were lost to a faulted publish.
     PUSHDRAIN_SWEEP_SCHEDULE: '*/5 * * * * *',
   });

@@ -27,8 +27,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /**
  * Where a kill lands, in turn, so the CI seed covers every phase in each shape. The kills that
- * cut a POST come first: a retry that finds the dead request's claim waits up to 30 s
- * (`409 ingest_in_progress`), and that wait then overlaps the later steps.
+ * cut a POST come first: a retry that finds the dead request's claim waits until it is stale
+ * (`409 ingest_in_progress`, PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS), and that wait then overlaps the
+ * later steps.
  */
 const PHASES = ['upload', 'ingest', 'after-202', 'recovery', 'drain', 'aggregate'] as const;
 type Phase = (typeof PHASES)[number];
@@ -45,6 +46,7 @@ const SETTINGS: HostEnv = {
   PUSHDRAIN_VISIBILITY_TIMEOUT_SECONDS: '3',
   PUSHDRAIN_SWEEP_SCHEDULE: '*/5 * * * * *',
   PUSHDRAIN_STALL_SECONDS: '10',
+  PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS: '6',
 };
 
 const totals = {

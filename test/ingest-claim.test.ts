@@ -84,6 +84,43 @@ describe('ingest claim', () => {
     assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
   });
 
+  test('PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS sets the window: busy inside it, taken over past it', async () => {
+    const time = movableClock();
+    const { app, events, observer, observerParts } = await testRuntime(
+      {
+        StorageConnection: storage.connectionString,
+        PUSHDRAIN_CHUNK_SIZE: '100',
+        PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS: '10',
+      },
+      { clock: time.clock },
+    );
+    const txns = generate(200, 74, 20);
+    const body = toNdjson(txns);
+    strandNextClaim();
+    assert.equal((await post(app, body, { 'idempotency-key': 'stranded-10s' })).status, 503);
+    storage.proxy.clear();
+    const name = (await blobNames(observerParts, ['batches'])).find((n) => n.endsWith('manifest.json'))!;
+    const stranded = (await observerParts.manifests.read(name.split('/')[1]!))!.manifest;
+    const aliveAt = Date.parse(stranded.aliveAt ?? stranded.submittedAt);
+    // Ages measured from the claim's last sign of life; the SDK's retries of the failed writes took
+    // real time, so the clock is set against the claim, with seconds of margin either side.
+    const ageTo = (ms: number): void => time.advance(aliveAt + ms - time.clock.now());
+
+    ageTo(7_000);
+    const busy = await post(app, body, { 'idempotency-key': 'stranded-10s' });
+    assert.equal(busy.status, 409, 'a claim 7 s old is alive with a 10 s window');
+    const retryAfter = Number((busy.headers as Record<string, string>)['Retry-After']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 3, `Retry-After: the rest of the window (${retryAfter})`);
+
+    ageTo(13_000); // stale with a 10 s window, alive with the default 30 s
+    const retry = await post(app, body, { 'idempotency-key': 'stranded-10s' });
+    assert.equal(retry.status, 202, JSON.stringify(retry.jsonBody));
+    const { batchId } = retry.jsonBody as { batchId: string };
+    assert.equal(batchId, stranded.batchId, 'the retry took the stranded claim over');
+    await pump(app, events, () => completed(observer, batchId), 60_000);
+    assert.deepEqual(((await report(observer, batchId)).jsonBody as Report).totals, expectedReport(txns).totals);
+  });
+
   test('the sweep leaves a file whose claim is in progress for a later run, then ingests it', async () => {
     const time = movableClock();
     const { app, raw, observerParts } = await testRuntime(

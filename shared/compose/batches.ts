@@ -44,6 +44,7 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
       names,
       chunkSize: tuning.chunkSize,
       chunks: chunkRule(tuning),
+      claimStaleMs: tuning.ingestClaimStaleSeconds * 1000,
       now,
       log,
       telemetry,

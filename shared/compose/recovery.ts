@@ -32,6 +32,7 @@ export function composeRecovery(
     names,
     drain: (queue, stage) => drains.drain(queue, stage),
     maxBatches: tuning.sweepMaxBatches,
+    claimStaleMs: tuning.ingestClaimStaleSeconds * 1000,
     now,
     log,
     telemetry,

@@ -71,6 +71,13 @@ const tuningShape = z.object({
   watchdogSlaSeconds: wholeNumber('PUSHDRAIN_WATCHDOG_SLA_SECONDS', { def: 600, min: 1, max: 7 * 24 * 3600 }),
   /** Watchdog checks (doubling the delay each time) before an unfinished batch is failed. */
   watchdogMaxChecks: wholeNumber('PUSHDRAIN_WATCHDOG_MAX_CHECKS', { def: 5, min: 1, max: 20 }),
+  /**
+   * An ingest claim with no heartbeat for this long belongs to a request that died, and the client's
+   * retry with the same Idempotency-Key takes it over (until then it is answered 409 with Retry-After).
+   * The heartbeat beats six times per window. Shorter: a retry after a crash waits less, and each
+   * ingesting request writes its manifest more often.
+   */
+  ingestClaimStaleSeconds: wholeNumber('PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS', { def: 30, min: 3, max: 3600 }),
   /** The sweep repairs an open batch with no chunk settled for this long (lost events, lost pointers). */
   stallSeconds: wholeNumber('PUSHDRAIN_STALL_SECONDS', { def: 180, min: 1, max: 7 * 24 * 3600 }),
   /** Backlog queues `backlog-0…` in the secondary namespace (each one is a syphon trigger). */

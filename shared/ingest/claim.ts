@@ -12,10 +12,20 @@ import type { Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import { ensureError, TransientError, ValidationError } from '../errors';
 
-/** An `ingesting` claim with no heartbeat for this long belongs to a request that died. */
+/**
+ * An `ingesting` claim with no heartbeat for this long belongs to a request that died: the
+ * default of PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS.
+ */
 export const STALE_INGEST_MS = 30_000;
 /** Six beats per staleness window: a few slow or failed writes do not make a live claim look dead. */
-export const INGEST_HEARTBEAT_MS = STALE_INGEST_MS / 6;
+export function heartbeatIntervalMs(staleMs: number): number {
+  return staleMs / 6;
+}
+
+/** Whether an `ingesting` claim has outlived its heartbeat: its request died. */
+export function isStaleClaim(m: Manifest, now: number, staleMs: number): boolean {
+  return now - lastAlive(m) >= staleMs;
+}
 
 export type Claim = { kind: 'new'; manifest: Manifest; etag: string } | { kind: 'replay'; manifest: Manifest };
 
@@ -24,7 +34,12 @@ function lastAlive(m: Manifest): number {
   return Date.parse(m.aliveAt ?? m.submittedAt);
 }
 
-export async function claimBatch(store: ManifestStore, fresh: Manifest, now: number): Promise<Claim> {
+export async function claimBatch(
+  store: ManifestStore,
+  fresh: Manifest,
+  now: number,
+  staleMs: number = STALE_INGEST_MS,
+): Promise<Claim> {
   // With a key, look before writing: a replay or a conflicting request must not even try a write.
   let existing = fresh.idempotencyKey !== undefined ? await store.read(fresh.batchId) : undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -49,9 +64,8 @@ export async function claimBatch(store: ManifestStore, fresh: Manifest, now: num
       );
     }
     if (publicStatus(m)) return { kind: 'replay', manifest: m };
-    const quietFor = now - lastAlive(m);
-    if (m.state === 'ingesting' && quietFor < STALE_INGEST_MS) {
-      const wait = Math.max(1, Math.ceil((STALE_INGEST_MS - quietFor) / 1000));
+    if (m.state === 'ingesting' && !isStaleClaim(m, now, staleMs)) {
+      const wait = Math.max(1, Math.ceil((staleMs - (now - lastAlive(m))) / 1000));
       throw new ValidationError('a request with this Idempotency-Key is still being ingested; retry shortly', {
         code: 'ingest_in_progress',
         retryAfterSeconds: Math.min(wait, 5),
@@ -80,7 +94,7 @@ export interface HeartbeatOptions {
   claim: Manifest;
   now: () => number;
   warn: (message: string) => void;
-  /** @defaultValue INGEST_HEARTBEAT_MS */
+  /** @defaultValue heartbeatIntervalMs(STALE_INGEST_MS) */
   intervalMs?: number;
 }
 
@@ -98,7 +112,7 @@ export function startHeartbeat({
   claim,
   now,
   warn,
-  intervalMs = INGEST_HEARTBEAT_MS,
+  intervalMs = heartbeatIntervalMs(STALE_INGEST_MS),
 }: HeartbeatOptions): Heartbeat {
   let inFlight: Promise<void> = Promise.resolve();
   let stopped = false;

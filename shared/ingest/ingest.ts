@@ -23,7 +23,7 @@ import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/tele
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
 import { type ChunkRule, fixedChunks } from './chunk-size';
-import { claimBatch, type Heartbeat, isOwnClaim, startHeartbeat } from './claim';
+import { claimBatch, type Heartbeat, heartbeatIntervalMs, isOwnClaim, STALE_INGEST_MS, startHeartbeat } from './claim';
 import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
 import { validateBody } from './validate-body';
@@ -74,6 +74,8 @@ export interface IngestDeps {
   log: Logger;
   /** @defaultValue MAX_KEPT_BYTES */
   keepBytes?: number;
+  /** PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS, in ms. @defaultValue STALE_INGEST_MS */
+  claimStaleMs?: number;
   /** @defaultValue NO_TELEMETRY */
   telemetry?: Telemetry;
 }
@@ -139,7 +141,8 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     failed: [],
     ...(span.traceparent !== undefined ? { traceparent: span.traceparent } : {}),
   };
-  const claim = await claimBatch(ctx.manifests, fresh, now);
+  const staleMs = ctx.claimStaleMs ?? STALE_INGEST_MS;
+  const claim = await claimBatch(ctx.manifests, fresh, now, staleMs);
   if (claim.kind === 'replay') {
     const m = claim.manifest;
     const status = publicStatus(m) ?? 'accepted';
@@ -157,6 +160,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     claim: claim.manifest,
     now: () => ctx.now(),
     warn: (msg) => ctx.log.warn(msg),
+    intervalMs: heartbeatIntervalMs(staleMs),
   });
   try {
     // A take-over keeps the cut its claim recorded: pieces that do not make up those chunks are not used.

@@ -16,7 +16,7 @@ import type { OpenBatches } from '../batch/open-batches';
 import { ensureError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
-import { STALE_INGEST_MS } from '../ingest/claim';
+import { isStaleClaim, STALE_INGEST_MS } from '../ingest/claim';
 import type { EntityNames, Stage } from '../names';
 import type { Notifier } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
@@ -43,6 +43,8 @@ export interface RecoveryDeps {
   drain: (queue: string, stage: Stage) => Promise<unknown>;
   /** Open batches looked at per run (the rest wait for the next run). */
   maxBatches: number;
+  /** PUSHDRAIN_INGEST_CLAIM_STALE_SECONDS, in ms: an older ingest claim's request died. @defaultValue STALE_INGEST_MS */
+  claimStaleMs?: number;
   now: () => number;
   log: Logger;
   /** @defaultValue NO_TELEMETRY */
@@ -125,7 +127,7 @@ export class Recovery {
     }
     if (m.state === 'ingesting') {
       // Indexed just before acceptance: a live request will accept it; a dead one's client retries.
-      if (now() - Date.parse(m.aliveAt ?? m.submittedAt) < STALE_INGEST_MS) return { batchId, kind: 'claimed' };
+      if (!isStaleClaim(m, now(), this.deps.claimStaleMs ?? STALE_INGEST_MS)) return { batchId, kind: 'claimed' };
       await open.remove(batchId);
       return { batchId, kind: 'closed' };
     }
