@@ -7,7 +7,7 @@
  * continuation through the shutdown, which comes due and gets the batch completed.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { AppParts, PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
@@ -16,20 +16,14 @@ import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
-import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
+import { receiveExactly, useBroker } from './support/broker';
 import { composedApp } from './support/composed-app';
 import { completed, post, report } from './support/invoke';
 import { quietLog, rawStorage, testSettings, useStorage } from './support/storage';
 
 useStorage();
 
-let bus: BrokerHarness;
-before(async () => {
-  bus = await startTestBroker();
-});
-after(async () => {
-  await bus?.close();
-});
+const bus = useBroker();
 
 const scheduled = (): number => bus.broker.scheduledCount(TOPIC) ?? 0;
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { HttpRequest } from '@azure/functions';
 
@@ -20,7 +20,7 @@ import type { MessageProcessor, QueueMessage } from '../shared/ports';
 import { Activity } from '../shared/status/activity';
 import type { StatusReport } from '../shared/status/status-report';
 import { generate, toNdjson } from '../tools/testkit/generate';
-import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
+import { receiveExactly, useBroker } from './support/broker';
 import { completed, context, post, pump } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 
@@ -395,13 +395,7 @@ describe('status report on Azurite', () => {
 });
 
 describe('Service Bus counts by peeking', () => {
-  let bus: BrokerHarness;
-  before(async () => {
-    bus = await startTestBroker();
-  });
-  after(async () => {
-    await bus?.close();
-  });
+  const bus = useBroker();
 
   test('active and dead-lettered messages per subscription, with the reasons; bounded; an unreadable entity says why', async () => {
     const client = bus.client();

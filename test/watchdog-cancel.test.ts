@@ -5,7 +5,7 @@
  * finalizer cancels it, so nothing is left scheduled or pending that would wake an instance.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { ServiceBusReceiver } from '@azure/service-bus';
 
@@ -13,20 +13,14 @@ import type { PushdrainApp } from '../shared/app';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';
 import { generate, toNdjson } from '../tools/testkit/generate';
-import { type BrokerHarness, startTestBroker } from './support/broker';
+import { useBroker } from './support/broker';
 import { composedApp } from './support/composed-app';
 import { completed, post } from './support/invoke';
 import { quietLog, testSettings, useStorage } from './support/storage';
 
 useStorage();
 
-let bus: BrokerHarness;
-before(async () => {
-  bus = await startTestBroker();
-});
-after(async () => {
-  await bus?.close();
-});
+const bus = useBroker();
 
 const scheduledChecks = (): number => bus.broker.scheduledCount(WATCHDOG_QUEUE) ?? 0;
 const pendingChecks = (): number => {

@@ -3,6 +3,8 @@
  * with fast retries (the SDK default is a fixed 30 s delay). `close()` closes every client,
  * then the broker.
  */
+import { after, before } from 'node:test';
+
 import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from '@azure/service-bus';
 
 import type { Broker, BrokerOptions } from '../../tools/devstack/servicebus/broker';
@@ -47,6 +49,32 @@ export async function startTestBroker(options: BrokerOptions = {}): Promise<Brok
       await closeClients();
       await broker.stop();
     },
+  };
+}
+
+/**
+ * A broker for the file, or for the describe block it is called in: started before its tests,
+ * closed after them. The harness it returns reaches the broker once it is started.
+ */
+export function useBroker(options: BrokerOptions = {}): BrokerHarness {
+  let started: BrokerHarness | undefined;
+  const harness = (): BrokerHarness => {
+    if (!started) throw new Error('useBroker: the broker starts before the tests; use it inside one');
+    return started;
+  };
+  before(async () => {
+    started = await startTestBroker(options);
+  });
+  after(async () => {
+    await started?.close();
+  });
+  return {
+    get broker() {
+      return harness().broker;
+    },
+    client: (clientOptions) => harness().client(clientOptions),
+    closeClients: () => harness().closeClients(),
+    close: () => harness().close(),
   };
 }
 

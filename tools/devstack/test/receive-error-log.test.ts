@@ -5,10 +5,10 @@
  * against the development broker, whose outage switch refuses every connection.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
-import { type BrokerHarness, startTestBroker } from '../../../test/support/broker';
+import { useBroker } from '../../../test/support/broker';
 import { waitFor } from '../../../test/support/poll';
 import { repoRoot } from '../../../test/support/repo';
 import { serviceBusOptions } from '../host/host-json';
@@ -90,13 +90,7 @@ describe('the receive-error log rule', () => {
 });
 
 describe('the local host during a broker outage (real SDK, development broker)', () => {
-  let bus: BrokerHarness;
-  before(async () => {
-    bus = await startTestBroker();
-  });
-  after(async () => {
-    await bus?.close();
-  });
+  const bus = useBroker();
 
   test('receive errors: one line when the outage begins, a summary per interval, one line once they stop, however many the SDK reports', async (t) => {
     const lines: Line[] = [];
