@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 
 import { type HostProcess, startHostProcess } from '../../../test/support/host-process';
 import { scratchDir } from '../../../test/support/scratch-dir';
@@ -43,15 +43,9 @@ async function portBelowEphemeral(): Promise<number> {
   throw new Error('no free port between 20000 and 32000 after 50 tries');
 }
 
-const ports: { blob: number; queue: number }[] = [];
-before(async () => {
-  for (let i = 0; i < 2; i++) ports.push({ blob: await portBelowEphemeral(), queue: await portBelowEphemeral() });
-});
-
-let nextPorts = 0;
-const env = (data: string): Record<string, string> => ({
-  AZURITE_BLOB_PORT: String(ports[nextPorts]!.blob),
-  AZURITE_QUEUE_PORT: String(ports[nextPorts++]!.queue),
+const env = (data: string, blob: number, queue: number): Record<string, string> => ({
+  AZURITE_BLOB_PORT: String(blob),
+  AZURITE_QUEUE_PORT: String(queue),
   SERVICEBUS_PORT: '0',
   PUSHDRAIN_DATA_DIR: data,
   PUSHDRAIN_CHUNK_SIZE: '500',
@@ -60,6 +54,28 @@ const env = (data: string): Record<string, string> => ({
   PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
   PUSHDRAIN_WATCHDOG_SLA_SECONDS: '3600',
 });
+
+/**
+ * npm start on two ports that were free when probed. Another process can bind one between the
+ * probe and Azurite's start (a CI run failed so once, on port 29878): npm start then refuses with
+ * "already in use", and this tries other ports, up to 5 times. Once bound, the ports are Azurite's
+ * for the rest of the test, restarts included.
+ */
+async function startOnFreePorts(data: string): Promise<HostProcess> {
+  let refused = '';
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const blob = await portBelowEphemeral();
+    let queue = await portBelowEphemeral();
+    for (let i = 0; queue === blob && i < 50; i++) queue = await portBelowEphemeral();
+    try {
+      return await startHostProcess(env(data, blob, queue), 0, 60_000);
+    } catch (e) {
+      refused = (e as Error).message;
+      if (!/cannot listen on port \d+: it is already in use/.test(refused)) throw e;
+    }
+  }
+  throw new Error(`npm start found no free Azurite ports in 5 tries:\n${refused}`);
+}
 
 function azuritePid(data: string): number {
   return Number(readFileSync(join(data, '.azurite', AZURITE_PID_FILE), 'utf8').trim());
@@ -79,7 +95,7 @@ const count = (text: string, what: string): number => text.split(what).length - 
 describe('npm start supervises its embedded Azurite', () => {
   test('Azurite SIGKILLed mid-batch: one line says so, health is red until it is back, the batch completes unattended within 30 s', async (t) => {
     const data = scratchDir('pd-supervise-');
-    const host = await startHostProcess(env(data), 0, 60_000);
+    const host = await startOnFreePorts(data);
     hosts.push(host);
     const txns = generate(20_000, 2404, 120);
     const res = await fetch(`${host.base}/api/batches`, {
@@ -137,7 +153,7 @@ describe('npm start supervises its embedded Azurite', () => {
 
   test('Azurite killed three times within a minute: npm start stops with a clear message and exit code 1', async () => {
     const data = scratchDir('pd-giveup-');
-    const host = await startHostProcess(env(data), 0, 60_000);
+    const host = await startOnFreePorts(data);
     hosts.push(host);
     for (let kill = 1; kill <= 3; kill++) {
       const pid = azuritePid(data);
