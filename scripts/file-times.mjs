@@ -32,7 +32,7 @@ export default async function* fileTimes(source) {
   const sum = (k) => rows.reduce((t, r) => t + r[k], 0);
   const s = (ms) => (ms / 1000).toFixed(1).padStart(7);
   const cwd = process.cwd() + '/';
-  yield `# time by test file (s; files run three at a time, so these add up to more than the wall time)\n`;
+  yield `# time by test file (s; files run four at a time, so these add up to more than the wall time)\n`;
   yield `# process: start to exit; tests: its top-level tests and suites; ended: when its process ended, from the suite's start\n`;
   yield `${'process'.padStart(7)}  ${'tests'.padStart(7)}  ${'ended'.padStart(7)}  file\n`;
   for (const r of rows) yield `${s(r.process)}  ${s(r.tests)}  ${s(r.ended)}  ${r.file.replace(cwd, '')}\n`;
