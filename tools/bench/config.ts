@@ -72,7 +72,9 @@ export function pushdrainAppCount(c: BenchConfig): number {
   // The telemetry scenario runs each throughput repetition twice: telemetry off, then to an OTLP sink.
   const telemetry = 2 * c.throughput.reps;
   // Trickle runs pushdrain twice per repetition: with the batch-events topic (as deployed) and without.
-  return c.throughput.reps + c.idle.reps + wake + c.latency.reps + 2 * c.trickle.reps + telemetry + c.webhooks.reps;
+  // Throughput runs pushdrain once more, untimed, behind the counting proxy (scenarios/throughput-runs.ts).
+  const throughput = c.throughput.reps + 1;
+  return throughput + c.idle.reps + wake + c.latency.reps + 2 * c.trickle.reps + telemetry + c.webhooks.reps;
 }
 
 export function fullConfig(): BenchConfig {
@@ -89,7 +91,7 @@ export function fullConfig(): BenchConfig {
       trickleGapMs: 8_000,
     },
     seed: 20_261_120,
-    throughput: { reps: 2, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
+    throughput: { reps: 3, batches, noClaimCheckBatches: batchSpecs(2, 250, 5_000), profile: true },
     idle: { reps: 3, functionsAppsPerRep: 8, windowMs: 20_000, warmTransactions: 10, sweepPeriodMs: 5 * 60_000 },
     wake: {
       reps: 3,

@@ -423,7 +423,7 @@ function besideSection(b: NonNullable<ProfileFigures['beside']>): string {
   return [
     table(['function', 'where', 'pushdrain ms per 1M', 'limit ms per 1M', 'difference'], rows),
     '',
-    `Self time sampled per 1,000,000 transactions: pushdrain ${num(b.pushdrainMs)} ms, the limit ${num(b.limitMs)} ms (its first run, profiled like pushdrain's first repetition: \`${b.limitFile}\`, git-ignored). Functions ordered by the size of the difference.`,
+    `Self time sampled per 1,000,000 transactions: pushdrain ${num(b.pushdrainMs)} ms, the limit ${num(b.limitMs)} ms (its profiled run, taken right before pushdrain's, both outside the timed runs: \`${b.limitFile}\`, git-ignored). Functions ordered by the size of the difference.`,
   ].join('\n');
 }
 
@@ -438,7 +438,7 @@ function profileSection(p: ProfileFigures): string {
   return [
     table(['#', 'function', 'where', 'self ms', 'share'], rows),
     '',
-    `Sampled ${num(p.totalMs)} ms of CPU in the app process over the measured window (idle excluded); the garbage collector took ${num(p.gcMs)} ms of it. Profile: \`${p.file}\` (git-ignored).`,
+    `Sampled ${num(p.totalMs)} ms of CPU in the app process over the measured window of an untimed run of the same batches (idle excluded; the profiler would slow a timed one); the garbage collector took ${num(p.gcMs)} ms of it. Profile: \`${p.file}\` (git-ignored).`,
   ].join('\n');
 }
 
