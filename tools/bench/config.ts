@@ -72,8 +72,9 @@ export function pushdrainAppCount(c: BenchConfig): number {
   // The telemetry scenario runs each throughput repetition twice: telemetry off, then to an OTLP sink.
   const telemetry = 2 * c.throughput.reps;
   // Trickle runs pushdrain twice per repetition: with the batch-events topic (as deployed) and without.
-  // Throughput runs pushdrain once more, untimed, behind the counting proxy (scenarios/throughput-runs.ts).
-  const throughput = c.throughput.reps + 1;
+  // Throughput runs pushdrain untimed before its repetitions: behind the counting proxy, and
+  // CPU-profiled when asked (scenarios/throughput-runs.ts).
+  const throughput = c.throughput.reps + 1 + (c.throughput.profile ? 1 : 0);
   return throughput + c.idle.reps + wake + c.latency.reps + 2 * c.trickle.reps + telemetry + c.webhooks.reps;
 }
 

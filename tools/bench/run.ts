@@ -177,7 +177,7 @@ function machine(): MachineInfo {
 }
 
 const PUSHDRAIN_PATH =
-  'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler and, on the `scale` subscription, the scaling agent. Its Storage traffic is counted by its meter and, beside it, at the wire by a counting proxy in front of Azurite (in scenario 1, in one more run of the same batches after the timed ones: the proxy shares the two cores). Service Bus operations are counted by the broker.';
+  'in-process PushdrainApp (the composition root as deployed) with the real POST /api/batches handler; WorkDetected events go over AMQP to the development Service Bus broker (official SDK) and come back through the local host’s Service Bus trigger runner with host.json’s settings (its maxConcurrentCalls per function, auto-complete), which calls the drain / aggregate handler and, on the `scale` subscription, the scaling agent. Its Storage traffic is counted by its meter and, beside it, at the wire by a counting proxy in front of Azurite (in scenario 1, in a run of the same batches of its own, untimed, before the timed ones: the proxy shares the two cores). Service Bus operations are counted by the broker.';
 
 async function timed<T>(
   timings: Record<string, number>,
