@@ -56,7 +56,9 @@ if (besideAt !== -1 && beside.length === 0) {
 }
 const only = args.filter((a, i) => a !== '--unit' && (besideAt === -1 || (i !== besideAt && i !== besideAt + 1)));
 const guard = './dist/test/support/unit-lane.js';
-const { inUnitLane } = createRequire(import.meta.url)(join('..', guard));
+const load = createRequire(import.meta.url);
+const { inUnitLane } = load(join('..', guard));
+const { processRunning } = load(join('..', 'dist', 'tools', 'devstack', 'process-alive.js'));
 const files = ['dist/test', 'dist/tools']
   .filter((d) => existsSync(d))
   .flatMap(find)
@@ -111,23 +113,16 @@ function ramScratch() {
     const fs = statfsSync(shm);
     // tmpfs (0x01021994), with at least 4 GiB free: the suite's largest moment is about 1 GiB.
     if (fs.type !== 0x01021994 || fs.bavail * fs.bsize < 4 * 1024 ** 3) return undefined;
-    // A run that was killed left its folder behind, holding RAM: those go first.
+    // A run that was killed left its folder behind, holding RAM: those go first (a pid that now
+    // belongs to another program counts as gone).
     for (const name of readdirSync(shm)) {
       const pid = /^pushdrain-tests-(\d+)-/.exec(name)?.[1];
-      if (pid && !alive(Number(pid))) rmSync(join(shm, name), { recursive: true, force: true });
+      if (pid && !processRunning(Number(pid), (cmdline) => cmdline.includes('run-tests.mjs')))
+        rmSync(join(shm, name), { recursive: true, force: true });
     }
     return mkdtempSync(join(shm, `pushdrain-tests-${process.pid}-`));
   } catch {
     return undefined;
-  }
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === 'EPERM';
   }
 }
 
