@@ -59,8 +59,13 @@ export default tseslint.config(
     // CRASH_* knobs for local soaks; the packager, which runs npm with the caller's environment; the
     // operator CLI (tools/cli/: its own PUSHDRAIN_URL/KEY and NO_COLOR; not part of the app), the test
     // helpers that run it or pick the browser, and the ones that run dotnet (PUSHDRAIN_DOTNET_TESTS,
-    // the environment handed to the .NET programs).
+    // the environment handed to the .NET programs); the tests that run the Bicep lookup and npm's
+    // postinstall with an environment of their own (an empty NuGet cache, a PATH), and the unpacking
+    // of the npm-installed Chromium (the package reads TMPDIR).
     files: [
+      'test/infra-compile.test.ts',
+      'test/node-binary-guard.test.ts',
+      'test/support/bundled-chromium.ts',
       'tools/cli/**/*.ts',
       'test/support/local-stack.ts',
       'test/support/browser.ts',

@@ -91,8 +91,9 @@ function restore() {
     DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1',
     DOTNET_GENERATE_ASPNET_CERTIFICATE: 'false',
   };
+  // The restore's own output goes to stderr: `which` answers on stdout with the path alone.
   const run = spawnSync('dotnet', ['restore', PROJECT, '--nologo', '--verbosity', 'quiet'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 2, 'inherit'],
     env,
     timeout: 600_000,
   });

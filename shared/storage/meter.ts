@@ -14,6 +14,8 @@ export type MeterListener = (operation: string, n: number) => void;
 export class StorageMeter {
   private readonly counts = new Map<string, number>();
   private readonly listeners = new Set<MeterListener>();
+  /** Requests counted and not yet answered. */
+  private pending = 0;
 
   /** Called on every count (the status history buckets requests by time); returns the unsubscribe. */
   onCount(listener: MeterListener): () => void {
@@ -25,9 +27,14 @@ export class StorageMeter {
   policyFor(service: StorageService): PipelinePolicy {
     return {
       name: `pushdrainMeter-${service}`,
-      sendRequest: (request, next) => {
+      sendRequest: async (request, next) => {
         this.add(classify(service, request));
-        return next(request);
+        this.pending++;
+        try {
+          return await next(request);
+        } finally {
+          this.pending--;
+        }
       },
     };
   }
@@ -47,6 +54,14 @@ export class StorageMeter {
     }
     out.total = total;
     return out;
+  }
+
+  /**
+   * Requests counted whose answer has not come back. At 0, every counted request has reached the
+   * wire, so a count taken at the wire at that moment must equal this one.
+   */
+  inFlight(): number {
+    return this.pending;
   }
 
   total(): number {

@@ -1,7 +1,9 @@
 /**
- * Debian's Chromium driven by playwright-core, for the status page tests and the screenshot
- * script. Where the browser is missing, tests skip with the install command; where
- * PUSHDRAIN_BROWSER_TESTS=required (CI sets it), a missing browser is a failure instead.
+ * A headless Chromium driven by playwright-core, for the status page tests and the screenshot
+ * script: the system's where there is one (PUSHDRAIN_CHROMIUM, else Debian's /usr/bin/chromium),
+ * else the one `npm install` brought (./bundled-chromium.ts, Linux x64). Where neither can run,
+ * tests skip with one line saying what to install; where PUSHDRAIN_BROWSER_TESTS=required (CI sets
+ * it), a missing browser is a failure instead.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,16 +11,35 @@ import { join } from 'node:path';
 
 import { type BrowserContext, chromium } from 'playwright-core';
 
-/** Debian's package; PUSHDRAIN_CHROMIUM points elsewhere (another distribution's path). */
-export const CHROMIUM = process.env.PUSHDRAIN_CHROMIUM || '/usr/bin/chromium';
-export const INSTALL_COMMAND = 'sudo apt-get update && sudo apt-get install -y chromium';
+import { bundledChromium, bundledChromiumAvailable } from './bundled-chromium';
+
+/** A browser of the machine's own: PUSHDRAIN_CHROMIUM, or Debian's package. */
+const SYSTEM_CHROMIUM = process.env.PUSHDRAIN_CHROMIUM || '/usr/bin/chromium';
+const INSTALL_HINT =
+  'no Chromium for this platform: @sparticuz/chromium (a dev dependency) ships Linux x64 only; install one ' +
+  '(Debian: sudo apt-get install -y chromium) or set PUSHDRAIN_CHROMIUM to its executable';
 export const BROWSER_REQUIRED = process.env.PUSHDRAIN_BROWSER_TESTS === 'required';
+
+const systemChromium = (): boolean => existsSync(SYSTEM_CHROMIUM);
 
 /** A skip reason for node:test, or false when the browser tests must run. */
 export function browserSkip(): string | false {
-  if (existsSync(CHROMIUM) || BROWSER_REQUIRED) return false;
-  return `Chromium is not installed at ${CHROMIUM}; install it with: ${INSTALL_COMMAND}`;
+  if (systemChromium() || bundledChromiumAvailable() || BROWSER_REQUIRED) return false;
+  return INSTALL_HINT;
 }
+
+/** Which browser a launch uses, and the environment it needs. */
+async function pickChromium(): Promise<{ executablePath: string; env?: Record<string, string> }> {
+  if (systemChromium()) return { executablePath: SYSTEM_CHROMIUM };
+  if (bundledChromiumAvailable()) {
+    const bundled = await bundledChromium();
+    return { executablePath: bundled.executablePath, env: { ...processEnv(), ...bundled.env } };
+  }
+  throw new Error(`Chromium is required here (PUSHDRAIN_BROWSER_TESTS=required): ${INSTALL_HINT}`);
+}
+
+const processEnv = (): Record<string, string> =>
+  Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 
 export interface Browser {
   context: BrowserContext;
@@ -33,14 +54,12 @@ export async function launchBrowser(
   viewport = { width: 1280, height: 900 },
   options: { ignoreHTTPSErrors?: boolean } = {},
 ): Promise<Browser> {
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `Chromium is required here (PUSHDRAIN_BROWSER_TESTS=required) but ${CHROMIUM} is missing: ${INSTALL_COMMAND}`,
-    );
+  const browser = await pickChromium();
   const profile = mkdtempSync(join(tmpdir(), 'pushdrain-chromium-'));
   // launchPersistentContext passes --user-data-dir itself: a fresh profile every run.
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: browser.executablePath,
+    ...(browser.env ? { env: browser.env } : {}),
     headless: true,
     viewport,
     ...(options.ignoreHTTPSErrors ? { ignoreHTTPSErrors: true } : {}),

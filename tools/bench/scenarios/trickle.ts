@@ -21,7 +21,7 @@ import type { StatsSnapshot } from '../../devstack/servicebus/stats';
 import type { DesignName } from '../app';
 import { batchBody } from '../support/data';
 import type { BenchEnv } from '../support/env';
-import { type FleetApp, sleep, startFleetApp, stopFleetApp, untilQuiet } from '../support/fleet';
+import { type FleetApp, settledCounts, sleep, startFleetApp, stopFleetApp, untilQuiet } from '../support/fleet';
 import { serviceBusOperations } from '../support/service-bus';
 
 export interface TrickleConfig {
@@ -75,8 +75,7 @@ async function trickle(
   const size = cfg.batchSize[design];
   const bodies = Array.from({ length: cfg.batches }, (_, i) => batchBody({ count: size, seed: SEED_BASE + i }));
   const pd = design === 'pushdrain';
-  const before = f.app.meter.snapshot();
-  const wire0 = f.wire?.snapshot();
+  const { meter: before, wire: wire0 } = await settledCounts(f);
   const broker0 = pd ? env.broker.stats() : undefined;
   const t0 = Date.now();
   const latenciesMs: number[] = [];
@@ -88,8 +87,9 @@ async function trickle(
   }
   await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
   const windowMs = Date.now() - t0;
-  const storage = meterDelta(f.app.meter.snapshot(), before);
-  const wire = f.wire && wire0 ? meterDelta(f.wire.snapshot(), wire0) : undefined;
+  const end = await settledCounts(f);
+  const storage = meterDelta(end.meter, before);
+  const wire = end.wire && wire0 ? meterDelta(end.wire, wire0) : undefined;
   const serviceBus = broker0 ? serviceBusOperations(statsDelta(env.broker.stats(), broker0)) : 0;
   let afterWindow = 0;
   if (pd) {

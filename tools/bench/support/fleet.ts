@@ -100,6 +100,21 @@ export function checkWire(design: DesignName, prefix: string, meter: MeterSnapsh
   return { design, prefix, meter, wire, equal };
 }
 
+/**
+ * The app's meter and the wire read together at a moment when no request the meter counted is
+ * still on its way (the meter counts a request before sending it, the wire when it arrives), so
+ * the two must be equal; on a busy machine such a moment may take a while. Bounded by maxMs: past
+ * it, the counts are read as they are, and a request in flight then shows as a difference.
+ */
+export async function settledCounts(
+  f: FleetApp,
+  maxMs = 30_000,
+): Promise<{ meter: MeterSnapshot; wire: MeterSnapshot | undefined }> {
+  const until = Date.now() + maxMs;
+  while (f.app.meter.inFlight() > 0 && Date.now() < until) await sleep(5);
+  return { meter: f.app.meter.snapshot(), wire: f.wire?.snapshot() };
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
