@@ -15,6 +15,7 @@ import { devToken } from './dev-token';
 import { bearerSource, describeToken } from './entra-token';
 import { EXIT } from './exit-codes';
 import { painter } from './output';
+import { SAMPLE_MAX, writeSample } from './sample';
 import { describeRejection, submit } from './submit';
 import { webhooksTest } from './webhooks';
 
@@ -188,6 +189,20 @@ export function program(run: (code: number) => void): Command {
         run(outcome.exitCode);
       },
     );
+
+  p.command('sample')
+    .description(
+      'write a valid NDJSON batch of seeded transactions, to submit (e.g. pushdrain sample 10000 > batch.ndjson)',
+    )
+    .argument('[count]', `how many transactions (1-${SAMPLE_MAX})`, wholeNumber('count'), 10_000)
+    .option('--seed <n>', 'another seed, another batch (same seed, same file)', wholeNumber('--seed'), 1)
+    .option('-o, --output <file>', 'write to FILE instead of stdout')
+    .action(async (count: number, o: { seed: number; output?: string }, cmd: Command) => {
+      if (count < 1 || count > SAMPLE_MAX)
+        cmd.error(`error: count must be 1 to ${SAMPLE_MAX}`, { exitCode: EXIT.usage, code: 'pushdrain.sampleCount' });
+      await writeSample(count, o.seed, o.output);
+      run(EXIT.ok);
+    });
 
   p.command('status')
     .description('one batch (with BATCH), or the whole system')

@@ -19,6 +19,7 @@ import { BlobServiceClient } from '@azure/storage-blob';
 import type { BatchStatusBody } from '../../../functions/batch-status-body';
 import type { BatchPage } from '../../../shared/batch/batch-pages';
 import type { Report } from '../../../shared/billing/report';
+import type { Transaction } from '../../../shared/model/transaction';
 import { entityNames } from '../../../shared/names';
 import type { StatusReport } from '../../../shared/status/status-report';
 import {
@@ -203,6 +204,26 @@ describe('pushdrain CLI against the local stack', () => {
     assert.equal(body.final.status, 'completed');
     assert.deepEqual(body.totals, expectedReport(txns.slice(0, 50)).totals);
     assert.equal(body.report, `${stack.host.base}/api/batches/${body.batchId}/report`);
+  });
+
+  test("README's first batch: sample writes a file that submit takes to a report equal to the oracle's; a count past a batch's limit is a usage error", async () => {
+    const file = join(dir, 'batch.ndjson');
+    const written = await cli(['sample', '25000', '--seed', '7', '-o', file]);
+    assert.equal(written.code, 0, written.stderr);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    assert.equal(lines.length, 25_000);
+    const sent = lines.map((l) => JSON.parse(l) as Transaction);
+    assert.equal(new Set(sent.map((t) => t.id)).size, 25_000, 'ids unique across the generator blocks');
+    const r = await cli(['submit', file, '--json', '--poll', '200']);
+    const body = json<{ transactions: number; final: BatchStatusBody; totals: unknown[] }>(r);
+    assert.equal(body.transactions, 25_000);
+    assert.equal(body.final.status, 'completed');
+    assert.deepEqual(body.totals, expectedReport(sent).totals);
+    const same = await cli(['sample', '25000', '--seed', '7']);
+    assert.equal(same.stdout, readFileSync(file, 'utf8'), 'the same seed writes the same file, to stdout without -o');
+    const tooMany = await cli(['sample', '1000001']);
+    assert.equal(tooMany.code, 2, tooMany.stderr);
+    assert.match(tooMany.stderr, /count must be 1 to 1000000/);
   });
 
   test('a rejected file exits 3 with the validation details, readable and as JSON', async () => {
