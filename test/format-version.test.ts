@@ -171,8 +171,8 @@ describe('the version rule on Azurite: handed back, not poisoned', () => {
     assert.match(record.reason, new RegExp(`dequeued ${max + 2} times \\(max ${max}\\)`));
   });
 
-  test(`a newer message nobody reads goes to poison after ${MAX_HANDBACKS} handbacks, saying why`, async () => {
-    const { parts, raw } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1' });
+  test(`a newer message nobody reads goes to poison after ${MAX_HANDBACKS} handbacks, saying why; a redrive starts its count afresh`, async () => {
+    const { app, parts, raw } = await testRuntime({ PUSHDRAIN_PARTITIONS: '1' });
     const queue = parts.names.inputQueue(0);
     await raw.queue(queue).sendMessage(JSON.stringify({ v: 7, hb: MAX_HANDBACKS }));
     await drainOnce(parts, queue, parts.map, quietLog);
@@ -182,5 +182,10 @@ describe('the version rule on Azurite: handed back, not poisoned', () => {
       (JSON.parse(poisoned[0]!.messageText) as PoisonRecord).reason,
       new RegExp(`work pointer version 7 is newer .*no instance read it in ${MAX_HANDBACKS} handbacks`),
     );
+    const moved = await app.redrive({ queue });
+    assert.equal(moved.moved, 1);
+    const back = await visible(raw, queue);
+    assert.equal(handbacksOf(back.text), 0, 'the redriven message carries no handbacks');
+    assert.equal((JSON.parse(back.text) as { v: number }).v, 7, 'and is otherwise as it was');
   });
 });
