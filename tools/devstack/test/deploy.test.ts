@@ -2,8 +2,9 @@
  * A deploy mid-batch, as Flex Consumption's rolling update runs one: `npm start` of the previous
  * commit (HEAD~1, the previous main commit; support/previous-build.ts) and of this tree at once, on
  * the same Azurite and the same development broker, so that both drain the same queues and take
- * the same events. Batches are in flight on both when the old one gets SIGTERM (what a deploy
- * sends), and SIGKILL if it is still there a moment later. Every batch must complete with the
+ * the same events. The old one starts alone and is folding its first batch when the new one
+ * joins; batches are in flight on both when the old one gets SIGTERM (what a deploy sends), and
+ * SIGKILL if it is still there 3 s later. Every batch must complete with the
  * report the independent computation gives (a chunk lost or folded twice would show), nothing may
  * reach a poison queue or a dead-letter queue. Billing a chunk again whose message the killed
  * instance held is what the crash promise allows (at least once, folded once: the report would
@@ -39,6 +40,10 @@ interface Batch {
   batchId: string;
   status: string;
   chunks: number;
+}
+
+interface BatchProgress extends Batch {
+  chunksDone: number;
 }
 
 async function post(host: HostProcess, txns: ReturnType<typeof generate>): Promise<Batch> {
@@ -112,12 +117,17 @@ describe('a deploy mid-batch: the previous commit and this tree side by side', (
     };
     const old = await startHostProcess(env, 0, 60_000, { root: previous.dir });
     stops.push(() => old.stop(5_000));
+    const sent = [3_000, 2_500, 2_000, 1_500].map((n, i) => generate(n, 5400 + i, 60));
+    // Before the deploy: the old instance alone, working on two batches.
+    const batches = [await post(old, sent[0]!), await post(old, sent[1]!)];
+    await old.until('the old instance to fold a chunk', 60_000, async () => {
+      const s = (await (await fetch(`${old.base}/api/batches/${batches[0]!.batchId}`)).json()) as BatchProgress;
+      return s.chunksDone > 0 ? true : undefined;
+    });
+    // The rolling update: a new instance joins, and both take batches, until the old one is stopped.
     const current = await startHostProcess(env, 0, 60_000);
     stops.push(() => current.stop(5_000));
-
-    const sent = [3_000, 2_500, 2_000, 1_500].map((n, i) => generate(n, 5400 + i, 60));
-    // Two batches to each: the old instance's ingest, then both drain and reduce all four.
-    const batches = await Promise.all(sent.map((txns, i) => post(i % 2 === 0 ? old : current, txns)));
+    batches.push(...(await Promise.all([post(old, sent[2]!), post(current, sent[3]!)])));
     const statuses = await Promise.all(
       batches.map(
         async (b) => ((await (await fetch(`${current.base}/api/batches/${b.batchId}`)).json()) as Batch).status,
@@ -164,8 +174,11 @@ describe('a deploy mid-batch: the previous commit and this tree side by side', (
     } finally {
       await sb.close();
     }
+    const processedBy = (host: HostProcess): number =>
+      [...host.output().matchAll(/drain round \d+: (\d+) processed/g)].reduce((n, m) => n + Number(m[1]), 0);
     t.diagnostic(
       `deploy test: previous ${previous.commit.slice(0, 12)} built in ${previous.ms} ms; old instance ${oldStop} on SIGTERM; ` +
+        `messages processed: old ${processedBy(old)}, current ${processedBy(current)} (drain rounds the hosts logged); ` +
         `${batches.reduce((n, b) => n + b.chunks, 0)} chunks in ${batches.length} batches; ${Date.now() - started} ms in all`,
     );
   });
