@@ -1,6 +1,7 @@
 /**
  * The few error classes the whole app speaks. Adapters map them:
- * ValidationError → 4xx, TransientError → retry, PermanentError → poison at once, AbortedError →
+ * ValidationError → 4xx, TransientError → retry, PermanentError → poison at once, NewerFormatError
+ * → handed back for a newer instance (a queue message) or retried, never poisoned, AbortedError →
  * the caller is gone (logged, nothing to answer).
  */
 
@@ -67,6 +68,25 @@ export class PermanentError extends Error {
   override readonly name = 'PermanentError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+  }
+}
+
+/**
+ * A message or blob in a version of its format newer than this build reads (and that does not
+ * say this build may read it): an instance of the newer build can. Never poison for it: during a
+ * deploy old and new instances share the queues (shared/model/format-version.ts).
+ */
+export class NewerFormatError extends Error {
+  override readonly name = 'NewerFormatError';
+  constructor(
+    /** The format's name, as format-version.ts's table has it. */
+    readonly format: string,
+    /** The version found. */
+    readonly version: number,
+    /** The newest version this build reads. */
+    readonly newest: number,
+  ) {
+    super(`${format} version ${version} is newer than this instance reads (up to ${newest})`);
   }
 }
 

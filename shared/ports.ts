@@ -139,6 +139,12 @@ export interface DrainQueue {
   hasVisible(): Promise<boolean>;
   /** Moves a message to the `{queue}-poison` twin with the reason, then deletes it. */
   poison(message: QueueMessage, reason: string): Promise<void>;
+  /**
+   * Gives a message this instance cannot read (a newer format) back for another instance: visible
+   * again in `delaySeconds`, its handback count (`hb`, handbacks.ts) one higher, in one request.
+   * Throws MessageTakenError as delete does.
+   */
+  handBack?(message: QueueMessage, delaySeconds: number): Promise<void>;
 }
 
 /** What a `{queue}-poison` message holds: the original message, and why and when it was moved. */

@@ -12,7 +12,7 @@ import { billChunk, billTransaction } from '../shared/billing/bill';
 import { ReportBuilder } from '../shared/billing/report';
 import { encodeResult, parseResultHeader, readResultHeader } from '../shared/billing/result-blob';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
-import { PermanentError } from '../shared/errors';
+import { NewerFormatError, PermanentError } from '../shared/errors';
 import { generate } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 
@@ -74,7 +74,8 @@ describe('chunk result blob', () => {
   test('a malformed header or row is a permanent error', () => {
     const bad = [
       'not json',
-      '{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[]}',
+      '[2]',
+      '{"batchId":"b","chunk":0,"count":1,"rows":[]}',
       '{"v":2,"batchId":"b","chunk":0,"count":1}',
       '{"v":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,2,0]]}',
       '{"v":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,"2",0,0]]}',
@@ -83,5 +84,24 @@ describe('chunk result blob', () => {
       '{"v":1,"batchId":"b","chunk":0,"count":1,"rows":[]}',
     ];
     for (const text of bad) assert.throws(() => parseResultHeader(text), PermanentError, text);
+  });
+
+  test('a newer header is a NewerFormatError (handed back, not poisoned), unless it says version 2 reads it', () => {
+    assert.throws(
+      () => parseResultHeader('{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[]}'),
+      (e: unknown) => e instanceof NewerFormatError && e.version === 3 && e.newest === 2,
+    );
+    const h = parseResultHeader('{"v":3,"min":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,5,1,2]],"x":1}');
+    assert.equal(h.v, 2, 'read as the newest version this build knows');
+    assert.deepEqual(h.partials[0], {
+      account: 'a',
+      currency: 'EUR',
+      transactions: 1,
+      charges: 5,
+      refunds: 1,
+      net: 4,
+      tax: 2,
+      total: 6,
+    });
   });
 });

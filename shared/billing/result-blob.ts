@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { constants, createGunzip, gzip } from 'node:zlib';
 
 import { PermanentError } from '../errors';
+import { FORMATS, readableVersion } from '../model/format-version';
 import type { ChunkBill, ReportRow } from './bill';
 
 const gzipAsync = promisify(gzip);
@@ -72,11 +73,19 @@ function rowOf(r: unknown): ReportRow {
 }
 
 export function parseResultHeader(text: string): ResultHeader {
+  let h: StoredHeader;
   try {
-    const h = JSON.parse(text) as StoredHeader;
-    if (h.v === 1 && Array.isArray(h.partials))
+    h = JSON.parse(text) as StoredHeader;
+    if (typeof h !== 'object' || h === null) throw new Error('not an object');
+  } catch (e) {
+    throw new PermanentError('result blob header is malformed', { cause: e });
+  }
+  // A newer header than this build reads escapes as NewerFormatError: its result pointer is handed back.
+  const v = readableVersion(FORMATS.resultHeader, h as unknown as Record<string, unknown>);
+  try {
+    if (v === 1 && Array.isArray(h.partials))
       return { v: 1, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.partials as ReportRow[] };
-    if (h.v !== 2 || !Array.isArray(h.rows)) throw new Error('bad header');
+    if (v !== 2 || !Array.isArray(h.rows)) throw new Error('bad header');
     return { v: 2, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.rows.map(rowOf) };
   } catch (e) {
     throw new PermanentError('result blob header is malformed', { cause: e });

@@ -148,6 +148,13 @@ const scaleLimitsSchema = z
 /** The declared scaling-agent limits, for the infra/ checks. */
 export const SCALE_SPECS = namedLimits(scaleLimitsSchema);
 
+/**
+ * Flex Consumption's lowest maximum instance count: the platform refuses a `maximumInstanceCount`
+ * below it (infra/main.bicep's `maximumInstanceCount` says the same), so an agent told a lower
+ * ceiling would ask Azure for a site Azure refuses.
+ */
+export const FLEX_MIN_MAX_INSTANCES = 40;
+
 /** The connection of the secondary namespace (send availability); unset turns the feature off. */
 export const SECONDARY_CONNECTION = 'ServiceBusSecondaryConnection';
 
@@ -167,6 +174,12 @@ export function loadSettings(env: Env = process.env): Settings {
   }
   const taxRaw = env.PUSHDRAIN_TAX_RATES;
   const limits = parseEnv(scaleLimitsSchema, env);
+  const scale = scaleChoices(env);
+  if (scale.plan === 'flex' && limits.maxInstances < FLEX_MIN_MAX_INSTANCES)
+    throw new ConfigError(
+      'PUSHDRAIN_SCALE_MAX_INSTANCES',
+      `must be at least ${FLEX_MIN_MAX_INSTANCES} on Flex Consumption (PUSHDRAIN_SCALE_PLAN=flex), its lowest maximum instance count; got ${limits.maxInstances}`,
+    );
   return {
     storage: storageConnection(env),
     serviceBus: serviceBusConnection(env),
@@ -174,7 +187,7 @@ export function loadSettings(env: Env = process.env): Settings {
     namePrefix,
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
-    scale: { ...scaleChoices(env), ...limits },
+    scale: { ...scale, ...limits },
     events: eventSettings(env),
     auth: authSettings(env),
   };

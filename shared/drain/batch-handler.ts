@@ -4,9 +4,18 @@
  * many deliveries, moves a message to poison; any other failure leaves it to reappear after
  * its visibility timeout. While the batch is in work its visibility is kept (VisibilityKeeper);
  * a message another delivery took meanwhile is a duplicate, counted, not an error.
+ *
+ * A message in a newer format than this build reads (NewerFormatError: a deploy has old and new
+ * instances on the same queues) is neither a failure nor poison: once the batch is released it is
+ * handed back, visible again after a short delay for an instance that reads it, and the handback
+ * is recorded in the message so that it does not count toward poison (queue/handbacks.ts). Said
+ * once per format and version in this process's log. A message nobody has read after
+ * MAX_HANDBACKS handbacks (about an hour: no newer instance is running, say after a roll-back)
+ * goes to poison with that reason, so the loop is bounded.
  */
-import { ensureError, PermanentError } from '../errors';
+import { ensureError, NewerFormatError, PermanentError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
+import { countedDeliveries, handbacksOf } from '../queue/handbacks';
 import { MessageTakenError } from '../queue/message-taken-error';
 import type { ReceiveSizer } from './receive-sizer';
 import { VisibilityKeeper } from './visibility-keeper';
@@ -20,14 +29,26 @@ export interface BatchCounts {
   duplicates: number;
   /** Visibility extensions (one Update Message each). */
   extensions: number;
+  /** Handed back unread: a newer format than this instance reads. */
+  handedBack: number;
 }
+
+/** Seconds a handed-back message stays invisible: long enough not to spin, short for a newer instance. */
+export const HANDBACK_DELAY_SECONDS = 15;
+/** Handbacks after which a message nobody reads goes to poison: 240 × 15 s = an hour at least. */
+export const MAX_HANDBACKS = 240;
+
+/** Formats and versions already said in the log, per process: the line comes once, not per message. */
+const handbacksSaid = new Set<string>();
 
 export interface BatchHandlerDeps {
   queue: DrainQueue;
   processor: MessageProcessor;
   log: Logger;
-  /** Past this many deliveries a message goes to poison unprocessed. */
+  /** Past this many deliveries a message goes to poison unprocessed; handbacks do not count (queue/handbacks.ts). */
   maxDequeueCount: number;
+  /** Seconds a handed-back message stays invisible. @defaultValue HANDBACK_DELAY_SECONDS */
+  handbackDelaySeconds?: number;
   /** Moved by every batch handled. */
   counts: BatchCounts;
   /** The visibility timeout the batch was received with: extensions renew it. Absent: no extension. */
@@ -69,13 +90,15 @@ export class BatchHandler {
     const { clock } = this.deps;
     const held = this.keeper?.hold(messages, clock && receivedAt !== undefined ? clock.now() - receivedAt : 0);
     let ok: QueueMessage[];
+    const newer = new Map<QueueMessage, NewerFormatError>();
     try {
-      ok = await this.work(messages);
+      ok = await this.work(messages, newer);
     } finally {
-      // Before any delete: an update in flight changes the receipt the delete must use.
+      // Before any delete or handback: an update in flight changes the receipt they must use.
       await held?.release();
     }
     const { counts, queue, log } = this.deps;
+    await Promise.all([...newer].filter(([m]) => !held?.taken.has(m.id)).map(([m, err]) => this.handBack(m, err)));
     await Promise.all(
       ok.map(async (m) => {
         if (held?.taken.has(m.id)) {
@@ -96,9 +119,16 @@ export class BatchHandler {
   }
 
   /** Processes the batch and runs the after-batch hook: the messages that may be deleted. */
-  private async work(messages: readonly QueueMessage[]): Promise<QueueMessage[]> {
+  private async work(
+    messages: readonly QueueMessage[],
+    newer: Map<QueueMessage, NewerFormatError>,
+  ): Promise<QueueMessage[]> {
     const results = await Promise.all(messages.map((m) => this.one(m)));
-    const ok = messages.filter((_, i) => results[i]);
+    messages.forEach((m, i) => {
+      const r = results[i];
+      if (r instanceof NewerFormatError) newer.set(m, r);
+    });
+    const ok = messages.filter((_, i) => results[i] === true);
     if (ok.length === 0 || !this.deps.processor.afterBatch) return ok;
     try {
       await this.deps.processor.afterBatch();
@@ -113,17 +143,23 @@ export class BatchHandler {
     }
   }
 
-  /** True when the message was processed and may be deleted. */
-  private async one(m: QueueMessage): Promise<boolean> {
+  /** True when the message was processed and may be deleted; the error when it is to be handed back. */
+  private async one(m: QueueMessage): Promise<boolean | NewerFormatError> {
     try {
-      if (m.dequeueCount > this.deps.maxDequeueCount) {
-        await this.poison(m, `dequeued ${m.dequeueCount} times (max ${this.deps.maxDequeueCount})`);
+      // Handbacks are deliveries Storage counted but nobody tried: only the text is read for them, and only here.
+      if (m.dequeueCount > this.deps.maxDequeueCount && countedDeliveries(m) > this.deps.maxDequeueCount) {
+        const hb = handbacksOf(m.text);
+        await this.poison(
+          m,
+          `dequeued ${m.dequeueCount} times${hb > 0 ? `, ${hb} of them handbacks,` : ''} (max ${this.deps.maxDequeueCount})`,
+        );
         return false;
       }
       await this.deps.processor.process(m);
       return true;
     } catch (e) {
       const err = ensureError(e);
+      if (err instanceof NewerFormatError) return err;
       if (err instanceof PermanentError) {
         await this.poison(m, err.message).catch((pe) =>
           this.deps.log.error(`${this.deps.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`),
@@ -135,6 +171,39 @@ export class BatchHandler {
         );
       }
       return false;
+    }
+  }
+
+  private async handBack(m: QueueMessage, err: NewerFormatError): Promise<void> {
+    const { queue, log, counts } = this.deps;
+    const handed = handbacksOf(m.text);
+    try {
+      if (handed >= MAX_HANDBACKS) {
+        await this.poison(m, `${err.message}, and no instance read it in ${handed} handbacks`);
+        return;
+      }
+      if (!queue.handBack) {
+        // A queue that cannot record a handback: the message reappears after its visibility timeout.
+        counts.failed++;
+        log.warn(`${queue.name}: message ${m.id} left for its visibility timeout: ${err.message}`);
+        return;
+      }
+      const delay = this.deps.handbackDelaySeconds ?? HANDBACK_DELAY_SECONDS;
+      await queue.handBack(m, delay);
+      counts.handedBack++;
+      const said = `${queue.name}\n${err.format}\n${err.version}`;
+      if (!handbacksSaid.has(said)) {
+        handbacksSaid.add(said);
+        log.warn(
+          `${queue.name}: ${err.message}: handing such messages back for a newer instance (visible again in ${delay} s, not counted toward poison); said once per format and version`,
+        );
+      }
+    } catch (e) {
+      if (e instanceof MessageTakenError) counts.duplicates++;
+      else
+        log.warn(
+          `${queue.name}: handing back ${m.id} failed, it reappears after its visibility timeout: ${ensureError(e).message}`,
+        );
     }
   }
 

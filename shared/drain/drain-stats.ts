@@ -16,6 +16,8 @@ export interface DrainStats {
   duplicates: number;
   /** Visibility extensions made for messages still in work (one Update Message each). */
   extensions: number;
+  /** Messages in a newer format than this instance reads, handed back for a newer instance (batch-handler.ts). */
+  handedBack: number;
   /** The slot's lease was lost during the round: its tasks stopped taking messages. */
   leaseLost: boolean;
   /** Times a task waited, not receiving, because the process held all it could finish in time (ReceiveSizer). */
@@ -36,6 +38,7 @@ export function emptyStats(): DrainStats {
     stoppedByBudget: false,
     duplicates: 0,
     extensions: 0,
+    handedBack: 0,
     leaseLost: false,
     holdWaits: 0,
   };

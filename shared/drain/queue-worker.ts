@@ -272,7 +272,7 @@ export class QueueWorker {
       }
       await slot.release();
       this.deps.log.info(
-        `${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks${stats.duplicates ? `, ${stats.duplicates} duplicates (taken by another delivery)` : ''}${stats.extensions ? `, ${stats.extensions} visibility extensions` : ''}${stats.leaseLost ? '; slot lease lost, stopped taking messages' : ''}`,
+        `${queue.name}: drain round ${round + 1}: ${stats.processed} processed, ${stats.failed} failed, ${stats.poisoned} poisoned, ${stats.receives} receives by ${stats.tasksStarted} tasks${stats.duplicates ? `, ${stats.duplicates} duplicates (taken by another delivery)` : ''}${stats.extensions ? `, ${stats.extensions} visibility extensions` : ''}${stats.handedBack ? `, ${stats.handedBack} handed back (a newer format)` : ''}${stats.leaseLost ? '; slot lease lost, stopped taking messages' : ''}`,
       );
       // Re-check after releasing the slot: an event may have arrived while we held it.
       const end = await this.closingLook(run, 're-check failed', () => stats.stoppedByBudget || this.stopping(run));

@@ -29,6 +29,8 @@ export interface TaskOptions {
   maxIdleMs: number;
   maxTasks: number;
   maxDequeueCount: number;
+  /** Seconds a message in a newer format stays invisible when handed back. @defaultValue 15 (HANDBACK_DELAY_SECONDS) */
+  handbackDelaySeconds?: number;
   /** Epoch ms after which no task takes new work. */
   deadline: number;
   /** Host shutdown: stop taking work now, as if the budget were spent. */
@@ -90,6 +92,9 @@ export class TaskGroup {
       processor: deps.processor,
       log: deps.log,
       maxDequeueCount: deps.options.maxDequeueCount,
+      ...(deps.options.handbackDelaySeconds !== undefined
+        ? { handbackDelaySeconds: deps.options.handbackDelaySeconds }
+        : {}),
       counts: this.stats,
       visibilityTimeoutSeconds: deps.options.visibilityTimeoutSeconds,
       sizer: this.sizer,

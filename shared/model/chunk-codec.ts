@@ -13,6 +13,7 @@ import { PermanentError } from '../errors';
 import { isValidBatchId, layout } from '../layout';
 import { cpuTurn } from '../util/cpu-turn';
 import { canonicalLine, parseCanonical } from './canonical-line';
+import { FORMATS, type FormatVersions, readableVersion } from './format-version';
 import type { Transaction } from './transaction';
 import { validateTransaction } from './validate-transaction';
 
@@ -178,7 +179,7 @@ export function resultPointer({
   };
 }
 
-function parseCommon(text: string): Record<string, unknown> {
+function parseCommon(text: string, format: FormatVersions): Record<string, unknown> {
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -187,7 +188,7 @@ function parseCommon(text: string): Record<string, unknown> {
   }
   if (typeof v !== 'object' || v === null) throw new PermanentError('pointer message is not an object');
   const o = v as Record<string, unknown>;
-  if (o.v !== 1) throw new PermanentError(`pointer message version ${String(o.v)} is not supported`);
+  readableVersion(format, o);
   if (typeof o.batchId !== 'string' || !isValidBatchId(o.batchId))
     throw new PermanentError('pointer has an invalid batchId');
   if (typeof o.chunk !== 'number' || !Number.isInteger(o.chunk) || o.chunk < 0)
@@ -198,7 +199,7 @@ function parseCommon(text: string): Record<string, unknown> {
 }
 
 export function parseWorkPointer(text: string): WorkPointer {
-  const o = parseCommon(text);
+  const o = parseCommon(text, FORMATS.workPointer);
   const p = o as unknown as WorkPointer;
   // The blob name is derived, not trusted: a pointer cannot make us read another batch's blob.
   if (p.blob !== layout.chunk(p.batchId, p.chunk).name)
@@ -210,7 +211,7 @@ export function parseWorkPointer(text: string): WorkPointer {
 }
 
 export function parseResultPointer(text: string): ResultPointer {
-  const o = parseCommon(text);
+  const o = parseCommon(text, FORMATS.resultPointer);
   const p = o as unknown as ResultPointer;
   if (p.blob !== layout.result(p.batchId, p.chunk).name)
     throw new PermanentError('pointer blob does not match its batch and chunk');

@@ -39,6 +39,16 @@ export interface RedriveResult {
 /** Long enough to move a received batch; skipped messages reappear after it. */
 const VISIBILITY_SECONDS = 30;
 
+/**
+ * A redriven message starts its delivery count afresh, so its handbacks go too: kept, they would be
+ * subtracted from deliveries Storage no longer counts (queue/handbacks.ts).
+ */
+function withoutHandbacks(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const { hb: _handbacks, ...rest } = body as Record<string, unknown>;
+  return rest;
+}
+
 function parseRecord(text: string): PoisonRecord | undefined {
   try {
     const r = JSON.parse(text) as PoisonRecord;
@@ -123,7 +133,7 @@ export class Redriver {
             result.skipped++;
             continue;
           }
-          await queues.send(queue, JSON.parse(record.text) as unknown);
+          await queues.send(queue, withoutHandbacks(JSON.parse(record.text) as unknown));
           if (chunk) {
             const updated = await manifests.update(chunk.batchId, (m) => reopen(m, chunk.chunk));
             if (updated) reopened.add(chunk.batchId);

@@ -13,6 +13,7 @@ import {
   type QueueStore,
 } from '../ports';
 import { statusOf } from '../storage/azure-blob-store';
+import { withHandback } from './handbacks';
 import { MessageTakenError } from './message-taken-error';
 
 /** TTL -1: a backlog never silently expires (the default is 7 days). */
@@ -54,6 +55,20 @@ export class StorageDrainQueue implements DrainQueue {
     try {
       const res = await this.client.updateMessage(message.id, message.popReceipt, undefined, visibilityTimeoutSeconds);
       // The old receipt is void from here on: the delete must use this one.
+      if (res.popReceipt) message.popReceipt = res.popReceipt;
+    } catch (e) {
+      throw takenOr(e, message);
+    }
+  }
+
+  async handBack(message: QueueMessage, delaySeconds: number): Promise<void> {
+    try {
+      const res = await this.client.updateMessage(
+        message.id,
+        message.popReceipt,
+        withHandback(message.text),
+        delaySeconds,
+      );
       if (res.popReceipt) message.popReceipt = res.popReceipt;
     } catch (e) {
       throw takenOr(e, message);

@@ -18,6 +18,7 @@ export function recordingDepths(store: QueueStore, seen: (queue: string, depth: 
         receive: (max, visibilityTimeoutSeconds) => q.receive(max, visibilityTimeoutSeconds),
         delete: (message) => q.delete(message),
         ...(q.extend ? { extend: q.extend.bind(q) } : {}),
+        ...(q.handBack ? { handBack: q.handBack.bind(q) } : {}),
         depth: async () => record(name, await q.depth()),
         hasVisible: () => q.hasVisible(),
         poison: (message, reason) => q.poison(message, reason),

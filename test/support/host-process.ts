@@ -36,6 +36,8 @@ export interface HostProcessOptions {
    * (embedded Azurite, in its own group, outlives it). @defaultValue false (kill() kills the host alone)
    */
   processGroup?: boolean;
+  /** The built tree to run (its dist/tools/devstack/start.js, its host.json). @defaultValue this repo */
+  root?: string;
 }
 
 /** `port` undefined: PORT as `env` (or this process) has it. */
@@ -45,7 +47,7 @@ function spawnHost(
   onOutput: (text: string) => void,
   options: HostProcessOptions = {},
 ): ChildProcess {
-  const root = repoRoot();
+  const root = options.root ?? repoRoot();
   const child = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'start.js')], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],

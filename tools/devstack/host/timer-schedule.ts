@@ -2,10 +2,13 @@
  * Whether the Functions host's timer extension would take a schedule: `TimerSchedule.Create`
  * (azure-webjobs-sdk-extensions, Extensions/Timers/Scheduling/TimerSchedule.cs) tries
  * `CronSchedule.TryCreate` (NCrontab; six fields with seconds, or five without, by field count),
- * then `TimeSpan.TryParse`, and otherwise refuses the function with the message below. This is
- * the grammar only; timers.ts runs six-field schedules.
+ * then `TimeSpan.TryParse`, and otherwise refuses the function with the message below.
+ * `parseTimerSchedule` is the schedule timers.ts runs, in the same order: a cron expression
+ * (ncrontab.ts), else a TimeSpan, which fires every interval from the last run (ConstantSchedule:
+ * `now + interval`), else the host's refusal.
  */
 import { parseTimeSpan } from './dotnet-timespan';
+import { parseNcrontab, type Schedule } from './ncrontab';
 
 export const unrecognisedSchedule = (expression: string): string =>
   `The schedule expression '${expression}' was not recognized as a valid cron expression or timespan string.`;
@@ -82,4 +85,17 @@ export function isNcrontab(expression: string): boolean {
 /** The host's rule: a cron expression NCrontab parses, or a TimeSpan. */
 export function isTimerSchedule(expression: string): boolean {
   return isNcrontab(expression) || parseTimeSpan(expression) !== undefined;
+}
+
+/** The schedule the local runner keeps; throws the host's message for what the host refuses. */
+export function parseTimerSchedule(expression: string): Schedule {
+  if (isNcrontab(expression)) return parseNcrontab(expression);
+  const interval = parseTimeSpan(expression);
+  if (interval === undefined) throw new Error(unrecognisedSchedule(expression));
+  // The host takes a zero or negative TimeSpan and then fires without pause; the runner will not spin.
+  if (interval <= 0)
+    throw new Error(
+      `The schedule '${expression}' is a TimeSpan of ${interval} ms: the local host runs only positive intervals.`,
+    );
+  return { expression, next: (after) => new Date(after.getTime() + interval) };
 }

@@ -1,7 +1,7 @@
-/** Runs captured timer triggers on their NCRONTAB schedules; one run at a time per function. */
+/** Runs captured timer triggers on their schedules (NCRONTAB or TimeSpan); one run at a time per function. */
 import { type HostLog, invocationContext, resolveSetting } from './invocation';
-import { parseNcrontab } from './ncrontab';
 import { type Registration, stringProp, triggerOf } from './registry';
+import { parseTimerSchedule } from './timer-schedule';
 
 export interface TimerHost {
   readonly schedules: { functionName: string; expression: string; next: Date }[];
@@ -21,7 +21,7 @@ export function startTimers(
   let closed = false;
   for (const f of functions.filter((r) => triggerOf(r).type === 'timerTrigger')) {
     const raw = stringProp(triggerOf(f), 'schedule') ?? '';
-    const schedule = parseNcrontab(resolveSetting(raw, env, `timer ${f.name} schedule "${raw}"`));
+    const schedule = parseTimerSchedule(resolveSetting(raw, env, `timer ${f.name} schedule "${raw}"`));
     let last: Date | undefined;
     const arm = (): void => {
       if (closed) return;

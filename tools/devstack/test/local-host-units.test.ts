@@ -7,6 +7,7 @@ import { timespanMs } from '../host/host-json';
 import { resolveSetting } from '../host/invocation';
 import { parseNcrontab } from '../host/ncrontab';
 import { compileTemplate } from '../host/routes';
+import { parseTimerSchedule, unrecognisedSchedule } from '../host/timer-schedule';
 
 const at = (iso: string): Date => new Date(iso);
 
@@ -31,14 +32,54 @@ describe('NCRONTAB', () => {
       '2026-01-01T00:00:10.000Z',
     );
     assert.equal(
-      parseNcrontab('0 0 12 * * 7').next(at('2026-11-20T00:00:00Z')).toISOString(),
+      parseNcrontab('0 0 12 * * 0').next(at('2026-11-20T00:00:00Z')).toISOString(),
       '2026-11-22T12:00:00.000Z',
-    ); // 7 = Sunday
+    ); // 0 = Sunday
+  });
+  test('five fields are minute-first and fire at second 0, as NCrontab reads them', () => {
+    const s = parseNcrontab('*/5 * * * *');
+    assert.equal(s.next(at('2026-11-20T10:02:30Z')).toISOString(), '2026-11-20T10:05:00.000Z');
+    assert.equal(
+      parseNcrontab('30 9 * * MON').next(at('2026-11-20T00:00:00Z')).toISOString(),
+      '2026-11-23T09:30:00.000Z',
+    );
   });
   test('bad expressions are rejected with the field named', () => {
-    assert.throws(() => parseNcrontab('*/5 * * * *'), /6 fields/);
+    assert.throws(() => parseNcrontab('* * * *'), /6 fields .* or 5/);
+    assert.throws(() => parseNcrontab('1 2 3 4 5 6 7'), /6 fields .* or 5/);
     assert.throws(() => parseNcrontab('0 61 * * * *'), /NCRONTAB "0 61 \* \* \* \*": Invalid value for minute: 61/);
     assert.throws(() => parseNcrontab('0 0 * * * */0'), /illegal stepping/);
+  });
+});
+
+describe("the local runner's timer schedules: what the host's timer extension takes, in its order", () => {
+  test('cron first: five or six fields', () => {
+    assert.equal(
+      parseTimerSchedule('0 */5 * * * *').next(at('2026-11-20T10:02:30Z')).toISOString(),
+      '2026-11-20T10:05:00.000Z',
+    );
+    assert.equal(
+      parseTimerSchedule('*/5 * * * *').next(at('2026-11-20T10:02:30Z')).toISOString(),
+      '2026-11-20T10:05:00.000Z',
+    );
+  });
+  test('then a TimeSpan: every interval from the last run (ConstantSchedule)', () => {
+    const s = parseTimerSchedule('00:05:00');
+    assert.equal(s.next(at('2026-11-20T10:02:30Z')).toISOString(), '2026-11-20T10:07:30.000Z');
+    assert.equal(
+      parseTimerSchedule('1.00:00:00').next(at('2026-11-20T10:00:00Z')).toISOString(),
+      '2026-11-21T10:00:00.000Z',
+    );
+    // A bare number is one field, so not cron: TimeSpan.TryParse reads "5" as five days.
+    assert.equal(parseTimerSchedule('5').next(at('2026-11-20T00:00:00Z')).toISOString(), '2026-11-25T00:00:00.000Z');
+  });
+  test("the rest is refused with the host's own message; day-of-week 7 is not Sunday in NCrontab", () => {
+    for (const s of ['0 0 12 * * 7', '0 61 * * * *', '* * * *', '1 2 3 4 5 6 7', 'every night', '24:00:00'])
+      assert.throws(() => parseTimerSchedule(s), { message: unrecognisedSchedule(s) }, s);
+  });
+  test('a zero or negative TimeSpan, which the host would run without pause, is refused', () => {
+    assert.throws(() => parseTimerSchedule('00:00:00'), /only positive intervals/);
+    assert.throws(() => parseTimerSchedule('-00:00:30'), /only positive intervals/);
   });
 });
 

