@@ -42,12 +42,16 @@ export async function status(app: PushdrainApp, batchId: string): Promise<HttpRe
   );
 }
 
+/**
+ * GET …/report. The JSON report is sent as the bytes finalize wrote (its digest is theirs); the
+ * answer also has them parsed into jsonBody, as a client reads them.
+ */
 export async function report(
   app: PushdrainApp,
   batchId: string,
   query: Record<string, string> = {},
 ): Promise<HttpResponseInit> {
-  return getBatchReport(
+  const res = await getBatchReport(
     app,
     new HttpRequest({
       method: 'GET',
@@ -57,6 +61,10 @@ export async function report(
     }),
     context('getBatchReport'),
   );
+  const type = (res.headers as Record<string, string> | undefined)?.['Content-Type'];
+  if (res.jsonBody === undefined && Buffer.isBuffer(res.body) && type === 'application/json')
+    return { ...res, jsonBody: JSON.parse(res.body.toString('utf8')) as unknown };
+  return res;
 }
 
 export interface PumpResult {
