@@ -15,8 +15,8 @@ import type { Report } from './report';
 
 export const CONTROL_TOTALS_MISMATCH = 'control_totals_mismatch';
 
-/** Figures kept at most: the first ones name the fault, and the manifest and event stay small. */
-export const MAX_MISMATCHES = 20;
+/** Figures kept at most per check (24 in all): the first ones of each name the fault, and the manifest and event stay small. */
+export const MAX_MISMATCHES_PER_CHECK = 8;
 
 export interface ControlMismatch {
   /**
@@ -120,6 +120,16 @@ function checkRows(report: Report): ControlMismatch[] {
     ...compare('rows', new Map([['transactions', report.transactions]]), new Map([['transactions', rowsTransactions]])),
     ...compare('rows', totalsFigures(report.totals), totalsFigures(report.rows)),
   ];
+}
+
+/** The figures a batch keeps: the first of each check, `transactions` first. */
+export function keptMismatches(mismatches: readonly ControlMismatch[]): ControlMismatch[] {
+  const seen = new Map<ControlMismatch['check'], number>();
+  return mismatches.filter((m) => {
+    const n = (seen.get(m.check) ?? 0) + 1;
+    seen.set(m.check, n);
+    return n <= MAX_MISMATCHES_PER_CHECK;
+  });
 }
 
 /** The batch's `error` for a mismatch: the reason, then the first figures. */

@@ -20,7 +20,7 @@ import {
   checkInputs,
   checkReport,
   type ControlMismatch,
-  MAX_MISMATCHES,
+  keptMismatches,
   mismatchError,
 } from '../billing/control-check';
 import { type Report, ReportBuilder } from '../billing/report';
@@ -239,7 +239,7 @@ export class Finalizer {
     const mismatches = [...checkInputs(expected, headers), ...checkReport(expected, report)];
     if (mismatches.length > 0) {
       this.log.error(`batch ${m.batchId} fails closed: ${mismatchError(mismatches)}`);
-      return { mismatches: mismatches.slice(0, MAX_MISMATCHES) };
+      return { mismatches: keptMismatches(mismatches) };
     }
     const bytes = Buffer.from(JSON.stringify(report), 'utf8');
     await this.blobs.write(layout.report(m.batchId), bytes, { contentType: 'application/json' });
