@@ -42,10 +42,7 @@ export async function status(app: PushdrainApp, batchId: string): Promise<HttpRe
   );
 }
 
-/**
- * GET …/report. The JSON report is sent as the bytes finalize wrote (its digest is theirs); the
- * answer also has them parsed into jsonBody, as a client reads them.
- */
+/** GET …/report through the real handler (the JSON report parsed as by reportRead). */
 export async function report(
   app: PushdrainApp,
   batchId: string,
@@ -61,6 +58,14 @@ export async function report(
     }),
     context('getBatchReport'),
   );
+  return reportRead(res);
+}
+
+/**
+ * The JSON report is sent as the bytes finalize wrote (its digest is theirs); the answer also gets
+ * them parsed into jsonBody, as a client reads them.
+ */
+export function reportRead(res: HttpResponseInit): HttpResponseInit {
   const type = (res.headers as Record<string, string> | undefined)?.['Content-Type'];
   if (res.jsonBody === undefined && Buffer.isBuffer(res.body) && type === 'application/json')
     return { ...res, jsonBody: JSON.parse(res.body.toString('utf8')) as unknown };
