@@ -10,7 +10,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 
+import { HttpRequest } from '@azure/functions';
+
+import { getBatchTimeline } from '../functions/batches-http';
 import { onWorkDetected } from '../functions/drain';
+import type { BatchTimelineBody } from '../shared/batch/timeline-view';
 import type { ControlMismatch } from '../shared/billing/control-check';
 import type { Report } from '../shared/billing/report';
 import type { ControlTotals } from '../shared/model/control-totals';
@@ -122,6 +126,15 @@ interface StoredHeader {
   inputs: [string, string, number, number][];
 }
 
+interface BrokenBatch {
+  batchId: string;
+  status: Record<string, unknown>;
+  reportStatus: number;
+  reportBlob: boolean;
+  event: Record<string, unknown>;
+  timeline: BatchTimelineBody;
+}
+
 /**
  * A batch whose map step has run and whose results wait on `results`: `breakResults` edits their
  * blobs, then a second app (nothing held in memory: it reads the blobs) reduces and finalizes.
@@ -132,13 +145,7 @@ async function brokenBatch(
     read: (chunk: number) => Promise<StoredHeader>,
     write: (h: StoredHeader) => Promise<void>,
   ) => Promise<void>,
-): Promise<{
-  batchId: string;
-  status: Record<string, unknown>;
-  reportStatus: number;
-  reportBlob: boolean;
-  event: Record<string, unknown>;
-}> {
+): Promise<BrokenBatch> {
   const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
   const hook = await startWebhookReceiver(SECRET);
   try {
@@ -183,12 +190,24 @@ async function brokenBatch(
       return s.status === 'failed' || s.status === 'completed' ? s : undefined;
     });
     const rep = await report(observer, batchId);
+    const timeline = await getBatchTimeline(
+      observer,
+      new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}/timeline`, params: { batchId } }),
+      context('getBatchTimeline'),
+    );
     const reportBlob = await raw.container('reports').getBlobClient(`${batchId}.json`).exists();
     await observerParts.events.idle();
     const [event] = [...hook.distinct().values()];
     assert.ok(event, 'the signed event arrived');
     assert.equal(event.event.type, 'com.pushdrain.batch.failed');
-    return { batchId, status: got, reportStatus: rep.status ?? 0, reportBlob, event: event.event.data };
+    return {
+      batchId,
+      status: got,
+      reportStatus: rep.status ?? 0,
+      reportBlob,
+      event: event.event.data,
+      timeline: timeline.jsonBody as BatchTimelineBody,
+    };
   } finally {
     await hook.close();
   }
@@ -217,7 +236,7 @@ function inputMismatches(sent: Transaction[], held: Transaction[]): ControlMisma
   return out;
 }
 
-function assertFailedClosed(r: Awaited<ReturnType<typeof brokenBatch>>): ControlMismatch[] {
+function assertFailedClosed(r: BrokenBatch): ControlMismatch[] {
   assert.equal(r.status.status, 'failed');
   assert.equal(r.status.reason, 'control_totals_mismatch');
   assert.match(String(r.status.error), /^control_totals_mismatch: /);
@@ -226,6 +245,8 @@ function assertFailedClosed(r: Awaited<ReturnType<typeof brokenBatch>>): Control
   assert.equal(r.reportBlob, false, 'no report was written');
   assert.equal(r.event.reason, 'control_totals_mismatch');
   assert.deepEqual(r.event.mismatches, r.status.mismatches, 'the event has the figures the status has');
+  assert.deepEqual(r.timeline.mismatches, r.status.mismatches, 'so has the timeline');
+  assert.equal(r.timeline.steps.find((s) => s.step === 'finalize')?.label, 'control totals mismatch');
   return r.status.mismatches as ControlMismatch[];
 }
 
