@@ -31,7 +31,7 @@ import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { layout } from '../layout';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, Logger } from '../ports';
-import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
+import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
 
 const READ_CONCURRENCY = 8;
@@ -154,7 +154,7 @@ export class Finalizer {
   }
 
   /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */
-  private inFinalizeSpan<T>(m: Manifest, work: () => Promise<T>): Promise<T> {
+  private inFinalizeSpan<T>(m: Manifest, work: (span?: SpanHandle) => Promise<T>): Promise<T> {
     if (!this.telemetry.enabled) return work();
     return this.telemetry.inSpan(
       'pushdrain.finalize',
@@ -168,7 +168,13 @@ export class Finalizer {
    * finalize span ends at once with an error status (the trace shows where the batch ended).
    */
   private reportOf(m: Manifest): Promise<Verdict | undefined> {
-    if (m.failed.length === 0) return this.inFinalizeSpan(m, () => this.writeReport(m));
+    if (m.failed.length === 0)
+      return this.inFinalizeSpan(m, async (span) => {
+        const verdict = await this.writeReport(m);
+        // The trace shows where the batch ended, as for failed chunks.
+        if ('mismatches' in verdict) span?.fail(new Error(mismatchError(verdict.mismatches)));
+        return verdict;
+      });
     if (this.telemetry.enabled) {
       const span = this.telemetry.startSpan('pushdrain.finalize', {
         parent: m.traceparent,

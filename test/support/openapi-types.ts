@@ -323,6 +323,7 @@ export interface components {
              * @enum {string}
              */
             reason?: "control_totals_mismatch";
+            /** @description The figures that did not add up (at most 8 per check, each check's first), when `reason` is `control_totals_mismatch`. */
             mismatches?: components["schemas"]["ControlMismatch"][];
         };
         /** @description A batch's status, as `GET /api/batches/{batchId}` answers it, and its latency. */
@@ -616,6 +617,7 @@ export interface components {
              * @enum {string}
              */
             reason?: "control_totals_mismatch";
+            /** @description The figures that did not add up (at most 8 per check, each check's first), when `reason` is `control_totals_mismatch`. */
             mismatches?: components["schemas"]["ControlMismatch"][];
         };
         /** @description A CloudEvents 1.0 event in structured JSON mode. */
