@@ -1,7 +1,7 @@
 /**
  * Control totals: per (currency, type), how many transactions and the sum of their `amount`.
  * Ingest counts them from the body it accepts, the map step from each chunk it bills, and the
- * finalizer checks that the two agree (shared/pipeline/control-check.ts).
+ * finalizer checks that the two agree (shared/billing/control-check.ts).
  *
  * Exact in a JSON number: a batch holds at most MAX_TRANSACTIONS of at most MAX_AMOUNT each, so
  * a sum is at most 10^15, below Number.MAX_SAFE_INTEGER (2^53 − 1 ≈ 9.007 × 10^15); every IEEE
@@ -26,7 +26,7 @@ export interface ControlTotals {
   sums: ControlSum[];
 }
 
-/** Counts transactions into control sums; the add is a map lookup and four additions. */
+/** Counts transactions into control sums; an add is a map lookup and two additions. */
 export class ControlTally {
   /** currency → [charges, charge amount, refunds, refund amount] */
   private readonly byCurrency = new Map<string, [number, number, number, number]>();
