@@ -5,6 +5,8 @@
  */
 import type { Submitter } from '../shared/auth/principal';
 import type { BatchStatus, PublicStatus } from '../shared/batch/batch-status';
+import type { ControlMismatch } from '../shared/billing/control-check';
+import type { ControlTotals } from '../shared/model/control-totals';
 
 export interface BatchStatusBody {
   batchId: string;
@@ -17,6 +19,10 @@ export interface BatchStatusBody {
   completedAt?: string;
   error?: string;
   submitter?: Submitter;
+  controlTotals?: ControlTotals;
+  reportSha256?: string;
+  reason?: BatchStatus['reason'];
+  mismatches?: ControlMismatch[];
 }
 
 export function statusBody(s: BatchStatus): BatchStatusBody {
@@ -31,5 +37,9 @@ export function statusBody(s: BatchStatus): BatchStatusBody {
     ...(s.completedAt !== undefined ? { completedAt: s.completedAt } : {}),
     ...(s.error !== undefined ? { error: s.error } : {}),
     ...(s.submitter !== undefined ? { submitter: s.submitter } : {}),
+    ...(s.controlTotals !== undefined ? { controlTotals: s.controlTotals } : {}),
+    ...(s.reportSha256 !== undefined ? { reportSha256: s.reportSha256 } : {}),
+    ...(s.reason !== undefined ? { reason: s.reason } : {}),
+    ...(s.mismatches !== undefined ? { mismatches: s.mismatches } : {}),
   };
 }

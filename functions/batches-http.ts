@@ -1,5 +1,5 @@
 /** GET /api/batches, GET /api/batches/{batchId}, its /report and /timeline. */
-import type { HttpRequest } from '@azure/functions';
+import type { HttpRequest, HttpResponseInit } from '@azure/functions';
 
 import { type BatchPageQuery, isCursor, PAGE_LIMITS } from '../shared/batch/batch-pages';
 import { reportCsv } from '../shared/billing/report';
@@ -7,6 +7,7 @@ import { ValidationError } from '../shared/errors';
 import { statusBody } from './batch-status-body';
 import { json } from './http-errors';
 import { guardedRoute } from './http-route';
+import { reprDigest } from './repr-digest';
 import { notModified, statusEtag } from './status-etag';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
@@ -45,22 +46,29 @@ function reportFormat(req: HttpRequest): 'json' | 'csv' {
 export const getBatchReport = guardedRoute('getBatchReport', {
   route: 'batches/{batchId}/report',
   method: 'GET',
-  handle: async ({ app, req, caller }) => {
+  handle: async ({ app, req, caller }): Promise<HttpResponseInit> => {
     const format = reportFormat(req);
     const found = await app.report(req.params.batchId ?? '', caller);
     if (found.kind === 'not_found') return json(404, NOT_FOUND);
     if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
     if (format === 'csv') {
+      const csv = reportCsv(found.report);
       return {
         status: 200,
-        body: reportCsv(found.report),
+        body: csv,
         headers: {
           'Content-Type': 'text/csv; charset=utf-8',
           'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"`,
+          'Repr-Digest': reprDigest(Buffer.from(csv, 'utf8')),
         },
       };
     }
-    return json(200, found.report);
+    // The bytes as finalize wrote them, never re-serialized: the status's reportSha256 is their digest.
+    return {
+      status: 200,
+      body: found.bytes,
+      headers: { 'Content-Type': 'application/json', 'Repr-Digest': reprDigest(found.bytes) },
+    };
   },
 });
 

@@ -141,7 +141,13 @@ async function submit(
   return json(
     202,
     // A replay answers for the batch as it is now (it may have completed), not as it was accepted.
-    { batchId: result.batchId, status: result.status, transactions: result.transactions, chunks: result.chunks },
+    {
+      batchId: result.batchId,
+      status: result.status,
+      transactions: result.transactions,
+      chunks: result.chunks,
+      ...(result.controlTotals ? { controlTotals: result.controlTotals } : {}),
+    },
     { Location: `/api/batches/${result.batchId}`, ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
   );
 }

@@ -11,6 +11,7 @@ import { describe, test } from 'node:test';
 
 import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import { encodeResult } from '../shared/billing/result-blob';
 import { MAX_HANDBACKS } from '../shared/drain/batch-handler';
 import { drainOptions } from '../shared/drain/drain-options';
 import { QueueWorker } from '../shared/drain/queue-worker';
@@ -70,7 +71,7 @@ const poisonDepth = async (raw: RawStorage, queue: string): Promise<number> =>
 
 describe('the version rule: what a build reads', () => {
   test('its own versions; a newer one that says its `min` is one it reads; a newer one it cannot read is NewerFormatError', () => {
-    const f = FORMATS.resultHeader;
+    const f = { name: 'a format', oldest: 1, newest: 2 };
     assert.equal(readableVersion(f, { v: 1 }), 1);
     assert.equal(readableVersion(f, { v: 2 }), 2);
     assert.equal(readableVersion(f, { v: 3, min: 2 }), 2, 'read as its own newest');
@@ -85,6 +86,14 @@ describe('the version rule: what a build reads', () => {
       PermanentError,
       'older than kept',
     );
+  });
+
+  test('the table says what this build writes: a result header of its newest version, readable by the version before', async () => {
+    const { headerText } = await encodeResult('b-1', 0, { count: 0, partials: [] }, []);
+    const h = JSON.parse(headerText) as { v: number; min: number };
+    assert.equal(h.v, FORMATS.resultHeader.newest);
+    assert.equal(h.min, FORMATS.resultHeader.newest - 1, 'a reader of the version before reads it');
+    assert.equal(readableVersion({ ...FORMATS.resultHeader, newest: h.min }, h), h.min);
   });
 
   test('pointers: a newer version is NewerFormatError before anything else is judged, and `hb` is only a count', () => {

@@ -1,8 +1,9 @@
 // unit lane: logic only
 /**
- * The chunk result blob: what the map step writes (version 2, the header alone with compact rows)
- * and what the reduce step reads, including version-1 blobs that were written before (object rows
- * followed by one billing line per transaction) and may still be in flight after a deploy.
+ * The chunk result blob: what the map step writes (version 3, the header alone with compact rows
+ * and the chunk's input control sums) and what the reduce step reads, including version-2 blobs
+ * (no inputs) and version-1 blobs (object rows followed by one billing line per transaction)
+ * that were written before and may still be in flight after a deploy.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -13,6 +14,7 @@ import { ReportBuilder } from '../shared/billing/report';
 import { encodeResult, parseResultHeader, readResultHeader } from '../shared/billing/result-blob';
 import { DEFAULT_TAX_RATES } from '../shared/config/tax-rates';
 import { NewerFormatError, PermanentError } from '../shared/errors';
+import { controlSumsOf } from '../shared/model/control-totals';
 import { generate } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 
@@ -27,13 +29,15 @@ function v1Blob(batchId: string, chunk: number, txns: ReturnType<typeof generate
 describe('chunk result blob', () => {
   const txns = generate(3_000, 11, 40);
 
-  test('version 2 is one header line with compact rows, and reads back to the same partials', async () => {
+  test('version 3 is one header line with compact rows and inputs, and reads back to the same partials and sums', async () => {
     const bill = billChunk(txns, DEFAULT_TAX_RATES);
-    const { body, headerText } = await encodeResult('b-1', 4, bill);
+    const inputs = controlSumsOf(txns);
+    const { body, headerText } = await encodeResult('b-1', 4, bill, inputs);
     const text = gunzipSync(body).toString('utf8');
     assert.equal(text, `${headerText}\n`, 'the header and nothing after it');
-    const stored = JSON.parse(headerText) as { v: number; rows: unknown[][] };
-    assert.equal(stored.v, 2);
+    const stored = JSON.parse(headerText) as { v: number; rows: unknown[][]; inputs: unknown[][] };
+    assert.equal(stored.v, 3);
+    assert.deepEqual(stored.inputs[0], [inputs[0]?.currency, inputs[0]?.type, inputs[0]?.count, inputs[0]?.amount]);
     assert.equal(stored.rows.length, bill.partials.length);
     assert.equal(stored.rows[0]?.length, 6);
     const h = await readResultHeader(body);
@@ -41,12 +45,30 @@ describe('chunk result blob', () => {
     assert.equal(h.chunk, 4);
     assert.equal(h.count, 3_000);
     assert.deepEqual(h.partials, bill.partials);
+    assert.deepEqual(h.inputs, inputs);
+    assert.equal(
+      inputs.reduce((n, s) => n + s.count, 0),
+      3_000,
+    );
     assert.deepEqual(parseResultHeader(headerText), h);
   });
 
+  test('a version-2 header (written before inputs) reads with its partials and no inputs', async () => {
+    const bill = billChunk(txns, DEFAULT_TAX_RATES);
+    const v3 = JSON.parse((await encodeResult('b-1', 4, bill, controlSumsOf(txns))).headerText) as Record<
+      string,
+      unknown
+    >;
+    const v2 = JSON.stringify({ v: 2, batchId: v3.batchId, chunk: v3.chunk, count: v3.count, rows: v3.rows });
+    const h = parseResultHeader(v2);
+    assert.equal(h.v, 2);
+    assert.deepEqual(h.partials, bill.partials);
+    assert.equal(h.inputs, undefined);
+  });
+
   test('the same chunk gives the same bytes (a redelivery overwrites with identical content)', async () => {
-    const a = await encodeResult('b-1', 0, billChunk(txns, DEFAULT_TAX_RATES));
-    const b = await encodeResult('b-1', 0, billChunk(txns, DEFAULT_TAX_RATES));
+    const a = await encodeResult('b-1', 0, billChunk(txns, DEFAULT_TAX_RATES), controlSumsOf(txns));
+    const b = await encodeResult('b-1', 0, billChunk(txns, DEFAULT_TAX_RATES), controlSumsOf(txns));
     assert.ok(a.body.equals(b.body));
   });
 
@@ -60,7 +82,11 @@ describe('chunk result blob', () => {
       assert.equal(h1.count, part.length);
       old.add(h1.partials);
       now.add(
-        (await readResultHeader((await encodeResult('b-2', chunk, billChunk(part, DEFAULT_TAX_RATES))).body)).partials,
+        (
+          await readResultHeader(
+            (await encodeResult('b-2', chunk, billChunk(part, DEFAULT_TAX_RATES), controlSumsOf(part))).body,
+          )
+        ).partials,
       );
     }
     const expected = expectedReport(txns);
@@ -76,6 +102,11 @@ describe('chunk result blob', () => {
       'not json',
       '[2]',
       '{"batchId":"b","chunk":0,"count":1,"rows":[]}',
+      // A version-3 header without its inputs is damaged: it must not skip the inputs check.
+      '{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[]}',
+      '{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[],"inputs":[["EUR","charge",1]]}',
+      '{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[],"inputs":[["EUR","gift",1,5]]}',
+      '{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[],"inputs":[["EUR","charge",1,-5]]}',
       '{"v":2,"batchId":"b","chunk":0,"count":1}',
       '{"v":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,2,0]]}',
       '{"v":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,"2",0,0]]}',
@@ -86,13 +117,15 @@ describe('chunk result blob', () => {
     for (const text of bad) assert.throws(() => parseResultHeader(text), PermanentError, text);
   });
 
-  test('a newer header is a NewerFormatError (handed back, not poisoned), unless it says version 2 reads it', () => {
+  test('a newer header is a NewerFormatError (handed back, not poisoned), unless it says version 3 reads it', () => {
     assert.throws(
-      () => parseResultHeader('{"v":3,"batchId":"b","chunk":0,"count":1,"rows":[]}'),
-      (e: unknown) => e instanceof NewerFormatError && e.version === 3 && e.newest === 2,
+      () => parseResultHeader('{"v":4,"batchId":"b","chunk":0,"count":1,"rows":[],"inputs":[]}'),
+      (e: unknown) => e instanceof NewerFormatError && e.version === 4 && e.newest === 3,
     );
-    const h = parseResultHeader('{"v":3,"min":2,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,5,1,2]],"x":1}');
-    assert.equal(h.v, 2, 'read as the newest version this build knows');
+    const h = parseResultHeader(
+      '{"v":4,"min":3,"batchId":"b","chunk":0,"count":1,"rows":[["a","EUR",1,5,1,2]],"inputs":[],"x":1}',
+    );
+    assert.equal(h.v, 3, 'read as the newest version this build knows');
     assert.deepEqual(h.partials[0], {
       account: 'a',
       currency: 'EUR',

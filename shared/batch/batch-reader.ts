@@ -10,8 +10,11 @@ import { type BatchStatus, batchStatus } from './batch-status';
 import type { ManifestStore } from './manifest-store';
 import { type BatchTimelineBody, timelineBody } from './timeline-view';
 
+/** A ready report comes with its bytes as finalize wrote them: what `reportSha256` is the digest of. */
 export type ReportLookup =
-  { kind: 'not_found' } | { kind: 'not_ready'; status: BatchStatus['status'] } | { kind: 'ready'; report: Report };
+  | { kind: 'not_found' }
+  | { kind: 'not_ready'; status: BatchStatus['status'] }
+  | { kind: 'ready'; report: Report; bytes: Buffer };
 
 /** Rejects anything that is not a batch id before it can become part of a blob path. */
 export function checkBatchId(batchId: string): void {
@@ -50,6 +53,6 @@ export class BatchReader {
     if (status.status !== 'completed') return { kind: 'not_ready', status: status.status };
     const got = await this.blobs.read(layout.report(batchId));
     if (!got) return { kind: 'not_ready', status: status.status };
-    return { kind: 'ready', report: JSON.parse(got.body.toString('utf8')) as Report };
+    return { kind: 'ready', report: JSON.parse(got.body.toString('utf8')) as Report, bytes: got.body };
   }
 }

@@ -4,6 +4,8 @@
  * listing). The HTTP body itself is the adapter's (functions/batch-status-body.ts).
  */
 import type { Submitter } from '../auth/principal';
+import { CONTROL_TOTALS_MISMATCH, type ControlMismatch } from '../billing/control-check';
+import type { ControlTotals } from '../model/control-totals';
 import type { BatchState } from './batch-state';
 import type { Manifest } from './manifest';
 
@@ -40,6 +42,18 @@ export interface BatchStatus {
   completedAt?: string;
   error?: string;
   submitter?: Submitter;
+  /** What ingest counted from the accepted records; absent for a batch accepted before they were kept. */
+  controlTotals?: ControlTotals;
+  /** sha256 (hex) of the report's JSON bytes, as `GET …/report` serves them (completed batches). */
+  reportSha256?: string;
+  /** Why the batch failed, when it failed on its control totals; `mismatches` then holds the figures. */
+  reason?: typeof CONTROL_TOTALS_MISMATCH;
+  mismatches?: ControlMismatch[];
+}
+
+/** A manifest's control totals as clients see them, when it has them. */
+export function controlTotalsOf(m: Manifest): ControlTotals | undefined {
+  return m.controls ? { transactions: m.transactions, bodySha256: m.bodySha256, sums: m.controls } : undefined;
 }
 
 /** The public view of `m`, or undefined for a batch that was never accepted. */
@@ -57,5 +71,8 @@ export function batchStatus(m: Manifest): BatchStatus | undefined {
     ...(m.completedAt ? { completedAt: m.completedAt } : {}),
     ...(m.error ? { error: m.error } : {}),
     ...(m.submitter ? { submitter: m.submitter } : {}),
+    ...(m.controls ? { controlTotals: controlTotalsOf(m) } : {}),
+    ...(m.reportSha256 ? { reportSha256: m.reportSha256 } : {}),
+    ...(m.mismatches ? { reason: CONTROL_TOTALS_MISMATCH, mismatches: m.mismatches } : {}),
   };
 }

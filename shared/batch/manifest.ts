@@ -3,7 +3,9 @@
  * is manifest-store.ts; the states it moves through are batch-state.ts.
  */
 import type { Submitter } from '../auth/principal';
+import type { ControlMismatch } from '../billing/control-check';
 import type { OutboxEvent } from '../events/outbox';
+import type { ControlSum } from '../model/control-totals';
 import type { Wake } from '../notify/events';
 import type { BatchState } from './batch-state';
 import type { BatchTimeline } from './timeline';
@@ -31,6 +33,11 @@ export interface Manifest {
   /** While `ingesting`: the last heartbeat of the request doing it (staleness is measured from here). */
   aliveAt?: string;
   bodySha256: string;
+  /**
+   * The control totals ingest counted from the accepted records (control-totals.ts); absent on a
+   * batch accepted before they were kept, whose finalize checks the transaction count only.
+   */
+  controls?: ControlSum[];
   submittedAt: string;
   acceptedAt?: string;
   /** The last time a chunk of this batch settled (done or failed). */
@@ -51,6 +58,10 @@ export interface Manifest {
   done: number[];
   failed: FailedChunk[];
   error?: string;
+  /** The figures that disagreed, when the finalizer failed the batch on its control totals (control-check.ts). */
+  mismatches?: ControlMismatch[];
+  /** sha256 (hex) of the report's bytes, as written and as `GET …/report` serves them. */
+  reportSha256?: string;
   /** The client's `Callback-Url` (an allowlisted origin), delivered to beside the operator's webhooks. */
   callbackUrl?: string;
   /**

@@ -4,6 +4,7 @@
  * outbox's deliveries), for an operator without a trace collector. Bounded like the timeline:
  * a few steps, and at most BUCKETS counts per series, whatever the batch's size.
  */
+import type { ControlMismatch } from '../billing/control-check';
 import type { DeliveryKind, DeliveryState } from '../events/outbox';
 import { isTerminal } from './batch-state';
 import { type BatchStatus, batchStatus } from './batch-status';
@@ -38,6 +39,8 @@ export interface BatchTimelineBody {
   buckets?: { bucketMs: number; billed: number[]; reduced: number[]; failed: number[] };
   /** The map steps' own time summed (work, as against waiting in the queue), and the slowest chunk. */
   map?: { workMs: number; slowest?: { chunk: number; ms: number } };
+  /** The figures that disagreed, when finalize failed the batch on its control totals. */
+  mismatches?: ControlMismatch[];
 }
 
 /** The body for `m`, or undefined while it is internal (never answered 202), as for its status. */
@@ -79,7 +82,7 @@ export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
   if (completed !== undefined)
     steps.push({
       step: 'finalize',
-      label: m.state === 'failed' ? 'batch failed' : 'report written',
+      label: m.mismatches ? 'control totals mismatch' : m.state === 'failed' ? 'batch failed' : 'report written',
       startMs: Math.max(0, completed - (t?.finalizeMs ?? 0)),
       endMs: completed,
     });
@@ -106,6 +109,7 @@ export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
           map: { workMs: t.mapMs, ...(t.slowest ? { slowest: t.slowest } : {}) },
         }
       : {}),
+    ...(m.mismatches ? { mismatches: m.mismatches } : {}),
   };
 }
 

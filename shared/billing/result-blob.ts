@@ -1,25 +1,32 @@
 /**
  * A chunk result, `results/{batchId}/{chunk}`: gzip NDJSON whose first line is a header with the
  * per-(account, currency) partial sums. The reduce step needs only the header, so it stops
- * inflating there. Version 2 (written now) is that header alone, its sums as compact rows;
- * version 1 (blobs written before) had object rows and one billing line per transaction after
- * the header, which nothing read. Both are read.
+ * inflating there. Version 3 (written now) is that header alone, its sums as compact rows, and
+ * the chunk's inputs: its own control sums (control-totals.ts), counted from the chunk blob it
+ * billed, which the finalizer adds up against the batch's. Version 2 was the same without the
+ * inputs (so a version 3 header says `"min":2`: a reader of version 2 reads it, without the
+ * inputs check); version 1 had object rows and one billing line per transaction after the header, which
+ * nothing read. All three are read; a result without inputs leaves its batch's inputs check out
+ * (control-check.ts).
  */
 import { promisify } from 'node:util';
 import { constants, createGunzip, gzip } from 'node:zlib';
 
 import { PermanentError } from '../errors';
+import { compactSum, type ControlSum, sumOf } from '../model/control-totals';
 import { FORMATS, readableVersion } from '../model/format-version';
 import type { ChunkBill, ReportRow } from './bill';
 
 const gzipAsync = promisify(gzip);
 
 export interface ResultHeader {
-  v: 1 | 2;
+  v: 1 | 2 | 3;
   batchId: string;
   chunk: number;
   count: number;
   partials: ReportRow[];
+  /** The chunk's control sums (version 3); absent in a version 1 or 2 header. */
+  inputs?: ControlSum[];
 }
 
 /**
@@ -35,6 +42,7 @@ interface StoredHeader {
   count: number;
   partials?: unknown;
   rows?: unknown;
+  inputs?: unknown;
 }
 
 export interface EncodedResult {
@@ -50,13 +58,19 @@ export interface EncodedResult {
  * `[A-Z]{3}`; the batch id is checked on every pointer), so none needs escaping; the bytes are
  * what JSON.stringify gives.
  */
-export async function encodeResult(batchId: string, chunk: number, bill: ChunkBill): Promise<EncodedResult> {
+export async function encodeResult(
+  batchId: string,
+  chunk: number,
+  bill: ChunkBill,
+  inputs: readonly ControlSum[],
+): Promise<EncodedResult> {
   const rows = new Array<string>(bill.partials.length);
   for (let i = 0; i < rows.length; i++) {
     const r = bill.partials[i] as ReportRow;
     rows[i] = `["${r.account}","${r.currency}",${r.transactions},${r.charges},${r.refunds},${r.tax}]`;
   }
-  const headerText = `{"v":2,"batchId":${JSON.stringify(batchId)},"chunk":${chunk},"count":${bill.count},"rows":[${rows.join(',')}]}`;
+  const sums = inputs.map((s) => JSON.stringify(compactSum(s))).join(',');
+  const headerText = `{"v":3,"min":2,"batchId":${JSON.stringify(batchId)},"chunk":${chunk},"count":${bill.count},"rows":[${rows.join(',')}],"inputs":[${sums}]}`;
   const body = await gzipAsync(Buffer.from(`${headerText}\n`, 'utf8'), { level: constants.Z_BEST_SPEED });
   return { body, headerText };
 }
@@ -85,8 +99,18 @@ export function parseResultHeader(text: string): ResultHeader {
   try {
     if (v === 1 && Array.isArray(h.partials))
       return { v: 1, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.partials as ReportRow[] };
-    if (v !== 2 || !Array.isArray(h.rows)) throw new Error('bad header');
-    return { v: 2, batchId: h.batchId, chunk: h.chunk, count: h.count, partials: h.rows.map(rowOf) };
+    if ((v !== 2 && v !== 3) || !Array.isArray(h.rows)) throw new Error('bad header');
+    const header: ResultHeader = {
+      v: v,
+      batchId: h.batchId,
+      chunk: h.chunk,
+      count: h.count,
+      partials: h.rows.map(rowOf),
+    };
+    if (v === 2) return header;
+    // A version-3 header without its inputs is damaged, not old: it must not skip the check.
+    if (!Array.isArray(h.inputs)) throw new Error('bad header');
+    return { ...header, inputs: h.inputs.map(sumOf) };
   } catch (e) {
     throw new PermanentError('result blob header is malformed', { cause: e });
   }

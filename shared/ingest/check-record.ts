@@ -4,6 +4,7 @@
  */
 import type { ErrorDetail } from '../errors';
 import { canonicalLine, parseCanonical } from '../model/canonical-line';
+import type { Transaction } from '../model/transaction';
 import { isValidTransaction, validateTransaction } from '../model/validate-transaction';
 import { duplicateKeys } from './duplicate-keys';
 import type { RecordText } from './record-item';
@@ -15,7 +16,8 @@ import type { RecordText } from './record-item';
  */
 export const MAX_RECORD_FIELDS = 32;
 
-export type CheckedRecord = { canonical: string; id: string } | { errors: ErrorDetail[] };
+/** A valid record: its canonical line, and the transaction (its id for the duplicate rule, its amount for the control totals). */
+export type CheckedRecord = { canonical: string; transaction: Transaction } | { errors: ErrorDetail[] };
 
 /**
  * A record already in the canonical layout is read by position and needs no JSON.parse (see
@@ -24,7 +26,7 @@ export type CheckedRecord = { canonical: string; id: string } | { errors: ErrorD
  */
 export function checkRecord(rec: RecordText): CheckedRecord {
   const fast = parseCanonical(rec.text);
-  if (fast && isValidTransaction(fast)) return { canonical: rec.text, id: fast.id };
+  if (fast && isValidTransaction(fast)) return { canonical: rec.text, transaction: fast };
   let value: unknown;
   try {
     value = JSON.parse(rec.text);
@@ -47,5 +49,5 @@ export function checkRecord(rec: RecordText): CheckedRecord {
   }));
   if ('errors' in r) return { errors: [...errors, ...r.errors] };
   if (errors.length > 0 || canonical === undefined) return { errors };
-  return { canonical, id: r.ok.id };
+  return { canonical, transaction: r.ok };
 }

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 
 import type { Submitter } from '../auth/principal';
-import { type PublicStatus, publicStatus } from '../batch/batch-status';
+import { controlTotalsOf, type PublicStatus, publicStatus } from '../batch/batch-status';
 import { isSettled, type Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import type { OpenBatches } from '../batch/open-batches';
@@ -15,6 +15,7 @@ import type { SubmitterIndex } from '../batch/submitter-index';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
 import { type EncodedChunk, joinPieces } from '../model/chunk-codec';
+import type { ControlTotals } from '../model/control-totals';
 import type { EntityNames } from '../names';
 import type { Notifier, Wake } from '../notify/events';
 import type { Finalizer } from '../pipeline/finalize';
@@ -50,6 +51,8 @@ export interface IngestResult {
   status: PublicStatus;
   transactions: number;
   chunks: number;
+  /** What was counted from the accepted records; absent on the replay of a batch accepted before they were kept. */
+  controlTotals?: ControlTotals;
   /** True when an Idempotency-Key matched an existing batch: nothing was enqueued. */
   replayed: boolean;
   /** False when the WorkDetected events could not be published (the batch is still safe). */
@@ -130,6 +133,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     ...(req.submitter ? { submitter: req.submitter } : {}),
     attempt: randomUUID(),
     bodySha256: summary.sha256,
+    controls: summary.controls,
     submittedAt: new Date(now).toISOString(),
     transactions: summary.transactions,
     chunkSize: plan.size,
@@ -151,6 +155,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
       status,
       transactions: m.transactions,
       chunks: m.chunks,
+      ...(m.controls ? { controlTotals: controlTotalsOf(m) } : {}),
       replayed: true,
       notified: m.notification === 'sent',
     };
@@ -276,6 +281,7 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
     status: 'accepted',
     transactions: accepted.transactions,
     chunks: accepted.chunks,
+    ...(accepted.controls ? { controlTotals: controlTotalsOf(accepted) } : {}),
     replayed: false,
     notified,
   };

@@ -6,6 +6,7 @@
  */
 import { type ErrorDetail, ValidationError } from '../errors';
 import type { EncodedChunk } from '../model/chunk-codec';
+import { type ControlSum, ControlTally } from '../model/control-totals';
 import { MAX_TRANSACTIONS } from '../model/transaction';
 import { type BodySource, hashing } from './body';
 import { checkRecord } from './check-record';
@@ -19,6 +20,8 @@ export interface BodySummary {
   transactions: number;
   /** sha256 of the (inflated) body: an Idempotency-Key replay must carry the same body. */
   sha256: string;
+  /** The control totals of the records (control-totals.ts), counted in the same pass. */
+  controls: ControlSum[];
   /** The longest canonical line, in characters (the chunk size rule's memory bound). */
   longestLine: number;
   /** The chunk pieces, when asked for and they fit the bound; otherwise ingest cuts them itself. */
@@ -61,6 +64,7 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   };
   // The one structure that grows with the batch (bounded by MAX_TRANSACTIONS).
   const ids = new DuplicateIds();
+  const tally = new ControlTally();
   const { stream, digest } = hashing(open());
   for await (const rec of readRecords(stream, format)) {
     // Every record counts against the limit, valid or not, and the limit detail is always
@@ -81,7 +85,9 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
       for (const d of r.errors) add(d);
       continue;
     }
-    ids.add(r.id, rec.line);
+    const t = r.transaction;
+    ids.add(t.id, rec.line);
+    tally.add(t.currency, t.type, t.amount);
     if (r.canonical.length > longestLine) longestLine = r.canonical.length;
     const wait = keeper?.add(r.canonical);
     if (wait) await wait;
@@ -101,5 +107,11 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
     });
   }
   const chunks = await keeper?.finish();
-  return { transactions: count, sha256: digest(), longestLine, ...(chunks ? { chunks } : {}) };
+  return {
+    transactions: count,
+    sha256: digest(),
+    controls: tally.sums(),
+    longestLine,
+    ...(chunks ? { chunks } : {}),
+  };
 }

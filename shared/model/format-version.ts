@@ -26,7 +26,7 @@ export const FORMATS = {
   /** Queue `results`: a pointer to one billed chunk (shared/model/chunk-codec.ts). */
   resultPointer: { name: 'result pointer', oldest: 1, newest: 1 },
   /** Blob `results/{batchId}/{chunk}`: its header line (shared/billing/result-blob.ts). */
-  resultHeader: { name: 'result blob header', oldest: 1, newest: 2 },
+  resultHeader: { name: 'result blob header', oldest: 1, newest: 3 },
 } as const satisfies Record<string, FormatVersions>;
 
 const isVersion = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;

@@ -1,6 +1,7 @@
 /**
  * Completes a batch once every chunk is done or failed: merge the chunk partials into the
- * report, write `reports/{batchId}.json`, then mark the manifest. Safe to run twice
+ * report, check it against the control totals (control-check.ts: a mismatch fails the batch and
+ * writes no report), write `reports/{batchId}.json`, then mark the manifest. Safe to run twice
  * (concurrent aggregators, or ingest and an aggregator): the report is the same bytes and
  * the manifest keeps its first completion.
  *
@@ -8,11 +9,20 @@
  * outcome and the completion go into one manifest write; `ifSettled` finalizes a manifest
  * that is already settled (ingest, the watchdog, a redelivery after a lost finalize).
  */
+import { createHash } from 'node:crypto';
+
 import { isTerminal } from '../batch/batch-state';
 import { isSettled, type Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import type { OpenBatches } from '../batch/open-batches';
 import { emptyTimeline } from '../batch/timeline';
+import {
+  checkInputs,
+  checkReport,
+  type ControlMismatch,
+  keptMismatches,
+  mismatchError,
+} from '../billing/control-check';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
 import { ensureError, TransientError } from '../errors';
@@ -21,10 +31,13 @@ import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { layout } from '../layout';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, Logger } from '../ports';
-import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
+import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';
 
 const READ_CONCURRENCY = 8;
+
+/** What finalizing a batch whose chunks are all done found: a report that reconciles, or the figures that do not. */
+type Verdict = { report: Report; sha256: string } | { mismatches: ControlMismatch[] };
 
 /**
  * Finalizes each batch at most once at a time in this process: the last coalesced progress
@@ -88,8 +101,8 @@ export class Finalizer {
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
     const started = this.now();
-    const report = await this.reportOf(m);
-    return this.mark(m, this.now(), report, started);
+    const verdict = await this.reportOf(m);
+    return this.mark(m, this.now(), verdict, started);
   }
 
   /**
@@ -141,7 +154,7 @@ export class Finalizer {
   }
 
   /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */
-  private inFinalizeSpan<T>(m: Manifest, work: () => Promise<T>): Promise<T> {
+  private inFinalizeSpan<T>(m: Manifest, work: (span?: SpanHandle) => Promise<T>): Promise<T> {
     if (!this.telemetry.enabled) return work();
     return this.telemetry.inSpan(
       'pushdrain.finalize',
@@ -154,8 +167,14 @@ export class Finalizer {
    * The report of a settled batch, written in its finalize span; none for a failed batch, whose
    * finalize span ends at once with an error status (the trace shows where the batch ended).
    */
-  private reportOf(m: Manifest): Promise<Report | undefined> {
-    if (m.failed.length === 0) return this.inFinalizeSpan(m, () => this.writeReport(m));
+  private reportOf(m: Manifest): Promise<Verdict | undefined> {
+    if (m.failed.length === 0)
+      return this.inFinalizeSpan(m, async (span) => {
+        const verdict = await this.writeReport(m);
+        // The trace shows where the batch ended, as for failed chunks.
+        if ('mismatches' in verdict) span?.fail(new Error(mismatchError(verdict.mismatches)));
+        return verdict;
+      });
     if (this.telemetry.enabled) {
       const span = this.telemetry.startSpan('pushdrain.finalize', {
         parent: m.traceparent,
@@ -173,26 +192,33 @@ export class Finalizer {
 
   private async finalize(m: Manifest): Promise<void> {
     const started = this.now();
-    const report = await this.reportOf(m);
+    const verdict = await this.reportOf(m);
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
-      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, report, started),
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, verdict, started),
     );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
-  private mark(m: Manifest, now: number, report: Report | undefined, started: number): Manifest {
-    const failed = m.failed.length > 0;
+  private mark(m: Manifest, now: number, verdict: Verdict | undefined, started: number): Manifest {
+    const report = verdict && 'report' in verdict ? verdict : undefined;
+    const mismatches = verdict && 'mismatches' in verdict ? verdict.mismatches : undefined;
+    const failed = m.failed.length > 0 || mismatches !== undefined;
     m.state = failed ? 'failed' : 'completed';
     m.completedAt = new Date(now).toISOString();
     m.latencyMs = now - Date.parse(m.submittedAt);
     (m.timeline ??= emptyTimeline()).finalizeMs = Math.max(0, now - started);
-    if (failed)
+    if (m.failed.length > 0)
       m.error = `${m.failed.length} of ${m.chunks} chunks failed: ${m.failed
         .slice(0, 5)
         .map((f) => `chunk ${f.chunk}: ${f.reason}`)
         .join('; ')}`;
-    const event = this.events?.record(m, report);
+    if (mismatches) {
+      m.error = mismatchError(mismatches);
+      m.mismatches = mismatches;
+    }
+    if (report) m.reportSha256 = report.sha256;
+    const event = this.events?.record(m, report?.report);
     if (event) m.events = [...(m.events ?? []), event];
     return m;
   }
@@ -206,19 +232,23 @@ export class Finalizer {
     return readResultHeader(got.body);
   }
 
-  private async writeReport(m: Manifest): Promise<Report> {
+  /**
+   * The report of a batch whose chunks are all done, written only once it reconciles with the
+   * control totals; its sha256 is of the very bytes written, which `GET …/report` serves as they are.
+   */
+  private async writeReport(m: Manifest): Promise<Verdict> {
     const builder = new ReportBuilder();
     const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
     const report: Report = { ...builder.build(m.batchId), ...(m.submitter ? { submitter: m.submitter } : {}) };
-    if (report.transactions !== m.transactions) {
-      throw new TransientError(
-        `report for ${m.batchId} counts ${report.transactions} transactions, manifest ${m.transactions}`,
-      );
+    const expected = { transactions: m.transactions, ...(m.controls ? { controls: m.controls } : {}) };
+    const mismatches = [...checkInputs(expected, headers), ...checkReport(expected, report)];
+    if (mismatches.length > 0) {
+      this.log.error(`batch ${m.batchId} fails closed: ${mismatchError(mismatches)}`);
+      return { mismatches: keptMismatches(mismatches) };
     }
-    await this.blobs.write(layout.report(m.batchId), Buffer.from(JSON.stringify(report), 'utf8'), {
-      contentType: 'application/json',
-    });
-    return report;
+    const bytes = Buffer.from(JSON.stringify(report), 'utf8');
+    await this.blobs.write(layout.report(m.batchId), bytes, { contentType: 'application/json' });
+    return { report, sha256: createHash('sha256').update(bytes).digest('hex') };
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The input-queue processor (map): read the chunk blob, bill it, write the chunk result,
- * send its pointer to `results`. After each processed batch, one WorkDetected for `results`
+ * The input-queue processor (map): read the chunk blob, bill it, write the chunk result (with the
+ * control sums of its inputs), send its pointer to `results`. After each processed batch, one WorkDetected for `results`
  * wakes the reduce side: the results pointers are enqueued before that event is published.
  * A batch's only chunk (`sole` on its pointer) is folded into the manifest here instead: with
  * one chunk there is nothing for the reduce side to coalesce, and the round trip through
@@ -13,6 +13,7 @@ import type { TaxRates } from '../config/tax-rates';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
 import { decodeChunk, parseWorkPointer, resultPointer, type WorkPointer } from '../model/chunk-codec';
+import { controlSumsOf } from '../model/control-totals';
 import type { Notifier } from '../notify/events';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
@@ -77,7 +78,8 @@ export class MapProcessor implements MessageProcessor {
       throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
     // Billing and serializing are the second CPU-heavy step: its own loop turn (see cpuTurn).
     await cpuTurn();
-    const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates));
+    // The inputs are counted apart from billing: the finalizer holds one against the other.
+    const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates), controlSumsOf(txns));
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
     await blobs.write(layout.result(p.batchId, p.chunk), body, {
       contentType: 'application/x-ndjson',

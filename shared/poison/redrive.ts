@@ -78,6 +78,7 @@ function reopen(m: Manifest, chunk: number): Manifest | undefined {
     delete m.completedAt;
     delete m.latencyMs;
     delete m.error;
+    delete m.mismatches;
   }
   return m;
 }

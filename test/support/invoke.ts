@@ -42,12 +42,13 @@ export async function status(app: PushdrainApp, batchId: string): Promise<HttpRe
   );
 }
 
+/** GET …/report through the real handler (the JSON report parsed as by reportRead). */
 export async function report(
   app: PushdrainApp,
   batchId: string,
   query: Record<string, string> = {},
 ): Promise<HttpResponseInit> {
-  return getBatchReport(
+  const res = await getBatchReport(
     app,
     new HttpRequest({
       method: 'GET',
@@ -57,6 +58,18 @@ export async function report(
     }),
     context('getBatchReport'),
   );
+  return reportRead(res);
+}
+
+/**
+ * The JSON report is sent as the bytes finalize wrote (its digest is theirs); the answer also gets
+ * them parsed into jsonBody, as a client reads them.
+ */
+export function reportRead(res: HttpResponseInit): HttpResponseInit {
+  const type = (res.headers as Record<string, string> | undefined)?.['Content-Type'];
+  if (res.jsonBody === undefined && Buffer.isBuffer(res.body) && type === 'application/json')
+    return { ...res, jsonBody: JSON.parse(res.body.toString('utf8')) as unknown };
+  return res;
 }
 
 export interface PumpResult {

@@ -288,6 +288,7 @@ export interface components {
             status: components["schemas"]["BatchState"];
             transactions: number;
             chunks: number;
+            controlTotals?: components["schemas"]["ControlTotals"];
         };
         /** @enum {string} */
         BatchState: "accepted" | "processing" | "completed" | "failed";
@@ -314,6 +315,16 @@ export interface components {
             /** @description Why the batch failed. */
             error?: string;
             submitter?: components["schemas"]["Submitter"];
+            controlTotals?: components["schemas"]["ControlTotals"];
+            /** @description SHA-256 (hex) of the report's JSON bytes exactly as `GET …/report` serves them (completed batches; its `Repr-Digest` carries the same digest in base64). */
+            reportSha256?: string;
+            /**
+             * @description Present when the batch failed because its figures did not add up (`mismatches` has them): no report was published.
+             * @enum {string}
+             */
+            reason?: "control_totals_mismatch";
+            /** @description The figures that did not add up (at most 8 per check, each check's first), when `reason` is `control_totals_mismatch`. */
+            mismatches?: components["schemas"]["ControlMismatch"][];
         };
         /** @description A batch's status, as `GET /api/batches/{batchId}` answers it, and its latency. */
         BatchSummary: {
@@ -409,6 +420,8 @@ export interface components {
                     ms: number;
                 };
             };
+            /** @description The figures that disagreed, when the batch failed on its control totals. */
+            mismatches?: components["schemas"]["ControlMismatch"][];
         };
         Health: {
             /** @enum {string} */
@@ -596,6 +609,16 @@ export interface components {
                 transactions: number;
                 totals: components["schemas"]["TotalsRow"][];
             };
+            controlTotals?: components["schemas"]["ControlTotals"];
+            /** @description SHA-256 (hex) of the report's JSON bytes exactly as `GET …/report` serves them (completed batches; its `Repr-Digest` carries the same digest in base64). */
+            reportSha256?: string;
+            /**
+             * @description Present when the batch failed because its figures did not add up (`mismatches` has them): no report was published.
+             * @enum {string}
+             */
+            reason?: "control_totals_mismatch";
+            /** @description The figures that did not add up (at most 8 per check, each check's first), when `reason` is `control_totals_mismatch`. */
+            mismatches?: components["schemas"]["ControlMismatch"][];
         };
         /** @description A CloudEvents 1.0 event in structured JSON mode. */
         BatchEvent: {
@@ -649,6 +672,36 @@ export interface components {
                 /** @description The same key as Standard Webhooks writes it: `whpk_` and base64. */
                 whpk: string;
             }[];
+        };
+        /** @description One (currency, type) pair of a batch's control totals. */
+        ControlSum: {
+            currency: string;
+            /** @enum {string} */
+            type: "charge" | "refund";
+            /** @description Transactions of this currency and type. */
+            count: number;
+            /** @description The sum of their `amount`, in minor units. An exact JSON integer: a batch's sum is at most 1,000,000 × 1,000,000,000 = 10^15, below 2^53, so every IEEE-double JSON parser reads it exactly. */
+            amount: number;
+        };
+        /** @description What ingest counted from the records it accepted. A client recomputes them from the file it sent (`pushdrain verify`); the pipeline checks the chunks and the report against them before a batch may complete. Absent for a batch accepted before control totals were kept. */
+        ControlTotals: {
+            transactions: number;
+            /** @description SHA-256 (hex) of the request body as accepted, after any `Content-Encoding: gzip` was inflated. */
+            bodySha256: string;
+            /** @description Per (currency, type): sorted by currency, then `charge` before `refund`; a pair with no transaction is left out. */
+            sums: components["schemas"]["ControlSum"][];
+        };
+        /** @description A figure that did not add up when the batch was finalized. */
+        ControlMismatch: {
+            /**
+             * @description `inputs`: the chunks' inputs added up against the control totals; `report`: the report's totals against the control totals; `rows`: the report's rows against its own totals.
+             * @enum {string}
+             */
+            check: "inputs" | "report" | "rows";
+            /** @description `transactions`, `{currency} {type} count|amount` (inputs) or `{currency} {field}` (report, rows). */
+            figure: string;
+            expected: number;
+            actual: number;
         };
     };
     responses: {
@@ -956,6 +1009,8 @@ export interface operations {
                 headers: {
                     /** @description CSV only: `attachment; filename="{batchId}.csv"`. */
                     "Content-Disposition"?: string;
+                    /** @description RFC 9530: `sha-256=:<base64>:`, the SHA-256 of the body as sent. For JSON it is the status's `reportSha256` (hex there); a client compares the two and the bytes it received. */
+                    "Repr-Digest": string;
                     [name: string]: unknown;
                 };
                 content: {

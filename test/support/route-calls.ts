@@ -10,7 +10,7 @@ import { postBatch } from '../../functions/ingest-http';
 import { postRedrive } from '../../functions/redrive-http';
 import { getStatus } from '../../functions/status-http';
 import type { PushdrainApp } from '../../shared/app';
-import { context } from './invoke';
+import { context, reportRead } from './invoke';
 
 export type Headers = Record<string, string>;
 
@@ -55,7 +55,7 @@ export const routes = {
   getBatch: (app: PushdrainApp, h: Headers, id: string) =>
     getBatch(app, get(`batches/${id}`, h, { batchId: id }), context('getBatch')),
   getBatchReport: (app: PushdrainApp, h: Headers, id: string) =>
-    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')),
+    getBatchReport(app, get(`batches/${id}/report`, h, { batchId: id }), context('getBatchReport')).then(reportRead),
   opsStatus: (app: PushdrainApp, h: Headers) => getStatus(app, get('ops/status', h), context('opsStatus')),
   opsRedrive: (app: PushdrainApp, h: Headers) =>
     postRedrive(

@@ -33,6 +33,8 @@ export interface Response {
   status: number;
   headers: Headers;
   text: string;
+  /** The body's bytes as received (`verify` hashes them). */
+  bytes: Buffer;
 }
 
 export interface ClientOptions {
@@ -127,7 +129,8 @@ export class ApiClient {
     } catch (e) {
       throw unreachable(this.base, e);
     }
-    return { status: res.status, headers: res.headers, text: await res.text() };
+    const bytes = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, headers: res.headers, text: bytes.toString('utf8'), bytes };
   }
 
   /** GET a JSON body, throwing CliError on anything but 2xx. */
@@ -185,7 +188,8 @@ export class ApiClient {
           res.on('end', () => {
             const h = new Headers();
             for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-            resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(parts).toString('utf8') });
+            const bytes = Buffer.concat(parts);
+            resolve({ status: res.statusCode ?? 0, headers: h, text: bytes.toString('utf8'), bytes });
           });
           res.on('error', (e) => reject(unreachable(this.base, e)));
         },

@@ -20,4 +20,6 @@ export const EXIT = {
   unavailable: 7,
   /** The key was refused (401/403). */
   auth: 8,
+  /** `verify`: a digest or a figure does not agree. */
+  mismatch: 9,
 } as const;

@@ -17,6 +17,7 @@ import { EXIT } from './exit-codes';
 import { painter } from './output';
 import { SAMPLE_MAX, writeSample } from './sample';
 import { describeRejection, submit } from './submit';
+import { verify, type VerifyOptions } from './verify';
 import { webhooksTest } from './webhooks';
 
 interface Globals {
@@ -218,6 +219,17 @@ export function program(run: (code: number) => void): Command {
     .option('-o, --output <file>', 'write to FILE instead of stdout')
     .action(async (batch: string, o: { csv?: boolean; output?: string }, cmd: Command) =>
       run(await report(context(cmd), batch, o.csv === true, o.output)),
+    );
+
+  p.command('verify')
+    .description(
+      "reconcile a completed batch: the report's digest against Repr-Digest, the status (and a received event), its totals against the control totals, and those against the submitted file",
+    )
+    .argument('<batch>', 'batch id')
+    .argument('[file]', 'the file that was submitted (JSON or NDJSON, optionally gzipped)')
+    .option('--event <file>', 'the batch.completed event as received (CloudEvent JSON), its signature already checked')
+    .action(async (batch: string, file: string | undefined, o: VerifyOptions, cmd: Command) =>
+      run(await verify(context(cmd), batch, file, o)),
     );
 
   p.command('batches')

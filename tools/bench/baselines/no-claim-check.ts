@@ -18,6 +18,7 @@ import { chunkBody } from '../../../shared/ingest/chunk-source';
 import { validateBody } from '../../../shared/ingest/validate-body';
 import { batchIdFor, layout } from '../../../shared/layout';
 import { resultPointer } from '../../../shared/model/chunk-codec';
+import { controlSumsOf } from '../../../shared/model/control-totals';
 import type { Transaction } from '../../../shared/model/transaction';
 import { validateTransaction } from '../../../shared/model/validate-transaction';
 import type { Wake } from '../../../shared/notify/events';
@@ -104,7 +105,12 @@ function inlineMapProcessor(ctx: AppParts): MessageProcessor {
       }
       const r = validateTransaction(msg.txn, 1);
       if ('errors' in r) throw new PermanentError('message does not hold a valid transaction');
-      const { body } = await encodeResult(msg.batchId, msg.chunk, billChunk([r.ok], ctx.settings.taxRates));
+      const { body } = await encodeResult(
+        msg.batchId,
+        msg.chunk,
+        billChunk([r.ok], ctx.settings.taxRates),
+        controlSumsOf([r.ok]),
+      );
       await ctx.blobs.write(layout.result(msg.batchId, msg.chunk), body, {
         contentType: 'application/x-ndjson',
         contentEncoding: 'gzip',

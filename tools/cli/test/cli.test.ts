@@ -124,12 +124,21 @@ describe('pushdrain CLI against the local stack', () => {
   test('a re-run of the same content is the same batch (Idempotency-Key from the content), with its status now; --no-wait --json', async () => {
     assert.ok(batchId, 'runs after the submit test');
     const r = await cli(['submit', bigFile, '--no-wait', '--json']);
-    const body = json<{ batchId: string; replayed: boolean; transactions: number; chunks: number }>(r);
+    const { controlTotals, ...body } = json<{
+      batchId: string;
+      replayed: boolean;
+      transactions: number;
+      chunks: number;
+      controlTotals?: { transactions: number; bodySha256: string };
+    }>(r);
     assert.deepEqual(
       body,
       { batchId, status: 'completed', transactions: LINES, chunks: bigChunks, replayed: true },
       'the batch completed in the first test',
     );
+    // The replay answers with the control totals the batch was accepted with (verify checks their sums).
+    assert.equal(controlTotals?.transactions, LINES);
+    assert.equal(controlTotals?.bodySha256, contentKey(readFileSync(bigFile)).slice('sha256-'.length));
     assert.equal(r.stderr, '', 'no progress with --json');
     // The same data gzip-compressed by the user is the same content, hence the same batch.
     const gz = join(dir, 'batch.ndjson.gz');
@@ -189,6 +198,61 @@ describe('pushdrain CLI against the local stack', () => {
       /^storage: .*, (no idle period yet|idle [\d,]+ in \d+ s \(an hourly rate after 10 min of idle\))$/m,
     );
     assert.ok(!ANSI.test(human.stdout));
+  });
+
+  test('verify: the batch reconciles with the submitted file (exit 0); a report with one byte changed does not (exit 9)', async () => {
+    assert.ok(batchId, 'runs after the submit test');
+    const ok = await cli(['verify', batchId, bigFile]);
+    assert.equal(ok.code, 0, `${ok.stdout}\n${ok.stderr}`);
+    assert.match(ok.stdout, /^currency +type +file count +accepted count +file amount +accepted amount +report$/m);
+    assert.doesNotMatch(ok.stdout, /FAIL/);
+    assert.match(
+      ok.stdout,
+      /^ok +file control totals = accepted: 200,000 transactions in the file, 200,000 accepted$/m,
+    );
+    const status = json<BatchStatusBody>(await cli(['status', batchId, '--json']));
+    const digest = status.reportSha256 ?? '';
+    assert.match(digest, /^[0-9a-f]{64}$/);
+    // The event as a receiver would have saved it once its signature checked out.
+    const event = join(dir, 'event.json');
+    const asEvent = (reportSha256: string): string =>
+      JSON.stringify({ type: 'com.pushdrain.batch.completed', subject: batchId, data: { reportSha256 } });
+    writeFileSync(event, asEvent(digest));
+    const withEvent = json<{ ok: boolean; checks: { what: string; ok: boolean }[] }>(
+      await cli(['verify', batchId, bigFile, '--event', event, '--json']),
+    );
+    assert.ok(withEvent.ok);
+    assert.ok(withEvent.checks.some((c) => c.what === 'report digest = event reportSha256' && c.ok));
+    writeFileSync(event, asEvent('0'.repeat(64)));
+    assert.equal((await cli(['verify', batchId, '--event', event])).code, 9, 'an event with another digest');
+
+    // Another file (one transaction fewer) does not reconcile either.
+    const other = join(dir, 'other.ndjson');
+    writeFileSync(other, toNdjson(txns.slice(1)));
+    const short = await cli(['verify', batchId, other]);
+    assert.equal(short.code, 9, short.stdout);
+    assert.match(
+      short.stdout,
+      /^FAIL file control totals = accepted: 199,999 transactions in the file, 200,000 accepted$/m,
+    );
+
+    // One byte of the stored report changed: a digit, so that it is still JSON.
+    const blobs = BlobServiceClient.fromConnectionString(stack.azurite.connectionString);
+    const blob = blobs
+      .getContainerClient(entityNames(stack.prefix, 4).container('reports'))
+      .getBlockBlobClient(`${batchId}.json`);
+    const original = await blob.downloadToBuffer();
+    const changed = Buffer.from(original);
+    const at = changed.indexOf('"charges":') + '"charges":'.length;
+    changed[at] = changed[at] === 0x31 ? 0x32 : 0x31;
+    await blob.upload(changed, changed.length);
+    try {
+      const bad = await cli(['verify', batchId, bigFile]);
+      assert.equal(bad.code, 9, bad.stdout);
+      assert.match(bad.stdout, /^FAIL report digest = status reportSha256: /m);
+    } finally {
+      await blob.upload(original, original.length);
+    }
   });
 
   test('submit - reads stdin; a JSON array is recognised by its first character', async () => {
