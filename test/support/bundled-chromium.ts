@@ -60,7 +60,7 @@ export async function bundledChromium(): Promise<BundledChromium> {
       else process.env.TMPDIR = before;
     }
     await unpacking;
-    // The shipped fonts.conf names /tmp/fonts (Lambda's layout); name the folder it sits in.
+    // The shipped fonts.conf names Lambda's fonts folder under the system temp dir; name the one it sits in.
     writeFileSync(
       join(staging, 'fonts', 'fonts.conf'),
       `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n  <dir>${join(home, 'fonts')}</dir>\n  <cachedir>${join(home, 'fonts-cache')}</cachedir>\n</fontconfig>\n`,
