@@ -2,7 +2,7 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { describeSubmitter, type Principal, submitterOf } from '../shared/auth/principal';
+import { describeSubmitter, type Principal, recipientOf, submitterOf } from '../shared/auth/principal';
 import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
@@ -134,6 +134,7 @@ async function submit(
     ...(signal ? { signal } : {}),
     ...(traceparent ? { traceparent } : {}),
     ...(submitter ? { submitter } : {}),
+    recipient: recipientOf(caller),
   });
   context.log(
     `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks, submitted by ${describeSubmitter(submitter)}`,

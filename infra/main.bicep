@@ -331,7 +331,7 @@ param webhookSecret string = ''
 param webhookRetrySchedule string = '5,300,1800,7200,18000,36000,36000'
 
 @secure()
-@description('PUSHDRAIN_CALLBACK_SIGNING_KEY: the ed25519 seed (whsk_ and the base64 of 32 random bytes) that signs Callback-Url deliveries (v1a). Required with callbackOrigins: its own key, so that no holder of the webhook secret can sign a callback; stored in the Key Vault beside the webhook secret.')
+@description('PUSHDRAIN_CALLBACK_SIGNING_KEY: the ed25519 seed (whsk_ and the base64 of 32 random bytes) that signs Callback-Url deliveries (v1a). Required with callbackOrigins (the deployment fails without it): its own key, so that no holder of the webhook secret can sign a callback; stored in the Key Vault beside the webhook secret.')
 param callbackSigningKey string = ''
 
 @description('PUSHDRAIN_CALLBACK_ORIGINS: origins (comma-separated) a client may name in Callback-Url; empty refuses every callback.')
@@ -530,6 +530,11 @@ var callbackKeySecretName = 'pushdrain-callback-signing-key'
 // The app needs the secret exactly when it has somewhere to send (it refuses to start otherwise).
 var eventsOn = !empty(webhookUrl) || !empty(callbackOrigins)
 var callbacksOn = !empty(callbackOrigins)
+// No callback key is derived from another secret (the app refuses to start without one too):
+// callbacks allowed and no key stops the deployment here, naming the parameter.
+var callbackKey = callbacksOn && empty(callbackSigningKey)
+  ? fail('callbackSigningKey (PUSHDRAIN_CALLBACK_SIGNING_KEY) is required with callbackOrigins: whsk_ and the base64 of 32 random bytes (openssl rand -base64 32)')
+  : callbackSigningKey
 
 module vault 'core/security/key-vault.bicep' = if (eventsOn) {
   name: 'key-vault'
@@ -541,7 +546,7 @@ module vault 'core/security/key-vault.bicep' = if (eventsOn) {
     secretName: webhookSecretName
     webhookSecret: webhookSecret
     storeCallbackKey: callbacksOn
-    callbackSigningKey: callbackSigningKey
+    callbackSigningKey: callbackKey
     callbackKeySecretName: callbackKeySecretName
     identityPrincipalId: identity.outputs.principalId
   }

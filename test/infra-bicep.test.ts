@@ -775,6 +775,18 @@ void describe('infra: batch events', () => {
     const site = onlyOf('Microsoft.Web/sites', 'webhooks');
     assert.equal((site.properties as { keyVaultReferenceIdentity: string }).keyVaultReferenceIdentity, identity().id);
   });
+
+  void it('callback origins without a callback key fail the deployment, naming the parameter and the setting (no derived key)', () => {
+    const secret = resourcesOf('Microsoft.KeyVault/vaults/secrets', 'webhooks').find((s) =>
+      s.name.endsWith('/pushdrain-callback-signing-key'),
+    );
+    // A secure parameter stays an expression in the snapshot: ARM evaluates the guard at deployment,
+    // and `if` evaluates only the branch it takes (Bicep's fail() relies on it).
+    assert.match(
+      String((secret?.properties as { value?: string } | undefined)?.value),
+      /^\[if\(and\(true\(\), empty\(parameters\('callbackSigningKey'\)\)\), fail\('callbackSigningKey \(PUSHDRAIN_CALLBACK_SIGNING_KEY\) is required with callbackOrigins: .*'\), parameters\('callbackSigningKey'\)\)\]$/,
+    );
+  });
 });
 
 void describe('infra: alerts as code', () => {

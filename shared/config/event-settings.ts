@@ -3,7 +3,6 @@
  * the origins a client may name as its batch's callback. The secret is held in a `Secret`, which
  * prints as `[redacted]` wherever the settings are logged, serialised or inspected.
  */
-import { hkdfSync } from 'node:crypto';
 import { inspect } from 'node:util';
 
 import { ConfigError } from '../errors';
@@ -42,7 +41,7 @@ export interface EventSettings {
   secret: Secret | undefined;
   /**
    * PUSHDRAIN_CALLBACK_SIGNING_KEY (`whsk_…`, comma-separated for a rotation, the current first):
-   * the ed25519 keys that sign callbacks (`v1a`). @defaultValue one key derived from the secret
+   * the ed25519 keys that sign callbacks (`v1a`); required with PUSHDRAIN_CALLBACK_ORIGINS. @defaultValue []
    */
   callbackKeys: Secret[];
   /** PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds. */
@@ -117,10 +116,18 @@ export function eventSettings(env: Env): EventSettings {
       'is required with PUSHDRAIN_WEBHOOK_URL or PUSHDRAIN_CALLBACK_ORIGINS',
     );
   const secret = rawSecret === '' ? undefined : new Secret(rawSecret);
+  const keys = callbackKeys(env.PUSHDRAIN_CALLBACK_SIGNING_KEY);
+  // No key is derived from the webhook secret: every operator receiver holds that secret, and
+  // could then sign any client's callback. Allowing callbacks means choosing their key.
+  if (callbackOrigins.length > 0 && keys.length === 0)
+    throw new ConfigError(
+      'PUSHDRAIN_CALLBACK_SIGNING_KEY',
+      'is required with PUSHDRAIN_CALLBACK_ORIGINS: it signs the callbacks (whsk_ and the base64 of 32 random bytes, which `openssl rand -base64 32` prints)',
+    );
   return {
     webhookUrls,
     secret,
-    callbackKeys: callbackKeys(env.PUSHDRAIN_CALLBACK_SIGNING_KEY, secret),
+    callbackKeys: keys,
     retryScheduleSeconds: retrySchedule(env.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE),
     callbackOrigins,
   };
@@ -139,24 +146,10 @@ function retrySchedule(raw: string | undefined): number[] {
 
 /**
  * The callback signing keys: each `whsk_` and the base64 of a 32-byte ed25519 seed (or of the
- * 64-byte seed-and-public-key form). Unset: one derived from the webhook secret (HKDF-SHA256), so a
- * configuration that signs webhooks signs callbacks too, and publishing its public key reveals
- * nothing of the secret.
+ * 64-byte seed-and-public-key form). None when unset.
  */
-function callbackKeys(raw: string | undefined, secret: Secret | undefined): Secret[] {
-  const entries = list(raw);
-  if (entries.length === 0) {
-    if (!secret) return [];
-    const seed = hkdfSync(
-      'sha256',
-      Buffer.from(secret.reveal().slice('whsec_'.length), 'base64'),
-      'pushdrain',
-      'callback signing key, ed25519, v1a',
-      32,
-    );
-    return [new Secret(`whsk_${Buffer.from(seed).toString('base64')}`)];
-  }
-  return entries.map((entry, i) => {
+function callbackKeys(raw: string | undefined): Secret[] {
+  return list(raw).map((entry, i) => {
     const bytes = /^whsk_[A-Za-z0-9+/]+={0,2}$/.test(entry)
       ? Buffer.from(entry.slice('whsk_'.length), 'base64').length
       : -1;

@@ -1,15 +1,20 @@
 /**
  * A client's verification of a callback, as README's receiver sample writes it: Standard Webhooks'
  * `v1a` (ed25519) against the public keys of GET /api/events/keys (`whpk_…`), with node:crypto
- * alone; a timestamp more than 5 minutes off is refused.
+ * alone; a timestamp more than 5 minutes off is refused, and so is an event whose signed
+ * `data.recipient` is not the receiver's own (another client's batch aimed here, or replayed).
  */
 import { createPublicKey, verify } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+
+/** Who the receiver is: a user's object id, an app's client id, or `{kind: 'key'}` in `keys` mode. */
+export type Me = { kind: 'user' | 'app'; id: string } | { kind: 'key' };
 
 export function verifyCallback(
   body: string,
   headers: IncomingHttpHeaders,
   publicKeys: readonly string[],
+  me: Me,
   now = Date.now(),
 ): unknown {
   const id = headers['webhook-id'];
@@ -29,7 +34,10 @@ export function verifyCallback(
     .split(' ')
     .some((s) => s.startsWith('v1a,') && keys.some((k) => verify(null, signed, k, Buffer.from(s.slice(4), 'base64'))));
   if (!valid) throw new Error('no valid v1a signature');
-  return JSON.parse(body);
+  const event = JSON.parse(body) as { data?: { recipient?: { kind?: unknown; id?: unknown } } };
+  const to = event.data?.recipient;
+  if (to?.kind !== me.kind || to.id !== ('id' in me ? me.id : undefined)) throw new Error('not an event for me');
+  return event;
 }
 
 /** The `whpk_` keys the host publishes for callbacks (anonymous GET /api/events/keys). */
