@@ -3,7 +3,7 @@ import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/fu
 
 import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter, type Principal, recipientOf, submitterOf } from '../shared/auth/principal';
-import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
+import { AbortedError, checkAborted, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
@@ -49,17 +49,23 @@ function logRefusal(response: HttpResponseInit, context: InvocationContext): voi
 }
 
 /** Reads the body with a cap, refusing early on a declared Content-Length over it. */
-export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buffer> {
+export async function readBody(req: HttpRequest, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
   const overCap = tooLarge(`the body exceeds ${maxBytes} bytes`);
   const declared = Number(req.headers.get('content-length') ?? '0');
   if (declared > maxBytes) throw overCap;
   if (!req.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
   let total = 0;
-  for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
-    total += part.length;
-    if (total > maxBytes) throw overCap;
-    parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+  try {
+    for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
+      total += part.length;
+      if (total > maxBytes) throw overCap;
+      parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+    }
+  } catch (e) {
+    // The body is a stream (HTTP streams): a client that goes away mid-upload ends it in an error.
+    checkAborted(signal);
+    throw e;
   }
   // The Functions library hands a buffered body over as one part: a view of it, not a copy.
   return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, total);
@@ -122,8 +128,8 @@ async function submit(
   const { format, gzip } = bodyKind(req);
   const key = idempotencyKey(req);
   const callbackUrl = req.headers.get('callback-url') ?? undefined;
-  const body = await readBody(req, app.maxBodyBytes);
   const signal = requestSignal(context);
+  const body = await readBody(req, app.maxBodyBytes, signal);
   const traceparent = requestTraceparent(req, context);
   const result = await app.submit({
     body,
