@@ -10,6 +10,8 @@ import { guardedRoute } from './http-route';
 import { notModified, statusEtag } from './status-etag';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
+/** A report is a client's billing data: never kept by a shared cache (a proxy, a CDN). */
+const PRIVATE = 'private, no-store';
 
 export const getBatch = guardedRoute('getBatch', {
   route: 'batches/{batchId}',
@@ -30,7 +32,8 @@ export const getBatchTimeline = guardedRoute('getBatchTimeline', {
   method: 'GET',
   handle: async ({ app, req, caller }) => {
     const timeline = await app.timeline(req.params.batchId ?? '', caller);
-    return timeline ? json(200, timeline) : json(404, NOT_FOUND);
+    // Private: the answer depends on who asks, and no shared cache may keep a client's batch.
+    return timeline ? json(200, timeline, { 'Cache-Control': 'private, no-store' }) : json(404, NOT_FOUND);
   },
 });
 
@@ -57,10 +60,11 @@ export const getBatchReport = guardedRoute('getBatchReport', {
         headers: {
           'Content-Type': 'text/csv; charset=utf-8',
           'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"`,
+          'Cache-Control': PRIVATE,
         },
       };
     }
-    return json(200, found.report);
+    return json(200, found.report, { 'Cache-Control': PRIVATE });
   },
 });
 

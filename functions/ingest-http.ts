@@ -2,7 +2,7 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { describeSubmitter, type Principal, recipientOf, submitterOf } from '../shared/auth/principal';
+import { describeSubmitter, type Principal, printable, recipientOf, submitterOf } from '../shared/auth/principal';
 import { AbortedError, checkAborted, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
@@ -42,8 +42,12 @@ function logRefusal(response: HttpResponseInit, context: InvocationContext): voi
   const body = (response.jsonBody ?? {}) as { error?: string; message?: string; details?: ErrorDetail[] };
   const first = body.details?.[0];
   const where = first ? [`line ${first.line}`, first.field].filter((p) => p !== '').join(', ') : '';
+  // Field names and messages quote the client's JSON: control characters would forge or split the line.
   const line = refusals.pass(
-    `batch refused: HTTP ${response.status} ${body.error ?? ''}: ${body.message ?? ''}${first ? `; first: ${where}: ${first.message}` : ''}`,
+    printable(
+      `batch refused: HTTP ${response.status} ${body.error ?? ''}: ${body.message ?? ''}${first ? `; first: ${where}: ${first.message}` : ''}`,
+      2000,
+    ),
   );
   if (line) context.warn(line);
 }

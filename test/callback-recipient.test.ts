@@ -7,11 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { getEventKeys } from '../functions/event-keys-http';
 import type { PublishedKey } from '../shared/events/callback-signer';
 import { completed, pump } from './support/invoke';
+import { runCli } from './support/local-stack';
 import { until } from './support/poll';
 import { post } from './support/route-calls';
 import { testRuntime, useStorage } from './support/storage';
@@ -93,6 +99,41 @@ describe('a callback names its recipient inside what is signed', () => {
     // The same bytes are genuinely signed: what refused them is the recipient, not the signature.
     const toA = await fetch(receiverA.url, { method: 'POST', body: got.raw.body, headers: got.raw.headers });
     assert.equal(toA.status, 200, "A's own receiver still accepts its own event (a duplicate: dedupe on webhook-id)");
+    // The CLI's verifier says the same, against the keys the app publishes.
+    const keysServer = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(getEventKeys(rt.app).jsonBody));
+    });
+    await new Promise<void>((r) => keysServer.listen(0, '127.0.0.1', () => r()));
+    const dir = mkdtempSync(join(tmpdir(), 'pushdrain-callback-'));
+    try {
+      writeFileSync(join(dir, 'body.json'), got.raw.body);
+      writeFileSync(join(dir, 'headers.json'), JSON.stringify(got.raw.headers));
+      const verify = (me: string) =>
+        runCli(
+          [
+            '--url',
+            `http://127.0.0.1:${(keysServer.address() as AddressInfo).port}`,
+            'callbacks',
+            'verify',
+            join(dir, 'body.json'),
+            '--headers',
+            join(dir, 'headers.json'),
+            '--me',
+            me,
+          ],
+          {},
+          60_000,
+        );
+      const asB = await verify(`app:${APP_B}`);
+      assert.equal(asB.code, 3, asB.stderr);
+      assert.match(asB.stderr, /not verified: not an event for me/);
+      const asA = await verify(`app:${APP_A}`);
+      assert.equal(asA.code, 0, asA.stderr);
+      assert.match(asA.stdout, /^verified: com\.pushdrain\.batch\.completed /);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await new Promise((r) => keysServer.close(r));
+    }
   });
 
   test("a user's batch names the user's object id; an app's receiver refuses it, even through that app", async () => {

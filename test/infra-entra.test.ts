@@ -324,6 +324,20 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
         },
       },
       {
+        label: "a stored app id of another environment's app: stop, change nothing",
+        apps: [...others, DEV_APP],
+        env: { PUSHDRAIN_API_APP_ID: 'app-2' },
+        check: (r) => {
+          assert.notEqual(r.status, 0);
+          assert.match(
+            r.stderr,
+            /PUSHDRAIN_API_APP_ID app-2 is the app registration "pushdrain-dev2", not pushdrain-dev/,
+          );
+          assert.deepEqual(r.patched, []);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app create') || l.startsWith('azd ')));
+        },
+      },
+      {
         label: 'a stored app id that names no app: stop, change nothing',
         apps: [DEV_APP],
         env: { PUSHDRAIN_API_APP_ID: 'app-gone' },

@@ -11,8 +11,8 @@
 // (postprovision, with SERVICE_API_URI set) to add it.
 //
 // One registration per environment, found exactly, never adopted by accident: the app id the azd
-// environment stored (PUSHDRAIN_API_APP_ID, set by an earlier run), else the deployer's own apps
-// named exactly pushdrain-<env> (`--display-name` alone is a prefix match over the whole tenant:
+// environment stored (PUSHDRAIN_API_APP_ID, set by an earlier run), if that app is named for this
+// environment, else the deployer's own apps named exactly pushdrain-<env> (`--display-name` alone is a prefix match over the whole tenant:
 // `dev` would find `pushdrain-dev2`, or another user's app). More than one stops the hook.
 //
 // A hook rather than the Microsoft Graph Bicep extension: the extension is restored from an OCI
@@ -75,6 +75,12 @@ function findRegistration(displayName) {
       );
     }
     if (app?.appId !== stored || !app.id) throw new Error(`az ad app show --id ${stored} did not return that app`);
+    // The hook rewrites the app's roles, scope and redirect URI: never another environment's or a stranger's app.
+    if (app.displayName !== displayName)
+      throw new Error(
+        `PUSHDRAIN_API_APP_ID ${stored} is the app registration "${app.displayName}", not ${displayName}: ` +
+          'clear it with azd env set PUSHDRAIN_API_APP_ID "" (or rename the app) so that this environment uses its own',
+      );
     return { appId: app.appId, objectId: app.id };
   }
   const mine = JSON.parse(az('ad', 'app', 'list', '--show-mine', '--query', `[].${APP_FIELDS}`, '-o', 'json') || '[]');

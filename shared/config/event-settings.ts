@@ -101,7 +101,15 @@ export function eventSettings(env: Env): EventSettings {
   const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
     const entry = raw.replace(/\/$/, '');
     // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.
-    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) return entry.toLowerCase();
+    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) {
+      const domain = entry.slice('https://*.'.length).replace(/:\d+$/, '').toLowerCase();
+      if (isSharedSuffix(domain))
+        throw new ConfigError(
+          'PUSHDRAIN_CALLBACK_ORIGINS',
+          `entry ${i + 1} is a wildcard on ${domain}, where anyone can have a name: list the origins exactly`,
+        );
+      return entry.toLowerCase();
+    }
     const url = parseEndpoint(raw);
     if (!url || url.origin !== entry)
       throw new ConfigError(
@@ -131,6 +139,58 @@ export function eventSettings(env: Env): EventSettings {
     retryScheduleSeconds: retrySchedule(env.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE),
     callbackOrigins,
   };
+}
+
+/**
+ * Domains under which strangers get names: a country's second level (`co.uk`, `com.au`) and the
+ * shared hosting domains a client's receiver most often sits on (Azure's among them). Not the whole
+ * Public Suffix List (no dependency for it): a wildcard is for a domain the operator controls, and
+ * docs/SECURITY.md says to list origins exactly otherwise.
+ */
+const SHARED_SUFFIXES = new Set([
+  'azurewebsites.net',
+  'azurestaticapps.net',
+  'azure-api.net',
+  'azureedge.net',
+  'azurefd.net',
+  'azurecontainerapps.io',
+  'cloudapp.azure.com',
+  'cloudapp.net',
+  'core.windows.net',
+  'blob.core.windows.net',
+  'web.core.windows.net',
+  'trafficmanager.net',
+  'servicebus.windows.net',
+  'amazonaws.com',
+  'cloudfront.net',
+  'appspot.com',
+  'run.app',
+  'web.app',
+  'firebaseapp.com',
+  'herokuapp.com',
+  'github.io',
+  'githubusercontent.com',
+  'gitlab.io',
+  'netlify.app',
+  'vercel.app',
+  'pages.dev',
+  'workers.dev',
+  'fly.dev',
+  'onrender.com',
+  'ngrok.io',
+  'ngrok-free.app',
+  'ngrok.app',
+]);
+
+function isSharedSuffix(domain: string): boolean {
+  if (SHARED_SUFFIXES.has(domain)) return true;
+  const labels = domain.split('.');
+  // A country code's second level: `co.uk`, `com.au`, `ac.jp`, `gov.br`, `ne.jp`…
+  return (
+    labels.length === 2 &&
+    /^[a-z]{2}$/.test(labels[1] ?? '') &&
+    /^(co|com|net|org|gov|edu|ac|ne|or|go|gv|mil|nic|ltd|plc|me|info|biz)$/.test(labels[0] ?? '')
+  );
 }
 
 function retrySchedule(raw: string | undefined): number[] {

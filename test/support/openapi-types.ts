@@ -973,6 +973,7 @@ export interface operations {
                 headers: {
                     /** @description CSV only: `attachment; filename="{batchId}.csv"`. */
                     "Content-Disposition"?: string;
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1020,6 +1021,7 @@ export interface operations {
             /** @description The batch's timeline. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
