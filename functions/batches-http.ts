@@ -11,6 +11,8 @@ import { reprDigest } from './repr-digest';
 import { notModified, statusEtag } from './status-etag';
 
 const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
+/** A report is a client's billing data: never kept by a shared cache (a proxy, a CDN). */
+const PRIVATE = 'private, no-store';
 
 export const getBatch = guardedRoute('getBatch', {
   route: 'batches/{batchId}',
@@ -31,7 +33,8 @@ export const getBatchTimeline = guardedRoute('getBatchTimeline', {
   method: 'GET',
   handle: async ({ app, req, caller }) => {
     const timeline = await app.timeline(req.params.batchId ?? '', caller);
-    return timeline ? json(200, timeline) : json(404, NOT_FOUND);
+    // Private: the answer depends on who asks, and no shared cache may keep a client's batch.
+    return timeline ? json(200, timeline, { 'Cache-Control': 'private, no-store' }) : json(404, NOT_FOUND);
   },
 });
 
@@ -60,6 +63,7 @@ export const getBatchReport = guardedRoute('getBatchReport', {
           'Content-Type': 'text/csv; charset=utf-8',
           'Content-Disposition': `attachment; filename="${found.report.batchId}.csv"`,
           'Repr-Digest': reprDigest(Buffer.from(csv, 'utf8')),
+          'Cache-Control': PRIVATE,
         },
       };
     }
@@ -67,7 +71,7 @@ export const getBatchReport = guardedRoute('getBatchReport', {
     return {
       status: 200,
       body: found.bytes,
-      headers: { 'Content-Type': 'application/json', 'Repr-Digest': reprDigest(found.bytes) },
+      headers: { 'Content-Type': 'application/json', 'Repr-Digest': reprDigest(found.bytes), 'Cache-Control': PRIVATE },
     };
   },
 });

@@ -15,6 +15,12 @@ import { errorResponse } from './http-errors';
 import { pushdrainApp } from './pushdrain-app';
 import { authLevel, type GuardedFunction, type KeyLevel, type OpenFunction, rolesOf } from './route-access';
 
+// HTTP streams: the worker invokes a handler once the headers are in and hands it the body as a
+// stream, so a guarded route checks the caller before a byte of the body is read, and a refused
+// token costs no memory for the body. Without them the host buffers up to 100 MB per request,
+// token or not, before the worker sees it. Before the first registration: setup locks at start.
+app.setup({ enableHttpStream: true });
+
 /** A guarded route's handler as tests and the host call it: the app it serves, the request, the invocation. */
 export type HttpHandler = (
   app: PushdrainApp,

@@ -2,8 +2,8 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
-import { describeSubmitter, type Principal, submitterOf } from '../shared/auth/principal';
-import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
+import { describeSubmitter, type Principal, printable, recipientOf, submitterOf } from '../shared/auth/principal';
+import { AbortedError, checkAborted, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
@@ -42,24 +42,34 @@ function logRefusal(response: HttpResponseInit, context: InvocationContext): voi
   const body = (response.jsonBody ?? {}) as { error?: string; message?: string; details?: ErrorDetail[] };
   const first = body.details?.[0];
   const where = first ? [`line ${first.line}`, first.field].filter((p) => p !== '').join(', ') : '';
+  // Field names and messages quote the client's JSON: control characters would forge or split the line.
   const line = refusals.pass(
-    `batch refused: HTTP ${response.status} ${body.error ?? ''}: ${body.message ?? ''}${first ? `; first: ${where}: ${first.message}` : ''}`,
+    printable(
+      `batch refused: HTTP ${response.status} ${body.error ?? ''}: ${body.message ?? ''}${first ? `; first: ${where}: ${first.message}` : ''}`,
+      2000,
+    ),
   );
   if (line) context.warn(line);
 }
 
 /** Reads the body with a cap, refusing early on a declared Content-Length over it. */
-export async function readBody(req: HttpRequest, maxBytes: number): Promise<Buffer> {
+export async function readBody(req: HttpRequest, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
   const overCap = tooLarge(`the body exceeds ${maxBytes} bytes`);
   const declared = Number(req.headers.get('content-length') ?? '0');
   if (declared > maxBytes) throw overCap;
   if (!req.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
   let total = 0;
-  for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
-    total += part.length;
-    if (total > maxBytes) throw overCap;
-    parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+  try {
+    for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
+      total += part.length;
+      if (total > maxBytes) throw overCap;
+      parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+    }
+  } catch (e) {
+    // The body is a stream (HTTP streams): a client that goes away mid-upload ends it in an error.
+    checkAborted(signal);
+    throw e;
   }
   // The Functions library hands a buffered body over as one part: a view of it, not a copy.
   return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, total);
@@ -122,8 +132,8 @@ async function submit(
   const { format, gzip } = bodyKind(req);
   const key = idempotencyKey(req);
   const callbackUrl = req.headers.get('callback-url') ?? undefined;
-  const body = await readBody(req, app.maxBodyBytes);
   const signal = requestSignal(context);
+  const body = await readBody(req, app.maxBodyBytes, signal);
   const traceparent = requestTraceparent(req, context);
   const result = await app.submit({
     body,
@@ -134,6 +144,7 @@ async function submit(
     ...(signal ? { signal } : {}),
     ...(traceparent ? { traceparent } : {}),
     ...(submitter ? { submitter } : {}),
+    recipient: recipientOf(caller),
   });
   context.log(
     `batch ${result.batchId}: ${result.replayed ? 'replayed' : 'accepted'}, ${result.transactions} transactions in ${result.chunks} chunks, submitted by ${describeSubmitter(submitter)}`,

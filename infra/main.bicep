@@ -46,10 +46,10 @@ param principalType string = 'User'
 @description('PUSHDRAIN_AUTH: entra = Microsoft Entra ID bearer tokens with app roles (routes anonymous at the platform, checked in the app); keys = function keys only; both = a function key at the platform and, when sent, a token that narrows the caller.')
 param authMode string = 'entra'
 
-@description('PUSHDRAIN_AUTH_CLIENT_APPS: the client app ids (comma-separated) allowed to call with a token (azp, or appid in v1 tokens); empty allows any app the tenant issues a token for the API to (its app role assignments still decide what it may do).')
+@description('PUSHDRAIN_AUTH_CLIENT_APPS: the client app ids (comma-separated) allowed to call with a token (azp, or appid in v1 tokens). The preprovision hook adds the apps it registers (the API itself, for the status page, and the Azure CLI); empty makes the app refuse to start with authMode entra or both.')
 param authClientApps string = ''
 
-@description('PUSHDRAIN_AUTH_KEY_ROLES (authMode both): the app roles of a caller with a function key and no token, comma-separated, or none to require a token beside the key; empty gives every role, so a function key is an operator credential.')
+@description('PUSHDRAIN_AUTH_KEY_ROLES (authMode both): the app roles of a caller with a function key and no token, comma-separated, or none; empty gives none (a token is required beside the key) unless you grant roles here.')
 param authKeyRoles string = ''
 
 @description('The API\'s app registration (client) id, set by the preprovision hook; an accepted token audience.')
@@ -288,7 +288,7 @@ param taxRates string = 'EU:2000,UK:2000,CA:1300,AU:1000,JP:1000,US:0'
   'dry-run'
   'apply'
 ])
-@description('PUSHDRAIN_SCALE_MODE: dry-run decides and logs the exact management request; apply sends it (the app identity gets a custom role on the site for that, whatever the mode).')
+@description('PUSHDRAIN_SCALE_MODE: dry-run decides and logs the exact management request; apply sends it (only then does the app identity get a custom role on the site: in dry-run and off it may not write the site).')
 param scaleAgentMode string = 'dry-run'
 
 @minLength(1)
@@ -331,7 +331,7 @@ param webhookSecret string = ''
 param webhookRetrySchedule string = '5,300,1800,7200,18000,36000,36000'
 
 @secure()
-@description('PUSHDRAIN_CALLBACK_SIGNING_KEY: the ed25519 seed (whsk_ and the base64 of 32 random bytes) that signs Callback-Url deliveries (v1a). Required with callbackOrigins: its own key, so that no holder of the webhook secret can sign a callback; stored in the Key Vault beside the webhook secret.')
+@description('PUSHDRAIN_CALLBACK_SIGNING_KEY: the ed25519 seed (whsk_ and the base64 of 32 random bytes) that signs Callback-Url deliveries (v1a). Required with callbackOrigins (the deployment fails without it): its own key, so that no holder of the webhook secret can sign a callback; stored in the Key Vault beside the webhook secret.')
 param callbackSigningKey string = ''
 
 @description('PUSHDRAIN_CALLBACK_ORIGINS: origins (comma-separated) a client may name in Callback-Url; empty refuses every callback.')
@@ -530,6 +530,11 @@ var callbackKeySecretName = 'pushdrain-callback-signing-key'
 // The app needs the secret exactly when it has somewhere to send (it refuses to start otherwise).
 var eventsOn = !empty(webhookUrl) || !empty(callbackOrigins)
 var callbacksOn = !empty(callbackOrigins)
+// No callback key is derived from another secret (the app refuses to start without one too):
+// callbacks allowed and no key stops the deployment here, naming the parameter.
+var callbackKey = callbacksOn && empty(callbackSigningKey)
+  ? fail('callbackSigningKey (PUSHDRAIN_CALLBACK_SIGNING_KEY) is required with callbackOrigins: whsk_ and the base64 of 32 random bytes (openssl rand -base64 32)')
+  : callbackSigningKey
 
 module vault 'core/security/key-vault.bicep' = if (eventsOn) {
   name: 'key-vault'
@@ -541,7 +546,7 @@ module vault 'core/security/key-vault.bicep' = if (eventsOn) {
     secretName: webhookSecretName
     webhookSecret: webhookSecret
     storeCallbackKey: callbacksOn
-    callbackSigningKey: callbackSigningKey
+    callbackSigningKey: callbackKey
     callbackKeySecretName: callbackKeySecretName
     identityPrincipalId: identity.outputs.principalId
   }
@@ -602,8 +607,10 @@ module alerts 'core/monitor/alerts.bicep' = {
   }
 }
 
-// The agent's least-privilege role on the site (infra/app/scale-agent.bicep says why not a built-in one).
-module scaleAgent 'app/scale-agent.bicep' = {
+// The agent's least-privilege role on the site (infra/app/scale-agent.bicep says why not a built-in one),
+// only when it acts: the identity that parses internet input may not rewrite its own app settings
+// (issuer, JWKS URL, auth mode) while the agent merely logs.
+module scaleAgent 'app/scale-agent.bicep' = if (scaleAgentMode == 'apply') {
   name: 'scale-agent'
   scope: rg
   params: {

@@ -4,7 +4,7 @@
  * then hands over to the pipeline step that owns the work. Built by create-app.ts.
  */
 import type { Access } from './auth/access';
-import type { Principal, Role, Submitter } from './auth/principal';
+import type { Principal, Recipient, Role, Submitter } from './auth/principal';
 import type { BatchPage, BatchPageQuery, BatchPages } from './batch/batch-pages';
 import type { BatchReader, ReportLookup } from './batch/batch-reader';
 import type { BatchStatus } from './batch/batch-status';
@@ -137,6 +137,8 @@ export interface Submission {
   traceparent?: string;
   /** The token holder submitting it (none for a function-key holder): recorded, and scopes the Idempotency-Key. */
   submitter?: Submitter;
+  /** Whom the batch's events belong to (its callback names it in what is signed). */
+  recipient?: Recipient;
 }
 
 export class PushdrainApp {
@@ -182,6 +184,7 @@ export class PushdrainApp {
           ...(s.signal ? { signal: s.signal } : {}),
           ...(s.traceparent ? { traceparent: s.traceparent } : {}),
           ...(s.submitter ? { submitter: s.submitter } : {}),
+          ...(s.recipient ? { recipient: s.recipient } : {}),
           source: 'http',
         });
         if (!result.replayed) p.observer.accepted('http', result.transactions);

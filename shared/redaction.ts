@@ -16,8 +16,17 @@ const SECRETS: readonly [RegExp, string][] = [
   [/(^|[?&;\s])(sig(?:=|%3D))[^&;\s]*/gi, '$1$2***'],
   // Query or form values named as secrets (a callback's `?code=`, `?token=`).
   [/\b(secret|token|code)=[^&;\s]*/gi, '$1=***'],
-  // A Standard Webhooks secret.
+  // A Standard Webhooks secret, and a callback signing key.
   [/whsec_[A-Za-z0-9+/=]+/g, 'whsec_***'],
+  [/whsk_[A-Za-z0-9+/=]+/g, 'whsk_***'],
+  // A bearer token, and a JWT wherever it stands (its header always starts `eyJ`).
+  [/\b(Bearer\s+)[A-Za-z0-9._~+/-]{20,}=*/gi, '$1***'],
+  [/\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, 'eyJ***'],
+  // Webhook URLs whose path is the secret (Slack, Teams, Discord): the path goes.
+  [
+    /(https?:\/\/(?:hooks\.slack\.com|[a-z0-9-]+\.webhook\.office\.com|outlook\.office(?:365)?\.com|(?:ptb\.|canary\.)?discord(?:app)?\.com))\/[^\s"'<>]*/gi,
+    '$1/***',
+  ],
 ];
 
 /** Masks every credential in `text`; the rest is kept (a log line for the operator). */

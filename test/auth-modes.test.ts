@@ -70,29 +70,43 @@ const bearer = async (name: string, roles: Parameters<TestIssuer['token']>[1]): 
   authorization: `Bearer ${await iss.token(name, roles)}`,
 });
 const KEY: Headers = {}; // the platform checked the function key; the app sees no token
+/** `both` where the operator granted keys every role (the default grants none). */
+const operatorKeys = (): Record<string, string> => ({
+  ...iss.env,
+  PUSHDRAIN_AUTH_KEY_ROLES: 'Batches.Submit,Batches.Read,Operations.Admin',
+});
 
 describe('the role matrix in each mode: key, token and both', () => {
   test('keys: a key holder reaches every route (the key level at the platform is the only gate)', async () => {
     await matrix({ PUSHDRAIN_AUTH: 'keys' }, KEY, KEY, EVERYTHING, true);
   });
 
-  test('both, by default: a key holder holds every role, a function key is an operator’s credential', async () => {
-    await matrix(iss.env, KEY, KEY, EVERYTHING, true);
-    await matrix(iss.env, await bearer('alice', ['Batches.Submit']), KEY, EVERYTHING, true);
+  test('both, by default: a key holder holds no role, a token is required beside the key', async () => {
+    const rt = await testRuntime(iss.env);
+    for (const name of Object.keys(routes) as RouteName[]) {
+      const res = await routes[name](rt.app, KEY, 'b-00000000-0000-0000-0000-000000000000');
+      assert.equal(res.status, 401, name);
+    }
+    assert.deepEqual([...authSettings(iss.env).keyRoles], []);
+  });
+
+  test('both with every role granted to keys: a function key is an operator’s credential', async () => {
+    await matrix(operatorKeys(), KEY, KEY, EVERYTHING, true);
+    await matrix(operatorKeys(), await bearer('alice', ['Batches.Submit']), KEY, EVERYTHING, true);
   });
 
   test('both: a token narrows the caller to its roles, whatever its key could do', async () => {
     const alice = await bearer('alice', ['Batches.Submit']);
     await matrix(
-      iss.env,
+      operatorKeys(),
       KEY,
       alice,
       { ...EVERYTHING, getBatch: 404, getBatchReport: 404, opsStatus: 403, opsRedrive: 403 },
       false,
     );
-    await matrix(iss.env, alice, alice, { ...EVERYTHING, opsStatus: 403, opsRedrive: 403 }, true);
+    await matrix(operatorKeys(), alice, alice, { ...EVERYTHING, opsStatus: 403, opsRedrive: 403 }, true);
     const operator = await bearer('oscar', ['Batches.Read', 'Operations.Admin']);
-    await matrix(iss.env, alice, operator, { ...EVERYTHING, postBatch: 403 }, true);
+    await matrix(operatorKeys(), alice, operator, { ...EVERYTHING, postBatch: 403 }, true);
   });
 
   test('both with PUSHDRAIN_AUTH_KEY_ROLES=Batches.Submit: a key holder submits, and reads nothing back', async () => {
@@ -142,5 +156,22 @@ describe('the role matrix in each mode: key, token and both', () => {
     );
     assert.equal(authSettings({ PUSHDRAIN_AUTH: 'keys', PUSHDRAIN_AUTH_KEY_ROLES: 'none' }).keyRoles.size, 3);
     assert.equal(authSettings({ ...iss.env, PUSHDRAIN_AUTH: 'entra' }).keyRoles.size, 0);
+  });
+
+  test('in Azure (WEBSITE_SITE_NAME set) tokens need a calling-app allowlist: empty stops the app at start, naming it', () => {
+    const azure = { WEBSITE_SITE_NAME: 'func-api-x' };
+    for (const mode of ['entra', 'both'])
+      assert.throws(
+        () => authSettings({ ...iss.env, ...azure, PUSHDRAIN_AUTH: mode }),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.setting === 'PUSHDRAIN_AUTH_CLIENT_APPS' &&
+          /is required in Azure with PUSHDRAIN_AUTH=/.test(e.message),
+        mode,
+      );
+    const app = '04b07795-8ddb-461a-bbee-02f9e1bf7b46';
+    assert.deepEqual(authSettings({ ...iss.env, ...azure, PUSHDRAIN_AUTH_CLIENT_APPS: app }).tokens?.clientApps, [app]);
+    assert.equal(authSettings({ PUSHDRAIN_AUTH: 'keys', ...azure }).mode, 'keys', 'keys takes no token');
+    assert.equal(authSettings(iss.env).tokens?.clientApps, undefined, 'locally the local issuer’s tokens pass');
   });
 });

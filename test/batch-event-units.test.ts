@@ -18,6 +18,9 @@ import { deliveryRetryMessage } from '../shared/notify/delivery-retry-message';
 import { watchdogMessage } from '../shared/notify/messages';
 import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 
+/** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
+const CALLBACK_KEY = `whsk_${'C'.repeat(43)}=`;
+
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const fresh = (): Delivery => ({
   kind: 'webhook',
@@ -140,6 +143,7 @@ describe('event settings', () => {
     assert.deepEqual(
       eventSettings({
         PUSHDRAIN_CALLBACK_ORIGINS: 'https://b.example, http://127.0.0.1:8080',
+        PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
         PUSHDRAIN_WEBHOOK_SECRET: SECRET,
       }).callbackOrigins,
       ['https://b.example', 'http://127.0.0.1:8080'],

@@ -54,7 +54,7 @@ before(async () => {
   [main, other, client, sink] = await Promise.all([
     startWebhookReceiver(SECRET),
     startWebhookReceiver(SECRET, '/other'),
-    startWebhookReceiver({ publicKeys: () => clientKeys }, '/client/events'),
+    startWebhookReceiver({ publicKeys: () => clientKeys, me: { kind: 'key' } }, '/client/events'),
     startWebhookReceiver(SECRET, '/latest/meta-data'),
   ]);
   redirector = createServer((req, res) => {
@@ -386,6 +386,7 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
     const settings = eventSettings({
       PUSHDRAIN_WEBHOOK_SECRET: SECRET,
       PUSHDRAIN_CALLBACK_ORIGINS: `https://*.allowed.test:${port}`,
+      PUSHDRAIN_CALLBACK_SIGNING_KEY: `whsk_${randomBytes(32).toString('base64')}`,
     });
     // The resolver is the seam: these names resolve as an attacker's DNS would answer.
     const answers: Record<string, string> = {

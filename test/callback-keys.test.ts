@@ -14,6 +14,7 @@ import { Webhook } from 'standardwebhooks';
 
 import { getEventKeys } from '../functions/event-keys-http';
 import { eventSettings } from '../shared/config/event-settings';
+import { loadSettings } from '../shared/config/settings';
 import { ConfigError } from '../shared/errors';
 import { CallbackSigner, ed25519FromSeed, type PublishedKey } from '../shared/events/callback-signer';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';
@@ -22,10 +23,17 @@ import { signatureHeaders } from '../shared/events/webhook-post';
 import { verifyCallback } from './support/callback-verifier';
 import { type TestRuntime, testRuntime, useStorage } from './support/storage';
 
+/** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
+const CALLBACK_KEY = `whsk_${randomBytes(32).toString('base64')}`;
+
 useStorage();
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
-const BODY = JSON.stringify({ type: 'com.pushdrain.batch.completed', subject: 'b-1', data: { status: 'completed' } });
+const BODY = JSON.stringify({
+  type: 'com.pushdrain.batch.completed',
+  subject: 'b-1',
+  data: { status: 'completed', recipient: { kind: 'key' } },
+});
 
 /** The operator's receiver (README: `standardwebhooks` with the secret). */
 const operatorAccepts = (headers: Record<string, string>): boolean => {
@@ -39,7 +47,7 @@ const operatorAccepts = (headers: Record<string, string>): boolean => {
 /** A client's receiver (README: `v1a` with the published keys). */
 const clientAccepts = (headers: Record<string, string>, keys: readonly string[]): boolean => {
   try {
-    verifyCallback(BODY, headers, keys);
+    verifyCallback(BODY, headers, keys, { kind: 'key' });
     return true;
   } catch {
     return false;
@@ -48,7 +56,7 @@ const clientAccepts = (headers: Record<string, string>, keys: readonly string[])
 
 describe('callback signatures (v1a, ed25519)', () => {
   test('a callback verifies with the published key only; a webhook with the secret only', () => {
-    const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET });
+    const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY });
     const signer = new CallbackSigner(settings.callbackKeys);
     const keys = signer.published().keys.map((k) => k.whpk);
     const at = new Date();
@@ -65,7 +73,7 @@ describe('callback signatures (v1a, ed25519)', () => {
   });
 
   test("a client's verification material cannot produce a signature another receiver accepts", () => {
-    const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET });
+    const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY });
     const published = new CallbackSigner(settings.callbackKeys).published().keys;
     const keys = published.map((k) => k.whpk);
     const [jwk] = published as [PublishedKey];
@@ -102,8 +110,7 @@ describe('callback signatures (v1a, ed25519)', () => {
     assert.equal(headers['webhook-signature']!.split(' ').length, 2);
     assert.equal(clientAccepts(headers, [a!]), true, 'a client that has the new key');
     assert.equal(clientAccepts(headers, [b!]), true, 'a client still on the old key');
-    const derived = new CallbackSigner(eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET }).callbackKeys);
-    assert.notEqual(derived.published().keys[0]!.whpk, a, 'explicit, not derived');
+    assert.deepEqual(eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET }).callbackKeys, [], 'none derived');
     const bad = `whsk_${randomBytes(16).toString('base64')}`;
     assert.throws(
       () => eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_SIGNING_KEY: bad }),
@@ -116,6 +123,27 @@ describe('callback signatures (v1a, ed25519)', () => {
       assert.ok(!text.includes(current.slice(5)), 'the key prints as [redacted]');
   });
 
+  // loadSettings is what the worker's appStart hook runs first (functions/pushdrain-app.ts).
+  test('no key is derived from the webhook secret: callback origins without a key stop the app at start', () => {
+    const env = { PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_ORIGINS: 'https://billing.example.com' };
+    for (const load of [
+      () => eventSettings(env),
+      () => loadSettings({ StorageConnection: 'UseDevelopmentStorage=true', ...env }),
+    ])
+      assert.throws(
+        load,
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          /PUSHDRAIN_CALLBACK_SIGNING_KEY: is required with PUSHDRAIN_CALLBACK_ORIGINS/.test(e.message) &&
+          !e.message.includes(SECRET.slice(6)),
+      );
+    // Webhooks alone need no callback key, and sign nothing v1a.
+    assert.deepEqual(
+      eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_WEBHOOK_URL: 'https://ops.example/h' }).callbackKeys,
+      [],
+    );
+  });
+
   test('a delivery attempt signs a callback v1a and a webhook v1, each verified by its receiver', async () => {
     const got: Record<string, string>[] = [];
     const server = createServer((req, res) => {
@@ -126,7 +154,11 @@ describe('callback signatures (v1a, ed25519)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const settings = eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_ORIGINS: origin });
+      const settings = eventSettings({
+        PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+        PUSHDRAIN_CALLBACK_ORIGINS: origin,
+        PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
+      });
       const attempt = deliveryAttempt({ settings, now: Date.now });
       const event: OutboxEvent = { id: 'evt_1', type: 't', body: BODY, deliveries: [] };
       const d = (kind: Delivery['kind']): Delivery => ({
@@ -153,6 +185,7 @@ describe('GET /api/events/keys', () => {
     const rt: TestRuntime = await testRuntime({
       PUSHDRAIN_WEBHOOK_SECRET: SECRET,
       PUSHDRAIN_CALLBACK_ORIGINS: 'https://billing.example.com',
+      PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
     });
     const requests = (): number =>
       Object.values(rt.app.storageTransactions()).reduce((n: number, v) => n + (typeof v === 'number' ? v : 0), 0);

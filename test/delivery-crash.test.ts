@@ -176,7 +176,7 @@ describe('batch event delivery across kill -9 at seeded moments', () => {
     const operatorVerify = (body: string, req: IncomingMessage): { id: string } =>
       wh.verify(body, req.headers as Record<string, string>) as { id: string };
     const clientVerify = (body: string, req: IncomingMessage): { id: string } =>
-      verifyCallback(body, req.headers, keys) as { id: string };
+      verifyCallback(body, req.headers, keys, { kind: 'key' }) as { id: string };
     const [w1, w2, cb] = await Promise.all([
       chaosReceiver('webhook-1', operatorVerify, r),
       chaosReceiver('webhook-2', operatorVerify, r, '/second'),

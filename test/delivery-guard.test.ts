@@ -17,6 +17,9 @@ import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { applyAttempt, type Delivery, type OutboxEvent } from '../shared/events/outbox';
 import { postSigned } from '../shared/events/webhook-post';
 
+/** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
+const CALLBACK_KEY = `whsk_${randomBytes(32).toString('base64')}`;
+
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
 describe('the SSRF guard: the holes that matter in Azure', () => {
@@ -69,6 +72,7 @@ describe('the SSRF guard: the holes that matter in Azure', () => {
         const settings = eventSettings({
           PUSHDRAIN_WEBHOOK_SECRET: SECRET,
           PUSHDRAIN_CALLBACK_ORIGINS: `https://*.example.com`,
+          PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
         });
         const got = await postSigned({
           url: `https://${host}:${port}/hook`,
@@ -105,7 +109,11 @@ describe('a callback whose origin left PUSHDRAIN_CALLBACK_ORIGINS', () => {
       });
       const event: OutboxEvent = { id: 'evt_1', type: 't', body: '{}', deliveries: [] };
       const allowed = deliveryAttempt({
-        settings: eventSettings({ PUSHDRAIN_WEBHOOK_SECRET: SECRET, PUSHDRAIN_CALLBACK_ORIGINS: origin }),
+        settings: eventSettings({
+          PUSHDRAIN_WEBHOOK_SECRET: SECRET,
+          PUSHDRAIN_CALLBACK_ORIGINS: origin,
+          PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
+        }),
         now: Date.now,
       });
       assert.equal((await allowed(delivery(), event)).status, 200, 'allowlisted: sent');
@@ -115,6 +123,7 @@ describe('a callback whose origin left PUSHDRAIN_CALLBACK_ORIGINS', () => {
         settings: eventSettings({
           PUSHDRAIN_WEBHOOK_SECRET: SECRET,
           PUSHDRAIN_CALLBACK_ORIGINS: 'https://other.example.com',
+          PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
         }),
         now: Date.now,
       });

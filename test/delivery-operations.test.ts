@@ -81,7 +81,7 @@ async function openCallback(): Promise<{ ids: string[]; close: () => Promise<voi
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
       try {
-        verifyCallback(Buffer.concat(parts).toString('utf8'), req.headers, keys);
+        verifyCallback(Buffer.concat(parts).toString('utf8'), req.headers, keys, { kind: 'key' });
         ids.push(String(req.headers['webhook-id']));
         res.writeHead(204).end();
       } catch {

@@ -30,6 +30,9 @@ import { createStorageClients } from '../shared/storage/clients';
 import { StorageMeter } from '../shared/storage/meter';
 import { quietLog, testSettings, useStorage } from './support/storage';
 
+/** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
+const CALLBACK_KEY = `whsk_${'C'.repeat(43)}=`;
+
 useStorage();
 
 const GRACE_MS = 120_000;
@@ -252,6 +255,7 @@ describe('recovery of a pending delivery', () => {
         settings: eventSettings({
           PUSHDRAIN_WEBHOOK_SECRET: `whsec_${'A'.repeat(32)}`,
           PUSHDRAIN_CALLBACK_ORIGINS: 'https://other.example.com',
+          PUSHDRAIN_CALLBACK_SIGNING_KEY: CALLBACK_KEY,
         }),
         now: Date.now,
         lookup: () => Promise.reject(new Error('no lookup may happen')),

@@ -208,7 +208,11 @@ describe('PUSHDRAIN_AUTH=both: the platform checks the key, a token narrows the 
   test('no token is a key holder; a bad token is refused; a submitter token is isolated', async () => {
     const both = await testIssuer('both');
     try {
-      const rt = await testRuntime(both.env);
+      // Keys hold no role in `both` unless granted: here the operator granted every role.
+      const rt = await testRuntime({
+        ...both.env,
+        PUSHDRAIN_AUTH_KEY_ROLES: 'Batches.Submit,Batches.Read,Operations.Admin',
+      });
       const keyed = await post(rt.app, {});
       assert.equal(keyed.status, 202);
       const keyedBatch = (keyed.jsonBody as { batchId: string }).batchId;

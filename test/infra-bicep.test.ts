@@ -523,8 +523,14 @@ void describe('infra: names and settings the app relies on', () => {
     assert.equal(setting('PUSHDRAIN_SCALE_MIN_INSTANCES', 'scale-agent'), '1');
   });
 
-  void it("the scaling agent's role: a custom role with exactly the plan's two actions, assignable in the resource group, assigned on the site to the app identity", () => {
+  void it("the scaling agent's role: only in apply mode, a custom role with exactly the plan's two actions, assignable in the resource group, assigned on the site to the app identity", () => {
     for (const variant of VARIANTS) {
+      if (setting('PUSHDRAIN_SCALE_MODE', variant) !== 'apply') {
+        // dry-run (the default) and off call nothing: the identity that parses internet input may
+        // not rewrite its own site (issuer, JWKS URL, auth mode) while the agent only logs.
+        assert.deepEqual(resourcesOf('Microsoft.Authorization/roleDefinitions', variant), [], variant);
+        continue;
+      }
       const flex = onlyOf('Microsoft.Web/serverfarms', variant).sku?.name === 'FC1';
       const def = onlyOf('Microsoft.Authorization/roleDefinitions', variant);
       const p = def.properties as { type: string; permissions: Record<string, string[]>[]; assignableScopes: string[] };
@@ -781,6 +787,18 @@ void describe('infra: batch events', () => {
     }
     const site = onlyOf('Microsoft.Web/sites', 'webhooks');
     assert.equal((site.properties as { keyVaultReferenceIdentity: string }).keyVaultReferenceIdentity, identity().id);
+  });
+
+  void it('callback origins without a callback key fail the deployment, naming the parameter and the setting (no derived key)', () => {
+    const secret = resourcesOf('Microsoft.KeyVault/vaults/secrets', 'webhooks').find((s) =>
+      s.name.endsWith('/pushdrain-callback-signing-key'),
+    );
+    // A secure parameter stays an expression in the snapshot: ARM evaluates the guard at deployment,
+    // and `if` evaluates only the branch it takes (Bicep's fail() relies on it).
+    assert.match(
+      String((secret?.properties as { value?: string } | undefined)?.value),
+      /^\[if\(and\(true\(\), empty\(parameters\('callbackSigningKey'\)\)\), fail\('callbackSigningKey \(PUSHDRAIN_CALLBACK_SIGNING_KEY\) is required with callbackOrigins: .*'\), parameters\('callbackSigningKey'\)\)\]$/,
+    );
   });
 });
 

@@ -211,7 +211,33 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
         'azd env set PUSHDRAIN_API_APP_ID app-1234',
         'azd env set PUSHDRAIN_API_IDENTIFIER_URI api://app-1234',
         'azd env set PUSHDRAIN_API_SCOPE api://app-1234/.default',
+        // The apps registered here: the API itself (the status page) and the pre-authorized Azure CLI.
+        'azd env set PUSHDRAIN_AUTH_CLIENT_APPS app-1234,04b07795-8ddb-461a-bbee-02f9e1bf7b46',
       ]);
+      const consent = calls.find(
+        (c) => line(c).includes('--method POST') && line(c).includes('/oauth2PermissionGrants'),
+      );
+      assert.deepEqual(
+        consent?.body,
+        { clientId: 'sp-1', consentType: 'AllPrincipals', resourceId: 'sp-1', scope: 'user_impersonation' },
+        'admin consent for the status page, granted by the deployer',
+      );
+    } finally {
+      rmSync(fake.bin, { recursive: true, force: true });
+    }
+  });
+
+  test("the calling-app allowlist keeps the operator's own apps beside the registered ones", () => {
+    const fake = fakeCli(true);
+    try {
+      const mine = '11111111-2222-3333-4444-555555555555';
+      const r = runHook(fake.bin, { PUSHDRAIN_AUTH_CLIENT_APPS: ` ${mine.toUpperCase()} ,app-1234` });
+      assert.equal(r.status, 0, r.stderr);
+      const set = fake
+        .calls()
+        .filter((c) => c.cmd === 'azd' && c.args.includes('PUSHDRAIN_AUTH_CLIENT_APPS'))
+        .map((c) => c.args.at(-1));
+      assert.deepEqual(set, [`${mine},app-1234,04b07795-8ddb-461a-bbee-02f9e1bf7b46`]);
     } finally {
       rmSync(fake.bin, { recursive: true, force: true });
     }
@@ -235,7 +261,7 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
       assert.deepEqual(app.spa, { redirectUris: ['https://func-abc.azurewebsites.net/api/dashboard'] });
       assert.equal(app.web, undefined, 'no web platform (implicit grant) is configured');
       const scope = app.api.oauth2PermissionScopes.find((x) => x.value === 'user_impersonation');
-      assert.equal(scope?.type, 'User');
+      assert.equal(scope?.type, 'Admin', 'not user-consentable: a user cannot hand an app all of their roles');
       assert.equal(scope?.isEnabled, true);
       const bad = runHook(fake.bin, { SERVICE_API_URI: 'http://func-abc.azurewebsites.net' });
       assert.notEqual(bad.status, 0, 'a plain-http site is refused');
@@ -295,6 +321,20 @@ describe('infra/hooks/entra-app.mjs (azd preprovision)', () => {
           assert.ok(!r.lines.some((l) => l.startsWith('az ad app list') || l.startsWith('az ad app create')));
           assert.deepEqual(r.patched.length, 1);
           assert.match(r.patched[0] ?? '', /\/applications\/obj-5 /);
+        },
+      },
+      {
+        label: "a stored app id of another environment's app: stop, change nothing",
+        apps: [...others, DEV_APP],
+        env: { PUSHDRAIN_API_APP_ID: 'app-2' },
+        check: (r) => {
+          assert.notEqual(r.status, 0);
+          assert.match(
+            r.stderr,
+            /PUSHDRAIN_API_APP_ID app-2 is the app registration "pushdrain-dev2", not pushdrain-dev/,
+          );
+          assert.deepEqual(r.patched, []);
+          assert.ok(!r.lines.some((l) => l.startsWith('az ad app create') || l.startsWith('azd ')));
         },
       },
       {

@@ -1,6 +1,8 @@
 // azd preprovision hook: creates or updates the API's Microsoft Entra app registration, its app
 // roles (infra/entra-app-roles.json), its service principal, and hands the app id to Bicep through
-// the azd environment (PUSHDRAIN_API_APP_ID, PUSHDRAIN_API_IDENTIFIER_URI, PUSHDRAIN_API_SCOPE).
+// the azd environment (PUSHDRAIN_API_APP_ID, PUSHDRAIN_API_IDENTIFIER_URI, PUSHDRAIN_API_SCOPE, and
+// PUSHDRAIN_AUTH_CLIENT_APPS: the apps registered here beside the operator's own). Its scope takes an
+// administrator's consent, which the hook grants for the status page.
 // With PUSHDRAIN_ASSIGN_ADMIN=true it assigns Operations.Admin and Batches.Read to the signed-in
 // user (an operator needs both: redrive, and the status page). Skipped with PUSHDRAIN_AUTH=keys.
 // The status page signs people in with MSAL as this same registration (a SPA platform asking for
@@ -9,8 +11,8 @@
 // (postprovision, with SERVICE_API_URI set) to add it.
 //
 // One registration per environment, found exactly, never adopted by accident: the app id the azd
-// environment stored (PUSHDRAIN_API_APP_ID, set by an earlier run), else the deployer's own apps
-// named exactly pushdrain-<env> (`--display-name` alone is a prefix match over the whole tenant:
+// environment stored (PUSHDRAIN_API_APP_ID, set by an earlier run), if that app is named for this
+// environment, else the deployer's own apps named exactly pushdrain-<env> (`--display-name` alone is a prefix match over the whole tenant:
 // `dev` would find `pushdrain-dev2`, or another user's app). More than one stops the hook.
 //
 // A hook rather than the Microsoft Graph Bicep extension: the extension is restored from an OCI
@@ -73,6 +75,12 @@ function findRegistration(displayName) {
       );
     }
     if (app?.appId !== stored || !app.id) throw new Error(`az ad app show --id ${stored} did not return that app`);
+    // The hook rewrites the app's roles, scope and redirect URI: never another environment's or a stranger's app.
+    if (app.displayName !== displayName)
+      throw new Error(
+        `PUSHDRAIN_API_APP_ID ${stored} is the app registration "${app.displayName}", not ${displayName}: ` +
+          'clear it with azd env set PUSHDRAIN_API_APP_ID "" (or rename the app) so that this environment uses its own',
+      );
     return { appId: app.appId, objectId: app.id };
   }
   const mine = JSON.parse(az('ad', 'app', 'list', '--show-mine', '--query', `[].${APP_FIELDS}`, '-o', 'json') || '[]');
@@ -84,6 +92,35 @@ function findRegistration(displayName) {
         'choose one with azd env set PUSHDRAIN_API_APP_ID <appId>, and delete or rename the others',
     );
   return named[0] ? { appId: named[0].appId, objectId: named[0].id } : { appId: '', objectId: '' };
+}
+
+/**
+ * The scope needs an administrator's consent, so the status page (this registration signing in for
+ * its own scope) gets it here, tenant-wide, once. Without the right to grant it the hook goes on and
+ * says what an administrator runs.
+ */
+function consentForStatusPage(spId) {
+  const filter = encodeURIComponent(`clientId eq '${spId}' and resourceId eq '${spId}'`);
+  try {
+    const grants = JSON.parse(graph('GET', `/oauth2PermissionGrants?$filter=${filter}`)).value ?? [];
+    if (
+      grants.some((g) => g.consentType === 'AllPrincipals' && String(g.scope).split(' ').includes('user_impersonation'))
+    )
+      return;
+    graph('POST', '/oauth2PermissionGrants', {
+      clientId: spId,
+      consentType: 'AllPrincipals',
+      resourceId: spId,
+      scope: 'user_impersonation',
+    });
+    console.log('entra-app: granted admin consent for the status page (user_impersonation)');
+  } catch (e) {
+    console.warn(
+      `entra-app: could not grant admin consent for the status page's sign-in (${e.message.split('\n')[0]}); ` +
+        `an administrator grants it with: az rest --method POST --uri ${GRAPH}/oauth2PermissionGrants ` +
+        `--body '{"clientId":"${spId}","consentType":"AllPrincipals","resourceId":"${spId}","scope":"user_impersonation"}'`,
+    );
+  }
 }
 
 function main() {
@@ -130,7 +167,8 @@ function main() {
         {
           id: SCOPE_ID,
           value: 'user_impersonation',
-          type: 'User',
+          // Admin consent only: a user cannot hand an app of their choice all of their roles.
+          type: 'Admin',
           isEnabled: true,
           adminConsentDisplayName: 'Access pushdrain',
           adminConsentDescription: 'Call pushdrain as the signed-in user; app roles decide what is allowed.',
@@ -143,6 +181,7 @@ function main() {
   if (!spId) spId = az('ad', 'sp', 'create', '--id', appId, '--query', 'id', '-o', 'tsv');
   // Tokens only for principals that were assigned a role: an unassigned client of the tenant gets none.
   graph('PATCH', `/servicePrincipals/${spId}`, { appRoleAssignmentRequired: true });
+  consentForStatusPage(spId);
 
   if ((env.PUSHDRAIN_ASSIGN_ADMIN ?? '').toLowerCase() === 'true') {
     const userId = az('ad', 'signed-in-user', 'show', '--query', 'id', '-o', 'tsv');
@@ -158,9 +197,19 @@ function main() {
       console.log(`entra-app: assigned ${value} to the signed-in user`);
     }
   }
+  // The calling apps the API accepts: the ones registered here (the status page signs in as the API's
+  // own registration; the Azure CLI is pre-authorized for the CLI and scripts), plus the operator's.
+  const clientApps = [
+    ...new Set(
+      [...(env.PUSHDRAIN_AUTH_CLIENT_APPS ?? '').split(','), appId, AZURE_CLI_APP_ID]
+        .map((a) => a.trim().toLowerCase())
+        .filter((a) => a !== ''),
+    ),
+  ];
   run('azd', ['env', 'set', 'PUSHDRAIN_API_APP_ID', appId]);
   run('azd', ['env', 'set', 'PUSHDRAIN_API_IDENTIFIER_URI', identifierUri]);
   run('azd', ['env', 'set', 'PUSHDRAIN_API_SCOPE', `${identifierUri}/.default`]);
+  run('azd', ['env', 'set', 'PUSHDRAIN_AUTH_CLIENT_APPS', clientApps.join(',')]);
   console.log(
     `entra-app: ${displayName} ready, scope ${identifierUri}/.default` +
       (site ? `; status page sign-in redirects to ${site}/api/dashboard` : ''),

@@ -18,8 +18,18 @@ export interface Submitter {
   name?: string;
 }
 
+/**
+ * Whom a batch's events belong to, as its callback names it inside what is signed: a user by its
+ * object id (`oid`), an application by its application (client) id (`azp`/`appid`: the id the
+ * client configured itself with), a function-key holder (no identity: every key holder is the
+ * same principal to the app), or the sweep (a blob in `incoming/`, which takes no callback). A
+ * receiver compares it with its own id, so an event for one client fails every other client's check.
+ */
+export type Recipient = { kind: 'user' | 'app'; id: string } | { kind: 'key' | 'sweep' };
+
 export type Principal =
-  { kind: 'token'; submitter: Submitter; roles: ReadonlySet<Role> } | { kind: 'key'; roles: ReadonlySet<Role> };
+  | { kind: 'token'; submitter: Submitter; roles: ReadonlySet<Role>; tokenKind: 'delegated' | 'app' }
+  | { kind: 'key'; roles: ReadonlySet<Role> };
 
 export function isRole(value: unknown): value is Role {
   return typeof value === 'string' && (ROLES as readonly string[]).includes(value);
@@ -37,6 +47,13 @@ export function holdsAny(p: Principal, anyOf: readonly Role[]): boolean {
 /** What a batch records of whoever submitted it: nothing for a key holder. */
 export function submitterOf(p: Principal): Submitter | undefined {
   return p.kind === 'token' ? p.submitter : undefined;
+}
+
+/** The recipient of the batches `p` submits over HTTP (see Recipient). */
+export function recipientOf(p: Principal): Recipient {
+  if (p.kind === 'key') return { kind: 'key' };
+  if (p.tokenKind === 'app' && p.submitter.appId) return { kind: 'app', id: p.submitter.appId };
+  return { kind: 'user', id: p.submitter.objectId };
 }
 
 /**

@@ -44,7 +44,7 @@ export class TokenVerifier {
     const oid = payload.oid;
     if (typeof oid !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(oid))
       throw new AccessError(401, 'the bearer token is not valid: its oid claim is not an object id');
-    tokenKind(payload, this.settings);
+    const kind = tokenKind(payload, this.settings);
     // Claims end up in manifests and log lines: no control character reaches them.
     const appId = printable(firstString(payload.azp, payload.appid) ?? '', 64);
     const name = printable(firstString(payload.name) ?? '');
@@ -53,6 +53,7 @@ export class TokenVerifier {
       kind: 'token',
       submitter: { objectId: oid, ...(appId ? { appId } : {}), ...(name ? { name } : {}) },
       roles: new Set<Role>(roles),
+      tokenKind: kind,
     };
   }
 }

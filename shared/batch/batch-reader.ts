@@ -44,7 +44,8 @@ export class BatchReader {
     checkBatchId(batchId);
     const got = await this.manifests.read(batchId);
     if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
-    return timelineBody(got.manifest);
+    // The operator's webhooks and topic are the operator's business: a submitter sees its callback only.
+    return timelineBody(got.manifest, !viewer || viewer.roles.has('Batches.Read'));
   }
 
   async report(batchId: string, viewer?: Principal): Promise<ReportLookup> {

@@ -2,7 +2,7 @@
  * The manifest, `batches/{batchId}/manifest.json`: the batch's one record of truth. Its store
  * is manifest-store.ts; the states it moves through are batch-state.ts.
  */
-import type { Submitter } from '../auth/principal';
+import type { Recipient, Submitter } from '../auth/principal';
 import type { ControlMismatch } from '../billing/control-check';
 import type { OutboxEvent } from '../events/outbox';
 import type { ControlSum } from '../model/control-totals';
@@ -25,6 +25,8 @@ export interface Manifest {
   idempotencyKey?: string;
   /** Who submitted it over HTTP with a token (a function key or the sweep records none). */
   submitter?: Submitter;
+  /** Whom its events belong to (absent before this was recorded: see batch-event.ts). */
+  recipient?: Recipient;
   /**
    * A random id per ingest request. Tells "our own create, retried after its response was
    * lost" from "another request's claim", and keeps a taken-over request from touching it.

@@ -43,8 +43,11 @@ export interface BatchTimelineBody {
   mismatches?: ControlMismatch[];
 }
 
-/** The body for `m`, or undefined while it is internal (never answered 202), as for its status. */
-export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
+/**
+ * The body for `m`, or undefined while it is internal (never answered 202), as for its status.
+ * `operator` false (a submitter, without `Batches.Read`): of the deliveries, its callback only.
+ */
+export function timelineBody(m: Manifest, operator = true): BatchTimelineBody | undefined {
   const status = batchStatus(m);
   if (!status) return undefined;
   const submitted = Date.parse(m.submittedAt);
@@ -86,7 +89,10 @@ export function timelineBody(m: Manifest): BatchTimelineBody | undefined {
       startMs: Math.max(0, completed - (t?.finalizeMs ?? 0)),
       endMs: completed,
     });
-  const deliveries = (m.events ?? []).flatMap((e) => e.deliveries).slice(0, MAX_DELIVERIES);
+  const deliveries = (m.events ?? [])
+    .flatMap((e) => e.deliveries)
+    .filter((d) => operator || d.kind === 'callback')
+    .slice(0, MAX_DELIVERIES);
   for (const d of deliveries)
     steps.push({
       step: 'delivery',

@@ -53,10 +53,14 @@ export class ReportBuilder {
 
 const CSV_COLUMNS = ['account', 'currency', 'transactions', 'charges', 'refunds', 'net', 'tax', 'total'] as const;
 
-/** RFC 4180 CSV of the rows. Account ids cannot hold commas or quotes, but quote defensively. */
+/**
+ * RFC 4180 CSV of the rows. Account ids cannot hold commas or quotes, but quote defensively. A text
+ * cell a spreadsheet would take for a formula (`=`, `+`, `-`, `@`, tab or CR first: OWASP's list)
+ * gets a leading `'`, so opening the report runs nothing; numbers stay numbers, negative ones too.
+ */
 export function reportCsv(report: Report): string {
   const cell = (v: string | number): string => {
-    const s = String(v);
+    const s = typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : String(v);
     return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   const lines = [CSV_COLUMNS.join(',')];

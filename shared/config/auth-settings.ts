@@ -55,7 +55,7 @@ export interface AuthSettings {
   /**
    * The roles of a caller the platform let in with a function key and no token: every role in
    * `keys` (the key level is the only gate), PUSHDRAIN_AUTH_KEY_ROLES in `both`.
-   * @defaultValue every role (a function key is an operator's credential)
+   * @defaultValue none in `both`: every token client holds a key too, so a key grants nothing unless the operator says so
    */
   keyRoles: ReadonlySet<Role>;
 }
@@ -145,9 +145,18 @@ export function authSettings(env: Env): AuthSettings {
     jwksUrl: jwksUrl(required(env, AUTH_JWKS_URL, mode)),
     clientApps: parseSetting(clientAppsSchema, env, AUTH_CLIENT_APPS, undefined),
   };
+  // In Azure an empty allowlist is refused: any app a user consented to would act with that user's
+  // roles. Locally (no WEBSITE_SITE_NAME, which App Service sets) the local issuer's tokens pass.
+  if (!tokens.clientApps && (env.WEBSITE_SITE_NAME ?? '') !== '')
+    throw new ConfigError(
+      AUTH_CLIENT_APPS,
+      `is required in Azure with ${AUTH_MODE}=${mode}: the client app ids that may call (the azd hook sets it to the apps it registers)`,
+    );
   // Validated in `entra` too (infra sets it in both modes, and a switch to `both` must not meet a bad
   // value first); used in `both` only: in `entra` every route needs a token, there is no key holder.
-  const keyHolderRoles = parseSetting(keyRolesSchema, env, AUTH_KEY_ROLES, everyRole);
+  // Unset gives no role: in `both` every client holds a key, so a key with roles lets any of them drop
+  // its token and act as an operator.
+  const keyHolderRoles = parseSetting(keyRolesSchema, env, AUTH_KEY_ROLES, new Set<Role>());
   const keyRoles = mode === 'both' ? keyHolderRoles : new Set<Role>();
   return { mode, tokens, signIn: signInSettings(tokens), keyRoles };
 }

@@ -3,7 +3,6 @@
  * the origins a client may name as its batch's callback. The secret is held in a `Secret`, which
  * prints as `[redacted]` wherever the settings are logged, serialised or inspected.
  */
-import { hkdfSync } from 'node:crypto';
 import { inspect } from 'node:util';
 
 import { ConfigError } from '../errors';
@@ -42,7 +41,7 @@ export interface EventSettings {
   secret: Secret | undefined;
   /**
    * PUSHDRAIN_CALLBACK_SIGNING_KEY (`whsk_…`, comma-separated for a rotation, the current first):
-   * the ed25519 keys that sign callbacks (`v1a`). @defaultValue one key derived from the secret
+   * the ed25519 keys that sign callbacks (`v1a`); required with PUSHDRAIN_CALLBACK_ORIGINS. @defaultValue []
    */
   callbackKeys: Secret[];
   /** PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE: the wait before each retry, in seconds. */
@@ -102,7 +101,15 @@ export function eventSettings(env: Env): EventSettings {
   const callbackOrigins = list(env.PUSHDRAIN_CALLBACK_ORIGINS).map((raw, i) => {
     const entry = raw.replace(/\/$/, '');
     // A wildcard entry admits subdomains (https only): `https://*.example.com[:port]`.
-    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) return entry.toLowerCase();
+    if (/^https:\/\/\*\.[a-z0-9.-]+\.[a-z0-9-]+(?::\d{1,5})?$/i.test(entry)) {
+      const domain = entry.slice('https://*.'.length).replace(/:\d+$/, '').toLowerCase();
+      if (isSharedSuffix(domain))
+        throw new ConfigError(
+          'PUSHDRAIN_CALLBACK_ORIGINS',
+          `entry ${i + 1} is a wildcard on ${domain}, where anyone can have a name: list the origins exactly`,
+        );
+      return entry.toLowerCase();
+    }
     const url = parseEndpoint(raw);
     if (!url || url.origin !== entry)
       throw new ConfigError(
@@ -117,13 +124,73 @@ export function eventSettings(env: Env): EventSettings {
       'is required with PUSHDRAIN_WEBHOOK_URL or PUSHDRAIN_CALLBACK_ORIGINS',
     );
   const secret = rawSecret === '' ? undefined : new Secret(rawSecret);
+  const keys = callbackKeys(env.PUSHDRAIN_CALLBACK_SIGNING_KEY);
+  // No key is derived from the webhook secret: every operator receiver holds that secret, and
+  // could then sign any client's callback. Allowing callbacks means choosing their key.
+  if (callbackOrigins.length > 0 && keys.length === 0)
+    throw new ConfigError(
+      'PUSHDRAIN_CALLBACK_SIGNING_KEY',
+      'is required with PUSHDRAIN_CALLBACK_ORIGINS: it signs the callbacks (whsk_ and the base64 of 32 random bytes, which `openssl rand -base64 32` prints)',
+    );
   return {
     webhookUrls,
     secret,
-    callbackKeys: callbackKeys(env.PUSHDRAIN_CALLBACK_SIGNING_KEY, secret),
+    callbackKeys: keys,
     retryScheduleSeconds: retrySchedule(env.PUSHDRAIN_WEBHOOK_RETRY_SCHEDULE),
     callbackOrigins,
   };
+}
+
+/**
+ * Domains under which strangers get names: a country's second level (`co.uk`, `com.au`) and the
+ * shared hosting domains a client's receiver most often sits on (Azure's among them). Not the whole
+ * Public Suffix List (no dependency for it): a wildcard is for a domain the operator controls, and
+ * docs/SECURITY.md says to list origins exactly otherwise.
+ */
+const SHARED_SUFFIXES = new Set([
+  'azurewebsites.net',
+  'azurestaticapps.net',
+  'azure-api.net',
+  'azureedge.net',
+  'azurefd.net',
+  'azurecontainerapps.io',
+  'cloudapp.azure.com',
+  'cloudapp.net',
+  'core.windows.net',
+  'blob.core.windows.net',
+  'web.core.windows.net',
+  'trafficmanager.net',
+  'servicebus.windows.net',
+  'amazonaws.com',
+  'cloudfront.net',
+  'appspot.com',
+  'run.app',
+  'web.app',
+  'firebaseapp.com',
+  'herokuapp.com',
+  'github.io',
+  'githubusercontent.com',
+  'gitlab.io',
+  'netlify.app',
+  'vercel.app',
+  'pages.dev',
+  'workers.dev',
+  'fly.dev',
+  'onrender.com',
+  'ngrok.io',
+  'ngrok-free.app',
+  'ngrok.app',
+]);
+
+function isSharedSuffix(domain: string): boolean {
+  if (SHARED_SUFFIXES.has(domain)) return true;
+  const labels = domain.split('.');
+  // A country code's second level: `co.uk`, `com.au`, `ac.jp`, `gov.br`, `ne.jp`…
+  return (
+    labels.length === 2 &&
+    /^[a-z]{2}$/.test(labels[1] ?? '') &&
+    /^(co|com|net|org|gov|edu|ac|ne|or|go|gv|mil|nic|ltd|plc|me|info|biz)$/.test(labels[0] ?? '')
+  );
 }
 
 function retrySchedule(raw: string | undefined): number[] {
@@ -139,24 +206,10 @@ function retrySchedule(raw: string | undefined): number[] {
 
 /**
  * The callback signing keys: each `whsk_` and the base64 of a 32-byte ed25519 seed (or of the
- * 64-byte seed-and-public-key form). Unset: one derived from the webhook secret (HKDF-SHA256), so a
- * configuration that signs webhooks signs callbacks too, and publishing its public key reveals
- * nothing of the secret.
+ * 64-byte seed-and-public-key form). None when unset.
  */
-function callbackKeys(raw: string | undefined, secret: Secret | undefined): Secret[] {
-  const entries = list(raw);
-  if (entries.length === 0) {
-    if (!secret) return [];
-    const seed = hkdfSync(
-      'sha256',
-      Buffer.from(secret.reveal().slice('whsec_'.length), 'base64'),
-      'pushdrain',
-      'callback signing key, ed25519, v1a',
-      32,
-    );
-    return [new Secret(`whsk_${Buffer.from(seed).toString('base64')}`)];
-  }
-  return entries.map((entry, i) => {
+function callbackKeys(raw: string | undefined): Secret[] {
+  return list(raw).map((entry, i) => {
     const bytes = /^whsk_[A-Za-z0-9+/]+={0,2}$/.test(entry)
       ? Buffer.from(entry.slice('whsk_'.length), 'base64').length
       : -1;

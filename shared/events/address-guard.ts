@@ -10,6 +10,8 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
+import { isLoopbackHost } from '../config/event-settings';
+
 const blocked = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8],
@@ -44,6 +46,33 @@ for (const [net, bits] of [
   ['ff00::', 8],
 ] as const)
   blocked.addSubnet(net, bits, 'ipv6');
+
+/**
+ * Never reachable, allowlisted or not: link-local (the metadata endpoint 169.254.169.254), Azure's
+ * platform endpoint, `0.0.0.0/8`, and loopback unless the URL names loopback itself (`localhost`,
+ * `127.x`, `::1`: a local receiver), so an exact entry opens private networks, never the
+ * instance's own credentials or a name that resolves to the instance itself.
+ */
+const never = new BlockList();
+never.addSubnet('0.0.0.0', 8, 'ipv4');
+never.addSubnet('169.254.0.0', 16, 'ipv4');
+never.addSubnet('168.63.129.16', 32, 'ipv4');
+never.addSubnet('fe80::', 10, 'ipv6');
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+function inList(list: BlockList, address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return list.check(address, 'ipv4');
+  const v4 = mappedIPv4(address);
+  return v4 !== undefined ? list.check(v4, 'ipv4') : list.check(address, 'ipv6');
+}
+
+/** True for an address not even an exact allowlist entry may reach (see `never`), as `host` named it. */
+export function isNeverReachable(address: string, host: string): boolean {
+  return inList(never, address) || (inList(loopback, address) && !isLoopbackHost(host));
+}
 
 /** True for an address no callback may reach without an allowlist entry. */
 export function isBlockedAddress(address: string): boolean {
@@ -138,6 +167,11 @@ function bare(hostname: string): string {
 function checked(host: string, answers: readonly ResolvedAddress[], allowPrivate: boolean): ResolvedAddress {
   const first = answers[0];
   if (!first) throw new RefusedAddressError(`${host} has no address`);
+  const never = answers.find((a) => isNeverReachable(a.address, host));
+  if (never)
+    throw new RefusedAddressError(
+      `${host} resolves to ${never.address}, a link-local, platform or loopback address (refused even when allowlisted)`,
+    );
   if (!allowPrivate) {
     const bad = answers.find((a) => isBlockedAddress(a.address));
     if (bad)

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 
 import { CloudEvent, HTTP } from 'cloudevents';
 
+import type { Recipient } from '../auth/principal';
 import { type BatchStatus, batchStatus } from '../batch/batch-status';
 import type { Manifest } from '../batch/manifest';
 import type { TotalsRow } from '../billing/bill';
@@ -28,6 +29,8 @@ export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=u
 export interface BatchEventData extends BatchStatus {
   /** `GET` this for the report rows (completed batches only). */
   reportPath?: string;
+  /** Whom the event belongs to: a receiver refuses one that does not name it (README). */
+  recipient: Recipient;
   summary: { transactions: number; totals: TotalsRow[] };
 }
 
@@ -45,6 +48,7 @@ export function batchEventBody(m: Manifest, report: Report | undefined, id: stri
   const data: BatchEventData = {
     ...status,
     ...(status.status === 'completed' ? { reportPath: `/api/batches/${m.batchId}/report` } : {}),
+    recipient: manifestRecipient(m),
     summary: { transactions: m.transactions, totals: report?.totals ?? [] },
   };
   const event = new CloudEvent<BatchEventData>({
@@ -57,6 +61,16 @@ export function batchEventBody(m: Manifest, report: Report | undefined, id: stri
     data,
   });
   return { type, body: HTTP.structured(event).body as string };
+}
+
+/**
+ * The recipient a manifest records; one written before it did is read conservatively: a token's
+ * batch names its user's object id (an app's receiver, which checks its application id, refuses it).
+ */
+export function manifestRecipient(m: Manifest): Recipient {
+  if (m.recipient) return m.recipient;
+  if (m.submitter) return { kind: 'user', id: m.submitter.objectId };
+  return { kind: m.source === 'sweep' ? 'sweep' : 'key' };
 }
 
 /**

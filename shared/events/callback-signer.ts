@@ -34,7 +34,7 @@ export class CallbackSigner {
   readonly #keys: readonly KeyObject[];
   readonly #published: readonly PublishedKey[];
 
-  /** `keys`: `whsk_` secrets, the first the current one (PUSHDRAIN_CALLBACK_SIGNING_KEY, or derived). */
+  /** `keys`: `whsk_` secrets, the first the current one (PUSHDRAIN_CALLBACK_SIGNING_KEY). */
   constructor(keys: readonly Secret[]) {
     this.#keys = keys.map((k) => ed25519FromSeed(Buffer.from(k.reveal().slice('whsk_'.length), 'base64')));
     this.#published = this.#keys.map((k) => publish(k));

@@ -91,7 +91,20 @@ export interface EventDeliveryDeps {
   counted?: (kind: DeliveryKind, outcome: 'delivered' | 'retry' | 'gone' | 'poisoned') => void;
 }
 
-/** A URL without its query or fragment, for records and logs (a webhook URL may carry a token). */
+/**
+ * A URL as its origin, with `/…` for a path: for log lines and poison records, which outlive the
+ * setting (a webhook URL's path may be its secret: Slack's, Teams').
+ */
+export function logTarget(target: string): string {
+  try {
+    const u = new URL(target);
+    return `${u.origin}${u.pathname === '/' ? '' : '/…'}`;
+  } catch {
+    return target;
+  }
+}
+
+/** A URL without its query or fragment, for the operator's own test answer (admin key only). */
 export function displayTarget(target: string): string {
   try {
     const u = new URL(target);
@@ -252,7 +265,7 @@ export class EventDelivery {
     });
     if (!updated || !sameDelivery(updated.manifest, r, probe)) return { kind: 'stale' };
     this.deps.counted?.(found.d.kind, step.kind === 'settled' ? (probe.state as 'delivered' | 'gone') : step.kind);
-    const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${displayTarget(found.d.target)}`;
+    const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${logTarget(found.d.target)}`;
     if (!hasPendingDeliveries(updated.manifest) && (await this.topicSender.allSent(updated.manifest)))
       await this.removeMarker(batchId);
     switch (step.kind) {
@@ -316,7 +329,7 @@ function poisonRecord(batchId: string, e: OutboxEvent, index: number, d: Deliver
     type: e.type,
     index,
     deliveryKind: d.kind,
-    target: displayTarget(d.target),
+    target: logTarget(d.target),
     attempts: d.attempts,
     ...(d.lastStatus !== undefined ? { lastStatus: d.lastStatus } : {}),
     ...(d.lastError !== undefined ? { lastError: d.lastError } : {}),

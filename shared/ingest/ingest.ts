@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import type { Submitter } from '../auth/principal';
+import type { Recipient, Submitter } from '../auth/principal';
 import { controlTotalsOf, type PublicStatus, publicStatus } from '../batch/batch-status';
 import { isSettled, type Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
@@ -40,6 +40,8 @@ export interface IngestRequest {
   sourceName?: string;
   /** The token holder submitting it: recorded on the manifest, and the scope of its Idempotency-Key. */
   submitter?: Submitter;
+  /** Whom the batch's events belong to: recorded on the manifest, named in every event's data. */
+  recipient?: Recipient;
   /** Fires when the client goes away: the ingest stops before its next step and accepts nothing. */
   signal?: AbortSignal;
   /** The caller's W3C trace context: the batch's trace continues it. */
@@ -131,6 +133,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
     ...(req.callbackUrl ? { callbackUrl: req.callbackUrl } : {}),
     ...(req.submitter ? { submitter: req.submitter } : {}),
+    ...(req.recipient ? { recipient: req.recipient } : {}),
     attempt: randomUUID(),
     bodySha256: summary.sha256,
     controls: summary.controls,

@@ -17,6 +17,7 @@ import {
   type TracerProvider,
 } from '@opentelemetry/api';
 
+import { redactSecrets } from '../redaction';
 import { OtelMetrics } from './otel-metrics';
 import type { Attributes, SpanHandle, SpanOptions, Telemetry } from './telemetry';
 import { checkedTraceparent } from './telemetry';
@@ -81,8 +82,10 @@ class OtelSpan implements SpanHandle {
 
   fail(error: unknown): void {
     const e = error instanceof Error ? error : new Error(String(error));
-    this.span.recordException(e);
-    this.span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+    // An exported span leaves the app: the same masks as a log line (a webhook URL, a token).
+    const message = redactSecrets(e.message);
+    this.span.recordException({ name: e.name, message, ...(e.stack ? { stack: redactSecrets(e.stack) } : {}) });
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
   }
 
   end(): void {

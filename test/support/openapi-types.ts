@@ -588,6 +588,22 @@ export interface components {
             /** @description Find the log lines of this request. */
             invocationId?: string;
         };
+        /** @description Whom the event belongs to, inside what is signed. A receiver refuses an event whose recipient is not its own id (README, "Batch events"): another client's event fails the check wherever it was aimed or replayed. */
+        Recipient: {
+            /**
+             * @description `user`: a person's token (`id` is its object id, `oid`); `app`: an application's own token (`id` is its application (client) id); `key`: a function-key holder (no identity: every key holder is the same caller to the app); `sweep`: a blob in `incoming/`.
+             * @enum {string}
+             */
+            kind: "user" | "app" | "key" | "sweep";
+            /** @description The user's object id or the application's client id (`user` and `app` only). */
+            id?: string;
+        } & ({
+            /** @enum {unknown} */
+            kind: "user" | "app";
+        } | {
+            /** @enum {unknown} */
+            kind?: "key" | "sweep";
+        });
         /** @description The CloudEvent's `data`: the batch's status body, the report's path and the totals. */
         BatchEventData: {
             batchId: components["schemas"]["BatchId"];
@@ -605,6 +621,7 @@ export interface components {
             submitter?: components["schemas"]["Submitter"];
             /** @description `GET` this for the report rows (completed batches only). */
             reportPath?: string;
+            recipient: components["schemas"]["Recipient"];
             summary: {
                 transactions: number;
                 totals: components["schemas"]["TotalsRow"][];
@@ -1011,6 +1028,7 @@ export interface operations {
                     "Content-Disposition"?: string;
                     /** @description RFC 9530: `sha-256=:<base64>:`, the SHA-256 of the body as sent. For JSON it is the status's `reportSha256` (hex there); a client compares the two and the bytes it received. */
                     "Repr-Digest": string;
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1058,6 +1076,7 @@ export interface operations {
             /** @description The batch's timeline. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 
 import { Webhook } from 'standardwebhooks';
 
-import { verifyCallback } from './callback-verifier';
+import { type Me, verifyCallback } from './callback-verifier';
 
 export interface ReceivedEvent {
   webhookId: string;
@@ -17,6 +17,8 @@ export interface ReceivedEvent {
   event: { id: string; type: string; subject: string; time: string; data: Record<string, unknown> };
   contentType: string;
   at: number;
+  /** The request as it came (a test replays it elsewhere). */
+  raw: { body: string; headers: Record<string, string> };
 }
 
 export type Answer = number | 'hang';
@@ -38,8 +40,11 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** A `whsec_` secret (an operator's webhook), or the `whpk_` keys a client trusts (read at each request). */
-export type Verification = string | { publicKeys: () => readonly string[] };
+/**
+ * A `whsec_` secret (an operator's webhook), or the `whpk_` keys a client trusts (read at each
+ * request) and who that client is (an event naming anyone else is refused).
+ */
+export type Verification = string | { publicKeys: () => readonly string[]; me: Me };
 
 export async function startWebhookReceiver(
   verification: Verification,
@@ -49,7 +54,12 @@ export async function startWebhookReceiver(
   const check = (body: string, headers: IncomingMessage['headers']): unknown =>
     wh
       ? wh.verify(body, headers as Record<string, string>)
-      : verifyCallback(body, headers, (verification as { publicKeys: () => readonly string[] }).publicKeys());
+      : verifyCallback(
+          body,
+          headers,
+          (verification as Exclude<Verification, string>).publicKeys(),
+          (verification as Exclude<Verification, string>).me,
+        );
   const requests: ReceivedEvent[] = [];
   const attempts: WebhookReceiver['attempts'] = [];
   const held = new Set<ServerResponse>();
@@ -75,6 +85,7 @@ export async function startWebhookReceiver(
         event,
         contentType: String(req.headers['content-type']),
         at: Date.now(),
+        raw: { body, headers: req.headers as Record<string, string> },
       };
       attempts.push({ webhookId: record.webhookId, answer, at: record.at });
       if (answer === 'hang') {

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
 import type { Role } from '../../shared/auth/principal';
+import { parseMe } from './callback-verifier';
+import { callbacksVerify } from './callbacks';
 import { ApiClient, CliError } from './client';
 import { batches, batchStatus, type Ctx, queues, redrive, redriveDeadLetters, report, systemStatus } from './commands';
 import { devToken } from './dev-token';
@@ -280,6 +282,21 @@ export function program(run: (code: number) => void): Command {
     .command('test')
     .description('send one signed test event to every webhook and print what each answered (admin key)')
     .action(async (_o: unknown, cmd: Command) => run(await webhooksTest(context(cmd))));
+
+  p.command('callbacks')
+    .description('callbacks a client receives (Callback-Url)')
+    .command('verify')
+    .description("check a received callback as README's receiver does: signature, timestamp, and that it is yours")
+    .argument('<body>', "the request's body as received (a file, or - for stdin)")
+    .requiredOption('--headers <file>', "the request's headers, a JSON object")
+    .requiredOption('--me <who>', 'who you are: app:<client id>, user:<object id>, or key', (v: string) => {
+      const me = parseMe(v);
+      if (!me) throw new InvalidArgumentError('must be app:<client id>, user:<object id> or key');
+      return me;
+    })
+    .action(async (body: string, o: { headers: string; me: NonNullable<ReturnType<typeof parseMe>> }, cmd: Command) =>
+      run(await callbacksVerify(context(cmd), body, o)),
+    );
 
   p.command('dev-token')
     .description('mint a token of the local issuer (npm start -- --auth entra) for a role: local development only')

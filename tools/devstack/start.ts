@@ -15,6 +15,7 @@ import { redactSecrets } from '../../shared/redaction';
 import { endpointOutages } from '../../shared/storage/endpoint-outages';
 import { type Azurite, startAzurite } from './azurite';
 import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
+import { loadOrCreateCallbackKey } from './dev-callback-key';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
@@ -128,6 +129,8 @@ async function main(): Promise<void> {
     dataRoot,
   });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
+  if (isSet('PUSHDRAIN_CALLBACK_ORIGINS') && !isSet('PUSHDRAIN_CALLBACK_SIGNING_KEY'))
+    env.PUSHDRAIN_CALLBACK_SIGNING_KEY = loadOrCreateCallbackKey(dataRoot);
   const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 

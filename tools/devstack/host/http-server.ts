@@ -1,14 +1,17 @@
 /**
  * Serves the captured HTTP triggers on node:http: same routes, prefix and methods as Azure.
  * Function keys are not checked locally (any key or none is accepted), as with Core Tools.
- * Like Azure, it reads the whole body before invoking. Unlike Azure, a client that disconnects
- * is noticed: during the upload nothing is invoked, and during an invocation the handler gets
- * an abort signal (InvocationContext.triggerMetadata.abortSignal).
+ * The body is a stream, as Azure gives it with HTTP streams on (the app enables them,
+ * functions/http-route.ts): the handler is invoked when the headers are in, so a route that
+ * refuses the caller's token answers before a byte of the body is read, and the socket is closed
+ * after such an answer instead of reading the rest. Unlike Azure, a client that disconnects is
+ * noticed: the handler gets an abort signal (InvocationContext.triggerMetadata.abortSignal), and
+ * the body stream fails.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { HttpRequest, HttpResponse, type HttpResponseInit } from '@azure/functions';
+import { HttpRequest, type HttpRequestInit, HttpResponse, type HttpResponseInit } from '@azure/functions';
 
 import { type HostLog, invocationContext } from './invocation';
 import type { RouteEntry } from './routes';
@@ -22,21 +25,45 @@ export interface HttpHost {
   close(): Promise<void>;
 }
 
-async function readRequest(req: IncomingMessage): Promise<Buffer | 'too_large' | { gone: number }> {
-  const parts: Buffer[] = [];
+/** What the host saw of a body while the handler streamed it. */
+interface BodyWatch {
+  /** The body passed MAX_REQUEST_BYTES: the host answered 413 itself. */
+  tooLarge: boolean;
+  /** The client went away mid-upload, after this many bytes. */
+  gone?: number;
+}
+
+/**
+ * The request's body as the handler reads it, counted: past MAX_REQUEST_BYTES the host answers
+ * 413 and the invocation is abandoned, as when the client goes away mid-upload. Nothing is read
+ * until the handler asks.
+ */
+async function* watchedBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  aborter: AbortController,
+  watch: BodyWatch,
+): AsyncGenerator<Buffer> {
   let total = 0;
   try {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       total += chunk.length;
-      if (total > MAX_REQUEST_BYTES) return 'too_large';
-      parts.push(chunk);
+      if (total > MAX_REQUEST_BYTES) {
+        watch.tooLarge = true;
+        tooLarge(res);
+        aborter.abort();
+        throw new Error(`the request body exceeds ${MAX_REQUEST_BYTES} bytes`);
+      }
+      yield chunk;
     }
   } catch (e) {
-    // The client went away mid-upload ("aborted", ECONNRESET): there is nobody to answer.
-    if (req.destroyed) return { gone: total };
+    // The client went away mid-upload ("aborted", ECONNRESET): the handler stops, nobody is answered.
+    if (req.destroyed && !watch.tooLarge) {
+      watch.gone = total;
+      aborter.abort();
+    }
     throw e;
   }
-  return Buffer.concat(parts, total);
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -93,37 +120,47 @@ async function dispatch(
       continue;
     }
     if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return tooLarge(res);
-    const body = await readRequest(req);
-    if (body === 'too_large') return tooLarge(res);
-    if (!Buffer.isBuffer(body))
-      return log(
-        'information',
-        route.functionName,
-        `the client disconnected during the upload (${body.gone} bytes received); not invoked`,
-      );
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers))
       if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    // 'close' before the answer is out: the client is gone, so the handler may stop.
+    const aborter = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) aborter.abort();
+    });
+    const watch: BodyWatch = { tooLarge: false };
+    const hasBody = method !== 'GET' && method !== 'HEAD';
+    // What the Functions library builds in stream mode (createStreamRequest): a fetch Request
+    // over the incoming stream. `nativeRequest` is that init's field, not in the public type.
+    const nativeRequest = new Request(url, {
+      method,
+      headers,
+      ...(hasBody ? { body: ReadableStream.from(watchedBody(req, res, aborter, watch)), duplex: 'half' } : {}),
+    });
     const request = new HttpRequest({
       method,
       url: url.toString(),
       headers,
       params,
       query: Object.fromEntries(url.searchParams),
-      ...(body.length > 0 ? { body: { bytes: body } } : {}),
-    });
-    // 'close' before the answer is out: the client is gone, so the handler may stop.
-    const aborter = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) aborter.abort();
-    });
+      nativeRequest,
+    } as HttpRequestInit);
     const context = invocationContext(route.functionName, log, { abortSignal: aborter.signal });
     const result = (await route.registration.handler(request, context)) as HttpResponseInit | HttpResponse | undefined;
-    if (aborter.signal.aborted) return;
+    if (watch.gone !== undefined)
+      log(
+        'information',
+        route.functionName,
+        `the client disconnected during the upload (${watch.gone} bytes received)`,
+      );
+    if (aborter.signal.aborted || res.headersSent) return;
     const response = result instanceof HttpResponse ? result : new HttpResponse(result ?? { status: 204 });
     const out = Buffer.from(await response.arrayBuffer());
     const outHeaders: Record<string, string> = {};
     response.headers.forEach((v, k) => (outHeaders[k] = v));
+    // A body the handler did not read (a refused token, say) is not read now either: the socket
+    // closes once the answer is out, whatever the client still sends.
+    if (!req.complete) outHeaders.connection = 'close';
     res.writeHead(response.status, outHeaders);
     res.end(out);
     return;
