@@ -41,6 +41,11 @@ export interface BenchApp {
 export interface AppOptions {
   prefix: string;
   storage: string;
+  /**
+   * The connection the app's queues and containers are created through before it starts, as infra/
+   * creates them in Azure: not the app's requests, so not the counted wire. @defaultValue storage
+   */
+  provisionVia?: string;
   /** pushdrain only: broker connection and the topic copy this app owns. */
   serviceBus?: { connectionString: string; topic: string };
   meter?: StorageMeter;
