@@ -40,6 +40,7 @@ import {
   startFleetApp,
   stopFleetApp,
   untilQuiet,
+  wireChecks,
 } from '../support/fleet';
 import { serviceBusOperations } from '../support/service-bus';
 
@@ -61,6 +62,8 @@ export interface TrickleRun {
   /** pushdrain cold: fresh instances for every batch (`instances` in all), each counted over its whole life. */
   cold?: boolean;
   instances?: number;
+  /** pushdrain cold: storage by instance kind (`http`, or the trigger it ran), summed over the batches. */
+  byInstance?: Record<string, MeterSnapshot>;
   rep: number;
   batches: number;
   transactions: number;
@@ -227,7 +230,7 @@ async function trickleCold(env: BenchEnv, rep: number, cfg: TrickleConfig, rando
       functions,
     });
   /** One batch through a fresh group; resolves with its latency once every instance has stopped. */
-  const serve = async (body: Buffer, meters: MeterSnapshot[]): Promise<number> => {
+  const serve = async (body: Buffer, meters: { kind: string; storage: MeterSnapshot }[]): Promise<number> => {
     const group = COLD_INSTANCES.map(start);
     try {
       const submitted = Date.now();
@@ -237,7 +240,7 @@ async function trickleCold(env: BenchEnv, rep: number, cfg: TrickleConfig, rando
       return done!.completedAt - submitted;
     } finally {
       await Promise.all(group.map((app) => app.stop()));
-      meters.push(...group.map((app) => app.meter.snapshot()));
+      meters.push(...group.map((app, i) => ({ kind: COLD_INSTANCES[i]![0] ?? 'http', storage: app.meter.snapshot() })));
     }
   };
   try {
@@ -247,20 +250,25 @@ async function trickleCold(env: BenchEnv, rep: number, cfg: TrickleConfig, rando
     await serve(batchBody({ count: partitions * Math.min(chunkSize, CHUNK_PIECE), seed: SEED_BASE - 1 }), []);
     const wire0 = wire.snapshot();
     const broker0 = env.broker.stats();
-    const meters: MeterSnapshot[] = [];
+    const meters: { kind: string; storage: MeterSnapshot }[] = [];
     const latenciesMs: number[] = [];
     const t0 = Date.now();
     for (let i = 0; i < cfg.batches; i++) {
       await sleep(t0 + i * cfg.gapMs - Date.now());
       latenciesMs.push(await serve(batchBody({ count: size, seed: SEED_BASE + i }), meters));
     }
-    const storage = sum(meters);
+    const storage = sum(meters.map((m) => m.storage));
+    const kinds = [...new Set(meters.map((m) => m.kind))];
+    const byInstance = Object.fromEntries(
+      kinds.map((k) => [k, sum(meters.filter((m) => m.kind === k).map((m) => m.storage))]),
+    );
     const atWire = meterDelta(wire.snapshot(), wire0);
-    checkWire('pushdrain', `${prefix} (cold)`, storage, atWire);
+    wireChecks.push(checkWire('pushdrain', `${prefix} (cold)`, storage, atWire));
     return {
       design: 'pushdrain',
       cold: true,
       instances: meters.length,
+      byInstance,
       rep,
       batches: cfg.batches,
       transactions: size * cfg.batches,
