@@ -12,6 +12,7 @@ import { health } from '../functions/health-http';
 import type { HealthState } from '../shared/app';
 import { loadSettings, type Settings } from '../shared/config/settings';
 import { entityNames } from '../shared/names';
+import type { PublishOptions, WorkDetected } from '../shared/notify/events';
 import { meterDelta } from '../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../tools/bench/support/counting-proxy';
 import { provisionStorage } from '../tools/devstack/provision-storage';
@@ -81,6 +82,54 @@ describe('a cold instance in deployed mode', () => {
       {},
       'nor does the meter of the ingesting instance count one',
     );
+  });
+
+  test('a fresh drain woken before the ingest has accepted waits for the accept, then completes the batch itself', async () => {
+    const settings = await deployment();
+    await provisionStorage(settings.direct);
+    // Each WorkDetected goes to the draining instance the moment it is published, and the publish
+    // returns only once that instance has read the manifest (its second blob read, after the
+    // chunk): the drain reaches the fold before the ingest's accept, as a fresh Service
+    // Bus-triggered instance did in the bench's cold trickle.
+    const drained: Promise<unknown>[] = [];
+    const draining = composedApp(settings.app, { publisher: new CapturingPublisher(), log: quietLog });
+    let reads = 0;
+    const manifestRead = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the drain never read the manifest')), 10_000);
+      draining.parts.meter.onCount((op) => {
+        if (op === 'blob.get' && ++reads === 2) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const publisher = new (class extends CapturingPublisher {
+      override async publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void> {
+        for (const e of events) if (e.role === 'input') drained.push(draining.app.drain(e));
+        await manifestRead;
+        return super.publish(events, options);
+      }
+    })();
+    const ingesting = composedApp(settings.app, { publisher, log: quietLog });
+    const observer = composedApp(settings.direct, { publisher: new CapturingPublisher(), log: quietLog });
+    try {
+      const txns = generate(1_000, 52, 50);
+      const res = await post(ingesting.app, toNdjson(txns));
+      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+      await Promise.all(drained);
+      const { batchId } = res.jsonBody as { batchId: string };
+      assert.equal((await observer.app.status(batchId))?.status, 'completed');
+      const rep = await report(observer.app, batchId);
+      assert.deepEqual((rep.jsonBody as { rows: unknown }).rows, expectedReport(txns).rows);
+      // The accept went through at once: the ingest read nothing back and did not finalize.
+      const ingest = ingesting.app.storageTransactions();
+      assert.equal(ingest['blob.get'], undefined, JSON.stringify(ingest));
+      assert.equal(ingesting.parts.meter.snapshot()['blob.put'], 4, 'claim, chunk, open index, accept');
+    } finally {
+      await ingesting.app.close();
+      await draining.app.close();
+      await observer.app.close();
+    }
   });
 
   test('a missing input queue: 503, the queue named in the log and in health (degraded), and nothing created', async () => {
