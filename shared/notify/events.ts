@@ -209,13 +209,8 @@ export class Notifier {
    * the check's sequence numbers, for the manifest, when the publisher can cancel it later.
    */
   async accepted(batchId: string, queues: readonly Wake[], traceparent?: string): Promise<string[] | undefined> {
-    // Together: the ingest's accept waits for both, and a drain woken by the first waits for the
-    // accept (map-processor.ts, untilAccepted); on a fresh instance each is a link's first send.
-    const [, check] = await Promise.all([
-      this.wake(queues, batchId, traceparent),
-      this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 }),
-    ]);
-    return check.sequenceNumbers;
+    await this.wake(queues, batchId, traceparent);
+    return (await this.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 })).sequenceNumbers;
   }
 
   /** The scaling agent's next look, `delayMs` from now. */
