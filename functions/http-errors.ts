@@ -2,7 +2,7 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 
 import { AccessError } from '../shared/auth/access-error';
-import { AbortedError, ensureError, type ValidationCode, ValidationError } from '../shared/errors';
+import { AbortedError, ensureError, notProvisionedIn, type ValidationCode, ValidationError } from '../shared/errors';
 import { redactSecrets } from '../shared/redaction';
 import { isTransient } from '../shared/retry/transient';
 
@@ -59,6 +59,21 @@ export function errorResponse(error: unknown, context: InvocationContext): HttpR
   }
   // Nobody reads this answer; 499 is the customary "client closed request" in logs.
   if (e instanceof AbortedError) return json(499, { error: 'client_closed_request', message: e.message });
+  // A deployment without a queue or container the app uses: the operator must provision it (the
+  // log names it); the client may retry later. The body does not name it: a client has no use for it.
+  const missing = notProvisionedIn(e);
+  if (missing) {
+    context.error(`not provisioned: ${missing.message}${missing === e ? '' : ` (${redactSecrets(e.message)})`}`);
+    return json(
+      503,
+      {
+        error: 'unavailable',
+        message: 'the service is not fully provisioned; retry later',
+        invocationId: context.invocationId,
+      },
+      { 'Retry-After': '60' },
+    );
+  }
   // Our TransientError, and an SDK error the retry table calls transient (a Storage 503 or a
   // refused connection that outlived the SDK's own retries): the client should retry, so 503.
   if (isTransient(error)) {

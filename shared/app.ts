@@ -1,7 +1,8 @@
 /**
  * The application façade: the one object every adapter talks to (function triggers, the
- * local host, the CLI). Each method is one use case; it makes sure Storage is provisioned,
- * then hands over to the pipeline step that owns the work. Built by create-app.ts.
+ * local host, the CLI). Each method is one use case; it hands over to the pipeline step that
+ * owns the work. It never creates a queue or container: infra/ provisions them in Azure, and the
+ * local stack (tools/devstack/provision-storage.ts) before it serves. Built by create-app.ts.
  */
 import type { Access } from './auth/access';
 import type { Principal, Recipient, Role, Submitter } from './auth/principal';
@@ -44,6 +45,7 @@ import { buildDashboardPage, type DashboardPage } from './status/dashboard-page'
 import type { DeadLetterHealth, DeadLetterTally } from './status/dead-letter-tally';
 import type { StatusReport, StatusReporter } from './status/status-report';
 import { meterDelta, type MeterSnapshot, type StorageMeter } from './storage/meter';
+import type { MissingEntities } from './storage/missing-entities';
 import type { Sweeper, SweepResult } from './sweep/incoming-sweep';
 import type { Telemetry } from './telemetry/telemetry';
 import { type UseCaseName, UseCaseRunner } from './use-cases';
@@ -58,6 +60,8 @@ export interface AppParts {
   settings: Settings;
   names: EntityNames;
   meter: StorageMeter;
+  /** Queues and containers Storage said do not exist: health is degraded while there is one. */
+  missing: MissingEntities;
   clock: Clock;
   log: Logger;
   blobs: BlobStore;
@@ -101,8 +105,6 @@ export interface AppParts {
   testEvents: TestEvents;
   /** Spans and `pushdrain.*` metrics; NO_TELEMETRY when off. */
   telemetry: Telemetry;
-  /** Creates the queues and containers if missing (infra/ provisions them in Azure). */
-  provision(): Promise<void>;
 }
 
 /** GET /api/health: this process's view, from memory (no Storage request). */
@@ -121,6 +123,8 @@ export interface HealthState {
   ingests: { inProgress: number; aborted: number };
   /** Parts the host runs for the app that are down and being restarted (npm start's embedded Azurite). */
   down?: string[];
+  /** Queues and containers Storage said do not exist (`queue work-0`): infra/ provisions them; degraded. */
+  notProvisioned?: string[];
 }
 
 /** A batch as an HTTP request carries it. */
@@ -151,7 +155,7 @@ export class PushdrainApp {
   readonly #settings: Settings;
 
   constructor(parts: AppParts) {
-    this.#use = new UseCaseRunner(parts, () => parts.provision(), parts.observer);
+    this.#use = new UseCaseRunner(parts, parts.observer);
     this.#settings = parts.settings;
   }
 
@@ -160,17 +164,9 @@ export class PushdrainApp {
     return this.#settings.tuning.maxBodyBytes;
   }
 
-  /**
-   * Creates the queues and containers if missing, once per process. In Azure, infra/ has
-   * provisioned them and this costs one request each at cold start.
-   */
-  ready(): Promise<void> {
-    return this.#use.ready();
-  }
-
   /** POST /api/batches. */
   async submit(s: Submission): Promise<IngestResult> {
-    // A refused callback is a 400 before anything is written (not even the containers).
+    // A refused callback is a 400 before anything is written.
     const callbackUrl =
       s.callbackUrl !== undefined ? checkCallbackUrl(s.callbackUrl, this.#settings.events.callbackOrigins) : undefined;
     this.ingests.inProgress++;
@@ -337,19 +333,21 @@ export class PushdrainApp {
   /**
    * This process's health, from memory; makes no request itself. The worst part decides: a red
    * publisher (a permanent Service Bus failure) is red; a failed-over entity, a scaling agent
-   * disabled by a 403, or a dead letter at the last count is degraded. The app still takes and
-   * processes work in both.
+   * disabled by a 403, a dead letter at the last count, or a queue or container Storage said does
+   * not exist is degraded. The app still takes and processes work in both.
    */
   health(): HealthState {
     return this.#use.local('health', (p) => {
       const scaleAgent = p.scaleAgent.health();
       const serviceBus = p.notifier.health();
       const deadLetters = p.deadLetterTally?.snapshot();
+      const notProvisioned = p.missing.snapshot();
       const rank = { ok: 0, degraded: 1, red: 2 } as const;
       const parts: HealthState['status'][] = [
         serviceBus?.status ?? 'ok',
         scaleAgent.status === 'red' ? 'degraded' : 'ok',
         (deadLetters?.total ?? 0) > 0 ? 'degraded' : 'ok',
+        notProvisioned.length > 0 ? 'degraded' : 'ok',
         this.down.size > 0 ? 'red' : 'ok',
       ];
       const status = parts.reduce((worst, x) => (rank[x] > rank[worst] ? x : worst), 'ok');
@@ -362,6 +360,7 @@ export class PushdrainApp {
         ...(deadLetters ? { deadLetters } : {}),
         ingests: { ...this.ingests },
         ...(this.down.size > 0 ? { down: [...this.down] } : {}),
+        ...(notProvisioned.length > 0 ? { notProvisioned } : {}),
       };
     });
   }

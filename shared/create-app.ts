@@ -14,7 +14,6 @@ import { composeRecovery } from './compose/recovery';
 import { composeScaleAgent } from './compose/scale';
 import { composeStatus } from './compose/status';
 import type { Settings } from './config/settings';
-import { CONTAINERS } from './names';
 
 export function composeApp(settings: Settings, options: AppOptions = {}): AppParts {
   const core = composeCore(settings, options);
@@ -28,6 +27,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     settings,
     names,
     meter: core.meter,
+    missing: core.missing,
     clock: core.clock,
     log: core.log,
     blobs,
@@ -52,9 +52,6 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     deadLetters: bus.deadLetters,
     deadLetterTally,
     syphon: bus.syphon,
-    provision: async () => {
-      await Promise.all([blobs.ensureContainers(CONTAINERS), queues.ensureQueues(names.allQueues())]);
-    },
   };
 }
 

@@ -111,6 +111,32 @@ export function checkAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortedError('the client disconnected; the request was abandoned');
 }
 
+/**
+ * A queue or container the app uses does not exist: infra/ provisions them, and the app never
+ * creates one itself (that would cost a request per entity on every cold start, and hide a broken
+ * deployment). Retrying cannot help until someone provisions it; the HTTP adapter answers 503.
+ */
+export class NotProvisionedError extends Error {
+  override readonly name = 'NotProvisionedError';
+  constructor(
+    readonly kind: 'queue' | 'container',
+    readonly entity: string,
+  ) {
+    super(`storage ${kind} "${entity}" does not exist: infra/ provisions it (locally, npm start does)`);
+  }
+}
+
+/** The NotProvisionedError `error` is, or was caused by (a step may wrap it, as ingest's rollback does). */
+export function notProvisionedIn(error: unknown): NotProvisionedError | undefined {
+  let e: unknown = error;
+  // Bounded: a cause chain is a few links deep; a cycle must not hang an error path.
+  for (let depth = 0; depth < 8 && e instanceof Error; depth++) {
+    if (e instanceof NotProvisionedError) return e;
+    e = e.cause;
+  }
+  return undefined;
+}
+
 /** A setting is missing or out of range; thrown once, at start-up. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

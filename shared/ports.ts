@@ -59,8 +59,6 @@ export interface BlobStore {
   stream(ref: BlobRef): AsyncIterable<Buffer>;
   /** Server-side copy within the account; resolves when the copy is complete. */
   copy(from: BlobRef, to: BlobRef): Promise<void>;
-  /** Creates the containers if missing (one request each). */
-  ensureContainers(keys: readonly ContainerKey[]): Promise<void>;
 }
 
 /** Storage queues as the steps see them. Messages are small JSON pointers (claim checks). */
@@ -73,8 +71,6 @@ export interface QueueStore {
   depth(queue: string): Promise<number>;
   /** Up to `max` (at most 32) visible messages from the front, oldest first, without taking them (one request). */
   peek(queue: string, max: number): Promise<PeekedMessage[]>;
-  /** Creates the queues if missing (one request each). */
-  ensureQueues(names: readonly string[]): Promise<void>;
 }
 
 export interface PeekedMessage {

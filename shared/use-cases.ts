@@ -1,35 +1,35 @@
 /**
- * The façade's use cases and what each needs before it runs, said once. `provision`: Storage's
- * queues and containers exist first (once per process; infra/ creates them in Azure, so it costs
- * one request each at cold start). `work`: it counts as work in flight, so the status history
- * does not count its Storage requests as what idling costs. The façade (app.ts) reaches its
+ * The façade's use cases and what each needs before it runs, said once. `work`: it counts as work
+ * in flight, so the status history does not count its Storage requests as what idling costs.
+ * Nothing provisions Storage first: infra/ creates every queue and container in Azure (and the
+ * local stack before it serves), so a cold instance's first request is its work. The façade (app.ts) reaches its
  * parts only through UseCaseRunner.run with one of these names, so a new use case cannot skip
  * what its entry says; a type check in app.ts makes every public member of the façade an entry.
  */
 import type { AppObserver } from './status/app-observer';
 
 export interface UseCaseNeeds {
-  readonly provision: boolean;
   readonly work: boolean;
+  /** Makes no request of its own, so it may answer synchronously. */
+  readonly local: boolean;
 }
 
 /** Reads or changes Storage as part of the pipeline's work. */
-const WORK = { provision: true, work: true } as const;
+const WORK = { work: true, local: false } as const;
 /** Reads Storage on a client's or an operator's behalf: watching is not work. */
-const READ = { provision: true, work: false } as const;
+const READ = { work: false, local: false } as const;
 /** Talks to Service Bus only (no Storage), as work. */
-const REMOTE = { provision: false, work: true } as const;
+const REMOTE = { work: true, local: false } as const;
 /** Answers from memory or settings, or manages the process: no request of its own. */
-const LOCAL = { provision: false, work: false } as const;
+const LOCAL = { work: false, local: true } as const;
 
 export const USE_CASES = {
-  ready: READ,
   submit: WORK,
   status: READ,
   timeline: READ,
   report: READ,
   batchPage: READ,
-  // Provisioned but not counted as work: a sweep that found nothing is what idling costs (it reports work itself).
+  // Not counted as work: a sweep that found nothing is what idling costs (it reports work itself).
   sweep: READ,
   statusReport: READ,
   drain: WORK,
@@ -66,26 +66,13 @@ export type LocalUseCase = {
 
 /** Applies each use case's needs (USE_CASES) before handing it the parts. */
 export class UseCaseRunner<P> {
-  private provisioned: Promise<void> | undefined;
-
   constructor(
     private readonly parts: P,
-    private readonly provision: () => Promise<void>,
     private readonly observer: Pick<AppObserver, 'during'>,
   ) {}
 
-  /** Provisions once per process; a failure lets the next call try again. */
-  ready(): Promise<void> {
-    this.provisioned ??= this.observer.during(this.provision).catch((e: unknown) => {
-      this.provisioned = undefined;
-      throw e;
-    });
-    return this.provisioned;
-  }
-
-  async run<T>(name: UseCaseName, work: (parts: P) => Promise<T>): Promise<T> {
+  run<T>(name: UseCaseName, work: (parts: P) => Promise<T>): Promise<T> {
     const needs: UseCaseNeeds = USE_CASES[name];
-    if (needs.provision) await this.ready();
     return needs.work ? this.observer.during(() => work(this.parts)) : work(this.parts);
   }
 

@@ -15,6 +15,7 @@ import { OpenBatches } from '../shared/batch/open-batches';
 import { BATCH_EVENTS_TOPIC, TOPIC } from '../shared/names';
 import { ServiceBusPublisher } from '../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../shared/storage/meter';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 import { composedApp } from './support/composed-app';
@@ -83,7 +84,7 @@ describe('the batch-events topic copy', () => {
     const meter = new StorageMeter();
     const { app, parts } = composedApp(settings, { publisher: publisher(), log: quietLog, meter });
     try {
-      await app.ready();
+      await provisionStorage(settings);
       const m = settledBatch('b-topic-sent');
       await parts.manifests.create(m);
       await new OpenBatches(parts.blobs).add(m.batchId);
@@ -117,7 +118,7 @@ describe('the batch-events topic copy', () => {
     const first = composedApp(settings, { publisher: down, log: quietLog });
     const second = composedApp(settings, { publisher: publisher(), log: quietLog });
     try {
-      await first.app.ready();
+      await provisionStorage(settings);
       const m = settledBatch('b-topic-owed');
       await first.parts.manifests.create(m);
       await new OpenBatches(first.parts.blobs).add(m.batchId);

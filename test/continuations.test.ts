@@ -14,6 +14,7 @@ import type { Report } from '../shared/billing/report';
 import { Continuations } from '../shared/drain/continuations';
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { receiveExactly, useBroker } from './support/broker';
@@ -35,7 +36,7 @@ async function appOnBroker(env: Record<string, string> = {}): Promise<{ app: Pus
     ...env,
   });
   const made = composedApp(settings, { log: quietLog });
-  await made.app.ready();
+  await provisionStorage(settings);
   return made;
 }
 

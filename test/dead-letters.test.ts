@@ -20,6 +20,7 @@ import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import type { WatchdogCheck } from '../shared/notify/events';
 import { toMessage, watchdogMessage } from '../shared/notify/messages';
 import type { DeadLetterRedriveResult } from '../shared/poison/dead-letter-redrive';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
@@ -59,7 +60,7 @@ async function rig(t: TestContext, env: Record<string, string> = {}): Promise<Ri
     await app.close();
     await bus.close();
   });
-  await app.ready();
+  await provisionStorage(parts.settings);
   return { bus, client: bus.client(), app, parts, advance: (ms) => time.advance(ms) };
 }
 

@@ -18,7 +18,7 @@ import { deliveryAttempt } from '../shared/events/delivery-attempt';
 import { redriveDeliveries } from '../shared/events/delivery-redrive';
 import { EventDelivery, type EventDeliveryDeps } from '../shared/events/event-delivery';
 import type { AttemptResult, Delivery, OutboxEvent } from '../shared/events/outbox';
-import { CONTAINERS, entityNames } from '../shared/names';
+import { entityNames } from '../shared/names';
 import {
   type DeliveryRetry,
   type DeliveryRetryMessage,
@@ -28,6 +28,7 @@ import { AzureQueueStore } from '../shared/queue/storage-queue';
 import { AzureBlobStore } from '../shared/storage/azure-blob-store';
 import { createStorageClients } from '../shared/storage/clients';
 import { StorageMeter } from '../shared/storage/meter';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { quietLog, testSettings, useStorage } from './support/storage';
 
 /** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
@@ -59,7 +60,7 @@ async function rig(
   const settings = testSettings();
   const names = entityNames(settings.namePrefix, settings.tuning.partitions);
   const blobs = new AzureBlobStore(createStorageClients(settings.storage, new StorageMeter()).blobs, names.container);
-  await blobs.ensureContainers(CONTAINERS);
+  await provisionStorage(settings);
   const manifests = new ManifestStore(blobs);
   const open = new OpenBatches(blobs);
   const clock = { now: Date.parse('2026-11-26T12:00:00.000Z') };
@@ -267,7 +268,6 @@ describe('recovery of a pending delivery', () => {
       createStorageClients(r.settings.storage, new StorageMeter()).queues,
       names.poisonQueue,
     );
-    await queues.ensureQueues([names.deliveriesPoisonQueue]);
     await queues.send(names.deliveriesPoisonQueue, {
       kind: 'delivery',
       batchId: r.batchId,

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { TOPIC } from '../shared/names';
 import { PUBLISH_RETRY } from '../shared/notify/service-bus-publisher';
 import { SERVER_BUSY_WAIT_MS } from '../shared/retry/transient';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { composedApp } from './support/composed-app';
 import { type PairedBrokers, startPairedBrokers } from './support/paired-brokers';
 import { quietLog, testSettings, useStorage } from './support/storage';
@@ -27,7 +28,7 @@ test('ServerBusy: a wait of at least 10 s before the retry, and no failover (int
     log: quietLog,
   });
   try {
-    await app.ready();
+    await provisionStorage(parts.settings);
     const queue = parts.names.inputQueue(0);
     await parts.notifier.wake([{ queue }]); // connect first, so the timing below is the wait alone
     const before = pair.primary.broker.stats();

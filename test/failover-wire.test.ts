@@ -13,6 +13,7 @@ import { PermanentError, TransientError } from '../shared/errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { BACKLOG_PROPERTY } from '../shared/notify/backlog-message';
 import { type Clock, type Logger, systemClock } from '../shared/ports';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { seededClock } from './support/clock';
 import { type ComposedApp, composedApp } from './support/composed-app';
@@ -53,7 +54,7 @@ async function startApp(
 ): Promise<ComposedApp> {
   const composed = composedApp(testSettings(pair.env({ failoverIntervalMs, pingIntervalMs })), { log, clock });
   apps.push(composed.app);
-  await composed.app.ready();
+  await provisionStorage(composed.parts.settings);
   return composed;
 }
 

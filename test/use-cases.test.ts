@@ -1,8 +1,8 @@
 // unit lane: logic only
 /**
- * The façade applies each use case's needs (shared/use-cases.ts) itself: a use case that needs
- * Storage provisions first (once), one that is work is counted as work while it runs, and every
- * public member of the façade has its entry, so a new one cannot skip the table.
+ * The façade applies each use case's needs (shared/use-cases.ts) itself: one that is work is
+ * counted as work while it runs, none provisions anything first (infra/ does), and every public
+ * member of the façade has its entry, so a new one cannot skip the table.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -10,23 +10,15 @@ import { describe, test } from 'node:test';
 import { type AppParts, PushdrainApp } from '../shared/app';
 import { USE_CASES, type UseCaseName, UseCaseRunner } from '../shared/use-cases';
 
-/**
- * A runner over fakes, and a run that logs its name as it starts (with " as work" when it runs
- * inside during()), beside each provisioning attempt.
- */
-function rig(failProvisions = 0): {
+/** A runner over fakes, and a run that logs its name as it starts (with " as work" when it runs inside during()). */
+function rig(): {
   run: (name: UseCaseName) => Promise<void>;
   log: string[];
 } {
   const log: string[] = [];
   let inWork = 0;
-  let fails = failProvisions;
   const runner = new UseCaseRunner(
     {},
-    () => {
-      log.push('provision');
-      return fails-- > 0 ? Promise.reject(new Error('storage down')) : Promise.resolve();
-    },
     {
       during: async <T>(work: () => Promise<T>): Promise<T> => {
         inWork++;
@@ -47,27 +39,28 @@ function rig(failProvisions = 0): {
 }
 
 describe('use cases and their needs', () => {
-  test('Storage work provisions first, once, and runs as work', async () => {
+  test('Storage work and Service Bus work run as work; a read and a local one do not', async () => {
     const { run, log } = rig();
     await run('drain');
     await run('submit');
-    assert.deepEqual(log, ['provision', 'drain as work', 'submit as work']);
-  });
-
-  test('a read provisions but is not work; Service Bus work is work without provisioning; a local one needs neither', async () => {
-    const { run, log } = rig();
     await run('redriveDeadLetters');
     await run('sendTestEvent');
     await run('status');
     await run('report');
-    assert.deepEqual(log, ['redriveDeadLetters as work', 'sendTestEvent', 'provision', 'status', 'report']);
+    assert.deepEqual(log, [
+      'drain as work',
+      'submit as work',
+      'redriveDeadLetters as work',
+      'sendTestEvent',
+      'status',
+      'report',
+    ]);
   });
 
-  test('a failed provisioning fails the use case without running it, and the next one tries again', async () => {
-    const { run, log } = rig(1);
-    await assert.rejects(run('status'), /storage down/);
-    await run('status');
-    assert.deepEqual(log, ['provision', 'provision', 'status']);
+  test("no use case provisions Storage first: a cold instance's first request is its work", () => {
+    assert.ok(!('ready' in USE_CASES), 'the façade has no provisioning step');
+    for (const [name, needs] of Object.entries(USE_CASES))
+      assert.deepEqual(Object.keys(needs).sort(), ['local', 'work'], name);
   });
 
   test('every public member of the façade is a use case in the table, and every entry a member', () => {
@@ -75,15 +68,11 @@ describe('use cases and their needs', () => {
     assert.deepEqual([...members].sort(), Object.keys(USE_CASES).sort());
   });
 
-  test('through the façade: status, timeline and report provision first; a read is not counted as work', async () => {
+  test('through the façade: status, timeline and report go straight to their reader; a read is not counted as work', async () => {
     const calls: string[] = [];
     let working = 0;
     const parts = {
       settings: { tuning: { maxBodyBytes: 1 } },
-      provision: () => {
-        calls.push('provision');
-        return Promise.resolve();
-      },
       observer: {
         during: async <T>(work: () => Promise<T>): Promise<T> => {
           working++;
@@ -108,6 +97,6 @@ describe('use cases and their needs', () => {
     await app.timeline('b1');
     await app.report('b1');
     await app.redriveDeadLetters({});
-    assert.deepEqual(calls, ['provision', 'status b1 work=0', 'timeline b1', 'report b1', 'dead letters work=1']);
+    assert.deepEqual(calls, ['status b1 work=0', 'timeline b1', 'report b1', 'dead letters work=1']);
   });
 });

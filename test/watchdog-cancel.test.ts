@@ -12,6 +12,7 @@ import type { ServiceBusReceiver } from '@azure/service-bus';
 import type { PushdrainApp } from '../shared/app';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { parseWorkDetected } from '../shared/notify/events';
+import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { useBroker } from './support/broker';
 import { composedApp } from './support/composed-app';
@@ -53,7 +54,7 @@ describe('a finished batch leaves nothing scheduled', () => {
       PUSHDRAIN_CHUNK_SIZE: '100',
     });
     const { app, parts } = composedApp(settings, { log: quietLog });
-    await app.ready();
+    await provisionStorage(settings);
     const receivers = [SUBSCRIPTIONS.drain.name, SUBSCRIPTIONS.aggregate.name].map((s) =>
       bus.client().createReceiver(TOPIC, s),
     );

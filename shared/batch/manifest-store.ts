@@ -34,6 +34,12 @@ export class ManifestStore {
     private readonly clock: Pick<Clock, 'sleep' | 'random'> = systemClock,
   ) {}
 
+  /** The state of the version this process last read or wrote, without a request; undefined when it has none. */
+  knownState(batchId: string): Manifest['state'] | undefined {
+    const known = this.known.get(batchId);
+    return known && (JSON.parse(known.text) as Manifest).state;
+  }
+
   async read(batchId: string): Promise<VersionedManifest | undefined> {
     const got = await this.blobs.read(layout.manifest(batchId));
     if (!got) {

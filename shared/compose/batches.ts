@@ -24,7 +24,7 @@ export interface BatchParts {
 }
 
 export function composeBatches(core: AppCore, events: EventDelivery): BatchParts {
-  const { settings, blobs, queues, manifests, notifier, open, owners, names, now, log, telemetry } = core;
+  const { settings, blobs, queues, manifests, notifier, open, owners, names, now, clock, log, telemetry } = core;
   const { tuning } = settings;
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
@@ -62,6 +62,7 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
       taxRates: settings.taxRates,
       telemetry,
       now,
+      acceptance: { manifests, sleep: (ms) => clock.sleep(ms) },
     }),
     reduce: new ReduceProcessor(progress, finalizer, log, telemetry),
     watchdog: new Watchdog({

@@ -16,6 +16,7 @@ import { recordingDepths } from '../status/depth-recording';
 import { AzureBlobStore } from '../storage/azure-blob-store';
 import { createStorageClients } from '../storage/clients';
 import { StorageMeter } from '../storage/meter';
+import { MissingEntities } from '../storage/missing-entities';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import type { AppOptions } from './app-options';
 import { type BusParts, serviceBus } from './service-bus-parts';
@@ -25,6 +26,8 @@ export interface AppCore {
   options: AppOptions;
   names: EntityNames;
   meter: StorageMeter;
+  /** Queues and containers Storage said do not exist (health shows them). */
+  missing: MissingEntities;
   clock: Clock;
   now: () => number;
   log: Logger;
@@ -47,7 +50,8 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
   const log = options.log ?? consoleLogger;
   const now = (): number => clock.now();
   const names = entityNames(settings.namePrefix, tuning.partitions);
-  const clients = createStorageClients(settings.storage, meter);
+  const missing = new MissingEntities();
+  const clients = createStorageClients(settings.storage, meter, { missing });
   const activity = new Activity(now);
   const telemetry = options.telemetry ?? NO_TELEMETRY;
   const observer = new AppObserver(activity, telemetry.metrics);
@@ -62,6 +66,7 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
     options,
     names,
     meter,
+    missing,
     clock,
     now,
     log,

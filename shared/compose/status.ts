@@ -22,9 +22,9 @@ export interface StatusParts {
 }
 
 export function composeStatus(core: AppCore, { drains }: Pick<DrainParts, 'drains'>): StatusParts {
-  const { settings, names, meter, clock, now, log, activity, telemetry, bus } = core;
+  const { settings, names, meter, missing, clock, now, log, activity, telemetry, bus } = core;
   const statusMeter = new StorageMeter();
-  const statusClients = createStorageClients(settings.storage, statusMeter);
+  const statusClients = createStorageClients(settings.storage, statusMeter, { missing });
   const statusQueues = new AzureQueueStore(statusClients.queues, names.poisonQueue, now);
   const statusManifests = new ManifestStore(new AzureBlobStore(statusClients.blobs, names.container));
   const deadLetters = bus.deadLetters;

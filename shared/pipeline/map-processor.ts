@@ -6,6 +6,7 @@
  * one chunk there is nothing for the reduce side to coalesce, and the round trip through
  * `results` (a put, a receive, a delete and an event) is saved.
  */
+import type { ManifestStore } from '../batch/manifest-store';
 import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
 import { encodeResult, type RecentResults } from '../billing/result-blob';
@@ -35,7 +36,18 @@ export interface MapDeps {
   telemetry?: Telemetry;
   /** The clock of the billing times the result pointers carry. @defaultValue Date.now */
   now?: () => number;
+  /**
+   * A batch's only chunk waits for its ingest's accept (see untilAccepted); without it, it is
+   * folded at once. @defaultValue undefined
+   */
+  acceptance?: { manifests: ManifestStore; sleep: (ms: number) => Promise<void> };
 }
+
+/**
+ * How long a sole chunk waits for its ingest's accept, read by read: about 1.5 s in all, well
+ * inside the visibility timeout; past it the chunk is folded into the ingesting manifest as before.
+ */
+export const ACCEPT_WAITS_MS = [100, 200, 400, 800] as const;
 
 export class MapProcessor implements MessageProcessor {
   /** Result bytes enqueued since the last published event, summed across dequeue tasks. */
@@ -111,10 +123,30 @@ export class MapProcessor implements MessageProcessor {
    */
   private async foldSole(p: WorkPointer, billed: { billedAt: number; mapMs: number }): Promise<void> {
     const { progress, finalizer } = this.deps;
+    await this.untilAccepted(p.batchId);
     const m = await progress.record(p.batchId, { chunk: p.chunk, done: true, billed });
     // No manifest (gone), or an ingest that never answered 202 (abandoned): nothing to report.
     if (!m || m.state === 'abandoned') return;
     await finalizer.ifSettled(m);
+  }
+
+  /**
+   * The WorkDetected event goes out before the ingest writes its accept, so a fresh instance can
+   * reach the fold first (the trickle's cold run did, most batches). Folding into the ingesting
+   * manifest then costs the ingest a refused accept, a read and the write again, and leaves the
+   * finalize to it, which must read this chunk's result blob back. Waiting for the accept costs a
+   * read per wait, and the fold writes on the version read (no second read), completing the batch
+   * here. When this process wrote the manifest itself, the ingest and the fold share its version
+   * in memory and the race costs no read: no wait.
+   */
+  private async untilAccepted(batchId: string): Promise<void> {
+    const wait = this.deps.acceptance;
+    if (!wait || wait.manifests.knownState(batchId) !== undefined) return;
+    for (let i = 0; ; i++) {
+      const got = await wait.manifests.read(batchId);
+      if (got?.manifest.state !== 'ingesting' || i >= ACCEPT_WAITS_MS.length) return;
+      await wait.sleep(ACCEPT_WAITS_MS[i]!);
+    }
   }
 
   async afterBatch(): Promise<void> {

@@ -151,8 +151,4 @@ export class AzureQueueStore implements QueueStore {
       text: m.messageText,
     }));
   }
-
-  async ensureQueues(names: readonly string[]): Promise<void> {
-    await Promise.all(names.map((q) => this.service.getQueueClient(q).createIfNotExists()));
-  }
 }

@@ -27,6 +27,5 @@ export function recordingDepths(store: QueueStore, seen: (queue: string, depth: 
     send: (queue, body) => store.send(queue, body),
     depth: async (queue) => record(queue, await store.depth(queue)),
     peek: (queue, max) => store.peek(queue, max),
-    ensureQueues: (names) => store.ensureQueues(names),
   };
 }

@@ -109,8 +109,4 @@ export class AzureBlobStore implements BlobStore {
     const poller = await this.blob(to).beginCopyFromURL(this.blob(from).url, { intervalInMs: 200 });
     await poller.pollUntilDone();
   }
-
-  async ensureContainers(keys: readonly ContainerKey[]): Promise<void> {
-    await Promise.all(keys.map((k) => this.container(k).createIfNotExists()));
-  }
 }

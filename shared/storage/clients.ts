@@ -2,10 +2,11 @@
  * Builds the Storage clients once, from validated settings: connection string or managed
  * identity, function-friendly retry options, and on every request attempt the wait for an
  * endpoint known to be restarting (shared/storage/endpoint-outages.ts), the stall timeout
- * (shared/storage/stall-timeout.ts) and the meter.
+ * (shared/storage/stall-timeout.ts) and the meter; for the app's clients, on each operation, a
+ * missing queue or container turned into NotProvisionedError (shared/storage/missing-entities.ts).
  */
 import type { TokenCredential } from '@azure/core-auth';
-import type { Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
+import type { AddPipelineOptions, Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
 import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
@@ -13,6 +14,7 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import type { IdentityOptions, StorageConnection } from '../config/connections';
 import { endpointOutagePolicy } from './endpoint-outages';
 import type { StorageMeter } from './meter';
+import type { MissingEntities } from './missing-entities';
 import { stallTimeoutPolicy } from './stall-timeout';
 
 export interface StorageClients {
@@ -36,6 +38,11 @@ export const STALL_TIMEOUT_MS = TRY_TIMEOUT_MS + 10_000;
 export interface StorageClientOptions {
   /** Time without progress after which an attempt is abandoned and retried. @defaultValue STALL_TIMEOUT_MS (40 s) */
   stallTimeoutMs?: number;
+  /**
+   * Where a missing queue or container is recorded and turned into NotProvisionedError (the app's
+   * clients). @defaultValue none: the SDK's own 404 (tools that create or delete entities)
+   */
+  missing?: MissingEntities;
 }
 
 export function credentialFor(options: IdentityOptions): TokenCredential {
@@ -53,6 +60,22 @@ export function credentialFor(options: IdentityOptions): TokenCredential {
  * (Passing it as `additionalPolicies` adds it twice and the SDK rejects duplicate names.)
  */
 export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
+  attach(client, policy, { afterPhase: 'Retry' });
+}
+
+/**
+ * Puts a policy between deserialization and the retry policy: it sees each operation's final raw
+ * response, once, before the SDK turns an error status into a RestError.
+ */
+export function attachPerOperation(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
+  attach(client, policy, { afterPhase: 'Deserialize' });
+}
+
+function attach(
+  client: BlobServiceClient | QueueServiceClient,
+  policy: PipelinePolicy,
+  options: AddPipelineOptions,
+): void {
   // The blob client's context is the core client; the queue client's (a generated client in
   // 12.32) holds it as queuesClient, whose pipeline its derived queue clients share.
   const context = (
@@ -61,7 +84,7 @@ export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient,
   const core = context?.pipeline ?? context?.queuesClient?.pipeline;
   if (!core || typeof core.addPolicy !== 'function')
     throw new Error(`storage SDK pipeline shape changed: cannot attach ${policy.name}`);
-  if (!core.getOrderedPolicies().some((p) => p.name === policy.name)) core.addPolicy(policy, { afterPhase: 'Retry' });
+  if (!core.getOrderedPolicies().some((p) => p.name === policy.name)) core.addPolicy(policy, options);
 }
 
 export function createStorageClients(
@@ -92,5 +115,10 @@ export function createStorageClients(
   }
   attachPerAttempt(clients.blobs, meter.policyFor('blob'));
   attachPerAttempt(clients.queues, meter.policyFor('queue'));
+  if (tuning.missing) {
+    const missing = tuning.missing.policy(connection.accountName);
+    attachPerOperation(clients.blobs, missing);
+    attachPerOperation(clients.queues, missing);
+  }
   return clients;
 }

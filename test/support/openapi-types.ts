@@ -442,6 +442,8 @@ export interface components {
             };
             /** @description Parts the host runs that are down. */
             down?: string[];
+            /** @description Queues and containers Storage said do not exist (`queue work-0`, `container leases`): infra provisions them and the app never creates one. Degraded until a request to it succeeds. */
+            notProvisioned?: string[];
             /** @description Storage requests this instance made since start, by operation, and their `total`. */
             storageTransactions: {
                 [key: string]: number;

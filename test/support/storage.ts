@@ -18,6 +18,7 @@ import { createStorageClients } from '../../shared/storage/clients';
 import { BlobLeaseSlots } from '../../shared/storage/lease-slots';
 import { StorageMeter } from '../../shared/storage/meter';
 import { type Azurite, startAzurite } from '../../tools/devstack/azurite';
+import { provisionStorage } from '../../tools/devstack/provision-storage';
 import { startStorageProxy, type StorageProxy } from '../../tools/testkit/storage-proxy';
 import { CapturingPublisher } from './capturing-publisher';
 import { composedApp } from './composed-app';
@@ -108,7 +109,7 @@ export async function testRuntime(env: Record<string, string> = {}, options: App
   });
   open.add(app);
   open.add(observer);
-  await app.ready();
+  await provisionStorage(settings);
   return { app, parts, events, observer, observerParts, raw: rawStorage(settings) };
 }
 

@@ -90,7 +90,11 @@ export interface TrickleFigures {
   p50Ratio: Ratios;
   /** pushdrain in the same window without the `batch-events` topic delivery. */
   pushdrainWithoutBatchEvents?: { per1000: Summary; wirePer1000?: Summary; byOperation: Record<string, Summary> };
+  /** pushdrain cold: fresh instances for every batch, each counted over its whole life. */
+  pushdrainCold?: TrickleDesignFigures & { instancesPerBatch: number };
 }
+
+export type TrickleDesignFigures = NonNullable<TrickleFigures['perDesign']['pushdrain']>;
 
 export interface MemoryFigures {
   sizes: {
@@ -257,21 +261,13 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
   const per1000: PerDesign<number[]> = {};
   const p50: PerDesign<number[]> = {};
   for (const d of DESIGNS) {
-    const rs = runs.filter((r) => r.design === d && !r.withoutBatchEvents).sort((a, b) => a.rep - b.rep);
+    const rs = runs.filter((r) => r.design === d && !r.withoutBatchEvents && !r.cold).sort((a, b) => a.rep - b.rep);
     if (rs.length === 0) continue;
     per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
     p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
-    perDesign[d] = {
-      transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
-      per1000: summarize(per1000[d]),
-      ...wireFigures(rs),
-      byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
-      serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
-      afterWindow: summarize(rs.map((r) => r.afterWindow)),
-      p50: summarize(p50[d]),
-      p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
-    };
+    perDesign[d] = trickleDesignFigures(rs);
   }
+  const cold = runs.filter((r) => r.cold).sort((a, b) => a.rep - b.rep);
   const bare = runs.filter((r) => r.withoutBatchEvents).sort((a, b) => a.rep - b.rep);
   return {
     batches: runs[0]?.batches ?? 0,
@@ -288,6 +284,27 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
           },
         }
       : {}),
+    ...(cold.length > 0
+      ? {
+          pushdrainCold: {
+            ...trickleDesignFigures(cold),
+            instancesPerBatch: (cold[0]!.instances ?? 0) / cold[0]!.batches,
+          },
+        }
+      : {}),
+  };
+}
+
+function trickleDesignFigures(rs: readonly TrickleRun[]): TrickleDesignFigures {
+  return {
+    transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
+    per1000: summarize(rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
+    ...wireFigures(rs),
+    byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
+    serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+    afterWindow: summarize(rs.map((r) => r.afterWindow)),
+    p50: summarize(rs.map((r) => percentile(r.latenciesMs, 50))),
+    p95: summarize(rs.map((r) => percentile(r.latenciesMs, 95))),
   };
 }
 

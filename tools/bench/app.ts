@@ -20,6 +20,9 @@ export const DESIGN_TITLES: Record<DesignName, string> = {
   'no-claim-check': 'no claim-check (1 message per transaction)',
 };
 
+/** pushdrain's Service Bus-triggered functions. */
+export type PushdrainTrigger = 'drain' | 'aggregate' | 'scaleAgent';
+
 export interface BenchApp {
   readonly design: DesignName;
   readonly settings: Settings;
@@ -41,6 +44,11 @@ export interface BenchApp {
 export interface AppOptions {
   prefix: string;
   storage: string;
+  /**
+   * The connection the app's queues and containers are created through before it starts, as infra/
+   * creates them in Azure: not the app's requests, so not the counted wire. @defaultValue storage
+   */
+  provisionVia?: string;
   /** pushdrain only: broker connection and the topic copy this app owns. */
   serviceBus?: { connectionString: string; topic: string };
   meter?: StorageMeter;
@@ -53,4 +61,9 @@ export interface AppOptions {
   settings?: Record<string, string>;
   /** pushdrain only: no `batch-events` topic delivery (trickle measures the app with and without it). */
   withoutBatchEvents?: boolean;
+  /**
+   * pushdrain only: the Service Bus triggers this instance runs; none is an instance that only takes
+   * HTTP (Flex Consumption scales HTTP and each of these apart). @defaultValue all three
+   */
+  functions?: readonly PushdrainTrigger[];
 }

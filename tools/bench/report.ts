@@ -15,6 +15,7 @@ import type {
   ProfileFigures,
   StorageFigures,
   ThroughputFigures,
+  TrickleDesignFigures,
   TrickleFigures,
 } from './analyze';
 import { BASELINES, DESIGN_TITLES, type DesignName, DESIGNS } from './app';
@@ -236,9 +237,24 @@ function latencySection(l: LatencyFigures, withBatch: boolean): string {
 }
 
 function trickleSection(t: TrickleFigures): string {
-  const ops = [...new Set(Object.values(t.perDesign).flatMap((f) => Object.keys(f?.byOperation ?? {})))].sort();
-  const rows = present(t.perDesign).map(([d, f]) => [
-    DESIGN_TITLES[d],
+  const ops = [
+    ...new Set([...Object.values(t.perDesign), t.pushdrainCold].flatMap((f) => Object.keys(f?.byOperation ?? {}))),
+  ].sort();
+  const designs: [DesignName, TrickleDesignFigures, string][] = present(t.perDesign).flatMap(
+    ([d, f]): [DesignName, TrickleDesignFigures, string][] =>
+      d === 'pushdrain' && t.pushdrainCold
+        ? [
+            [d, f, `${DESIGN_TITLES[d]}, warm (one instance for the window)`],
+            [
+              d,
+              t.pushdrainCold,
+              `${DESIGN_TITLES[d]}, cold (${num(t.pushdrainCold.instancesPerBatch)} fresh instances every batch)`,
+            ],
+          ]
+        : [[d, f, DESIGN_TITLES[d]]],
+  );
+  const rows = designs.map(([d, f, title]) => [
+    title,
     num(f.transactionsPerBatch),
     f.wirePer1000 ? fmt(f.wirePer1000, (n) => num(n, 1)) : '—',
     fmt(f.per1000, (n) => num(n, 1)),
@@ -255,6 +271,10 @@ function trickleSection(t: TrickleFigures): string {
     pd?.wireMismatches !== undefined
       ? ` pushdrain's storage is counted twice: at the wire, by a counting proxy in front of Azurite that sees every request the app sends (what Azure bills), and by the app's own meter; they ${pd.wireMismatches === 0 ? 'agreed, operation by operation, in every window' : `disagreed in ${pd.wireMismatches} of ${pd.per1000.runs.length} windows`}. The baselines are counted by their meters only.`
       : '';
+  const cold = t.pushdrainCold;
+  const coldNote = cold
+    ? ` The cold row serves every batch with fresh instances, as scale-to-zero does: one that takes the HTTP request and one per Service Bus trigger (drain, aggregate, scaling agent), started for the batch and stopped once quiet, each counted over its whole life (start-up and shutdown included); its storage ${cold.wireMismatches === 0 ? "agreed at the wire and by the instances' meters" : `disagreed between the wire and the meters in ${cold.wireMismatches ?? 0} run(s)`}. A cold run follows the warm window, so its Service Bus figure is its own.`
+    : '';
   const bare = t.pushdrainWithoutBatchEvents;
   const topic = bare
     ? ` pushdrain's rows are the app as deployed, which sends every batch's CloudEvent to the \`batch-events\` topic; the same app without that topic, in the same window: ${bare.wirePer1000 ? `${fmt(bare.wirePer1000, (n) => num(n, 1))} at the wire, ` : ''}${fmt(bare.per1000, (n) => num(n, 1))} by the meter, storage tx per 1,000 (${Object.entries(
@@ -280,7 +300,7 @@ function trickleSection(t: TrickleFigures): string {
       rows,
     ),
     '',
-    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}`,
+    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}${coldNote}`,
   ].join('\n');
 }
 

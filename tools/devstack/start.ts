@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { authMode } from '../../shared/config/auth-settings';
+import { loadSettings } from '../../shared/config/settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { redactSecrets } from '../../shared/redaction';
 import { endpointOutages } from '../../shared/storage/endpoint-outages';
@@ -20,6 +21,7 @@ import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
 import { type LocalHost, startLocalHost } from './host/local-host';
 import { findRepoRoot } from './host/registry';
 import { listening } from './port-in-use';
+import { isLocalStorage, provisionStorage } from './provision-storage';
 import { routeLines } from './route-lines';
 import { JOINS_FLEET } from './scale/instance';
 import { instancesOption, serveFleet } from './scale/serve';
@@ -132,6 +134,9 @@ async function main(): Promise<void> {
   if (isSet('PUSHDRAIN_CALLBACK_ORIGINS') && !isSet('PUSHDRAIN_CALLBACK_SIGNING_KEY'))
     env.PUSHDRAIN_CALLBACK_SIGNING_KEY = loadOrCreateCallbackKey(dataRoot);
   const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
+  // The app never creates a queue or container (infra/ does in Azure): this is the local stack's
+  // one provisioning step, before anything serves. A fleet's first process does it for all.
+  if (env[JOINS_FLEET] !== '1') await provisionLocalStorage();
   if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
@@ -222,6 +227,14 @@ async function localIssuerIfAsked(args: readonly string[], dataRoot: string): Pr
   const issuer = await startDevIssuer(dataRoot, port('PUSHDRAIN_DEV_ISSUER_PORT', 7079));
   Object.assign(env, issuerSettings(issuer));
   return issuer;
+}
+
+/** Creates the queues and containers on an emulator; a real account is left to infra/. */
+async function provisionLocalStorage(): Promise<void> {
+  const settings = loadSettings(env);
+  if (!isLocalStorage(settings.storage)) return;
+  const { queues, containers } = await provisionStorage(settings);
+  console.log(`Provisioned ${queues.length} queues and ${containers.length} containers (the app never creates them).`);
 }
 
 /** What recovery did to a batch; the rest (progressing, claimed, closed) was healthy or done. */

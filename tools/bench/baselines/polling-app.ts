@@ -9,6 +9,7 @@ import { composeApp } from '../../../shared/create-app';
 import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
 import { createStorageClients } from '../../../shared/storage/clients';
 import { StorageMeter } from '../../../shared/storage/meter';
+import { provisionStorage } from '../../devstack/provision-storage';
 import type { AppOptions, BenchApp, DesignName } from '../app';
 import { appSettings } from '../support/env';
 import { benchLog } from '../support/log';
@@ -43,7 +44,7 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
   const meter = options.meter ?? new StorageMeter();
   const parts = composeApp(settings, { publisher: new NullPublisher(), meter, log: benchLog });
   const runtime = new PushdrainApp(parts);
-  await runtime.ready();
+  await provisionStorage(appSettings({ storage: options.provisionVia ?? options.storage }, options.prefix));
   const {
     names,
     settings: { tuning },

@@ -27,7 +27,7 @@ import { StorageMeter } from '../../../shared/storage/meter';
 import { serviceBusOptions } from '../../devstack/host/host-json';
 import { findRepoRoot, type Registration } from '../../devstack/host/registry';
 import { type ServiceBusHost, startServiceBusTriggers } from '../../devstack/host/service-bus-triggers';
-import type { AppOptions, BenchApp } from '../app';
+import type { AppOptions, BenchApp, PushdrainTrigger } from '../app';
 import { appSettings } from '../support/env';
 import { benchLog, hostLog } from '../support/log';
 import { postNdjson } from '../support/submit';
@@ -77,6 +77,8 @@ export class CountingPublisher implements WorkPublisher {
   }
 }
 
+const ALL_TRIGGERS: readonly PushdrainTrigger[] = ['drain', 'aggregate', 'scaleAgent'];
+
 type Handler = (app: PushdrainApp, body: unknown, context: InvocationContext) => Promise<unknown>;
 
 function trigger(
@@ -125,13 +127,14 @@ export function startPushdrain(options: AppOptions): BenchApp {
     log: benchLog,
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
   });
+  const triggers: Record<PushdrainTrigger, Registration> = {
+    drain: trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime),
+    aggregate: trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime),
+    // As deployed, the scaling agent reads every event too, and samples the queues' depth.
+    scaleAgent: trigger(FUNCTION_NAMES.scaleAgent, sb.topic, SUBSCRIPTIONS.scale.name, runtime, onScaleSignal),
+  };
   const host: ServiceBusHost = startServiceBusTriggers(
-    [
-      trigger('drain', sb.topic, SUBSCRIPTIONS.drain.name, runtime),
-      trigger('aggregate', sb.topic, SUBSCRIPTIONS.aggregate.name, runtime),
-      // As deployed, the scaling agent reads every event too, and samples the queues' depth.
-      trigger(FUNCTION_NAMES.scaleAgent, sb.topic, SUBSCRIPTIONS.scale.name, runtime, onScaleSignal),
-    ],
+    (options.functions ?? ALL_TRIGGERS).map((f) => triggers[f]),
     { ServiceBusConnection: sb.connectionString },
     serviceBusOptions(findRepoRoot(__dirname)),
     hostLog,

@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { PushdrainApp } from '../../../shared/app';
 import { composeApp } from '../../../shared/create-app';
 import { layout } from '../../../shared/layout';
+import { provisionStorage } from '../../devstack/provision-storage';
 import { runChild } from '../support/child';
 import { batchFile, type BatchSpec, DATA_DIR } from '../support/data';
 import { adminClients, appSettings, type BenchEnv, removeApp } from '../support/env';
@@ -65,13 +66,14 @@ export async function memoryFile(transactions: number, sources: readonly BatchSp
 }
 
 export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
-  const parts = composeApp(appSettings({ storage: job.storage }, job.prefix), {
+  const settings = appSettings({ storage: job.storage }, job.prefix);
+  const parts = composeApp(settings, {
     publisher: new NullPublisher(),
     log: benchLog,
   });
   const app = new PushdrainApp(parts);
   try {
-    await app.ready();
+    await provisionStorage(settings);
     const info = await parts.blobs.info(layout.file('incoming', INCOMING_NAME));
     // Sample the heap while the sweep runs: maxRSS gives the peak RSS, this the peak live heap.
     let peakHeap = process.memoryUsage().heapUsed;

@@ -17,6 +17,7 @@ import { PushdrainApp } from '../../../shared/app';
 import { loadSettings } from '../../../shared/config/settings';
 import { composeApp } from '../../../shared/create-app';
 import { SUBSCRIPTIONS, TOPIC } from '../../../shared/names';
+import { provisionStorage } from '../../devstack/provision-storage';
 import type { Decision } from '../../devstack/scale/controller';
 import { runFleet, type RunningFleet, targetPerInstance } from '../../devstack/scale/fleet';
 import { expectedReport } from '../../testkit/oracle';
@@ -154,7 +155,7 @@ export async function runScaleOut(cfg: ScaleOutConfig, log: (line: string) => vo
   let sampler: Promise<void> = Promise.resolve();
   let hog: CpuHog | undefined;
   try {
-    await http.ready();
+    await provisionStorage(settings);
     const s0 = Date.now();
     const ids: string[] = [];
     for (const spec of cfg.batches) ids.push(await postNdjson(http, batchBody(spec)));

@@ -84,6 +84,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
   const app = await startApp(job.design, {
     prefix: job.prefix,
     storage: job.storage,
+    ...(job.direct ? { provisionVia: job.direct } : {}),
     ...(job.serviceBus ? { serviceBus: job.serviceBus } : {}),
     ...(telemetry ? { telemetry } : {}),
   });

@@ -14,14 +14,35 @@
  * front of Azurite that sees every request it sends (support/fleet.ts); the two must agree.
  * pushdrain runs twice in the same window: as deployed (every batch's CloudEvent to the
  * `batch-events` topic) and without that topic, so what the topic delivery costs is the difference.
+ *
+ * Then pushdrain runs cold, as scale-to-zero serves a trickle: every batch meets fresh instances,
+ * one that takes the HTTP request and one per Service Bus trigger (drain, aggregate, scaling
+ * agent), each started for the batch and stopped once quiet, so each one's whole life (start-up
+ * and shutdown included) is counted, at the wire and by the instances' meters. The instances are
+ * fresh apps in the bench process (their own SDK clients, Service Bus links and state): what they
+ * ask of Storage is what a fresh process asks; their timing is not a cold process's.
  */
 import { CHUNK_PIECE } from '../../../shared/ingest/chunk-size';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
+import { provisionStorage } from '../../devstack/provision-storage';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
-import type { DesignName } from '../app';
+import type { DesignName, PushdrainTrigger } from '../app';
+import { startPushdrain } from '../pushdrain/app';
+import { CompletionWatcher } from '../support/completion';
+import { startCountingProxy } from '../support/counting-proxy';
 import { batchBody } from '../support/data';
-import type { BenchEnv } from '../support/env';
-import { type FleetApp, settledCounts, sleep, startFleetApp, stopFleetApp, untilQuiet } from '../support/fleet';
+import { appSettings, type BenchEnv, removeApp } from '../support/env';
+import {
+  checkWire,
+  type FleetApp,
+  freshPrefix,
+  settledCounts,
+  sleep,
+  startFleetApp,
+  stopFleetApp,
+  untilQuiet,
+  wireChecks,
+} from '../support/fleet';
 import { serviceBusOperations } from '../support/service-bus';
 
 export interface TrickleConfig {
@@ -39,6 +60,11 @@ export interface TrickleRun {
   design: DesignName;
   /** pushdrain's second app in the window: no `batch-events` topic delivery. */
   withoutBatchEvents?: boolean;
+  /** pushdrain cold: fresh instances for every batch (`instances` in all), each counted over its whole life. */
+  cold?: boolean;
+  instances?: number;
+  /** pushdrain cold: storage by instance kind (`http`, or the trigger it ran), summed over the batches. */
+  byInstance?: Record<string, MeterSnapshot>;
   rep: number;
   batches: number;
   transactions: number;
@@ -172,6 +198,91 @@ export async function runTrickle(
     } finally {
       await Promise.all(fleet.map(({ f }) => stopFleetApp(env, f)));
     }
+    // After the warm apps have stopped: the broker's counts are the cold instances' alone.
+    if (designs.includes('pushdrain')) out.push(await trickleCold(env, rep, cfg, random));
   }
   return out;
+}
+
+/** One batch's cold instances: HTTP only, then one per Service Bus trigger, as Flex scales them. */
+const COLD_INSTANCES: readonly (readonly PushdrainTrigger[])[] = [[], ['drain'], ['aggregate'], ['scaleAgent']];
+
+/** Sums meter snapshots by operation. */
+function sum(snapshots: readonly MeterSnapshot[]): MeterSnapshot {
+  const out: MeterSnapshot = {};
+  for (const snap of snapshots) for (const [k, v] of Object.entries(snap)) out[k] = (out[k] ?? 0) + v;
+  return out;
+}
+
+/** pushdrain cold: every batch through fresh instances, started for it and stopped once quiet. */
+async function trickleCold(env: BenchEnv, rep: number, cfg: TrickleConfig, random: () => number): Promise<TrickleRun> {
+  const prefix = freshPrefix('pushdrain');
+  const topic = env.takeTopic();
+  const direct = appSettings({ storage: env.azurite.connectionString }, prefix);
+  const wire = await startCountingProxy(env.azurite);
+  const watcher = new CompletionWatcher(direct);
+  const size = cfg.batchSize.pushdrain;
+  const start = (functions: readonly PushdrainTrigger[]): ReturnType<typeof startPushdrain> =>
+    startPushdrain({
+      prefix,
+      storage: wire.connectionString,
+      serviceBus: { connectionString: env.broker.connectionString, topic },
+      random,
+      functions,
+    });
+  /** One batch through a fresh group; resolves with its latency once every instance has stopped. */
+  const serve = async (body: Buffer, meters: { kind: string; storage: MeterSnapshot }[]): Promise<number> => {
+    const group = COLD_INSTANCES.map(start);
+    try {
+      const submitted = Date.now();
+      const [done] = await watcher.wait([await group[0]!.submit(body)], BATCH_TIMEOUT_MS);
+      // Scale-in takes an instance once it is idle: each one's drains and back-off run out first.
+      await Promise.all(group.map((app) => untilQuiet(app, cfg.quietMs, 60_000)));
+      return done!.completedAt - submitted;
+    } finally {
+      await Promise.all(group.map((app) => app.stop()));
+      meters.push(...group.map((app, i) => ({ kind: COLD_INSTANCES[i]![0] ?? 'http', storage: app.meter.snapshot() })));
+    }
+  };
+  try {
+    await provisionStorage(direct); // infra/'s part: not the app's requests
+    // Warm-up, uncounted: what a deployment pays once (each queue's first drain slot), not per instance.
+    const { partitions, chunkSize } = direct.tuning;
+    await serve(batchBody({ count: partitions * Math.min(chunkSize, CHUNK_PIECE), seed: SEED_BASE - 1 }), []);
+    const wire0 = wire.snapshot();
+    const broker0 = env.broker.stats();
+    const meters: { kind: string; storage: MeterSnapshot }[] = [];
+    const latenciesMs: number[] = [];
+    const t0 = Date.now();
+    for (let i = 0; i < cfg.batches; i++) {
+      await sleep(t0 + i * cfg.gapMs - Date.now());
+      latenciesMs.push(await serve(batchBody({ count: size, seed: SEED_BASE + i }), meters));
+    }
+    const storage = sum(meters.map((m) => m.storage));
+    const kinds = [...new Set(meters.map((m) => m.kind))];
+    const byInstance = Object.fromEntries(
+      kinds.map((k) => [k, sum(meters.filter((m) => m.kind === k).map((m) => m.storage))]),
+    );
+    const atWire = meterDelta(wire.snapshot(), wire0);
+    wireChecks.push(checkWire('pushdrain', `${prefix} (cold)`, storage, atWire));
+    return {
+      design: 'pushdrain',
+      cold: true,
+      instances: meters.length,
+      byInstance,
+      rep,
+      batches: cfg.batches,
+      transactions: size * cfg.batches,
+      windowMs: Date.now() - t0,
+      storage,
+      wire: atWire,
+      afterWindow: 0,
+      serviceBusOperations: serviceBusOperations(statsDelta(env.broker.stats(), broker0)),
+      latenciesMs,
+    };
+  } finally {
+    await watcher.close();
+    await wire.close();
+    await removeApp(env.admin, prefix);
+  }
 }

@@ -63,6 +63,7 @@ export async function startFleetApp(env: BenchEnv, design: DesignName, options: 
     const app = await startApp(design, {
       prefix,
       storage: wire?.connectionString ?? env.azurite.connectionString,
+      provisionVia: env.azurite.connectionString,
       ...(topic ? { serviceBus: { connectionString: env.broker.connectionString, topic } } : {}),
       ...options,
     });
