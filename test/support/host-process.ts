@@ -36,6 +36,8 @@ export interface HostProcessOptions {
    * (embedded Azurite, in its own group, outlives it). @defaultValue false (kill() kills the host alone)
    */
   processGroup?: boolean;
+  /** Its command line, as after `npm start --`. */
+  args?: readonly string[];
 }
 
 /** `port` undefined: PORT as `env` (or this process) has it. */
@@ -46,12 +48,16 @@ function spawnHost(
   options: HostProcessOptions = {},
 ): ChildProcess {
   const root = repoRoot();
-  const child = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'start.js')], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },
-    detached: options.processGroup === true,
-  });
+  const child = spawn(
+    process.execPath,
+    [join(root, 'dist', 'tools', 'devstack', 'start.js'), ...(options.args ?? [])],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },
+      detached: options.processGroup === true,
+    },
+  );
   for (const stream of [child.stdout, child.stderr]) stream?.on('data', (d: Buffer) => onOutput(d.toString()));
   return child;
 }
@@ -68,9 +74,10 @@ const exited = (c: ChildProcess): Promise<number | null> =>
 export async function runHostToExit(
   env: HostEnv,
   timeoutMs = 30_000,
+  args: readonly string[] = [],
 ): Promise<{ code: number | null; output: string }> {
   let output = '';
-  const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text));
+  const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text), { args });
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((r) => child.once('close', r)); // 'close': the output is complete
   clearTimeout(timer);

@@ -293,10 +293,9 @@ export function program(run: (code: number) => void): Command {
 /** Prints a failure the way the chosen output mode wants it and returns the exit code. */
 function fail(e: unknown, json: boolean): number {
   if (e instanceof CommanderError) {
-    // Help and version are exits too; commander has already printed them.
-    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help'
-      ? EXIT.ok
-      : EXIT.usage;
+    // Asked-for help and version are exits too; commander has already printed them. No command at
+    // all ('commander.help') is a usage error: commander printed the usage to stderr.
+    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? EXIT.ok : EXIT.usage;
   }
   if (e instanceof CliError) {
     if (json)

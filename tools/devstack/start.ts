@@ -26,6 +26,7 @@ import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from 
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 import { isSet as isSetIn } from './setting';
+import { START_USAGE, startOptions, StartUsageError } from './start-options';
 import { stopOnSignal } from './stop-on-signal';
 import { supervise, type Supervised } from './supervisor';
 
@@ -53,6 +54,8 @@ function port(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  const options = startOptions(process.argv.slice(2));
+  if (options.help) return void console.log(START_USAGE);
   const root = findRepoRoot();
   const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
   const instances = instancesOption(process.argv.slice(2));
@@ -248,6 +251,10 @@ async function recoverAtStart(host: LocalHost, crashedBefore: number | undefined
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof StartUsageError) {
+    console.error(`npm start: ${e.message}\n\n${START_USAGE}`);
+    process.exit(2);
+  }
   console.error(`pushdrain failed to start: ${(e as Error).message}`);
   // The embedded parts stop themselves: Azurite when this process exits, the broker with it.
   process.exit(1);
