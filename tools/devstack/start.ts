@@ -13,6 +13,7 @@ import { authMode } from '../../shared/config/auth-settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { redactSecrets } from '../../shared/redaction';
 import { endpointOutages } from '../../shared/storage/endpoint-outages';
+import { type AspireDashboard, startAspireDashboard, TracesUnavailableError } from './aspire-dashboard';
 import { type Azurite, startAzurite } from './azurite';
 import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
 import { type DevIssuer, issuerSettings, startDevIssuer } from './dev-issuer';
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
   const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
   const instances = instancesOption(process.argv.slice(2));
   const started = Date.now();
+  // First: the app's telemetry settings are read as its functions load, and every instance inherits them.
+  const traces = options.traces ? await startTraces(root) : undefined;
   let azurite: Supervised<Azurite> | undefined;
   let broker: Broker | undefined;
   // Set once the host runs: until then a dying Azurite has no health to turn red.
@@ -132,7 +135,7 @@ async function main(): Promise<void> {
   });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
   const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
-  if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
+  if (instances) return serveFleet(instances, { broker, azurite, traces, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
   const host = await listening(
@@ -157,6 +160,7 @@ async function main(): Promise<void> {
         ]
       : []),
     `  Telemetry  ${describeTelemetry(telemetrySettings(env))}`,
+    ...(traces ? [`  Traces     Aspire dashboard ${traces.url} (sign in: ${traces.loginUrl})`] : []),
     ...(issuer
       ? [
           `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
@@ -190,6 +194,7 @@ async function main(): Promise<void> {
       await secondary?.stop();
       const t2 = Date.now();
       await azurite?.stop();
+      await traces?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
     })());
   const storage = storageIdentity(env, embeddedStorage);
@@ -205,6 +210,27 @@ async function main(): Promise<void> {
   // An instance the fleet adds while it runs joins live work: nothing it finds was left by a
   // stopped process, and the sweep covers what stalls.
   if (env[JOINS_FLEET] !== '1') await recoverAtStart(host, handedBack ? undefined : started);
+}
+
+/**
+ * `--traces`: the Aspire dashboard, and the app's OTLP exporter pointed at it. An endpoint already
+ * set is replaced (said in one line): the flag asks for the dashboard.
+ */
+async function startTraces(root: string): Promise<AspireDashboard> {
+  const dashboard = await startAspireDashboard({
+    root,
+    port: port('PUSHDRAIN_TRACES_PORT', 18888),
+    otlpPort: port('PUSHDRAIN_TRACES_OTLP_PORT', 4318),
+    env,
+  });
+  if (isSet('OTEL_EXPORTER_OTLP_ENDPOINT') && env.OTEL_EXPORTER_OTLP_ENDPOINT !== dashboard.otlpEndpoint)
+    console.log(
+      `--traces: OTEL_EXPORTER_OTLP_ENDPOINT (${env.OTEL_EXPORTER_OTLP_ENDPOINT}) replaced by the dashboard's`,
+    );
+  env.OTEL_EXPORTER_OTLP_ENDPOINT = dashboard.otlpEndpoint;
+  // The dashboard's receiver takes both; protobuf is the OTLP default.
+  env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/protobuf';
+  return dashboard;
 }
 
 /**
@@ -251,6 +277,10 @@ async function recoverAtStart(host: LocalHost, crashedBefore: number | undefined
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof TracesUnavailableError) {
+    console.error(`npm start: ${e.message}`);
+    process.exit(1);
+  }
   if (e instanceof StartUsageError) {
     console.error(`npm start: ${e.message}\n\n${START_USAGE}`);
     process.exit(2);
