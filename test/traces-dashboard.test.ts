@@ -125,16 +125,24 @@ describe('npm start -- --traces', { skip }, () => {
     assert.equal(new Set(batch.map((s) => s.traceId)).size, 1, 'one trace');
   });
 
-  test('killing npm start outright stops the dashboard too', async () => {
-    await host.kill();
-    await until('the dashboard to stop', 30_000, async () => {
+  test('the dashboard stops with the stack: a clean stop (SIGINT), and npm start killed outright', async () => {
+    const refused = (url: string) => async (): Promise<true | undefined> => {
       try {
-        await getDashboard(`${dashboard}/api/telemetry/traces`, API_KEY);
+        await getDashboard(`${url}/api/telemetry/traces`, API_KEY);
         return undefined;
       } catch (e) {
         return (e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? true : undefined;
       }
-    });
+    };
+    assert.equal(await host.stop(), 0);
+    await until('the dashboard to stop with npm start', 30_000, refused(dashboard), { everyMs: 200 });
+    await host.restart();
+    const printed = [...host.output().matchAll(/Aspire dashboard (http:\/\/127\.0\.0\.1:\d+) /g)];
+    assert.equal(printed.length, 2, 'a dashboard again with the restarted stack');
+    const again = printed[1]![1]!;
+    assert.equal((await getDashboard(`${again}/api/telemetry/traces`, API_KEY)).status, 200);
+    await host.kill();
+    await until('the dashboard to stop after npm start was killed', 30_000, refused(again), { everyMs: 200 });
   });
 });
 
