@@ -20,6 +20,12 @@ describe('argument errors exit 2 with the usage', () => {
     assert.equal(r.stdout, '');
   });
 
+  test('pushdrain help, --help and --version still exit 0; a group with no subcommand is a usage error', async () => {
+    for (const args of [['help'], ['help', 'submit'], ['--help'], ['--version']])
+      assert.equal((await runCli(args, {}, 30_000)).code, 0, args.join(' '));
+    assert.equal((await runCli(['webhooks'], {}, 30_000)).code, 2);
+  });
+
   for (const args of [['--instanses', '3'], ['--trace'], ['--secondary', 'extra'], ['--secondary=yes']]) {
     test(`npm start -- ${args.join(' ')}`, async () => {
       const r = await runHostToExit(FREE_PORTS, 30_000, args);
