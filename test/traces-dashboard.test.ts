@@ -17,6 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { type BrokerHarness, startTestBroker } from './support/broker';
+import { browserSkip, launchBrowser } from './support/browser';
 import { dotnetSkip } from './support/dotnet';
 import { type HostProcess, runHostToExit, startHostProcess } from './support/host-process';
 import { LOCAL_KEY } from './support/local-stack';
@@ -62,6 +63,8 @@ describe('npm start -- --traces', { skip }, () => {
   let bus: BrokerHarness;
   let host: HostProcess;
   let dashboard = '';
+  let loginUrl = '';
+  let batchId = '';
 
   before(async () => {
     [azurite, bus] = await Promise.all([startAzurite(), startTestBroker()]);
@@ -87,6 +90,7 @@ describe('npm start -- --traces', { skip }, () => {
     assert.ok(m?.[1], `the dashboard's URL is printed:\n${host.output().slice(-3000)}`);
     assert.match(m[2]!, new RegExp(`^${m[1]}/login\\?t=[0-9a-f]+$`), 'with its login token');
     dashboard = m[1];
+    loginUrl = m[2]!;
   });
 
   after(async () => {
@@ -104,7 +108,9 @@ describe('npm start -- --traces', { skip }, () => {
       headers: { 'Content-Type': 'application/x-ndjson', 'x-functions-key': LOCAL_KEY, traceparent: TRACEPARENT },
     });
     assert.equal(res.status, 202);
-    const { batchId, chunks } = (await res.json()) as { batchId: string; chunks: number };
+    const accepted = (await res.json()) as { batchId: string; chunks: number };
+    batchId = accepted.batchId;
+    const { chunks } = accepted;
     assert.equal(chunks, 4);
     // The spans of a finished batch reach the dashboard with the exporter's next batch (every 5 s).
     const batch = await until(
@@ -124,6 +130,29 @@ describe('npm start -- --traces', { skip }, () => {
     for (const s of batch) assert.equal(s.traceId, TRACE_ID, `${s.name} in the client's trace`);
     assert.equal(new Set(batch.map((s) => s.traceId)).size, 1, 'one trace');
   });
+
+  test(
+    "in a real browser: signed in with the printed URL, the trace's page shows the batch's spans",
+    { skip: browserSkip() },
+    async () => {
+      assert.ok(batchId, 'the batch of the test before');
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.context.newPage();
+        await page.goto(loginUrl);
+        await page.waitForURL((url) => !url.pathname.startsWith('/login'), { timeout: 60_000 });
+        await page.goto(`${dashboard}/traces/detail/${TRACE_ID}`);
+        // The waterfall lists each span by name; the batch's chunks are four maps.
+        await page.getByText('pushdrain.finalize').first().waitFor({ timeout: 60_000 });
+        const text = await page.locator('body').innerText();
+        assert.match(text, /pushdrain\.ingest/);
+        assert.equal((text.match(/pushdrain\.map/g) ?? []).length >= 4, true, text.slice(0, 3000));
+        assert.match(text, new RegExp(TRACE_ID.slice(0, 7)), "the client's trace id");
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 
   test('the dashboard stops with the stack: a clean stop (SIGINT), and npm start killed outright', async () => {
     const refused = (url: string) => async (): Promise<true | undefined> => {
