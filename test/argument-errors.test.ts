@@ -26,7 +26,14 @@ describe('argument errors exit 2 with the usage', () => {
     assert.equal((await runCli(['webhooks'], {}, 30_000)).code, 2);
   });
 
-  for (const args of [['--instanses', '3'], ['--trace'], ['--secondary', 'extra'], ['--secondary=yes']]) {
+  for (const args of [
+    ['--instanses', '3'],
+    ['--trace'],
+    ['--secondary', 'extra'],
+    ['--secondary=yes'],
+    ['--auth', 'entar'],
+    ['--auth'],
+  ]) {
     test(`npm start -- ${args.join(' ')}`, async () => {
       const r = await runHostToExit(FREE_PORTS, 30_000, args);
       assert.equal(r.code, 2, r.output);

@@ -1,7 +1,7 @@
 /**
  * `npm start`'s command line, checked before anything starts: a mistyped flag would otherwise be
- * ignored and the stack started without what was asked. The parts read their own flags
- * (instancesOption, secondaryAsked, the issuer's --auth); this only refuses what none of them reads.
+ * ignored and the stack started without what was asked. `--instances` and `--secondary` are read
+ * by the parts they start (instancesOption, secondaryAsked); `--auth` and `--traces` from here.
  */
 import { parseArgs } from 'node:util';
 
@@ -14,9 +14,13 @@ Options:
   --traces                 start the Aspire dashboard (needs dotnet) and send the app's traces to it
   -h, --help               print this and exit`;
 
+export type AuthFlag = 'keys' | 'entra' | 'both';
+
 export interface StartOptions {
   readonly help: boolean;
   readonly traces: boolean;
+  /** `--auth`, when given. */
+  readonly auth?: AuthFlag;
 }
 
 /** Thrown for a command line `npm start` does not take; start.ts prints it with the usage and exits 2. */
@@ -36,8 +40,12 @@ export function startOptions(argv: readonly string[]): StartOptions {
       strict: true,
       allowPositionals: false,
     });
-    return { help: values.help === true, traces: values.traces === true };
+    const { auth } = values;
+    if (auth !== undefined && auth !== 'keys' && auth !== 'entra' && auth !== 'both')
+      throw new StartUsageError(`--auth takes keys, entra or both, got "${auth}"`);
+    return { help: values.help === true, traces: values.traces === true, ...(auth ? { auth } : {}) };
   } catch (e) {
+    if (e instanceof StartUsageError) throw e;
     throw new StartUsageError((e as Error).message);
   }
 }

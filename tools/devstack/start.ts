@@ -27,7 +27,7 @@ import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from 
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 import { isSet as isSetIn } from './setting';
-import { START_USAGE, startOptions, StartUsageError } from './start-options';
+import { type AuthFlag, START_USAGE, startOptions, StartUsageError } from './start-options';
 import { stopOnSignal } from './stop-on-signal';
 import { supervise, type Supervised } from './supervisor';
 
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     dataRoot,
   });
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
-  const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
+  const issuer = await localIssuerIfAsked(options.auth, dataRoot);
   if (instances) return serveFleet(instances, { broker, azurite, traces, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
@@ -238,11 +238,7 @@ async function startTraces(root: string): Promise<AspireDashboard> {
  * already (a real tenant), the local issuer on 127.0.0.1 with its key in the data folder. Set in
  * this process's environment before the host starts, so the app reads it like any app setting.
  */
-async function localIssuerIfAsked(args: readonly string[], dataRoot: string): Promise<DevIssuer | undefined> {
-  const at = args.indexOf('--auth');
-  const mode = at >= 0 ? args[at + 1] : undefined;
-  if (at >= 0 && mode !== 'keys' && mode !== 'entra' && mode !== 'both')
-    throw new Error('--auth takes keys, entra or both');
+async function localIssuerIfAsked(mode: AuthFlag | undefined, dataRoot: string): Promise<DevIssuer | undefined> {
   if (mode) env.PUSHDRAIN_AUTH = mode;
   if (!env.PUSHDRAIN_AUTH || env.PUSHDRAIN_AUTH === 'keys' || isSet('PUSHDRAIN_AUTH_ISSUER')) return undefined;
   const issuer = await startDevIssuer(dataRoot, port('PUSHDRAIN_DEV_ISSUER_PORT', 7079));
