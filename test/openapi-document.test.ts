@@ -107,31 +107,28 @@ describe('OpenAPI document', () => {
       contract.check({ ...accepted, headers: { ...accepted.headers, 'content-type': 'text/plain' } }).join(),
       /Content-Type text\/plain is not one of application\/json/,
     );
-    // The host's own answers: an unknown route is a 404, a method the route lacks a 405 with Allow.
-    const hostJson = { 'content-type': 'application/json' };
-    assert.deepEqual(
-      contract.check({
-        method: 'GET',
-        path: '/api/nowhere',
-        status: 404,
-        headers: hostJson,
-        body: JSON.stringify({ error: 'not_found', message: 'no such route' }),
-      }),
-      [],
+    // The host's own answer, to an unknown route and to a method the route lacks alike: an empty 404.
+    const empty = { method: 'GET', path: '/api/nowhere', status: 404, headers: {}, body: '' };
+    assert.deepEqual(contract.check(empty), []);
+    assert.deepEqual(contract.check({ ...empty, method: 'DELETE', path: '/api/batches/b-1' }), []);
+    assert.match(
+      contract
+        .check({
+          ...empty,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ error: 'not_found', message: 'no such route' }),
+        })
+        .join(),
+      /a body where none is documented/,
     );
     assert.match(
-      contract.check({ method: 'GET', path: '/api/nowhere', status: 200, headers: hostJson, body: '{}' }).join(),
+      contract.check({ ...empty, status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }).join(),
       /is not in the document/,
     );
-    const notAllowed = {
-      method: 'DELETE',
-      path: '/api/batches/b-1',
-      status: 405,
-      headers: { ...hostJson, allow: 'GET' },
-      body: JSON.stringify({ error: 'method_not_allowed', message: 'DELETE is not allowed here' }),
-    };
-    assert.deepEqual(contract.check(notAllowed), []);
-    assert.match(contract.check({ ...notAllowed, headers: hostJson }).join(), /required header Allow is missing/);
+    assert.match(
+      contract.check({ ...empty, method: 'DELETE', path: '/api/batches/b-1', status: 405 }).join(),
+      /DELETE \/api\/batches\/\{batchId\} is not in the document \(answered 405\)/,
+    );
   });
 
   test('the preload fails the process on a mismatch, even when the test swallows the rejection', () => {

@@ -38,6 +38,8 @@ export interface HostProcessOptions {
   processGroup?: boolean;
   /** The built tree to run (its dist/tools/devstack/start.js, its host.json). @defaultValue this repo */
   root?: string;
+  /** Its command line, as after `npm start --`. */
+  args?: readonly string[];
 }
 
 /** `port` undefined: PORT as `env` (or this process) has it. */
@@ -48,12 +50,16 @@ function spawnHost(
   options: HostProcessOptions = {},
 ): ChildProcess {
   const root = options.root ?? repoRoot();
-  const child = spawn(process.execPath, [join(root, 'dist', 'tools', 'devstack', 'start.js')], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },
-    detached: options.processGroup === true,
-  });
+  const child = spawn(
+    process.execPath,
+    [join(root, 'dist', 'tools', 'devstack', 'start.js'), ...(options.args ?? [])],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env, ...(port !== undefined ? { PORT: String(port) } : {}) },
+      detached: options.processGroup === true,
+    },
+  );
   for (const stream of [child.stdout, child.stderr]) stream?.on('data', (d: Buffer) => onOutput(d.toString()));
   return child;
 }
@@ -70,9 +76,10 @@ const exited = (c: ChildProcess): Promise<number | null> =>
 export async function runHostToExit(
   env: HostEnv,
   timeoutMs = 30_000,
+  args: readonly string[] = [],
 ): Promise<{ code: number | null; output: string }> {
   let output = '';
-  const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text));
+  const child = spawnHost({ PORT: '0', ...env }, undefined, (text) => (output += text), { args });
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((r) => child.once('close', r)); // 'close': the output is complete
   clearTimeout(timer);

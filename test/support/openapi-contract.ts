@@ -57,7 +57,7 @@ interface Operation {
 
 interface Document {
   paths: Record<string, Record<string, unknown>>;
-  'x-host-responses': { noSuchRoute: ResponseObject; methodNotAllowed: ResponseObject };
+  'x-host-responses': { noSuchRoute: ResponseObject };
   [key: string]: unknown;
 }
 
@@ -109,11 +109,8 @@ export class OpenApiContract {
     const method = r.method.toLowerCase();
     const op = this.doc.paths[route.template]?.[method] as Operation | undefined;
     if (!op) {
-      if (r.status !== 405) return [`${r.method} ${route.template} is not in the document (answered ${r.status})`];
-      return this.checkResponse(r, this.doc['x-host-responses'].methodNotAllowed, [
-        'x-host-responses',
-        'methodNotAllowed',
-      ]);
+      if (r.status !== 404) return [`${r.method} ${route.template} is not in the document (answered ${r.status})`];
+      return this.checkResponse(r, this.doc['x-host-responses'].noSuchRoute, ['x-host-responses', 'noSuchRoute']);
     }
     const key = String(r.status);
     const wildcard = `${key[0]}XX`;

@@ -322,10 +322,9 @@ export function program(run: (code: number) => void): Command {
 /** Prints a failure the way the chosen output mode wants it and returns the exit code. */
 function fail(e: unknown, json: boolean): number {
   if (e instanceof CommanderError) {
-    // Help and version are exits too; commander has already printed them.
-    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help'
-      ? EXIT.ok
-      : EXIT.usage;
+    // Help and version asked for (`--help`, `help`, `--version`) are exits too, with commander's exit
+    // code 0; it has already printed them. No command at all prints the usage to stderr with 1: a usage error.
+    return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (e instanceof CliError) {
     if (json)

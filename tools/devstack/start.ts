@@ -14,6 +14,7 @@ import { loadSettings } from '../../shared/config/settings';
 import { describeTelemetry, telemetrySettings } from '../../shared/config/telemetry-settings';
 import { redactSecrets } from '../../shared/redaction';
 import { endpointOutages } from '../../shared/storage/endpoint-outages';
+import { type AspireDashboard, startAspireDashboard, TracesUnavailableError } from './aspire-dashboard';
 import { type Azurite, startAzurite } from './azurite';
 import { noteCleanStop, storageIdentity, takeCleanStop } from './clean-stop';
 import { loadOrCreateCallbackKey } from './dev-callback-key';
@@ -29,6 +30,7 @@ import { DEFAULT_SECONDARY_PORT, secondaryDataDir, startSecondaryIfAsked } from 
 import { type Broker, startBroker } from './servicebus/broker';
 import { dataDirFromEnv } from './servicebus/main';
 import { isSet as isSetIn } from './setting';
+import { type AuthFlag, START_USAGE, startOptions, StartUsageError } from './start-options';
 import { stopOnSignal } from './stop-on-signal';
 import { supervise, type Supervised } from './supervisor';
 
@@ -56,10 +58,14 @@ function port(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  const options = startOptions(process.argv.slice(2));
+  if (options.help) return void console.log(START_USAGE);
   const root = findRepoRoot();
   const dataRoot = resolve(root, env.PUSHDRAIN_DATA_DIR ?? '');
   const instances = instancesOption(process.argv.slice(2));
   const started = Date.now();
+  // First: the app's telemetry settings are read as its functions load, and every instance inherits them.
+  const traces = options.traces ? await startTraces(root) : undefined;
   let azurite: Supervised<Azurite> | undefined;
   let broker: Broker | undefined;
   // Set once the host runs: until then a dying Azurite has no health to turn red.
@@ -133,11 +139,11 @@ async function main(): Promise<void> {
   env.PUSHDRAIN_SWEEP_SCHEDULE ??= '0 */5 * * * *';
   if (isSet('PUSHDRAIN_CALLBACK_ORIGINS') && !isSet('PUSHDRAIN_CALLBACK_SIGNING_KEY'))
     env.PUSHDRAIN_CALLBACK_SIGNING_KEY = loadOrCreateCallbackKey(dataRoot);
-  const issuer = await localIssuerIfAsked(process.argv.slice(2), dataRoot);
+  const issuer = await localIssuerIfAsked(options.auth, dataRoot);
   // The app never creates a queue or container (infra/ does in Azure): this is the local stack's
   // one provisioning step, before anything serves. A fleet's first process does it for all.
   if (env[JOINS_FLEET] !== '1') await provisionLocalStorage();
-  if (instances) return serveFleet(instances, { broker, azurite, port: port('PORT', 7071) });
+  if (instances) return serveFleet(instances, { broker, azurite, traces, port: port('PORT', 7071) });
 
   const httpPort = port('PORT', 7071);
   const host = await listening(
@@ -162,6 +168,7 @@ async function main(): Promise<void> {
         ]
       : []),
     `  Telemetry  ${describeTelemetry(telemetrySettings(env))}`,
+    ...(traces ? [`  Traces     Aspire dashboard ${traces.url} (sign in: ${traces.loginUrl})`] : []),
     ...(issuer
       ? [
           `  Auth       PUSHDRAIN_AUTH=${env.PUSHDRAIN_AUTH}: bearer tokens of the local issuer, JWKS ${issuer.jwksUrl}`,
@@ -195,6 +202,7 @@ async function main(): Promise<void> {
       await secondary?.stop();
       const t2 = Date.now();
       await azurite?.stop();
+      await traces?.stop();
       console.log(`Stopped cleanly (host ${t1 - t0} ms, broker ${t2 - t1} ms, storage ${Date.now() - t2} ms).`);
     })());
   const storage = storageIdentity(env, embeddedStorage);
@@ -213,15 +221,32 @@ async function main(): Promise<void> {
 }
 
 /**
+ * `--traces`: the Aspire dashboard, and the app's OTLP exporter pointed at it. An endpoint already
+ * set is replaced (said in one line): the flag asks for the dashboard.
+ */
+async function startTraces(root: string): Promise<AspireDashboard> {
+  const dashboard = await startAspireDashboard({
+    root,
+    port: port('PUSHDRAIN_TRACES_PORT', 18888),
+    otlpPort: port('PUSHDRAIN_TRACES_OTLP_PORT', 4318),
+    env,
+  });
+  if (isSet('OTEL_EXPORTER_OTLP_ENDPOINT') && env.OTEL_EXPORTER_OTLP_ENDPOINT !== dashboard.otlpEndpoint)
+    console.log(
+      `--traces: OTEL_EXPORTER_OTLP_ENDPOINT (${env.OTEL_EXPORTER_OTLP_ENDPOINT}) replaced by the dashboard's`,
+    );
+  env.OTEL_EXPORTER_OTLP_ENDPOINT = dashboard.otlpEndpoint;
+  // The dashboard's receiver takes both; protobuf is the OTLP default.
+  env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/protobuf';
+  return dashboard;
+}
+
+/**
  * `--auth entra` (or `both`): PUSHDRAIN_AUTH for the app, and, unless an issuer is configured
  * already (a real tenant), the local issuer on 127.0.0.1 with its key in the data folder. Set in
  * this process's environment before the host starts, so the app reads it like any app setting.
  */
-async function localIssuerIfAsked(args: readonly string[], dataRoot: string): Promise<DevIssuer | undefined> {
-  const at = args.indexOf('--auth');
-  const mode = at >= 0 ? args[at + 1] : undefined;
-  if (at >= 0 && mode !== 'keys' && mode !== 'entra' && mode !== 'both')
-    throw new Error('--auth takes keys, entra or both');
+async function localIssuerIfAsked(mode: AuthFlag | undefined, dataRoot: string): Promise<DevIssuer | undefined> {
   if (mode) env.PUSHDRAIN_AUTH = mode;
   if (!env.PUSHDRAIN_AUTH || env.PUSHDRAIN_AUTH === 'keys' || isSet('PUSHDRAIN_AUTH_ISSUER')) return undefined;
   const issuer = await startDevIssuer(dataRoot, port('PUSHDRAIN_DEV_ISSUER_PORT', 7079));
@@ -264,6 +289,14 @@ async function recoverAtStart(host: LocalHost, crashedBefore: number | undefined
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof TracesUnavailableError) {
+    console.error(`npm start: ${e.message}`);
+    process.exit(1);
+  }
+  if (e instanceof StartUsageError) {
+    console.error(`npm start: ${e.message}\n\n${START_USAGE}`);
+    process.exit(2);
+  }
   console.error(`pushdrain failed to start: ${(e as Error).message}`);
   // The embedded parts stop themselves: Azurite when this process exits, the broker with it.
   process.exit(1);

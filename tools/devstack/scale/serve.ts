@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 
+import type { AspireDashboard } from '../aspire-dashboard';
 import type { Azurite } from '../azurite';
 import type { Broker } from '../servicebus/broker';
 import { stopOnSignal } from '../stop-on-signal';
@@ -39,7 +40,13 @@ export function instancesOption(argv: readonly string[]): InstancesRequest | und
 
 export async function serveFleet(
   request: InstancesRequest,
-  parts: { broker: Broker | undefined; azurite: Pick<Azurite, 'stop'> | undefined; port: number },
+  parts: {
+    broker: Broker | undefined;
+    azurite: Pick<Azurite, 'stop'> | undefined;
+    /** `--traces`: the dashboard every instance sends to, stopped last. */
+    traces: Pick<AspireDashboard, 'stop' | 'url' | 'loginUrl'> | undefined;
+    port: number;
+  },
 ): Promise<void> {
   const { broker, azurite } = parts;
   if (!broker)
@@ -73,6 +80,9 @@ export async function serveFleet(
       `  HTTP       ${fleet.entryUrl ?? '(instance i1 did not start)'}/api  (instance i1; GET /api/health on each instance shows its drains: each URL is printed as the instance starts)`,
       `  Storage    ${azurite ? 'embedded Azurite, data in .azurite/' : 'from StorageConnection'}`,
       '  ServiceBus embedded development broker',
+      ...(parts.traces
+        ? [`  Traces     Aspire dashboard ${parts.traces.url} (sign in: ${parts.traces.loginUrl})`]
+        : []),
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),
@@ -87,6 +97,7 @@ export async function serveFleet(
         );
       await broker.stop();
       await azurite?.stop();
+      await parts.traces?.stop();
     },
   );
 }
