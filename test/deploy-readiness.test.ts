@@ -165,8 +165,8 @@ const reads = recordReads(deployedEnv());
 const connectionNames = new Set(reads.filter((k) => k.includes('__')).map((k) => k.split('__')[0]!));
 const suffixesRead = (name: string): string[] =>
   reads.filter((k) => k.startsWith(`${name}__`)).map((k) => k.slice(name.length));
-/** Settings the Functions platform itself reads; the app never does. */
-const PLATFORM = /^(APPLICATIONINSIGHTS_|FUNCTIONS_|WEBSITE_)/;
+/** Settings the Functions platform itself reads (NPM_CONFIG_*: npm, in the remote build); the app never does. */
+const PLATFORM = /^(APPLICATIONINSIGHTS_|FUNCTIONS_|WEBSITE_|NPM_CONFIG_)/;
 
 /** Identity-based settings of a connection, per service (Azure Functions identity-based connections). */
 const IDENTITY_FORMS: Record<'serviceBus' | 'storage', string[][]> = {

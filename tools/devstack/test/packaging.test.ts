@@ -225,9 +225,10 @@ function oryxBuild(dir: string, options: OryxOptions = {}): RemoteBuild {
     rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
     linkTree(join(options.installed, 'node_modules'), join(dir, 'node_modules'));
   } else
+    // A bound, not a wait: about 1 min idle, beside the suite's other files on two cores up to 4.
     install = npm(dir, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=http'], {
       env,
-      timeoutMs: 4 * 60_000,
+      timeoutMs: 10 * 60_000,
     });
   if (options.keepInstalled) linkTree(join(dir, 'node_modules'), join(options.keepInstalled, 'node_modules'));
   let buildMs = 0;
