@@ -14,6 +14,7 @@ import { post, report } from '../../../test/support/invoke';
 import { quietLog, storageDown, storageUp } from '../../../test/support/storage';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
+import { provisionStorage } from '../provision-storage';
 import {
   type Decision,
   desiredInstances,
@@ -142,6 +143,7 @@ describe('a fleet of local instances', () => {
       PUSHDRAIN_SCALE_MODE: 'off',
       PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
     };
+    await provisionStorage(loadSettings(env)); // what npm start does before it serves
     const { app: http, parts } = composedApp(loadSettings(env), { log: quietLog });
     let fleet: ReturnType<typeof runFleet> | undefined;
     try {
