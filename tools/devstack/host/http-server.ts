@@ -89,6 +89,24 @@ function tooLarge(res: ServerResponse): void {
   );
 }
 
+/** How long a socket answered before its body was read still takes (and drops) what the client sends. */
+const LINGER_MS = 2_000;
+
+/**
+ * After the answer: a FIN, then what the client still sends is drained into nothing until it
+ * closes or LINGER_MS has passed. (`Connection: close` would make Node destroy the socket as soon
+ * as the answer is out.)
+ */
+function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once('close', () => clearTimeout(cut));
+  res.once('finish', () => {
+    req.resume();
+    socket.end();
+  });
+}
+
 /** A route match, or 'bad_escape' for a path whose percent-encoding does not decode. */
 function matchRoute(route: RouteEntry, path: string): Record<string, string> | undefined | 'bad_escape' {
   try {
@@ -154,9 +172,11 @@ async function dispatch(
     const out = Buffer.from(await response.arrayBuffer());
     const outHeaders: Record<string, string> = {};
     response.headers.forEach((v, k) => (outHeaders[k] = v));
-    // A body the handler did not read (a refused token, say) is not read now either: the socket
-    // closes once the answer is out, whatever the client still sends.
-    if (!req.complete) outHeaders.connection = 'close';
+    // A body the handler did not read (a refused token, say) is not kept: Node drops what the
+    // client still sends once the answer is out, and the socket is cut LINGER_MS later. Not closed
+    // at once: closed with unread data, a socket is reset, and the reset can destroy the answer
+    // before the client reads it (the "lingering close" of HTTP servers).
+    if (!req.complete) lingerThenClose(req, res);
     res.writeHead(response.status, outHeaders);
     res.end(out);
     return;
