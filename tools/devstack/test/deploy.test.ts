@@ -117,7 +117,10 @@ describe('a deploy mid-batch: the previous commit and this tree side by side', (
     };
     const old = await startHostProcess(env, 0, 60_000, { root: previous.dir });
     stops.push(() => old.stop(5_000));
-    const sent = [3_000, 2_500, 2_000, 1_500].map((n, i) => generate(n, 5400 + i, 60));
+    // The third, sent to the old instance as the new one joins, has 200 chunks: still in flight when
+    // the old one stops, however long the new one took to start (beside two busy loops, the first
+    // two and a smaller third had all completed by then).
+    const sent = [3_000, 2_500, 20_000, 1_500].map((n, i) => generate(n, 5400 + i, 60));
     // Before the deploy: the old instance alone, working on two batches.
     const batches = [await post(old, sent[0]!), await post(old, sent[1]!)];
     await old.until('the old instance to fold a chunk', 60_000, async () => {
