@@ -461,6 +461,7 @@ async function drainEvent(p: AppParts, event: WorkDetected): Promise<DrainResult
       if (event.traceparent) span.link(event.traceparent);
       return drains.drain(event.queueName, stage, event.fanOut === true).then((o) => {
         span.set('pushdrain.outcome', o.kind);
+        if (o.kind === 'drained') span.set('pushdrain.rounds', o.rounds);
         return o;
       });
     },
@@ -469,7 +470,7 @@ async function drainEvent(p: AppParts, event: WorkDetected): Promise<DrainResult
   const used = Object.entries(meterDelta(meter.snapshot(), before));
   // Process-wide counts, so concurrent drains overlap in this figure; totals are exact in /api/health.
   log.info(
-    `${event.queueName}: drain ended (${outcome.kind}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
+    `${event.queueName}: drain ended (${outcome.kind}${outcome.kind === 'drained' ? `, ${outcome.rounds} slot rounds` : ''}); storage transactions meanwhile: ${used.map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
   );
   return outcome;
 }

@@ -178,36 +178,24 @@ describe('fan-out across instances', () => {
       log: quietLog,
       tuning: { ...defaultTuning(), messagesPerDrain: 2, drainSlots: 4 },
     });
-    const state = FanOut.state();
-    await fanOut.acquired(
-      'work-0',
-      'map',
-      state,
-      { id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() },
-      0,
-    );
+    const leader = fanOut.forDrain('work-0', 'map');
+    await leader.acquired({ id: 'work-0/slot-0', index: 0, release: () => Promise.resolve() }, 0);
     assert.deepEqual(published, [], 'one message: no fan-out');
     depth = 6;
-    await fanOut.joined('work-0', state);
+    await leader.joined();
     assert.deepEqual(published, [2], 'ceil(6 / 2) − 1 more');
     depth = 26;
-    await fanOut.joined('work-0', state);
+    await leader.joined();
     assert.deepEqual(published, [2], 'no second depth read within 5 s');
     now += 5_000;
-    await fanOut.joined('work-0', state);
+    await leader.joined();
     assert.deepEqual(published, [2, 1], 'capped at drainSlots − 1 = 3 for this invocation');
     now += 5_000;
-    await fanOut.joined('work-0', state);
+    await leader.joined();
     assert.deepEqual(published, [2, 1], 'and never past it');
-    const follower = FanOut.state();
-    await fanOut.acquired(
-      'work-0',
-      'map',
-      follower,
-      { id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() },
-      0,
-    );
-    await fanOut.joined('work-0', follower);
+    const follower = fanOut.forDrain('work-0', 'map');
+    await follower.acquired({ id: 'work-0/slot-2', index: 2, release: () => Promise.resolve() }, 0);
+    await follower.joined();
     assert.deepEqual(published, [2, 1], 'only the holder of slot 0 asks');
   });
 

@@ -38,9 +38,10 @@ describe('the probe', () => {
     const seen: string[] = [];
     const continuations: number[] = [];
     let outcome;
+    let worker: QueueWorker | undefined;
     const slots = leaseSlots(parts.settings, 2);
     const ops = await metered(app, async () => {
-      outcome = await new QueueWorker({
+      outcome = await (worker = new QueueWorker({
         queue: parts.queues.queue(name),
         processor: collecting(seen),
         slots,
@@ -48,14 +49,14 @@ describe('the probe', () => {
         clock: systemClock,
         log: quietLog,
         options: drainOptions(parts.settings.tuning),
-      }).wake();
+      })).wake();
     });
     assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
     assert.deepEqual(ops, { 'queue.get': 1, 'queue.delete': 3 }, 'no look, no peek, no empty receives');
     assert.equal(slots.meter.total(), 0, 'no drain slot');
     assert.equal(outcome!.kind, 'drained');
     assert.equal(outcome!.kind === 'drained' && outcome!.rounds, 0, 'no slot round');
-    assert.equal(outcome!.probe.processed, 3);
+    assert.equal(worker!.total('processed'), 3, 'counted by the probe');
     assert.deepEqual(continuations, []);
   });
 

@@ -183,6 +183,54 @@ describe('drain slots and the lost wake-up', () => {
     assert.equal(await q.depth(), 0, 'nothing left in the queue');
   });
 
+  test('a wake-up during a stopping round is joined and covered by the closing look, which hands it over', async () => {
+    // The join window is open from the round's slot request to its closing look, also after the
+    // round began to stop (the host's shutdown): the look reads the queue after the join and
+    // finds the joined work, and a stopping drain hands it over as a continuation.
+    const { parts, raw } = await testRuntime({ PUSHDRAIN_MAX_DEQUEUE_TASKS: '1', PUSHDRAIN_DEQUEUE_BATCH_SIZE: '1' });
+    const name = parts.names.inputQueue(2);
+    const client = raw.queue(name);
+    const shutdown = new AbortController();
+    const continuations: number[] = [];
+    const processed: string[] = [];
+    let joined: string | undefined;
+    let worker: QueueWorker | undefined = undefined;
+    const proc: MessageProcessor = {
+      process: async (m) => {
+        processed.push(m.text);
+        // A receive of one is full, so the probe's message is the first and the round's the second.
+        if (processed.length !== 2) return;
+        shutdown.abort();
+        worker!.stop();
+        await client.sendMessage('late');
+        joined = (await worker!.wake()).kind;
+      },
+    };
+    worker = new QueueWorker({
+      queue: queueOf(parts, name),
+      processor: proc,
+      slots: leaseSlots(parts.settings, 1),
+      continuation: (d) => (continuations.push(d), Promise.resolve()),
+      clock: systemClock,
+      log: quietLog,
+      options: { ...drainOptions(parts.settings.tuning, shutdown.signal), budgetMs: 30_000 },
+    });
+    await client.sendMessage('a');
+    await client.sendMessage('b');
+    const outcome = await worker.wake();
+    assert.equal(joined, 'joined', 'the wake-up joined the stopping round');
+    assert.equal(outcome.kind, 'drained');
+    assert.equal(outcome.kind === 'drained' && outcome.rounds, 1, 'one slot round');
+    assert.equal(outcome.kind === 'drained' && outcome.continuation, 'now', 'the closing look handed the work over');
+    assert.deepEqual(continuations, [0]);
+    assert.deepEqual(processed.sort(), ['a', 'b'], 'the stopping round took no more');
+    assert.equal(
+      (await client.getProperties()).approximateMessagesCount,
+      1,
+      "the joined wake-up's work waits for the continuation",
+    );
+  });
+
   test('slots bound concurrent drains per queue', async () => {
     const { parts } = await testRuntime({ PUSHDRAIN_DRAIN_SLOTS: '2' });
     const slots = leaseSlots(parts.settings, 2);

@@ -17,21 +17,9 @@ import { ensureError, NewerFormatError, PermanentError } from '../errors';
 import type { Clock, DrainQueue, Logger, MessageProcessor, QueueMessage } from '../ports';
 import { countedDeliveries, handbacksOf } from '../queue/handbacks';
 import { MessageTakenError } from '../queue/message-taken-error';
+import type { DrainCounter } from './drain-counts';
 import type { ReceiveSizer } from './receive-sizer';
 import { VisibilityKeeper } from './visibility-keeper';
-
-/** The counters a batch moves (a subset of DrainStats). */
-export interface BatchCounts {
-  processed: number;
-  failed: number;
-  poisoned: number;
-  /** Processed here while another delivery had the message too: work done twice. */
-  duplicates: number;
-  /** Visibility extensions (one Update Message each). */
-  extensions: number;
-  /** Handed back unread: a newer format than this instance reads. */
-  handedBack: number;
-}
 
 /** Seconds a handed-back message stays invisible: long enough not to spin, short for a newer instance. */
 export const HANDBACK_DELAY_SECONDS = 15;
@@ -49,8 +37,8 @@ export interface BatchHandlerDeps {
   maxDequeueCount: number;
   /** Seconds a handed-back message stays invisible. @defaultValue HANDBACK_DELAY_SECONDS */
   handbackDelaySeconds?: number;
-  /** Moved by every batch handled. */
-  counts: BatchCounts;
+  /** Where every batch handled counts what became of its messages. */
+  counts: DrainCounter;
   /** The visibility timeout the batch was received with: extensions renew it. Absent: no extension. */
   visibilityTimeoutSeconds?: number;
   /** Told how long each batch was held (received to deleted), with `clock`; given each batch back once settled. */
@@ -102,15 +90,15 @@ export class BatchHandler {
     await Promise.all(
       ok.map(async (m) => {
         if (held?.taken.has(m.id)) {
-          counts.duplicates++;
+          counts.add('duplicates');
           return;
         }
         try {
           await queue.delete(m);
-          counts.processed++;
+          counts.add('processed');
         } catch (e) {
           // Someone else has it now: the work was done twice (idempotently); nothing to log per message.
-          if (e instanceof MessageTakenError) counts.duplicates++;
+          if (e instanceof MessageTakenError) counts.add('duplicates');
           // Processed but not deleted: it comes back and is processed again, idempotently.
           else log.warn(`${queue.name}: delete of ${m.id} failed: ${ensureError(e).message}`);
         }
@@ -135,7 +123,7 @@ export class BatchHandler {
       return ok;
     } catch (e) {
       // Not deleting: the messages reappear and are reprocessed (idempotently), which retries the hook.
-      this.deps.counts.failed += ok.length;
+      this.deps.counts.add('failed', ok.length);
       this.deps.log.warn(
         `${this.deps.queue.name}: after-batch step failed, ${ok.length} messages will be redelivered: ${ensureError(e).message}`,
       );
@@ -165,7 +153,7 @@ export class BatchHandler {
           this.deps.log.error(`${this.deps.queue.name}: poisoning ${m.id} failed: ${ensureError(pe).message}`),
         );
       } else {
-        this.deps.counts.failed++;
+        this.deps.counts.add('failed');
         this.deps.log.warn(
           `${this.deps.queue.name}: message ${m.id} failed (attempt ${m.dequeueCount}), it reappears after the visibility timeout: ${err.message}`,
         );
@@ -184,13 +172,13 @@ export class BatchHandler {
       }
       if (!queue.handBack) {
         // A queue that cannot record a handback: the message reappears after its visibility timeout.
-        counts.failed++;
+        counts.add('failed');
         log.warn(`${queue.name}: message ${m.id} left for its visibility timeout: ${err.message}`);
         return;
       }
       const delay = this.deps.handbackDelaySeconds ?? HANDBACK_DELAY_SECONDS;
       await queue.handBack(m, delay);
-      counts.handedBack++;
+      counts.add('handedBack');
       const said = `${queue.name}\n${err.format}\n${err.version}`;
       if (!handbacksSaid.has(said)) {
         handbacksSaid.add(said);
@@ -199,7 +187,7 @@ export class BatchHandler {
         );
       }
     } catch (e) {
-      if (e instanceof MessageTakenError) counts.duplicates++;
+      if (e instanceof MessageTakenError) counts.add('duplicates');
       else
         log.warn(
           `${queue.name}: handing back ${m.id} failed, it reappears after its visibility timeout: ${ensureError(e).message}`,
@@ -209,7 +197,7 @@ export class BatchHandler {
 
   private async poison(m: QueueMessage, reason: string): Promise<void> {
     await this.deps.queue.poison(m, reason);
-    this.deps.counts.poisoned++;
+    this.deps.counts.add('poisoned');
     this.deps.log.warn(`${this.deps.queue.name}: message ${m.id} moved to poison: ${reason}`);
     await this.deps.processor.onPoison?.(m, reason);
   }

@@ -25,6 +25,8 @@ export interface RunningDrain {
   /** Its worker's state: probing, draining (a slot round), looking (the closing look), or stopping. */
   state: WorkerState;
   tasks: number;
+  /** The most tasks at once in its current round. */
+  peakTasks: number;
 }
 
 export interface CoordinatorDeps {
@@ -68,6 +70,8 @@ export interface DrainActivity {
   leasesLost: number;
   /** Visibility extensions made for messages still in work (one storage transaction each). */
   visibilityExtensions: number;
+  /** Times a task waited for room instead of receiving: the process held all it could settle in time. */
+  holdWaits: number;
   /** How late this process's timers (lease renewals, extensions) ran, since the coordinator started. */
   eventLoopDelay: EventLoopDelay;
   /**
@@ -155,7 +159,7 @@ export class DrainCoordinator {
   runningDrains(): RunningDrain[] {
     return [...this.workers.entries()]
       .filter(([, w]) => w.inProgress > 0)
-      .map(([queue, w]) => ({ queue, state: w.state, tasks: w.liveTasks }));
+      .map(([queue, w]) => ({ queue, state: w.state, tasks: w.liveTasks, peakTasks: w.peakTasks }));
   }
 
   activity(): DrainActivity {
@@ -163,12 +167,14 @@ export class DrainCoordinator {
     const duplicates: Record<Stage, number> = { map: 0, reduce: 0 };
     let leasesLost = 0;
     let extensions = 0;
+    let holdWaits = 0;
     let held = 0;
     for (const [w, stage] of this.stages) {
       processed[stage] += w.total('processed');
       duplicates[stage] += w.total('duplicates');
       leasesLost += w.total('leasesLost');
       extensions += w.total('extensions');
+      holdWaits += w.total('holdWaits');
       held += w.held;
     }
     return {
@@ -179,6 +185,7 @@ export class DrainCoordinator {
       duplicates,
       leasesLost,
       visibilityExtensions: extensions,
+      holdWaits,
       eventLoopDelay: eventLoopDelay(),
       holding: {
         map: { held: this.sizers.map.held, limit: this.sizers.map.holdLimit },

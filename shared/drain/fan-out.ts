@@ -19,16 +19,6 @@ export function fanOutRule(tuning: Tuning): TaskCountRule {
  */
 const TOP_UP_EVERY_MS = 5_000;
 
-/** One drain invocation's part in its queue's fan-out. */
-export interface FanOutState {
-  /** Holds the queue's slot 0, so asks for its fan-out. */
-  leads: boolean;
-  /** Fan-out events this invocation has asked for (at most drainSlots − 1 in all). */
-  requested: number;
-  /** No depth read for a top-up before this (epoch ms). */
-  nextTopUpAt: number;
-}
-
 export interface FanOutDeps {
   publish(queue: string, count: number): Promise<void>;
   depth(queue: string): Promise<number>;
@@ -37,6 +27,7 @@ export interface FanOutDeps {
   tuning: Tuning;
 }
 
+/** The process's fan-out: what every drain's share uses (the rule, the publisher) and what it published. */
 export class FanOut {
   private readonly wanted: TaskCountRule;
   private publishedCount = 0;
@@ -50,40 +41,61 @@ export class FanOut {
     return this.publishedCount;
   }
 
-  static state(): FanOutState {
-    return { leads: false, requested: 0, nextTopUpAt: 0 };
+  /** One drain invocation's part in `queue`'s fan-out, with state of its own. */
+  forDrain(queue: string, stage: Stage): DrainFanOut {
+    return new DrainFanOut(queue, stage, this.deps, this.wanted, (n) => (this.publishedCount += n));
   }
+}
+
+/** One drain invocation's part in its queue's fan-out: only its own methods change its state. */
+export class DrainFanOut {
+  /** Holds the queue's slot 0, so asks for its fan-out. */
+  private leads = false;
+  /** Fan-out events this invocation has asked for (at most drainSlots − 1 in all). */
+  private requested = 0;
+  /** No depth read for a top-up before this (epoch ms). */
+  private nextTopUpAt = 0;
+
+  constructor(
+    private readonly queue: string,
+    private readonly stage: Stage,
+    private readonly deps: FanOutDeps,
+    private readonly wanted: TaskCountRule,
+    private readonly onPublished: (count: number) => void,
+  ) {}
 
   /**
-   * A drain took a slot: the holder of a map queue's slot 0 leads from its first round on, and
+   * The drain took a slot: the holder of a map queue's slot 0 leads from its first round on, and
    * only it reads the depth here (a failed read fails its round, as a failed receive would).
    */
-  async acquired(queue: string, stage: Stage, state: FanOutState, slot: HeldSlot, round: number): Promise<void> {
-    if (stage !== 'map' || slot.index !== 0 || round > 0) return;
-    state.leads = true;
-    await this.askFor(queue, state, await this.deps.depth(queue));
+  async acquired(slot: HeldSlot, round: number): Promise<void> {
+    if (this.stage !== 'map' || slot.index !== 0 || round > 0) return;
+    this.leads = true;
+    await this.askFor(await this.deps.depth(this.queue));
   }
 
   /** A plain event joined this drain: if it leads, the depth may want more now. */
-  async joined(queue: string, state: FanOutState): Promise<void> {
+  async joined(): Promise<void> {
     const now = this.deps.clock.now();
-    if (!state.leads || now < state.nextTopUpAt || state.requested >= this.deps.tuning.drainSlots - 1) return;
-    state.nextTopUpAt = now + TOP_UP_EVERY_MS;
-    await this.askFor(queue, state, await this.deps.depth(queue).catch(() => 0));
+    if (!this.leads || now < this.nextTopUpAt || this.requested >= this.deps.tuning.drainSlots - 1) return;
+    this.nextTopUpAt = now + TOP_UP_EVERY_MS;
+    await this.askFor(await this.deps.depth(this.queue).catch(() => 0));
   }
 
   /** Publishes what the depth wants beyond the leader and what it asked for; a failure only costs scale-out. */
-  private async askFor(queue: string, state: FanOutState, depth: number): Promise<void> {
-    const extra = this.wanted(depth) - 1 - state.requested;
+  private async askFor(depth: number): Promise<void> {
+    const extra = this.wanted(depth) - 1 - this.requested;
     if (extra <= 0) return;
-    state.requested += extra;
+    this.requested += extra;
     try {
-      await this.deps.publish(queue, extra);
-      this.publishedCount += extra;
-      this.deps.log.info(`${queue}: depth ${depth}, fan-out of ${extra} more drain(s) (${state.requested} asked for)`);
+      await this.deps.publish(this.queue, extra);
+      this.onPublished(extra);
+      this.deps.log.info(
+        `${this.queue}: depth ${depth}, fan-out of ${extra} more drain(s) (${this.requested} asked for)`,
+      );
     } catch (e) {
-      state.requested -= extra;
-      this.deps.log.warn(`${queue}: fan-out events could not be published: ${ensureError(e).message}`);
+      this.requested -= extra;
+      this.deps.log.warn(`${this.queue}: fan-out events could not be published: ${ensureError(e).message}`);
     }
   }
 }

@@ -5,28 +5,37 @@
  * receive, without a drain slot, through the same TaskGroup step as every later receive). Work
  * that fits in one receive ends there. Only a drain that must go on (the probe came back full,
  * or a later wake-up joined it) takes a slot, runs a task group, gives the slot back, and looks
- * at the queue once more. The join state and the statistics are the worker's alone, changed only
- * by its methods; stop() (the host's shutdown) drives its state, which the status report shows:
+ * at the queue once more. The join state is the worker's alone, changed only by its methods; each
+ * probe and round counts into a DrainCounts the worker makes and reads (drain-counts.ts), and each
+ * drain's fan-out share keeps its own state (fan-out.ts). stop() (the host's shutdown) drives the
+ * worker's state, which the status report shows:
  *   idle → probing → draining (a slot round) → looking (the closing look) → idle; any → stopping.
  *
  * The lost wake-up, and what keeps it from happening. Every producer enqueues first and publishes
- * WorkDetected second, so a wake-up may only be dropped (joined) if a receive or a look of this
- * worker's drain is certain to start after the work was enqueued. join() accepts a wake-up only
- * 1. while a live task of the current round will receive again (TaskGroup.nudge(): a task that
- *    decided to exit has left the live count in the same synchronous step), or
- * 2. while `lookAhead` is open: from the drain's start until its probe's receive has returned,
- *    and from a round's slot request until the closing look starts (that look reads the queue
- *    after the join). It is closed before every await that could be the drain's last look.
- * Anything else returns false, and the wake-up drains the queue itself: false is always safe.
+ * WorkDetected second, so a wake-up may be dropped (joined) only if this worker's drain is certain
+ * to read the queue after it. join() accepts a wake-up iff `joinWindowOpen`, which is open
+ *   A. from the drain's start until its probe's messages are handled (probe()): a wake-up that
+ *      joined then makes the drain go on to a slot round instead of ending (probeThenRounds);
+ *   B. from each round's slot request until its closing look starts (closingLook()), which reads
+ *      the queue after every join of the round. Its tasks may stop first (budget, shutdown, a
+ *      lost lease): the look then finds the work and hands it over as a continuation.
+ * A drain ends without a closing look in three ways, each covered otherwise:
+ *   1. the probe took all it could see and settled it, and nothing joined (probeSettledAll);
+ *   2. every slot is busy (slotsBusy): after a round of ours the holders took their slots after
+ *      our release and look after theirs (a crashed holder's event is redelivered); in the
+ *      first round a look-again is scheduled past the hold limit;
+ *   3. Storage unreachable, or MAX_ROUNDS (handOverLater, handOver): a continuation event.
+ * A wake-up that finds the window closed drains the queue itself: refusing is always safe.
  * A fan-out event never joins (it is held until the drain ends, or drains with its own slot).
+ * nudge() only wakes a task backing off after a failed receive; it decides nothing.
  */
 import { ensureError } from '../errors';
 import type { Stage } from '../names';
 import type { Clock, DrainQueue, DrainSlots, HeldSlot, Logger, MessageProcessor } from '../ports';
 import { retryDecision } from '../retry/transient';
+import { DrainCounts, type DrainStats } from './drain-counts';
 import type { DrainOptions } from './drain-options';
-import { type DrainStats, emptyStats } from './drain-stats';
-import { FanOut, type FanOutState } from './fan-out';
+import type { DrainFanOut, FanOut } from './fan-out';
 import { ReceiveSizer } from './receive-sizer';
 import { TaskGroup } from './task-group';
 
@@ -34,12 +43,11 @@ export type WorkerState = 'idle' | 'probing' | 'draining' | 'looking' | 'stoppin
 
 /** How a wake-up ended. */
 export type DrainResult =
-  | { kind: 'slots-busy'; probe: DrainStats }
+  | { kind: 'slots-busy' }
   | {
       kind: 'drained';
-      probe: DrainStats;
+      /** Slot rounds run (0: the probe was enough). */
       rounds: number;
-      stats: DrainStats[];
       continuation?: 'now' | 'delayed';
       /** The closing look found the queue empty; the time just before it read the depth. */
       emptyAt?: number;
@@ -54,8 +62,8 @@ export type DrainResult =
 type Ended = Extract<DrainResult, { kind: 'slots-busy' | 'drained' }>;
 
 /** The counters a worker adds to the process's activity (GET /api/health). */
-export type Counted = 'processed' | 'duplicates' | 'extensions' | 'leasesLost';
-const COUNTED: readonly Counted[] = ['processed', 'duplicates', 'extensions', 'leasesLost'];
+export type Counted = 'processed' | 'duplicates' | 'extensions' | 'leasesLost' | 'holdWaits';
+const COUNTED: readonly Counted[] = ['processed', 'duplicates', 'extensions', 'leasesLost', 'holdWaits'];
 
 function countOf(stats: DrainStats, k: Counted): number {
   return k === 'leasesLost' ? (stats.leaseLost ? 1 : 0) : stats[k];
@@ -90,9 +98,10 @@ const MAX_ROUNDS = 1000;
 /** One wake-up's drain while it runs: what the worker's methods read and change. */
 interface Run {
   deadline: number;
-  probe: DrainStats;
-  rounds: DrainStats[];
-  fanOut: FanOutState;
+  probe: DrainCounts;
+  rounds: number;
+  /** Absent: the worker has no fan-out. */
+  fanOut: DrainFanOut | undefined;
   /** Wake-ups that joined it. */
   joins: number;
   ended: Promise<void>;
@@ -103,14 +112,21 @@ export class QueueWorker {
   /** The drain later wake-ups join; an older one still finishing is no longer joinable. */
   private current: Run | undefined;
   private tasks: TaskGroup | undefined;
-  private lookAhead = false;
+  /** See the top of this file. */
+  private joinWindowOpen = false;
   /** Drains of this worker running now (the current one, and any older one still finishing). */
   private running = 0;
   /** Fan-out events held while a drain runs. */
   private heldEvents = 0;
-  /** Stats of probes and rounds in progress, counted into the totals while they run. */
-  private readonly live = new Set<DrainStats>();
-  private readonly totals: Record<Counted, number> = { processed: 0, duplicates: 0, extensions: 0, leasesLost: 0 };
+  /** Counts of probes and rounds in progress, added to the totals while they run. */
+  private readonly live = new Set<DrainCounts>();
+  private readonly totals: Record<Counted, number> = {
+    processed: 0,
+    duplicates: 0,
+    extensions: 0,
+    leasesLost: 0,
+    holdWaits: 0,
+  };
   /** Until when a look-again scheduled after finding every slot busy is pending. */
   private lookAgainUntil = 0;
   private readonly sizer: ReceiveSizer;
@@ -138,10 +154,17 @@ export class QueueWorker {
     return this.tasks?.liveTasks ?? 0;
   }
 
+  /** The most tasks at once in a probe or round running now. */
+  get peakTasks(): number {
+    let peak = 0;
+    for (const c of this.live) peak = Math.max(peak, c.snapshot().peakTasks);
+    return peak;
+  }
+
   /** So far, in every probe and round of this worker (leasesLost: rounds whose slot lease was lost). */
   total(k: Counted): number {
     let n = this.totals[k];
-    for (const s of this.live) n += countOf(s, k);
+    for (const c of this.live) n += countOf(c.snapshot(), k);
     return n;
   }
 
@@ -164,21 +187,18 @@ export class QueueWorker {
     }
     if (current && this.join()) {
       // New work joined: if this drain leads, the backlog may have grown past what it asked for.
-      if (this.deps.fanOut) await this.deps.fanOut.by.joined(this.deps.queue.name, current.fanOut);
+      await current.fanOut?.joined();
       return { kind: 'joined' };
     }
     if (fanOut && !(await this.deps.queue.hasVisible())) return { kind: 'fan-out-idle' };
     return this.drain(fanOut);
   }
 
-  /**
-   * True when the current drain takes this wake-up's work (see the top of this file): nudge()
-   * first, as it wakes a task that is backing off after a failed receive.
-   */
+  /** True iff the current drain's join window is open: it takes this wake-up's work (see the top of this file). */
   join(): boolean {
     const run = this.current;
-    if (!run) return false;
-    if (!this.tasks?.nudge() && !this.lookAhead) return false;
+    if (!run || !this.joinWindowOpen) return false;
+    this.tasks?.nudge();
     run.joins++;
     return true;
   }
@@ -193,16 +213,16 @@ export class QueueWorker {
     let end = (): void => {};
     const run: Run = {
       deadline: this.deps.clock.now() + this.deps.options.budgetMs,
-      probe: emptyStats(),
-      rounds: [],
-      fanOut: FanOut.state(),
+      probe: new DrainCounts(),
+      rounds: 0,
+      fanOut: this.deps.fanOut?.by.forDrain(this.deps.queue.name, this.deps.fanOut.stage),
       joins: 0,
       ended: new Promise<void>((r) => (end = r)),
     };
     // Latest drain wins: an older one still running simply stops being joined.
     this.current = run;
     this.tasks = undefined;
-    this.lookAhead = true;
+    this.joinWindowOpen = true;
     this.running++;
     this.deps.onRunning?.();
     this.live.add(run.probe);
@@ -216,7 +236,7 @@ export class QueueWorker {
       if (this.current === run) {
         this.current = undefined;
         this.tasks = undefined;
-        this.lookAhead = false;
+        this.joinWindowOpen = false;
       }
       if (this.running === 0 && this.phase !== 'stopping') this.phase = 'idle';
       this.deps.onRunning?.();
@@ -230,16 +250,17 @@ export class QueueWorker {
 
   /** Closes the join window of `run`: from here on a wake-up must drain itself. */
   private closeJoins(run: Run): void {
-    if (this.current === run) this.lookAhead = false;
+    if (this.current === run) this.joinWindowOpen = false;
   }
 
   private openJoins(run: Run): void {
-    if (this.current === run) this.lookAhead = true;
+    if (this.current === run) this.joinWindowOpen = true;
   }
 
   /** A probe or round has ended: its counts move to the totals, and the metrics hear of it. */
-  private settle(stats: DrainStats): void {
-    if (!this.live.delete(stats)) return;
+  private settle(counts: DrainCounts): void {
+    if (!this.live.delete(counts)) return;
+    const stats = counts.snapshot();
     for (const k of COUNTED) this.totals[k] += countOf(stats, k);
     if (stats.duplicates > 0) this.deps.counters?.duplicates?.(stats.duplicates);
     if (stats.leaseLost) this.deps.counters?.leaseLost?.();
@@ -250,7 +271,7 @@ export class QueueWorker {
     // A fan-out event skips the probe: the queue is known to be deep. A wake-up that joined
     // during the probe counts on this drain: go on, with a slot.
     if (!fanOut && !(await this.probe(run)) && run.joins === 0) {
-      if (probeSettledAll(run.probe)) return this.drained(run);
+      if (probeSettledAll(run.probe.snapshot())) return this.drained(run);
       const end = await this.closingLook(run, 'queue unreachable', () => this.stopping(run));
       if (end) return end;
     }
@@ -297,26 +318,26 @@ export class QueueWorker {
 
   /** One round under the slot: the fan-out decision, then a task group until the queue is drained. */
   private async round(run: Run, slot: HeldSlot, round: number): Promise<DrainStats> {
-    const { fanOut, queue } = this.deps;
     this.enter(run, 'draining');
-    if (fanOut) await fanOut.by.acquired(queue.name, fanOut.stage, run.fanOut, slot, round);
-    const tasks = this.taskGroup(run, undefined, slot);
+    await run.fanOut?.acquired(slot, round);
+    const counts = new DrainCounts();
+    const tasks = this.taskGroup(run, counts, slot);
     if (this.current === run) this.tasks = tasks;
-    this.live.add(tasks.stats);
+    this.live.add(counts);
     try {
       // One task; a full receive sizes the group from the depth (see TaskOptions.taskCount).
-      const stats = await tasks.run(1);
+      await tasks.run(1);
       // Lost after the last task's last look still counts: the slot was somebody else's by the end.
-      if (slot.lost) stats.leaseLost = true;
-      run.rounds.push(stats);
-      return stats;
+      if (slot.lost) counts.mark('leaseLost');
+      run.rounds++;
+      return counts.snapshot();
     } finally {
-      this.settle(tasks.stats);
+      this.settle(counts);
     }
   }
 
-  /** The probe (without a slot, into the drain's probe stats) and each round use the same task group. */
-  private taskGroup(run: Run, stats: DrainStats | undefined, slot?: HeldSlot): TaskGroup {
+  /** The probe (without a slot, into the drain's probe counts) and each round use the same task group. */
+  private taskGroup(run: Run, counts: DrainCounts, slot?: HeldSlot): TaskGroup {
     const { queue, processor, clock, log, options } = this.deps;
     return new TaskGroup({
       queue,
@@ -324,7 +345,7 @@ export class QueueWorker {
       clock,
       log,
       options: { ...options, deadline: run.deadline, sizer: this.sizer, ...(slot ? { slot } : {}) },
-      ...(stats ? { stats } : {}),
+      counts,
     });
   }
 
@@ -336,7 +357,7 @@ export class QueueWorker {
     // never will, so come back once its lease could have expired. A fan-out event leaves the
     // queue to the holders, unless a plain wake-up joined it.
     if (!fanOut || run.joins > 0) await this.lookAgain(this.deps.slots.holdLimitMs + 1000);
-    return { kind: 'slots-busy', probe: run.probe };
+    return { kind: 'slots-busy' };
   }
 
   /**
@@ -394,9 +415,7 @@ export class QueueWorker {
   private drained(run: Run, continuation?: 'now' | 'delayed', emptyAt?: number): Ended {
     return {
       kind: 'drained',
-      probe: run.probe,
-      rounds: run.rounds.length,
-      stats: run.rounds,
+      rounds: run.rounds,
       ...(continuation ? { continuation } : {}),
       ...(emptyAt !== undefined ? { emptyAt } : {}),
     };

@@ -16,11 +16,11 @@ import { retryDecision } from '../retry/transient';
 import { latch } from '../util/latch';
 import { onAbort } from '../util/on-abort';
 import { BatchHandler } from './batch-handler';
-import { type DrainStats, emptyStats } from './drain-stats';
+import { DrainCounts, type DrainStats } from './drain-counts';
 import { ReceiveSizer } from './receive-sizer';
 import type { TaskCountRule } from './task-count';
 
-export type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
+type TaskGroupState = 'created' | 'running' | 'stopping' | 'stopped';
 
 export interface TaskOptions {
   batchSize: number;
@@ -58,13 +58,13 @@ export interface TaskGroupDeps {
   clock: Clock;
   log: Logger;
   options: TaskOptions;
-  /** Where the group counts. @defaultValue stats of its own */
-  stats?: DrainStats;
+  /** Where the group counts. @defaultValue counts of its own */
+  counts?: DrainCounts;
 }
 
 export class TaskGroup {
   private phase: TaskGroupState = 'created';
-  readonly stats: DrainStats;
+  private readonly counts: DrainCounts;
   private readonly running = new Set<Promise<void>>();
   /** Tasks inside their loop, counted synchronously at entry and exit (`running` updates a microtask later). */
   private live = 0;
@@ -85,7 +85,7 @@ export class TaskGroup {
 
   constructor(deps: TaskGroupDeps) {
     ({ queue: this.queue, clock: this.clock, log: this.log, options: this.options } = deps);
-    this.stats = deps.stats ?? emptyStats();
+    this.counts = deps.counts ?? new DrainCounts();
     this.sizer = deps.options.sizer ?? ReceiveSizer.forDrain(deps.options);
     this.batches = new BatchHandler({
       queue: deps.queue,
@@ -95,15 +95,11 @@ export class TaskGroup {
       ...(deps.options.handbackDelaySeconds !== undefined
         ? { handbackDelaySeconds: deps.options.handbackDelaySeconds }
         : {}),
-      counts: this.stats,
+      counts: this.counts,
       visibilityTimeoutSeconds: deps.options.visibilityTimeoutSeconds,
       sizer: this.sizer,
       clock: deps.clock,
     });
-  }
-
-  get state(): TaskGroupState {
-    return this.phase;
   }
 
   /** Tasks inside their receive loop right now. */
@@ -111,7 +107,7 @@ export class TaskGroup {
     return this.live;
   }
 
-  /** Starts `initialTasks` (capped) and resolves with the stats once the last task has exited. */
+  /** Starts `initialTasks` (capped) and resolves with the counts once the last task has exited. */
   async run(initialTasks: number): Promise<DrainStats> {
     if (this.phase !== 'created') throw new Error(`task group already ${this.phase}`);
     this.phase = 'running';
@@ -125,7 +121,7 @@ export class TaskGroup {
       stopWaiting();
     }
     this.phase = 'stopped';
-    return this.stats;
+    return this.counts.snapshot();
   }
 
   /**
@@ -144,12 +140,12 @@ export class TaskGroup {
 
   private start(): void {
     if (this.running.size >= this.options.maxTasks || this.phase !== 'running') return;
-    this.stats.tasksStarted++;
+    this.counts.add('tasksStarted');
     const p: Promise<void> = this.loop()
       .catch((e) => this.log.error(`${this.queue.name}: dequeue task crashed: ${ensureError(e).message}`))
       .finally(() => this.running.delete(p));
     this.running.add(p);
-    this.stats.peakTasks = Math.max(this.stats.peakTasks, this.running.size);
+    this.counts.running(this.running.size);
   }
 
   /** A full batch means more is waiting: one more task (the QueueWorkDetected idea), and once, as many as the depth asks for. */
@@ -178,8 +174,7 @@ export class TaskGroup {
   /** The group stops taking work, for `reason`; its tasks exit as they see it. */
   private stop(reason: 'lease-lost' | 'budget'): void {
     this.phase = 'stopping';
-    if (reason === 'lease-lost') this.stats.leaseLost = true;
-    else this.stats.stoppedByBudget = true;
+    this.counts.mark(reason === 'lease-lost' ? 'leaseLost' : 'stoppedByBudget');
   }
 
   /**
@@ -197,12 +192,12 @@ export class TaskGroup {
       const { messages, failed, at } = await this.receive(size, 'probe');
       this.sizer.giveBack(size - messages.length);
       if (failed) return 'full';
-      if (messages.length === 0) this.stats.emptyReceives++;
+      if (messages.length === 0) this.counts.add('emptyReceives');
       else await this.batches.handle(messages, at);
       return messages.length >= size ? 'full' : 'short';
     } catch (e) {
       // Let the slot's tasks retry it, with their back-off.
-      this.stats.receiveErrors++;
+      this.counts.add('receiveErrors');
       this.log.warn(`${this.queue.name}: probe failed: ${ensureError(e).message}`);
       return 'full';
     } finally {
@@ -216,7 +211,7 @@ export class TaskGroup {
    * gives its messages back, so the wait ends; the deadline is checked after it.
    */
   private async waitForRoom(): Promise<void> {
-    this.stats.holdWaits++;
+    this.counts.add('holdWaits');
     await Promise.race([this.sizer.freedSoon(), this.aborted.promise]);
   }
 
@@ -229,12 +224,12 @@ export class TaskGroup {
     const sent = this.clock.now();
     try {
       const messages = await queue.receive(size, options.visibilityTimeoutSeconds);
-      this.stats.receives++;
+      this.counts.add('receives');
       return { messages, failed: false, minWait: 0, at: sent };
     } catch (e) {
       // Back off on this queue only; other queues' drains are unaffected.
       const decision = retryDecision(e);
-      this.stats.receiveErrors++;
+      this.counts.add('receiveErrors');
       this.log.warn(
         what === 'probe'
           ? `${queue.name}: probe receive failed: ${ensureError(e).message}`
@@ -267,7 +262,7 @@ export class TaskGroup {
         const { messages, failed, minWait, at } = await this.receive(size);
         this.sizer.giveBack(size - messages.length);
         if (messages.length === 0) {
-          this.stats.emptyReceives++;
+          this.counts.add('emptyReceives');
           if (this.generation !== seen) {
             // A wake-up joined while this receive was in flight: its work may be just behind it.
             idle = 0;
@@ -282,7 +277,6 @@ export class TaskGroup {
           if (delay >= options.maxIdleMs || options.signal?.aborted) return; // back-off at its cap: the queue stays unreachable, give up
           idle++;
           const sleep = Math.min(delay, Math.max(0, options.deadline - clock.now()));
-          this.stats.sleeps.push(sleep);
           await Promise.race([clock.sleep(sleep), this.nudged.promise, this.aborted.promise]);
           if (this.generation !== seen) idle = 0;
           continue;

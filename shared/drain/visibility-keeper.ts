@@ -20,14 +20,10 @@
 import { ensureError } from '../errors';
 import type { DrainQueue, Logger, QueueMessage } from '../ports';
 import { MessageTakenError } from '../queue/message-taken-error';
+import type { DrainCounter } from './drain-counts';
 
 /** The share of the visibility timeout after which a held message is extended. */
 export const EXTEND_AT = 0.4;
-
-export interface VisibilityCounts {
-  /** Update Message requests made to keep messages in work. */
-  extensions: number;
-}
 
 export interface HeldBatch {
   /** Ids of the messages another delivery took while we held them. */
@@ -40,7 +36,8 @@ export class VisibilityKeeper {
   constructor(
     private readonly queue: DrainQueue,
     private readonly visibilityTimeoutSeconds: number,
-    private readonly counts: VisibilityCounts,
+    /** Counts each Update Message request made to keep messages in work. */
+    private readonly counts: DrainCounter,
     private readonly log: Logger,
   ) {}
 
@@ -64,7 +61,7 @@ export class VisibilityKeeper {
           .map(async (m) => {
             try {
               await queue.extend!(m, this.visibilityTimeoutSeconds);
-              this.counts.extensions++;
+              this.counts.add('extensions');
             } catch (e) {
               if (e instanceof MessageTakenError) taken.add(m.id);
               // A failed update leaves the old receipt and timeout.

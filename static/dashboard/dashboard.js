@@ -277,7 +277,7 @@
           h('td', {}, age(q.oldestAgeSeconds)),
           h('td', { class: 'poison-depth' }, fmt(q.poison.depth)),
           h('td', {}, age(q.poison.oldestAgeSeconds)),
-          h('td', {}, d ? `${d.state}, ${d.tasks} tasks` : '–'),
+          h('td', {}, d ? `${d.state}, ${d.tasks} tasks (peak ${d.peakTasks})` : '–'),
         );
       }),
     );
