@@ -459,7 +459,7 @@ async function drainEvent(p: AppParts, event: WorkDetected): Promise<DrainResult
     },
     (span) => {
       if (event.traceparent) span.link(event.traceparent);
-      return drains.drain(event.queueName, stage, event.fanOut === true).then((o) => {
+      return drains.wake(event.queueName, stage, event.fanOut === true).then((o) => {
         span.set('pushdrain.outcome', o.kind);
         if (o.kind === 'drained') span.set('pushdrain.rounds', o.rounds);
         return o;

@@ -280,7 +280,7 @@ describe('a message taken by another delivery', () => {
       tuning: parts.settings.tuning,
       counters: { duplicates: (q, n) => hooked.push(`${q} ${n}`) },
     });
-    await coordinator.drain(name, 'map');
+    await coordinator.wake(name, 'map');
     await exited;
     assert.ok(out.includes('got'), 'the other process received the message while we were starved');
     const a = coordinator.activity();

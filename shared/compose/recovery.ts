@@ -30,7 +30,7 @@ export function composeRecovery(
     notifier,
     watchdog: batches.watchdog,
     names,
-    drain: (queue, stage) => drains.drain(queue, stage),
+    drain: (queue, stage) => drains.wake(queue, stage),
     maxBatches: tuning.sweepMaxBatches,
     claimStaleMs: tuning.ingestClaimStaleSeconds * 1000,
     now,

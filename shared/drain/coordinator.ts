@@ -114,7 +114,7 @@ export class DrainCoordinator {
   }
 
   /** A wake-up of `queue`: its worker joins, holds or drains (see QueueWorker.wake). */
-  async drain(queue: string, stage: Stage, fanOut = false): Promise<DrainResult> {
+  async wake(queue: string, stage: Stage, fanOut = false): Promise<DrainResult> {
     return this.worker(queue, stage).wake(fanOut);
   }
 

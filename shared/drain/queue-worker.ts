@@ -231,7 +231,7 @@ export class QueueWorker {
       if (result.kind === 'drained' && result.emptyAt !== undefined) await this.seenEmpty(result.emptyAt);
       return result;
     } finally {
-      this.settle(run.probe);
+      this.addToTotals(run.probe);
       this.running--;
       if (this.current === run) {
         this.current = undefined;
@@ -258,7 +258,7 @@ export class QueueWorker {
   }
 
   /** A probe or round has ended: its counts move to the totals, and the metrics hear of it. */
-  private settle(counts: DrainCounts): void {
+  private addToTotals(counts: DrainCounts): void {
     if (!this.live.delete(counts)) return;
     const stats = counts.snapshot();
     for (const k of COUNTED) this.totals[k] += countOf(stats, k);
@@ -332,7 +332,7 @@ export class QueueWorker {
       run.rounds++;
       return counts.snapshot();
     } finally {
-      this.settle(counts);
+      this.addToTotals(counts);
     }
   }
 
