@@ -16,7 +16,7 @@
  * and the dry-run describes requests without it.
  */
 import type * as AppService from '@azure/arm-appservice';
-import type { TokenCredential } from '@azure/core-auth';
+import type { TokenCredential } from '@azure/identity';
 import {
   createDefaultHttpClient,
   createHttpHeaders,

@@ -5,7 +5,7 @@
  * (shared/storage/stall-timeout.ts) and the meter; for the app's clients, on each operation, a
  * missing queue or container turned into NotProvisionedError (shared/storage/missing-entities.ts).
  */
-import type { TokenCredential } from '@azure/core-auth';
+import type { TokenCredential } from '@azure/identity';
 import type { AddPipelineOptions, Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
 import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import { BlobServiceClient } from '@azure/storage-blob';

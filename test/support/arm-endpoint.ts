@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { TokenCredential } from '@azure/core-auth';
+import type { TokenCredential } from '@azure/identity';
 
 export interface RecordedRequest {
   method: string;
