@@ -217,7 +217,7 @@ describe('the CloudEvent', () => {
       completedAt: '2026-01-01T00:00:01.500Z',
     } as unknown as Manifest;
     const totals = [{ currency: 'EUR', transactions: 3, charges: 300, refunds: 0, net: 300, tax: 60, total: 360 }];
-    const { type, body } = batchEventBody(m, { batchId: 'b-9', transactions: 3, rows: [], totals }, 'evt_1');
+    const { type, body } = batchEventBody(m, { batchId: 'b-9', transactions: 3, rows: [], totals }, { id: 'evt_1' });
     const e = JSON.parse(body) as Record<string, unknown>;
     assert.equal(type, 'com.pushdrain.batch.completed');
     assert.equal(e.specversion, '1.0');
