@@ -53,7 +53,7 @@ export function authenticationString(value: string | undefined): { aad: boolean;
  * `service.name` as the SDK's resource detection settles it: OTEL_SERVICE_NAME, else a
  * `service.name` in OTEL_RESOURCE_ATTRIBUTES (`key=value,…`, values percent-encoded), else ours.
  */
-export function serviceNameOf(env: Env): string {
+function serviceNameOf(env: Env): string {
   const named = given(env.OTEL_SERVICE_NAME);
   if (named) return named;
   for (const pair of (env.OTEL_RESOURCE_ATTRIBUTES ?? '').split(',')) {

@@ -45,7 +45,7 @@ export function newEventId(): string {
 }
 
 /** The CloudEvents distributed-tracing extension attributes of an event produced under `traceparent`. */
-export function traceExtension(traceparent: string | undefined, tracestate?: string): Record<string, string> {
+function traceExtension(traceparent: string | undefined, tracestate?: string): Record<string, string> {
   const tp = checkedTraceparent(traceparent);
   if (!tp) return {};
   return { traceparent: tp, ...(tracestate ? { tracestate } : {}) };
@@ -95,7 +95,7 @@ export function manifestRecipient(m: Manifest): Recipient {
  * The outbox entry for a manifest just marked terminal: its event, one pending delivery per
  * target, due now, and the topic that gets it too. Undefined when there is nowhere to deliver.
  */
-export interface OutboxEventOptions {
+interface OutboxEventOptions {
   targets: readonly { kind: DeliveryKind; target: string }[];
   /** The topic that gets the event too. */
   topic?: string;
