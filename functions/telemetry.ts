@@ -1,7 +1,7 @@
 /**
  * Telemetry for the worker process: started once, from the standard variables, before the app
- * is built (appStart waits for it). Off unless APPLICATIONINSIGHTS_CONNECTION_STRING or
- * OTEL_EXPORTER_OTLP_ENDPOINT is set, and then nothing of OpenTelemetry is loaded. On, the
+ * is built (appStart waits for it). Off unless APPLICATIONINSIGHTS_CONNECTION_STRING or an OTLP
+ * endpoint is set (shared/config/telemetry-settings.ts), and then nothing of OpenTelemetry is loaded. On, the
  * Azure Functions instrumentation carries the host's trace context into every handler and
  * tells the host that this worker sends its own logs (no duplicates).
  */

@@ -15,7 +15,7 @@ import { isBlockedAddress, resolveChecked } from '../shared/events/address-guard
 import { batchEventBody } from '../shared/events/batch-event';
 import { applyAttempt, type Delivery, hasPendingDeliveries } from '../shared/events/outbox';
 import { deliveryRetryMessage } from '../shared/notify/delivery-retry-message';
-import { watchdogMessage } from '../shared/notify/messages';
+import { batchEventMessage, DIAGNOSTIC_ID, watchdogMessage } from '../shared/notify/messages';
 import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 
 /** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
@@ -217,7 +217,7 @@ describe('the CloudEvent', () => {
       completedAt: '2026-01-01T00:00:01.500Z',
     } as unknown as Manifest;
     const totals = [{ currency: 'EUR', transactions: 3, charges: 300, refunds: 0, net: 300, tax: 60, total: 360 }];
-    const { type, body } = batchEventBody(m, { batchId: 'b-9', transactions: 3, rows: [], totals }, 'evt_1');
+    const { type, body } = batchEventBody(m, { batchId: 'b-9', transactions: 3, rows: [], totals }, { id: 'evt_1' });
     const e = JSON.parse(body) as Record<string, unknown>;
     assert.equal(type, 'com.pushdrain.batch.completed');
     assert.equal(e.specversion, '1.0');
@@ -227,5 +227,28 @@ describe('the CloudEvent', () => {
     assert.equal(e.datacontenttype, 'application/json');
     assert.deepEqual((e.data as { summary: unknown }).summary, { transactions: 3, totals });
     assert.equal((e.data as { reportPath: string }).reportPath, '/api/batches/b-9/report');
+    assert.ok(!('traceparent' in e), 'no trace context without one');
+  });
+
+  test("the distributed-tracing extension: the producing span's traceparent, on the body and the topic message", () => {
+    const m = {
+      batchId: 'b-7',
+      state: 'failed',
+      transactions: 1,
+      chunks: 1,
+      done: [],
+      failed: [{ chunk: 0, reason: 'x' }],
+      submittedAt: '2026-01-01T00:00:00.000Z',
+      completedAt: '2026-01-01T00:00:01.000Z',
+    } as unknown as Manifest;
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const { type, body } = batchEventBody(m, undefined, { id: 'evt_2', traceparent });
+    assert.equal((JSON.parse(body) as { traceparent?: string }).traceparent, traceparent);
+    const props = batchEventMessage({ id: 'evt_2', type, body }).applicationProperties;
+    assert.equal(props?.['cloudEvents:traceparent'], traceparent);
+    assert.equal(props?.[DIAGNOSTIC_ID], traceparent, 'what a Service Bus consumer continues');
+    // A malformed context is dropped rather than sent.
+    const bad = batchEventBody(m, undefined, { id: 'evt_3', traceparent: '00-zz-1-01' });
+    assert.ok(!('traceparent' in (JSON.parse(bad.body) as object)));
   });
 });

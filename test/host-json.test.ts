@@ -31,6 +31,19 @@ describe('host.json', () => {
     ]);
   });
 
+  test('telemetryMode OpenTelemetry beside Application Insights settings is refused; either alone passes', () => {
+    const sampling = { applicationInsights: { samplingSettings: { isEnabled: true } } };
+    assert.deepEqual(problems({ version: '2.0', telemetryMode: 'OpenTelemetry', logging: sampling }), [
+      'logging.applicationInsights: configures nothing with telemetryMode OpenTelemetry: remove it (sample with OTEL_TRACES_SAMPLER)',
+    ]);
+    assert.deepEqual(problems({ version: '2.0', logging: sampling }), []);
+    assert.deepEqual(problems({ version: '2.0', telemetryMode: 'OpenTelemetry', logging: { logLevel: {} } }), []);
+    // The repository's: OpenTelemetry mode, and no classic sampling left beside it.
+    const repo = JSON.parse(readRepoFile('host.json')) as { telemetryMode?: string; logging?: object };
+    assert.equal(repo.telemetryMode, 'OpenTelemetry');
+    assert.ok(!('applicationInsights' in (repo.logging ?? {})));
+  });
+
   test('version is required, functionTimeout may be -1 (unbounded on Flex Consumption and Premium)', () => {
     assert.deepEqual(problems({ functionTimeout: '-1' }), ['version: is required ("2.0")']);
     assert.deepEqual(

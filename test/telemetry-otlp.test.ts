@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
 import { describeTelemetry, telemetrySettings } from '../shared/config/telemetry-settings';
@@ -17,10 +17,12 @@ import { ConfigError } from '../shared/errors';
 import { layout } from '../shared/layout';
 import { METRICS } from '../shared/telemetry/otel-metrics';
 import { startTelemetry } from '../shared/telemetry/start-telemetry';
+import type { Telemetry } from '../shared/telemetry/telemetry';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { completed, post, pump } from './support/invoke';
 import { REPO_ROOT } from './support/local-stack';
 import { testRuntime, useStorage } from './support/storage';
+import { TracingReceiver } from './support/tracing-receiver';
 import { startWebhookReceiver } from './support/webhook-receiver';
 
 useStorage();
@@ -58,6 +60,30 @@ before(async () => {
 after(async () => {
   await new Promise((r) => server.close(r));
 });
+
+/** The variables these tests set. The SDK reads only process.env, so they go there, and back after each test. */
+const OTEL_VARS = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+] as const;
+const savedEnv = Object.fromEntries(OTEL_VARS.map((k) => [k, process.env[k]]));
+function restoreEnv(): void {
+  for (const k of OTEL_VARS)
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
+}
+afterEach(restoreEnv);
+
+/** Telemetry started as the worker starts it, from these variables (and no others of this list). */
+function otlpTelemetry(vars: Partial<Record<(typeof OTEL_VARS)[number], string>>): Promise<Telemetry> {
+  for (const k of OTEL_VARS) delete process.env[k];
+  Object.assign(process.env, vars);
+  return startTelemetry(telemetrySettings(process.env));
+}
 
 type AnyValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean };
 type KeyValue = { key: string; value: AnyValue };
@@ -98,13 +124,13 @@ function json<T>(path: string, key: string): T[] {
 describe('telemetry to an OTLP/HTTP collector', () => {
   test('http/json: the spans of a known batch and the pushdrain.* metrics with their values', async () => {
     received.length = 0;
-    const settings = telemetrySettings({
+    const vars = {
       OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_SERVICE_NAME: 'pushdrain-otlp-test',
-    });
-    assert.equal(describeTelemetry(settings), `OTLP http/json to ${endpoint} as pushdrain-otlp-test`);
-    const telemetry = await startTelemetry(settings);
+    };
+    assert.equal(describeTelemetry(telemetrySettings(vars)), `OTLP http/json to ${endpoint} as pushdrain-otlp-test`);
+    const telemetry = await otlpTelemetry(vars);
     assert.equal(telemetry.enabled, true);
     const { app, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' }, { telemetry });
     const res = await post(app, toNdjson(generate(25, 11, 4)));
@@ -186,9 +212,10 @@ describe('telemetry to an OTLP/HTTP collector', () => {
     try {
       gone.script([], 410);
       down.script([], 503);
-      const telemetry = await startTelemetry(
-        telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
-      );
+      const telemetry = await otlpTelemetry({
+        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      });
       const { app, parts, events, observer, raw } = await testRuntime(
         {
           PUSHDRAIN_CHUNK_SIZE: '10',
@@ -269,9 +296,10 @@ describe('telemetry to an OTLP/HTTP collector', () => {
 
   test('http/protobuf: spans and metrics arrive as protobuf', async () => {
     received.length = 0;
-    const telemetry = await startTelemetry(
-      telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: `${endpoint}/`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }),
-    );
+    const telemetry = await otlpTelemetry({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `${endpoint}/`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    });
     const { app, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' }, { telemetry });
     const res = await post(app, toNdjson(generate(12, 5, 2)));
     const { batchId } = res.jsonBody as { batchId: string };
@@ -297,8 +325,32 @@ describe('telemetry to an OTLP/HTTP collector', () => {
       },
     );
     assert.throws(
-      () => telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      () => telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http' }),
       (e: unknown) => e instanceof ConfigError && e.setting === 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    );
+    assert.throws(
+      () => telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_METRIC_EXPORT_INTERVAL: '5s' }),
+      (e: unknown) => e instanceof ConfigError && e.setting === 'OTEL_METRIC_EXPORT_INTERVAL',
+    );
+    // The SDK's own: grpc is a protocol it offers; OTEL_SDK_DISABLED turns everything off.
+    assert.equal(
+      describeTelemetry(
+        telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      ),
+      `OTLP grpc to ${endpoint} as pushdrain`,
+    );
+    assert.deepEqual(telemetrySettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'true' }), {
+      kind: 'off',
+    });
+    // service.name as the SDK settles it: OTEL_SERVICE_NAME, else OTEL_RESOURCE_ATTRIBUTES, else ours.
+    assert.equal(
+      describeTelemetry(
+        telemetrySettings({
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${endpoint}/v1/traces`,
+          OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=dev,service.name=billing%20eu',
+        }),
+      ),
+      `OTLP http/protobuf to ${endpoint}/v1/traces as billing eu`,
     );
     assert.deepEqual(telemetrySettings({}), { kind: 'off' });
     assert.equal(
@@ -310,6 +362,114 @@ describe('telemetry to an OTLP/HTTP collector', () => {
       'azure-monitor',
       'Application Insights wins when both are set',
     );
+  });
+});
+
+describe('the SDK configured by the standard OTEL_* variables', () => {
+  type ResourceSpans = { resource: { attributes: KeyValue[] }; scopeSpans: { spans: OtlpSpan[] }[] };
+  const spansOf = (batchId: string): { resource: KeyValue[]; span: OtlpSpan }[] =>
+    json<ResourceSpans>('/v1/traces', 'resourceSpans').flatMap((r) =>
+      r.scopeSpans.flatMap((s) =>
+        s.spans
+          .filter((span) => attr(span.attributes, 'pushdrain.batch_id') === batchId)
+          .map((span) => ({ resource: r.resource.attributes, span })),
+      ),
+    );
+
+  /** One batch through the app with telemetry from `vars`; its id once every export has arrived. */
+  async function batchWith(vars: Parameters<typeof otlpTelemetry>[0]): Promise<string> {
+    received.length = 0;
+    const telemetry = await otlpTelemetry(vars);
+    const { app, events, observer } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' }, { telemetry });
+    const res = await post(app, toNdjson(generate(15, 17, 2)));
+    assert.equal(res.status, 202);
+    const { batchId } = res.jsonBody as { batchId: string };
+    await pump(app, events, () => completed(observer, batchId));
+    await telemetry.shutdown(); // what is buffered is exported before this resolves
+    return batchId;
+  }
+
+  test('OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER=traceidratio take effect', async () => {
+    const common = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=dev',
+      OTEL_TRACES_SAMPLER: 'traceidratio',
+    };
+    const sampled = await batchWith({ ...common, OTEL_TRACES_SAMPLER_ARG: '1' });
+    const kept = spansOf(sampled);
+    assert.deepEqual([...new Set(kept.map((k) => k.span.name))].sort(), [
+      'pushdrain.finalize',
+      'pushdrain.ingest',
+      'pushdrain.map',
+      'pushdrain.reduce',
+    ]);
+    for (const { resource } of kept) {
+      assert.equal(attr(resource, 'deployment.environment'), 'dev');
+      // The default name stays under the variables that do not name one; the SDK's detectors add theirs.
+      assert.equal(attr(resource, 'service.name'), 'pushdrain');
+      assert.equal(typeof attr(resource, 'process.pid'), 'number');
+    }
+
+    const dropped = await batchWith({ ...common, OTEL_TRACES_SAMPLER_ARG: '0' });
+    // The exporter ran (the metrics of that batch arrived), yet no span was sampled.
+    assert.ok(
+      received.some((r) => r.path === '/v1/metrics'),
+      'the metrics still arrive',
+    );
+    assert.deepEqual(spansOf(dropped), []);
+    assert.equal(json<ResourceSpans>('/v1/traces', 'resourceSpans').flatMap((r) => r.scopeSpans).length, 0);
+  });
+
+  test("a webhook receiver's span continues the batch's trace, under the span that produced the event", async () => {
+    received.length = 0;
+    const hook = await startWebhookReceiver(SECRET);
+    const receiver = new TracingReceiver();
+    try {
+      const telemetry = await otlpTelemetry({
+        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      });
+      const { app, parts, events, observer } = await testRuntime(
+        { PUSHDRAIN_CHUNK_SIZE: '10', PUSHDRAIN_WEBHOOK_URL: hook.url, PUSHDRAIN_WEBHOOK_SECRET: SECRET },
+        { telemetry },
+      );
+      const res = await post(app, toNdjson(generate(15, 19, 2)));
+      const { batchId } = res.jsonBody as { batchId: string };
+      await pump(app, events, () => completed(observer, batchId));
+      await parts.events.idle();
+      await telemetry.shutdown();
+      assert.equal(hook.requests.length, 1, 'the event was delivered');
+      const got = hook.requests[0]!;
+      const handled = receiver.handle(got.event);
+
+      const spans = spansOf(batchId).map((k) => k.span);
+      const ingest = spans.find((s) => s.name === 'pushdrain.ingest');
+      const finalize = spans.find((s) => s.name === 'pushdrain.finalize');
+      assert.ok(ingest && finalize);
+      assert.equal(handled.spanContext().traceId, ingest.traceId, "the receiver's span is in the batch's trace");
+      assert.equal(
+        handled.parentSpanContext?.spanId,
+        finalize.spanId,
+        'under the finalize span that produced the event',
+      );
+      // The attempt's own span, and the HTTP client span of its POST under it, whose header says so too.
+      const all = json<ResourceSpans>('/v1/traces', 'resourceSpans').flatMap((r) =>
+        r.scopeSpans.flatMap((s) => s.spans),
+      );
+      const deliver = all.find(
+        (s) => s.name === 'pushdrain.deliver' && attr(s.attributes, 'pushdrain.event_id') === got.event.id,
+      );
+      assert.ok(deliver, 'a pushdrain.deliver span');
+      assert.equal(deliver.parentSpanId, finalize.spanId);
+      assert.equal(attr(deliver.attributes, 'http.response.status_code'), 200);
+      const post_ = all.find((s) => s.parentSpanId === deliver.spanId);
+      assert.ok(post_, `the POST's client span: ${all.map((s) => s.name).join(', ')}`);
+      assert.equal(post_.traceId, ingest.traceId);
+      assert.equal(got.raw.headers.traceparent?.slice(3, 35), ingest.traceId, "the request's traceparent header");
+    } finally {
+      await Promise.all([hook.close(), receiver.shutdown()]);
+    }
   });
 });
 

@@ -3,6 +3,7 @@ import { deliveryAttempt, deliveryWarmer } from '../events/delivery-attempt';
 import { EndpointAgents } from '../events/endpoint-agents';
 import { EventDelivery } from '../events/event-delivery';
 import { TestEvents } from '../events/test-event';
+import { tracedAttempt } from '../events/traced-attempt';
 import { BATCH_EVENTS_TOPIC } from '../names';
 import type { AppCore } from './core';
 
@@ -38,13 +39,16 @@ export function composeEvents({
       settings.serviceBus && publisher.publishBatchEvent
         ? { name: BATCH_EVENTS_TOPIC, publish: (e) => publisher.publishBatchEvent!(e) }
         : undefined,
-    attempt: deliveryAttempt({
-      settings: settings.events,
-      now,
-      publish: publisher.publishBatchEvent && ((e) => publisher.publishBatchEvent!(e)),
-      lookup: options.lookup,
-      agents,
-    }),
+    attempt: tracedAttempt(
+      telemetry,
+      deliveryAttempt({
+        settings: settings.events,
+        now,
+        publish: publisher.publishBatchEvent && ((e) => publisher.publishBatchEvent!(e)),
+        lookup: options.lookup,
+        agents,
+      }),
+    ),
     warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
     scheduleRetry: async (message, delayMs) => {
       await publisher.scheduleWatchdog(message, delayMs);

@@ -2,7 +2,11 @@
  * The batch event, a CloudEvents 1.0 event in structured JSON mode (`application/cloudevents+json`),
  * built with the `cloudevents` SDK: `com.pushdrain.batch.completed` or `…failed`, subject = the
  * batch id, time = its completedAt, data = its status body, the report's path and a summary (the
- * transactions and the totals per currency; never a transaction row).
+ * transactions and the totals per currency; never a transaction row), and the CloudEvents
+ * distributed-tracing extension: `traceparent` of the work that produced the event (the batch's
+ * finalize span), so a receiver's span continues the batch's trace. The event's bytes are fixed
+ * when the batch becomes terminal: every attempt, retry and redelivery after a crash carries that
+ * same context, never the context of the attempt that happens to send it.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -14,6 +18,7 @@ import type { Manifest } from '../batch/manifest';
 import type { TotalsRow } from '../billing/bill';
 import type { Report } from '../billing/report';
 import { PermanentError } from '../errors';
+import { checkedTraceparent } from '../telemetry/telemetry';
 import { type DeliveryKind, type OutboxEvent, pendingDeliveries } from './outbox';
 
 export const BATCH_EVENT_TYPES = {
@@ -39,8 +44,20 @@ export function newEventId(): string {
   return `evt_${randomUUID()}`;
 }
 
-/** The structured-mode JSON of a terminal batch's event. */
-export function batchEventBody(m: Manifest, report: Report | undefined, id: string): { type: string; body: string } {
+/** The CloudEvents distributed-tracing extension attributes of an event produced under `traceparent`. */
+function traceExtension(traceparent: string | undefined, tracestate?: string): Record<string, string> {
+  const tp = checkedTraceparent(traceparent);
+  if (!tp) return {};
+  return { traceparent: tp, ...(tracestate ? { tracestate } : {}) };
+}
+
+/** The structured-mode JSON of a terminal batch's event, produced under `traceparent` when there is one. */
+export function batchEventBody(
+  m: Manifest,
+  report: Report | undefined,
+  ids: { id: string; traceparent?: string | undefined },
+): { type: string; body: string } {
+  const { id } = ids;
   const status = batchStatus(m);
   if (!status || (status.status !== 'completed' && status.status !== 'failed') || !m.completedAt)
     throw new PermanentError(`batch ${m.batchId} is not completed or failed: it has no event`);
@@ -59,6 +76,7 @@ export function batchEventBody(m: Manifest, report: Report | undefined, id: stri
     time: m.completedAt,
     datacontenttype: 'application/json',
     data,
+    ...traceExtension(ids.traceparent),
   });
   return { type, body: HTTP.structured(event).body as string };
 }
@@ -77,14 +95,21 @@ export function manifestRecipient(m: Manifest): Recipient {
  * The outbox entry for a manifest just marked terminal: its event, one pending delivery per
  * target, due now, and the topic that gets it too. Undefined when there is nowhere to deliver.
  */
+interface OutboxEventOptions {
+  targets: readonly { kind: DeliveryKind; target: string }[];
+  /** The topic that gets the event too. */
+  topic?: string;
+  /** The W3C context of the work that produced the event. */
+  traceparent?: string;
+}
+
 export function outboxEvent(
   m: Manifest,
   report: Report | undefined,
-  targets: readonly { kind: DeliveryKind; target: string }[],
-  topic?: string,
+  { targets, topic, traceparent }: OutboxEventOptions,
 ): OutboxEvent | undefined {
   if ((targets.length === 0 && topic === undefined) || !m.completedAt) return undefined;
   const id = newEventId();
-  const { type, body } = batchEventBody(m, report, id);
+  const { type, body } = batchEventBody(m, report, { id, traceparent });
   return { id, type, body, deliveries: pendingDeliveries(targets, m.completedAt), ...(topic ? { topic } : {}) };
 }

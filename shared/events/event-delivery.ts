@@ -122,11 +122,18 @@ export class EventDelivery {
     this.topicSender = new TopicSender(deps.topic, deps.log);
   }
 
-  /** The outbox entry for `m`, just marked terminal (in the same write): undefined when nothing listens. */
-  record(m: Manifest, report: Report | undefined): OutboxEvent | undefined {
+  /**
+   * The outbox entry for `m`, just marked terminal (in the same write): undefined when nothing
+   * listens. `traceparent` is the context of the work that produced the event (its finalize span).
+   */
+  record(m: Manifest, report: Report | undefined, traceparent?: string): OutboxEvent | undefined {
     const targets = this.deps.targets();
     if (m.callbackUrl) targets.push({ kind: 'callback', target: m.callbackUrl });
-    const event = outboxEvent(m, report, targets, this.deps.topic?.name);
+    const event = outboxEvent(m, report, {
+      targets,
+      ...(this.deps.topic ? { topic: this.deps.topic.name } : {}),
+      ...(traceparent ? { traceparent } : {}),
+    });
     // The write that makes the outbox durable comes next: the handshakes happen meanwhile.
     if (event) this.deps.warm?.(targets);
     return event;

@@ -72,15 +72,18 @@ export function watchdogMessage(check: WatchdogCheck | DeliveryRetryMessage): Ou
 /**
  * A batch event on `batch-events`: the structured CloudEvent as the body (the same bytes a webhook
  * gets), plus the `cloudEvents:`-prefixed application properties of the AMQP binding, so that a
- * consumer's subscription can filter on `cloudEvents:type` or `cloudEvents:subject`.
+ * consumer's subscription can filter on `cloudEvents:type` or `cloudEvents:subject`. The event's
+ * `traceparent` is also the message's `Diagnostic-Id`, so a Service Bus or Functions consumer's
+ * instrumentation continues the batch's trace as a webhook receiver can.
  */
 export function batchEventMessage(e: { id: string; type: string; body: string }): OutgoingMessage {
   const ce = JSON.parse(e.body) as Record<string, unknown>;
   const props: Record<string, PropertyValue> = {};
-  for (const k of ['id', 'source', 'specversion', 'type', 'subject', 'time']) {
+  for (const k of ['id', 'source', 'specversion', 'type', 'subject', 'time', 'traceparent', 'tracestate']) {
     const v = ce[k];
     if (typeof v === 'string') props[`cloudEvents:${k}`] = v;
   }
+  if (typeof ce.traceparent === 'string') props[DIAGNOSTIC_ID] = ce.traceparent;
   return {
     body: Buffer.from(e.body, 'utf8'),
     contentType: 'application/cloudevents+json; charset=utf-8',

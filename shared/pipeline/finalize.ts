@@ -40,6 +40,15 @@ const READ_CONCURRENCY = 8;
 type Verdict = { report: Report; sha256: string } | { mismatches: ControlMismatch[] };
 
 /**
+ * The verdict and the W3C context of the finalize span that reached it: the batch event carries
+ * that context (the receiver's span becomes its child), or the batch's own with telemetry off.
+ */
+interface Finalized {
+  verdict: Verdict | undefined;
+  traceparent: string | undefined;
+}
+
+/**
  * Finalizes each batch at most once at a time in this process: the last coalesced progress
  * write resolves up to 32 callers with the same settled manifest, and one report is enough.
  */
@@ -101,8 +110,8 @@ export class Finalizer {
   async settle(m: Manifest): Promise<Manifest> {
     if (m.state !== 'accepted' || !isSettled(m)) return m;
     const started = this.now();
-    const verdict = await this.reportOf(m);
-    return this.mark(m, this.now(), verdict, started);
+    const finalized = await this.reportOf(m);
+    return this.mark(m, this.now(), finalized, started);
   }
 
   /**
@@ -155,7 +164,7 @@ export class Finalizer {
 
   /** The finalize span: a child of the batch's ingest span, beside its chunks' spans. */
   private inFinalizeSpan<T>(m: Manifest, work: (span?: SpanHandle) => Promise<T>): Promise<T> {
-    if (!this.telemetry.enabled) return work();
+    if (!this.telemetry.enabled) return work(undefined);
     return this.telemetry.inSpan(
       'pushdrain.finalize',
       { parent: m.traceparent, attributes: { 'pushdrain.batch_id': m.batchId, 'pushdrain.chunks': m.chunks } },
@@ -167,14 +176,15 @@ export class Finalizer {
    * The report of a settled batch, written in its finalize span; none for a failed batch, whose
    * finalize span ends at once with an error status (the trace shows where the batch ended).
    */
-  private reportOf(m: Manifest): Promise<Verdict | undefined> {
+  private reportOf(m: Manifest): Promise<Finalized> {
     if (m.failed.length === 0)
       return this.inFinalizeSpan(m, async (span) => {
         const verdict = await this.writeReport(m);
         // The trace shows where the batch ended, as for failed chunks.
         if ('mismatches' in verdict) span?.fail(new Error(mismatchError(verdict.mismatches)));
-        return verdict;
+        return { verdict, traceparent: span ? span.traceparent : m.traceparent };
       });
+    let traceparent = m.traceparent;
     if (this.telemetry.enabled) {
       const span = this.telemetry.startSpan('pushdrain.finalize', {
         parent: m.traceparent,
@@ -186,21 +196,22 @@ export class Finalizer {
       });
       span.fail(new Error(`${m.failed.length} of ${m.chunks} chunks failed: no report`));
       span.end();
+      traceparent = span.traceparent;
     }
-    return Promise.resolve(undefined);
+    return Promise.resolve({ verdict: undefined, traceparent });
   }
 
   private async finalize(m: Manifest): Promise<void> {
     const started = this.now();
-    const verdict = await this.reportOf(m);
+    const finalized = await this.reportOf(m);
     const now = this.now();
     const updated = await this.manifests.update(m.batchId, (cur) =>
-      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, verdict, started),
+      isTerminal(cur) || cur.state !== 'accepted' ? undefined : this.mark(cur, now, finalized, started),
     );
     if (updated) await this.settled(updated.manifest, updated.manifest.completedAt === new Date(now).toISOString());
   }
 
-  private mark(m: Manifest, now: number, verdict: Verdict | undefined, started: number): Manifest {
+  private mark(m: Manifest, now: number, { verdict, traceparent }: Finalized, started: number): Manifest {
     const report = verdict && 'report' in verdict ? verdict : undefined;
     const mismatches = verdict && 'mismatches' in verdict ? verdict.mismatches : undefined;
     const failed = m.failed.length > 0 || mismatches !== undefined;
@@ -218,7 +229,7 @@ export class Finalizer {
       m.mismatches = mismatches;
     }
     if (report) m.reportSha256 = report.sha256;
-    const event = this.events?.record(m, report?.report);
+    const event = this.events?.record(m, report?.report, traceparent);
     if (event) m.events = [...(m.events ?? []), event];
     return m;
   }

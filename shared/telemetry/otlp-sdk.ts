@@ -1,49 +1,37 @@
 /**
- * The OpenTelemetry SDK for OTLP/HTTP (any collector: Jaeger, Grafana, the Aspire dashboard),
- * `http/json` or `http/protobuf`. Loaded only by start-telemetry.ts when telemetry is on.
- * Registers the global providers and the async-context manager, so SDK instrumentation and
- * `inSpan` see the active span.
+ * The OpenTelemetry Node SDK (`NodeSDK`) for any OTLP collector (Jaeger, Grafana, the Aspire
+ * dashboard), configured by the SDK itself from the standard `OTEL_*` variables: the resource
+ * (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, plus the process and host detectors), the sampler
+ * (OTEL_TRACES_SAMPLER, …_ARG), the exporters and their protocol, endpoint, headers, timeout and
+ * compression (OTEL_EXPORTER_OTLP_*), the batch processor (OTEL_BSP_*), the metric reader
+ * (OTEL_METRIC_EXPORT_*), the propagators and span limits. Only the default `service.name`
+ * (`pushdrain`) and the HTTP instrumentation are given in code. Loaded only by start-telemetry.ts
+ * when telemetry is on.
  */
-import { context, metrics, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { OTLPMetricExporter as JsonMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPMetricExporter as ProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
-import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { context, metrics, propagation, trace } from '@opentelemetry/api';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
 
-import type { TelemetrySettings } from '../config/telemetry-settings';
+import { SERVICE_NAME, type TelemetrySettings } from '../config/telemetry-settings';
+import { deliveryHttpInstrumentation, patchLoadedHttp } from './delivery-http-instrumentation';
 import { OtelTelemetry } from './otel-telemetry';
 
 export function startOtlp(s: Extract<TelemetrySettings, { kind: 'otlp' }>): OtelTelemetry {
-  const resource = resourceFromAttributes({ 'service.name': s.serviceName });
-  const json = s.protocol === 'http/json';
-  const traces = { url: `${s.endpoint}/v1/traces` };
-  const metricsUrl = { url: `${s.endpoint}/v1/metrics` };
-  const tracerProvider = new BasicTracerProvider({
-    resource,
-    spanProcessors: [new BatchSpanProcessor(json ? new JsonTraceExporter(traces) : new ProtoTraceExporter(traces))],
+  const sdk = new NodeSDK({
+    // Under what the detectors find: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over it.
+    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': SERVICE_NAME })),
+    instrumentations: [deliveryHttpInstrumentation()],
   });
-  const meterProvider = new MeterProvider({
-    resource,
-    readers: [
-      new PeriodicExportingMetricReader({
-        exporter: json ? new JsonMetricExporter(metricsUrl) : new ProtoMetricExporter(metricsUrl),
-        exportIntervalMillis: s.metricIntervalMs,
-      }),
-    ],
-  });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(tracerProvider);
-  metrics.setGlobalMeterProvider(meterProvider);
+  sdk.start();
+  patchLoadedHttp();
   return new OtelTelemetry({
-    tracerProvider,
-    meterProvider,
+    tracerProvider: trace.getTracerProvider(),
+    meterProvider: metrics.getMeterProvider(),
     destination: `OTLP ${s.protocol} to ${s.endpoint} as ${s.serviceName}`,
     shutdown: async () => {
-      await Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()]);
+      await sdk.shutdown();
+      // The SDK leaves its providers registered: a later start in this process (a test's) registers its own.
+      for (const api of [trace, metrics, propagation, context]) api.disable();
     },
   });
 }

@@ -12,6 +12,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { telemetrySettings } from '../../../shared/config/telemetry-settings';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import { startTelemetry } from '../../../shared/telemetry/start-telemetry';
+import type { Telemetry } from '../../../shared/telemetry/telemetry';
 import { expectedReport } from '../../testkit/oracle';
 import type { DesignName } from '../app';
 import { startApp } from '../designs';
@@ -72,15 +73,16 @@ export interface ThroughputRun {
 
 export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> {
   const bodies = job.batches.map(batchBody);
-  const telemetry = job.telemetryEndpoint
-    ? await startTelemetry(
-        telemetrySettings({
-          OTEL_EXPORTER_OTLP_ENDPOINT: job.telemetryEndpoint,
-          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-          OTEL_METRIC_EXPORT_INTERVAL: '5000',
-        }),
-      )
-    : undefined;
+  let telemetry: Telemetry | undefined;
+  if (job.telemetryEndpoint) {
+    // The SDK reads its configuration from the environment; this child process runs this one job.
+    Object.assign(process.env, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: job.telemetryEndpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_METRIC_EXPORT_INTERVAL: '5000',
+    });
+    telemetry = await startTelemetry(telemetrySettings(process.env));
+  }
   const app = await startApp(job.design, {
     prefix: job.prefix,
     storage: job.storage,

@@ -231,10 +231,28 @@ function walk(value: unknown, spec: Spec, path: string, out: HostJsonProblem[]):
 }
 
 /** Every problem in a parsed host.json, by the key's path; `version` is required. */
+/**
+ * `telemetryMode: OpenTelemetry` hands the host's logs and traces to OpenTelemetry: the classic
+ * Application Insights settings (sampling among them) then configure nothing, and keeping them
+ * beside it is the misconfiguration the Functions team warns of. Sampling is the SDK's
+ * (OTEL_TRACES_SAMPLER), in the worker.
+ */
+function checkTelemetryMode(hostJson: object, out: HostJsonProblem[]): void {
+  const logging = (hostJson as { logging?: unknown }).logging;
+  if ((hostJson as { telemetryMode?: unknown }).telemetryMode !== 'OpenTelemetry') return;
+  if (typeof logging === 'object' && logging !== null && 'applicationInsights' in logging)
+    out.push({
+      path: 'logging.applicationInsights',
+      message: 'configures nothing with telemetryMode OpenTelemetry: remove it (sample with OTEL_TRACES_SAMPLER)',
+    });
+}
+
 export function checkHostJson(hostJson: unknown): HostJsonProblem[] {
   const out: HostJsonProblem[] = [];
   walk(hostJson, HOST_JSON_SPEC, '', out);
-  if (typeof hostJson === 'object' && hostJson !== null && !('version' in hostJson))
-    out.push({ path: 'version', message: 'is required ("2.0")' });
+  if (typeof hostJson === 'object' && hostJson !== null) {
+    if (!('version' in hostJson)) out.push({ path: 'version', message: 'is required ("2.0")' });
+    checkTelemetryMode(hostJson, out);
+  }
   return out;
 }
