@@ -5,7 +5,6 @@
  * wake-up hint or check, which the app absorbs), never neither.
  */
 import type {
-  ServiceBusClient,
   ServiceBusMessage,
   ServiceBusReceivedMessage,
   ServiceBusReceiver,
@@ -21,6 +20,7 @@ import {
   type KeptDeadLetter,
   type ResubmitOutcome,
 } from './dead-letters';
+import type { BusClient } from './lazy-service-bus-client';
 import { sendBatched } from './service-bus-channel';
 import { peekFromStart } from './service-bus-inspector';
 
@@ -64,7 +64,7 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
   private readonly receiveWaitMs: number;
 
   constructor(
-    private readonly client: ServiceBusClient,
+    private readonly client: BusClient,
     /** Close the client with this adapter (when no publisher shares and closes it). */
     private readonly ownsClient: boolean,
     readonly sources: readonly DeadLetterSource[] = APP_DEAD_LETTER_SOURCES,

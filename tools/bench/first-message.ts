@@ -8,12 +8,13 @@
  * handler). Embedded Azurite and the development broker on 127.0.0.1; times are reported, never
  * asserted.
  *
- * usage: node dist/tools/bench/first-message.js [--runs <n>] [--entries <dir>] [--out <file.json>]
- *   --entries  pushdrain's compiled functions/ folder to load (default: this build's)
+ * usage: node dist/tools/bench/first-message.js [--runs <n>] [--compare <dir>] [--out <file.json>]
+ *   --compare  also another build of pushdrain (its compiled functions/ folder, inside this
+ *              checkout so that it finds node_modules), run in turn with the others
  */
 import { execFile } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { ServiceBusClient } from '@azure/service-bus';
@@ -27,7 +28,7 @@ import { type Broker, startBroker } from '../devstack/servicebus/broker';
 import type { ProbeTimes } from './first-message/probe';
 import { median } from './stats';
 
-const PHASES = ['node', 'modules', 'settings', 'clients', 'link', 'handler', 'total'] as const;
+const PHASES = ['node', 'modules', 'settings', 'clients', 'link', 'handler', 'total', 'modulesCpu', 'totalCpu'] as const;
 
 function probe(args: string[], env: NodeJS.ProcessEnv): Promise<ProbeTimes> {
   return new Promise((resolve, reject) => {
@@ -45,16 +46,20 @@ function probe(args: string[], env: NodeJS.ProcessEnv): Promise<ProbeTimes> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { runs: { type: 'string', default: '7' }, entries: { type: 'string' }, out: { type: 'string' } },
+    options: { runs: { type: 'string', default: '7' }, compare: { type: 'string' }, out: { type: 'string' } },
   });
   const runs = Number(values.runs);
-  const functionsDir = values.entries ?? join(__dirname, '..', '..', 'functions');
-  const pushdrain = readdirSync(functionsDir)
-    .filter((f) => f.endsWith('.js'))
-    .sort()
-    .map((f) => join(functionsDir, f));
-  const apps = {
-    pushdrain: ['--settings', join(functionsDir, '..', 'shared', 'config', 'settings.js'), ...pushdrain],
+  const pushdrain = (functionsDir: string): string[] => [
+    '--settings',
+    join(functionsDir, '..', 'shared', 'config', 'settings.js'),
+    ...readdirSync(functionsDir)
+      .filter((f) => f.endsWith('.js'))
+      .sort()
+      .map((f) => join(functionsDir, f)),
+  ];
+  const apps: Record<string, string[]> = {
+    pushdrain: pushdrain(join(__dirname, '..', '..', 'functions')),
+    ...(values.compare ? { 'pushdrain (compare)': pushdrain(resolve(values.compare)) } : {}),
     bare: [join(__dirname, 'first-message', 'bare-app.js')],
   };
   let azurite: Azurite | undefined;
@@ -64,7 +69,6 @@ async function main(): Promise<void> {
     azurite = await startAzurite();
     broker = await startBroker({ notice: () => undefined });
     const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
       StorageConnection: azurite.connectionString,
       ServiceBusConnection: broker.connectionString,
       PUSHDRAIN_NAME_PREFIX: 'fm-',
@@ -77,11 +81,11 @@ async function main(): Promise<void> {
     // An input queue with nothing on it: pushdrain's handler looks once and is done.
     const queueName = entityNames(settings.namePrefix, settings.tuning.partitions).inputQueue(0);
     const event = toMessage({ storageAccount: 'devstoreaccount1', queueName, payloadSize: 0, role: 'input' });
-    const times: Record<keyof typeof apps, ProbeTimes[]> = { pushdrain: [], bare: [] };
+    const times: Record<string, ProbeTimes[]> = Object.fromEntries(Object.keys(apps).map((name) => [name, []]));
     for (let i = 0; i < runs; i++) {
-      for (const name of ['pushdrain', 'bare'] as const) {
+      for (const [name, args] of Object.entries(apps)) {
         await sender.sendMessages(event);
-        times[name].push(await probe(apps[name], env));
+        times[name]!.push(await probe(args, env));
       }
     }
     const result = Object.fromEntries(
