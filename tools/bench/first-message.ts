@@ -28,7 +28,17 @@ import { type Broker, startBroker } from '../devstack/servicebus/broker';
 import type { ProbeTimes } from './first-message/probe';
 import { median } from './stats';
 
-const PHASES = ['node', 'modules', 'settings', 'clients', 'link', 'handler', 'total', 'modulesCpu', 'totalCpu'] as const;
+const PHASES = [
+  'node',
+  'modules',
+  'settings',
+  'clients',
+  'link',
+  'handler',
+  'total',
+  'modulesCpu',
+  'totalCpu',
+] as const;
 
 function probe(args: string[], env: NodeJS.ProcessEnv): Promise<ProbeTimes> {
   return new Promise((resolve, reject) => {
