@@ -4,11 +4,7 @@
  * them. Send first: a crash in between leaves the dead letter and its copy (a duplicate
  * wake-up hint or check, which the app absorbs), never neither.
  */
-import type {
-  ServiceBusMessage,
-  ServiceBusReceivedMessage,
-  ServiceBusReceiver,
-} from '@azure/service-bus';
+import type { ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 
 import { failureSummary } from '../retry/transient';
 import {
