@@ -46,8 +46,8 @@ export interface StorageClientOptions {
 }
 
 export function credentialFor(options: IdentityOptions): TokenCredential {
-  // Required here, not at import: a connection string needs none of it, and it is a third of
-  // what the app's modules take to load (BENCHMARKS.md, "start to first message").
+  // Required here, not at import: a connection string needs none of it (45 modules, with MSAL),
+  // and every cold start paid for loading it (BENCHMARKS.md, "Start to first message").
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { DefaultAzureCredential, ManagedIdentityCredential } = require('@azure/identity') as typeof Identity;
   if (options.credential?.toLowerCase() === 'managedidentity') {
