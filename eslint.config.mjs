@@ -53,7 +53,8 @@ export default tseslint.config(
   {
     // Where process.env is legitimate: the settings module itself; the local launchers, which run
     // outside the Functions host and hand the environment on as the host would (npm start, the
-    // redrive CLI, the brokers, Azurite, the local host, spoil-chunks); the bench's BENCH_VERBOSE switch, the
+    // redrive CLI, the brokers, Azurite, the local host, spoil-chunks, and the start-to-first-message
+    // bench's probe, which opens its trigger's link as the local host does); the bench's BENCH_VERBOSE switch, the
     // bench's and the OTLP tests' OTEL_* variables (the OpenTelemetry SDK reads only process.env), and the
     // test preload's PUSHDRAIN_OPENAPI_CHECK switch; the
     // test helpers that start the host, npm or git as a child; the chaos and crash suites' CHAOS_* /
@@ -79,6 +80,7 @@ export default tseslint.config(
       'tools/devstack/secondary-broker.ts',
       'tools/devstack/spoil-chunks.ts',
       'tools/devstack/host/local-host.ts',
+      'tools/bench/first-message/probe.ts',
       'tools/devstack/package.ts',
       'tools/bench/support/log.ts',
       'tools/bench/scenarios/throughput.ts',

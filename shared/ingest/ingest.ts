@@ -1,8 +1,11 @@
 /**
  * Ingest: validate everything (writing nothing, but keeping the chunk blobs it cuts on the
- * way), claim the batch, write the chunk blobs, enqueue one pointer per chunk, publish one
- * WorkDetected per queue touched, and only then mark the manifest accepted. Any failure
- * before that point leaves no accepted batch.
+ * way), claim the batch, write the chunk blobs, enqueue one pointer per chunk, mark the
+ * manifest accepted, and only then publish one WorkDetected per queue touched; the `202` goes
+ * out after both. Any failure before the accept leaves no accepted batch. A kill between the
+ * accept and the publish leaves an accepted batch nobody woke, and no `202`: the client's retry
+ * with its Idempotency-Key re-sends the wake-up (replay), and without a retry the batch's
+ * watchdog check (scheduled before the accept) or the sweep's stall check wakes it.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -153,6 +156,11 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
   if (claim.kind === 'replay') {
     const m = claim.manifest;
     const status = publicStatus(m) ?? 'accepted';
+    // A replay may follow a kill between the accept and its wake-up (the 202 never went out):
+    // wake a batch that shows no progress yet again. A duplicate wake-up costs an empty look at most.
+    let notified = m.notification === 'sent';
+    if (notified && m.state === 'accepted' && m.done.length + m.failed.length === 0)
+      notified = await wakeAccepted(ctx, m);
     return {
       batchId,
       status,
@@ -160,7 +168,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
       chunks: m.chunks,
       ...(m.controls ? { controlTotals: controlTotalsOf(m) } : {}),
       replayed: true,
-      notified: m.notification === 'sent',
+      notified,
     };
   }
   const heartbeat = startHeartbeat({
@@ -240,29 +248,36 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   }
   const queues = [...touches.values()];
 
-  // Work is durably enqueued; now wake the drainers. A failed publish does not fail the
-  // batch: it stays `notification: pending` in the open index, and the sweep's recovery publishes it.
-  let notified = true;
+  // The watchdog check first: scheduled before the accept, it is there for a batch whose
+  // wake-up a kill cuts off. If Service Bus is down, the accept records the notification as
+  // pending and the sweep's recovery publishes both.
   let watchdog: string[] | undefined;
-  try {
-    watchdog = await ctx.notifier.accepted(batchId, queues, m.traceparent);
-  } catch (e) {
-    notified = false;
-    ctx.log.warn(
-      `batch ${batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`,
-    );
-  }
-
+  let scheduled = true;
+  const schedule = ctx.notifier.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 }).then(
+    (s) => {
+      watchdog = s.sequenceNumbers;
+    },
+    (e: unknown) => {
+      scheduled = false;
+      ctx.log.warn(
+        `batch ${batchId}: watchdog check not scheduled, notification left pending for the sweep: ${ensureError(e).message}`,
+      );
+    },
+  );
   // Indexed before it is accepted, so recovery can find it even if every event is lost (and its
-  // submitter's listing has it from the 202 on); the two writes go out together.
-  await Promise.all([ctx.open.add(batchId), m.submitter && ctx.owners?.add(m.submitter, m.submittedAt, batchId)]);
+  // submitter's listing has it from the 202 on); the writes go out with the schedule.
+  await Promise.all([
+    schedule,
+    ctx.open.add(batchId),
+    m.submitter && ctx.owners?.add(m.submitter, m.submittedAt, batchId),
+  ]);
   const accept = (cur: Manifest): Manifest => ({
     ...cur,
     state: 'accepted',
     acceptedAt: new Date(ctx.now()).toISOString(),
     chunks: pointers.length,
     queues,
-    notification: notified ? 'sent' : 'pending',
+    notification: scheduled ? 'sent' : 'pending',
     ...(watchdog ? { watchdog } : {}),
   });
   // Usually nobody else has written; if an aggregator recorded chunks (or a heartbeat landed)
@@ -277,7 +292,11 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
       throw new Error(`manifest of ${batchId} left the ingesting state unexpectedly`);
     accepted = updated.manifest;
   }
-  // Tiny batches can be fully processed before the flip; then nobody else will finalize.
+  // Accepted before the wake-up, so a drainer on another instance finds the accept on its first
+  // read. Work is enqueued before the event (no lost wake-up); the 202 waits for it, so a client
+  // that got no 202 retries, and its replay wakes the batch again.
+  const notified = scheduled && (await wakeAccepted(ctx, accepted));
+  // A drain that was already running can settle a tiny batch before the accept; then nobody else will finalize.
   if (isSettled(accepted)) await ctx.finalizer.ifSettled(accepted);
   return {
     batchId,
@@ -288,6 +307,30 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
     replayed: false,
     notified,
   };
+}
+
+/**
+ * Publishes an accepted batch's WorkDetected events. A failed publish does not fail the batch:
+ * its notification is set back to pending, and the sweep's recovery publishes it.
+ */
+async function wakeAccepted(ctx: IngestDeps, m: Manifest): Promise<boolean> {
+  try {
+    await ctx.notifier.wake(m.queues, m.batchId, m.traceparent);
+    return true;
+  } catch (e) {
+    ctx.log.warn(
+      `batch ${m.batchId}: WorkDetected publish failed, notification left pending for the sweep: ${ensureError(e).message}`,
+    );
+    try {
+      await ctx.manifests.update(m.batchId, (cur) =>
+        cur.state === 'accepted' && cur.notification === 'sent' ? { ...cur, notification: 'pending' } : undefined,
+      );
+    } catch (f) {
+      // The batch is accepted and indexed: the sweep's stall check wakes it all the same.
+      ctx.log.warn(`batch ${m.batchId}: could not record the pending notification: ${ensureError(f).message}`);
+    }
+    return false;
+  }
 }
 
 async function abandon(ctx: IngestDeps, claim: Manifest, reason: string): Promise<void> {

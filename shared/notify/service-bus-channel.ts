@@ -2,18 +2,19 @@
  * A MessageChannel over one ServiceBusClient: a sender per entity, created on first use and
  * kept (a link costs a CBS exchange and an attach), batches filled to the link's size limit.
  */
-import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+import type { ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 import Long from 'long';
 
 import { PermanentError } from '../errors';
 import type { ScheduledMessages } from './events';
+import type { BusClient } from './lazy-service-bus-client';
 import type { MessageChannel, OutgoingMessage } from './messages';
 
 export class ServiceBusChannel implements MessageChannel {
   private readonly senders = new Map<string, ServiceBusSender>();
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly client: ServiceBusClient) {}
+  constructor(private readonly client: BusClient) {}
 
   async send(
     entity: string,

@@ -4,12 +4,7 @@
  * them. Send first: a crash in between leaves the dead letter and its copy (a duplicate
  * wake-up hint or check, which the app absorbs), never neither.
  */
-import type {
-  ServiceBusClient,
-  ServiceBusMessage,
-  ServiceBusReceivedMessage,
-  ServiceBusReceiver,
-} from '@azure/service-bus';
+import type { ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 
 import { failureSummary } from '../retry/transient';
 import {
@@ -21,6 +16,7 @@ import {
   type KeptDeadLetter,
   type ResubmitOutcome,
 } from './dead-letters';
+import type { BusClient } from './lazy-service-bus-client';
 import { sendBatched } from './service-bus-channel';
 import { peekFromStart } from './service-bus-inspector';
 
@@ -64,7 +60,7 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
   private readonly receiveWaitMs: number;
 
   constructor(
-    private readonly client: ServiceBusClient,
+    private readonly client: BusClient,
     /** Close the client with this adapter (when no publisher shares and closes it). */
     private readonly ownsClient: boolean,
     readonly sources: readonly DeadLetterSource[] = APP_DEAD_LETTER_SOURCES,

@@ -5,12 +5,13 @@
  * the app identity nor the development broker has. Peeking takes no lock and changes nothing;
  * each peek of up to `limit` messages is one Service Bus operation.
  */
-import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
+import type { ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import Long from 'long';
 
 import { ensureError } from '../errors';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../names';
 import type { BusEntityCounts, BusInspection, BusInspector, DeadLetter } from './inspection';
+import type { BusClient } from './lazy-service-bus-client';
 
 export interface BusEntity {
   /** A queue, or a topic with one of its subscriptions. */
@@ -53,7 +54,7 @@ export class ServiceBusInspector implements BusInspector {
   private readonly timeoutMs: number;
 
   constructor(
-    private readonly client: ServiceBusClient,
+    private readonly client: BusClient,
     /** Close the client with the inspector (false when the publisher shares it and closes it). */
     private readonly ownsClient: boolean,
     private readonly entities: readonly BusEntity[] = APP_ENTITIES,

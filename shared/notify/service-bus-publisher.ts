@@ -4,7 +4,7 @@
  * subscription filters. Retries are short: the SDK's default 30 s delay would hold an HTTP
  * ingest hostage.
  */
-import { ServiceBusClient } from '@azure/service-bus';
+import type * as ServiceBus from '@azure/service-bus';
 
 import type { ServiceBusConnection } from '../config/connections';
 import { PermanentError, TransientError } from '../errors';
@@ -13,23 +13,29 @@ import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
 import type { DeliveryRetryMessage } from './delivery-retry-message';
 import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
+import { type BusClient, lazyServiceBusClient } from './lazy-service-bus-client';
 import { batchEventMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };
 
-export function createServiceBusClient(connection: ServiceBusConnection): ServiceBusClient {
-  const options = { retryOptions: PUBLISH_RETRY };
-  return connection.kind === 'connectionString'
-    ? new ServiceBusClient(connection.connectionString, options)
-    : new ServiceBusClient(connection.fullyQualifiedNamespace, credentialFor(connection), options);
+/** The app's client of one namespace; its SDK (and an identity's) loads on the first sender or receiver. */
+export function createServiceBusClient(connection: ServiceBusConnection): BusClient {
+  return lazyServiceBusClient(() => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { ServiceBusClient } = require('@azure/service-bus') as typeof ServiceBus;
+    const options = { retryOptions: PUBLISH_RETRY };
+    return connection.kind === 'connectionString'
+      ? new ServiceBusClient(connection.connectionString, options)
+      : new ServiceBusClient(connection.fullyQualifiedNamespace, credentialFor(connection), options);
+  });
 }
 
 export class ServiceBusPublisher implements WorkPublisher {
   private readonly channel: ServiceBusChannel;
 
   constructor(
-    client: ServiceBusClient,
+    client: BusClient,
     private readonly topic: string = TOPIC,
     private readonly now: () => number = Date.now,
   ) {

@@ -131,13 +131,13 @@ export class MapProcessor implements MessageProcessor {
   }
 
   /**
-   * The WorkDetected event goes out before the ingest writes its accept, so a fresh instance can
-   * reach the fold first (the trickle's cold run did, most batches). Folding into the ingesting
-   * manifest then costs the ingest a refused accept, a read and the write again, and leaves the
-   * finalize to it, which must read this chunk's result blob back. Waiting for the accept costs a
-   * read per wait, and the fold writes on the version read (no second read), completing the batch
-   * here. When this process wrote the manifest itself, the ingest and the fold share its version
-   * in memory and the race costs no read: no wait.
+   * The ingest writes its accept before its WorkDetected event, so a drain woken by that event
+   * finds the accept on its first read. A drain already running (woken by another batch) can
+   * still reach the pointer first: folding into the ingesting manifest would cost the ingest a
+   * refused accept, a read and the write again, and leave the finalize to it, which must read
+   * this chunk's result blob back. Waiting for the accept costs a read per wait, and the fold
+   * writes on the version read (no second read), completing the batch here. When this process
+   * wrote the manifest itself, the ingest and the fold share its version in memory: no wait.
    */
   private async untilAccepted(batchId: string): Promise<void> {
     const wait = this.deps.acceptance;

@@ -7,7 +7,7 @@
  */
 import type { TokenCredential } from '@azure/identity';
 import type { AddPipelineOptions, Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
-import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
+import type * as Identity from '@azure/identity';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
@@ -46,6 +46,10 @@ export interface StorageClientOptions {
 }
 
 export function credentialFor(options: IdentityOptions): TokenCredential {
+  // Required here, not at import: a connection string needs none of it (45 modules, with MSAL),
+  // and every cold start paid for loading it (BENCHMARKS.md, "Start to first message").
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { DefaultAzureCredential, ManagedIdentityCredential } = require('@azure/identity') as typeof Identity;
   if (options.credential?.toLowerCase() === 'managedidentity') {
     return options.clientId
       ? new ManagedIdentityCredential({ clientId: options.clientId })
