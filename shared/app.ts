@@ -326,7 +326,18 @@ export class PushdrainApp {
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
   async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
     if (this.#settings.scale.mode === 'off') return { kind: 'off' };
-    return this.#use.run('scale', (p) => p.scaleAgent.handle(signal));
+    const batchId = signal.kind === 'work' ? signal.batchId : undefined;
+    return this.#use.run('scale', (p) =>
+      p.usage.run(batchId, undefined, () => {
+        p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
+        return p.scaleAgent.handle(signal);
+      }),
+    );
+  }
+
+  /** Writes every batch's usage still waiting for its manifest write now (the bench, before it reads them). */
+  flushUsage(): Promise<void> {
+    return this.#use.run('flushUsage', (p) => p.usage.flushAll());
   }
 
   /**
