@@ -9,7 +9,7 @@
  * The write that carries the usage counts itself in advance (+1 `blob.put`) and is metered for
  * no batch; if it fails, the usage goes back with that +1 (a refused write is billed too).
  */
-import { addUsage, type BatchUsage, type CostStage, emptyUsage, isEmptyUsage } from './batch-usage';
+import { addUsage, type BatchUsage, type CostStage, emptyUsage, isEmptyUsage, storageTotal } from './batch-usage';
 import { carriedWrite, currentScope, inUsageScope, tickCpu, type UsageSink } from './usage-scope';
 
 /** The storage operation of a manifest write (meter.ts's name for a blob PUT). */
@@ -54,8 +54,9 @@ export class UsageLedger implements UsageSink {
     this.add(batchId, (u) => (u.storage[op] = (u.storage[op] ?? 0) + n));
   }
 
+  /** CPU time rides along with the batch's next write: it alone never asks for one. */
   chargeCpu(batchId: string, stage: CostStage, ms: number): void {
-    this.add(batchId, (u) => (u.cpuMs[stage] += ms));
+    this.add(batchId, (u) => (u.cpuMs[stage] += ms), false);
   }
 
   /** The usage to add to the manifest being written (that write included); undefined when none. */
@@ -84,9 +85,10 @@ export class UsageLedger implements UsageSink {
     return this.pending.get(batchId);
   }
 
-  /** Writes every batch's leftover usage now (shutdown, tests). */
+  /** Writes every batch's leftover Storage and Service Bus usage now (shutdown, the bench); CPU time alone waits. */
   async flushAll(): Promise<void> {
-    await Promise.all([...this.pending.keys()].map((b) => this.flush(b)));
+    const due = [...this.pending].filter(([, u]) => storageTotal(u) > 0 || u.serviceBus > 0).map(([b]) => b);
+    await Promise.all(due.map((b) => this.flush(b)));
   }
 
   /** No more timed flushes (the app is closing). */
@@ -95,11 +97,11 @@ export class UsageLedger implements UsageSink {
     for (const b of [...this.timers.keys()]) this.clearTimer(b);
   }
 
-  private add(batchId: string, change: (u: BatchUsage) => void): void {
+  private add(batchId: string, change: (u: BatchUsage) => void, flush = true): void {
     let u = this.pending.get(batchId);
     if (!u) this.pending.set(batchId, (u = emptyUsage()));
     change(u);
-    if (this.closed || !this.flusher || this.timers.has(batchId)) return;
+    if (!flush || this.closed || !this.flusher || this.timers.has(batchId)) return;
     // Not a poller: one timer per batch with usage pending, gone once that is written.
     const t = setTimeout(() => {
       this.timers.delete(batchId);
