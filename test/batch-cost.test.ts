@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { loadSettings } from '../shared/config/settings';
 import type { BatchCost } from '../shared/cost/batch-cost';
+import { storageTotal } from '../shared/cost/batch-usage';
 import { ConfigError } from '../shared/errors';
 import { meterDelta } from '../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../tools/bench/support/counting-proxy';
@@ -74,7 +75,10 @@ describe('what a batch cost', () => {
       await pump(app, events, () => completed(listed, batchId), 60_000);
       await pump(app, events, () => Promise.resolve(app.drainsInProgress === 0), 30_000);
       // The leftover usage (the terminal write, the deletes and the wind-down after it) is flushed by one more write.
-      await until('the usage flush', () => Promise.resolve(parts.usage.pendingOf(batchId) ? undefined : true));
+      await until('the usage flush', () => {
+        const left = parts.usage.pendingOf(batchId);
+        return Promise.resolve(left && storageTotal(left) > 0 ? undefined : true);
+      });
       const atWire = meterDelta(wire.snapshot(), wire0);
       const cost = await until('the cost on the status', async () => {
         const c = ((await status(listed, batchId)).jsonBody as { cost?: BatchCost }).cost;
