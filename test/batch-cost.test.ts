@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import { PRICE_SETTINGS } from '../shared/config/price-settings';
 import { loadSettings } from '../shared/config/settings';
 import type { BatchCost } from '../shared/cost/batch-cost';
 import { storageTotal } from '../shared/cost/batch-usage';
@@ -18,6 +19,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { CapturingPublisher } from './support/capturing-publisher';
 import { composedApp } from './support/composed-app';
 import { completed, post, pump, status } from './support/invoke';
+import { readRepoFile } from './support/repo';
 import { quietLog, storageUp, uniquePrefix, useStorage } from './support/storage';
 
 useStorage();
@@ -115,7 +117,7 @@ describe('what a batch cost', () => {
     }
   });
 
-  test('a bad price is refused at start-up, naming its setting', () => {
+  test('a bad price is refused at start-up, naming its setting; README lists each with its default', () => {
     for (const [setting, value] of [
       ['PUSHDRAIN_PRICE_BLOB_WRITE_10K', 'cheap'],
       ['PUSHDRAIN_PRICE_QUEUE_10K', '-0.004'],
@@ -129,6 +131,10 @@ describe('what a batch cost', () => {
         `${setting}=${value}`,
       );
     }
+    // Each price is in README's settings table with its default.
+    const readme = readRepoFile('README.md');
+    for (const { setting, def } of Object.values(PRICE_SETTINGS))
+      assert.ok(readme.includes(`| \`${setting}\` | ${def} |`), `README lists ${setting} with ${def}`);
     const ok = loadSettings({ StorageConnection: 'UseDevelopmentStorage=true', PUSHDRAIN_PRICE_QUEUE_10K: ' 0.05 ' });
     assert.equal(ok.prices.prices.queue10k, 0.05);
     assert.equal(ok.prices.defaults, false);

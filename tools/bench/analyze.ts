@@ -38,7 +38,13 @@ export interface ThroughputFigures {
 }
 
 export interface StorageFigures {
-  perDesign: PerDesign<{ per1000: Summary; byOperation: Record<string, Summary>; serviceBusPer1000: Summary }>;
+  perDesign: PerDesign<{
+    per1000: Summary;
+    byOperation: Record<string, Summary>;
+    serviceBusPer1000: Summary;
+    /** pushdrain: the batches' estimated cost per 1,000 transactions (USD, from their manifests' usage). */
+    usdPer1000?: Summary;
+  }>;
   /** pushdrain ÷ baseline (below 1: pushdrain makes fewer storage transactions). */
   ratio: Ratios;
 }
@@ -177,6 +183,9 @@ export function storageFigures(runs: readonly ThroughputRunRecord[]): StorageFig
       per1000: summarize(per1000[d]),
       byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
       serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+      ...(rs.some((r) => r.usdPer1000 !== undefined)
+        ? { usdPer1000: summarize(rs.flatMap((r) => (r.usdPer1000 !== undefined ? [r.usdPer1000] : []))) }
+        : {}),
     };
   }
   return { perDesign, ratio: ratios(per1000) };

@@ -144,6 +144,7 @@ function storageSection(s: StorageFigures): string {
     fmt(f.per1000, (n) => num(n, 1)),
     d === 'pushdrain' ? '—' : ratio(s.ratio[d]),
     fmt(f.serviceBusPer1000, (n) => num(n, 2)),
+    f.usdPer1000 ? fmt(f.usdPer1000, usd) : '—',
     Object.entries(f.byOperation)
       .map(([op, v]) => `${op} ${num(v.median, v.median >= 100 ? 0 : 1)}`)
       .join(', '),
@@ -154,6 +155,7 @@ function storageSection(s: StorageFigures): string {
       'storage transactions per 1,000',
       'pushdrain ÷ design',
       'Service Bus operations per 1,000',
+      'est. cost per 1,000 tx (USD)',
       'by operation (median per 1,000)',
     ],
     rows,
