@@ -262,9 +262,12 @@ export class PushdrainApp {
   drain(event: WorkDetected): Promise<DrainResult> {
     // The invocation's receives, deletes and leases are its batches' (usage-scope.ts), as is taking its event.
     return this.#use.run('drain', (p) =>
-      p.usage.run(event.batchId, undefined, () => {
+      p.usage.run(event.batchId, undefined, async () => {
         p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
-        return drainEvent(p, event);
+        const outcome = await drainEvent(p, event);
+        // A drain that ran has wound down: what it used for its last batch is written now, not after a wait.
+        if (outcome.kind === 'drained') await p.usage.flushCurrent();
+        return outcome;
       }),
     );
   }
@@ -328,10 +331,16 @@ export class PushdrainApp {
     if (this.#settings.scale.mode === 'off') return { kind: 'off' };
     const batchId = signal.kind === 'work' ? signal.batchId : undefined;
     return this.#use.run('scale', (p) =>
-      p.usage.run(batchId, undefined, () => {
-        p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
-        return p.scaleAgent.handle(signal);
-      }),
+      // Its reads ride along with the batch's next write: a write of their own would cost more than they do.
+      p.usage.run(
+        batchId,
+        undefined,
+        () => {
+          p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
+          return p.scaleAgent.handle(signal);
+        },
+        true,
+      ),
     );
   }
 

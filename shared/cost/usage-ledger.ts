@@ -12,6 +12,12 @@
 import { addUsage, type BatchUsage, type CostStage, emptyUsage, isEmptyUsage, storageTotal } from './batch-usage';
 import { carriedWrite, currentScope, inUsageScope, tickCpu, type UsageSink } from './usage-scope';
 
+/**
+ * Batches with usage held at most: CPU time and the scaling agent's reads wait for a write that may
+ * never come (the batch was done), so past this the oldest are dropped (an undercount, bounded memory).
+ */
+const MAX_PENDING_BATCHES = 10_000;
+
 /** The storage operation of a manifest write (meter.ts's name for a blob PUT). */
 const MANIFEST_WRITE = 'blob.put';
 
@@ -32,9 +38,17 @@ export class UsageLedger implements UsageSink {
     this.flusher = flush;
   }
 
-  /** Runs a request or invocation in a root scope for `batchId` (undefined: none yet). */
-  run<T>(batchId: string | undefined, stage: CostStage | undefined, work: () => Promise<T>): Promise<T> {
-    return inUsageScope(this, batchId, stage, work);
+  /**
+   * Runs a request or invocation in a root scope for `batchId` (undefined: none yet). `ridesAlong`:
+   * what it counts waits for the batch's next write, and never asks for one of its own.
+   */
+  run<T>(
+    batchId: string | undefined,
+    stage: CostStage | undefined,
+    work: () => Promise<T>,
+    ridesAlong = false,
+  ): Promise<T> {
+    return inUsageScope(this, batchId, stage, work, ridesAlong);
   }
 
   /** The meter's listener: one Storage request, charged to the running scope's batch. */
@@ -42,12 +56,14 @@ export class UsageLedger implements UsageSink {
     const scope = currentScope();
     if (!scope || scope.carried || scope.sink !== this) return;
     if (scope.batchId === undefined) scope.held.set(op, (scope.held.get(op) ?? 0) + n);
-    else this.chargeStorage(scope.batchId, op, n);
+    else this.add(scope.batchId, (u) => (u.storage[op] = (u.storage[op] ?? 0) + n), !scope.ridesAlong);
   }
 
-  /** Service Bus operations for `batchId`, or for the running scope's batch. */
-  countServiceBus(n: number, batchId = currentScope()?.batchId): void {
-    if (batchId !== undefined && n > 0) this.add(batchId, (u) => (u.serviceBus += n));
+  /** Service Bus operations for the running scope's batch. */
+  countServiceBus(n: number): void {
+    const scope = currentScope();
+    if (scope?.batchId !== undefined && n > 0 && scope.sink === this)
+      this.add(scope.batchId, (u) => (u.serviceBus += n), !scope.ridesAlong);
   }
 
   chargeStorage(batchId: string, op: string, n: number): void {
@@ -85,6 +101,16 @@ export class UsageLedger implements UsageSink {
     return this.pending.get(batchId);
   }
 
+  /**
+   * Writes the running scope's batch's leftover usage now: a drain invocation that has ended (its
+   * tasks gone, its slot released) has nothing more to add, so its batch need not wait for the timer.
+   */
+  async flushCurrent(): Promise<void> {
+    const batchId = currentScope()?.batchId;
+    const u = batchId === undefined ? undefined : this.pending.get(batchId);
+    if (batchId !== undefined && u && (storageTotal(u) > 0 || u.serviceBus > 0)) await this.flush(batchId);
+  }
+
   /** Writes every batch's leftover Storage and Service Bus usage now (shutdown, the bench); CPU time alone waits. */
   async flushAll(): Promise<void> {
     const due = [...this.pending].filter(([, u]) => storageTotal(u) > 0 || u.serviceBus > 0).map(([b]) => b);
@@ -99,7 +125,10 @@ export class UsageLedger implements UsageSink {
 
   private add(batchId: string, change: (u: BatchUsage) => void, flush = true): void {
     let u = this.pending.get(batchId);
-    if (!u) this.pending.set(batchId, (u = emptyUsage()));
+    if (!u) {
+      this.pending.set(batchId, (u = emptyUsage()));
+      if (this.pending.size > MAX_PENDING_BATCHES) this.drop(this.pending.keys().next().value as string);
+    }
     change(u);
     if (!flush || this.closed || !this.flusher || this.timers.has(batchId)) return;
     // Not a poller: one timer per batch with usage pending, gone once that is written.
@@ -119,6 +148,11 @@ export class UsageLedger implements UsageSink {
     await this.run(batchId, undefined, () => flusher(batchId)).catch(() => undefined);
     // Not taken (no manifest to write, or the write failed): dropped, so a flush never re-arms itself.
     if (this.pending.get(batchId) !== before) return;
+    this.pending.delete(batchId);
+    this.clearTimer(batchId);
+  }
+
+  private drop(batchId: string): void {
     this.pending.delete(batchId);
     this.clearTimer(batchId);
   }

@@ -30,6 +30,8 @@ export interface UsageScope {
   held: Map<string, number>;
   /** Around the manifest write that carries the batch's usage: that write was counted in advance. */
   carried: boolean;
+  /** What it counts waits for the batch's next write and never asks for one (the scaling agent's reads). */
+  ridesAlong?: boolean;
 }
 
 const storage = new AsyncLocalStorage<UsageScope>();
@@ -54,8 +56,9 @@ export function inUsageScope<T>(
   batchId: string | undefined,
   stage: CostStage | undefined,
   work: () => Promise<T>,
+  ridesAlong = false,
 ): Promise<T> {
-  return enter({ sink, batchId, stage, parent: undefined, held: new Map(), carried: false }, work);
+  return enter({ sink, batchId, stage, parent: undefined, held: new Map(), carried: false, ridesAlong }, work);
 }
 
 /**
