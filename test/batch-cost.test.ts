@@ -12,6 +12,7 @@ import { loadSettings } from '../shared/config/settings';
 import type { BatchCost } from '../shared/cost/batch-cost';
 import { storageTotal } from '../shared/cost/batch-usage';
 import { ConfigError } from '../shared/errors';
+import { layout } from '../shared/layout';
 import { meterDelta } from '../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../tools/bench/support/counting-proxy';
 import { provisionStorage } from '../tools/devstack/provision-storage';
@@ -138,5 +139,40 @@ describe('what a batch cost', () => {
     const ok = loadSettings({ StorageConnection: 'UseDevelopmentStorage=true', PUSHDRAIN_PRICE_QUEUE_10K: ' 0.05 ' });
     assert.equal(ok.prices.prices.queue10k, 0.05);
     assert.equal(ok.prices.defaults, false);
+  });
+  test('a refused manifest write gives its usage back, with itself: the manifest gains exactly what was metered', async () => {
+    const azurite = await storageUp();
+    const env = { PUSHDRAIN_NAME_PREFIX: uniquePrefix(), StorageConnection: azurite.connectionString };
+    const settings = loadSettings(env);
+    const { app, parts } = composedApp(settings, { publisher: new CapturingPublisher(), log: quietLog });
+    const { app: other, parts: otherParts } = composedApp(settings, {
+      publisher: new CapturingPublisher(),
+      log: quietLog,
+    });
+    try {
+      await provisionStorage(settings);
+      const res = await post(app, toNdjson(generate(10, 52, 2)));
+      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+      const { batchId } = res.jsonBody as { batchId: string };
+      await parts.usage.flushAll();
+      const before = (await parts.manifests.read(batchId))!.manifest.usage;
+      assert.ok(before && storageTotal(before) > 0, 'the ingest left its usage on the manifest');
+      // Another writer moves the manifest on: this process's known version is now stale.
+      await otherParts.manifests.update(batchId, (m) => ({ ...m, progressAt: new Date().toISOString() }));
+      const metered0 = parts.meter.total();
+      // Some usage for the batch, then a write on the stale version (412), a read and the write again.
+      await parts.usage.run(batchId, undefined, async () => {
+        await parts.blobs.read({ ...layout.manifest(batchId), name: `no-such-blob-${batchId}` });
+        await parts.manifests.update(batchId, (m) => m);
+      });
+      const metered = parts.meter.total() - metered0;
+      assert.ok(metered >= 4, `a read, a refused write, a read and a write: ${metered}`);
+      const after = (await otherParts.manifests.read(batchId))!.manifest.usage!;
+      assert.equal(storageTotal(after) - storageTotal(before), metered, 'each request once, the refused write too');
+      assert.equal(parts.usage.pendingOf(batchId), undefined, 'nothing left to write twice');
+    } finally {
+      await app.close();
+      await other.close();
+    }
   });
 });
