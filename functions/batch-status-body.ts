@@ -6,6 +6,7 @@
 import type { Submitter } from '../shared/auth/principal';
 import type { BatchStatus, PublicStatus } from '../shared/batch/batch-status';
 import type { ControlMismatch } from '../shared/billing/control-check';
+import type { BatchCost } from '../shared/cost/batch-cost';
 import type { ControlTotals } from '../shared/model/control-totals';
 
 export interface BatchStatusBody {
@@ -23,6 +24,7 @@ export interface BatchStatusBody {
   reportSha256?: string;
   reason?: BatchStatus['reason'];
   mismatches?: ControlMismatch[];
+  cost?: BatchCost;
 }
 
 export function statusBody(s: BatchStatus): BatchStatusBody {
@@ -41,5 +43,6 @@ export function statusBody(s: BatchStatus): BatchStatusBody {
     ...(s.reportSha256 !== undefined ? { reportSha256: s.reportSha256 } : {}),
     ...(s.reason !== undefined ? { reason: s.reason } : {}),
     ...(s.mismatches !== undefined ? { mismatches: s.mismatches } : {}),
+    ...(s.cost !== undefined ? { cost: s.cost } : {}),
   };
 }

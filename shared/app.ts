@@ -13,6 +13,7 @@ import type { ManifestStore } from './batch/manifest-store';
 import type { ProgressRecorder } from './batch/progress';
 import type { BatchTimelineBody } from './batch/timeline-view';
 import type { Settings } from './config/settings';
+import type { UsageLedger } from './cost/usage-ledger';
 import type { ContinuationCounts, Continuations } from './drain/continuations';
 import type { DrainActivity, DrainCoordinator } from './drain/coordinator';
 import type { DrainResult } from './drain/queue-worker';
@@ -60,6 +61,8 @@ export interface AppParts {
   settings: Settings;
   names: EntityNames;
   meter: StorageMeter;
+  /** What each batch used and its manifest does not show yet. */
+  usage: UsageLedger;
   /** Queues and containers Storage said do not exist: health is degraded while there is one. */
   missing: MissingEntities;
   clock: Clock;
@@ -172,17 +175,19 @@ export class PushdrainApp {
     this.ingests.inProgress++;
     try {
       return await this.#use.run('submit', async (p) => {
-        const result = await p.ingestor.ingest({
-          open: bufferSource(s.body, s.gzip, p.settings.tuning.maxInflatedBytes, s.signal),
-          format: s.format,
-          ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
-          ...(callbackUrl !== undefined ? { callbackUrl } : {}),
-          ...(s.signal ? { signal: s.signal } : {}),
-          ...(s.traceparent ? { traceparent: s.traceparent } : {}),
-          ...(s.submitter ? { submitter: s.submitter } : {}),
-          ...(s.recipient ? { recipient: s.recipient } : {}),
-          source: 'http',
-        });
+        const result = await p.usage.run(undefined, undefined, () =>
+          p.ingestor.ingest({
+            open: bufferSource(s.body, s.gzip, p.settings.tuning.maxInflatedBytes, s.signal),
+            format: s.format,
+            ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
+            ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+            ...(s.signal ? { signal: s.signal } : {}),
+            ...(s.traceparent ? { traceparent: s.traceparent } : {}),
+            ...(s.submitter ? { submitter: s.submitter } : {}),
+            ...(s.recipient ? { recipient: s.recipient } : {}),
+            source: 'http',
+          }),
+        );
         if (!result.replayed) p.observer.accepted('http', result.transactions);
         return result;
       });
@@ -228,7 +233,8 @@ export class PushdrainApp {
   /** The timer: re-notify batches whose events were lost, then ingest files from `incoming/`. */
   sweep(): Promise<SweepResult> {
     return this.#use.run('sweep', async (p) => {
-      const result = await p.sweeper.run();
+      // Each batch it ingests is a unit of its own (ingest.ts): a root scope for them to be charged in.
+      const result = await p.usage.run(undefined, undefined, () => p.sweeper.run());
       // A run that found nothing is what idling costs (its two listings); one that found work is work.
       if (result.files.length > 0 || result.recovered.length > 0) p.observer.worked();
       for (const f of result.files)
@@ -254,7 +260,16 @@ export class PushdrainApp {
    * ROLE_OF gives the queue's stage.
    */
   drain(event: WorkDetected): Promise<DrainResult> {
-    return this.#use.run('drain', (p) => drainEvent(p, event));
+    // The invocation's receives, deletes and leases are its batches' (usage-scope.ts), as is taking its event.
+    return this.#use.run('drain', (p) =>
+      p.usage.run(event.batchId, undefined, async () => {
+        p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
+        const outcome = await drainEvent(p, event);
+        // A drain that ran has wound down: what it used for its last batch is written now, not after a wait.
+        if (outcome.kind === 'drained') await p.usage.flushCurrent();
+        return outcome;
+      }),
+    );
   }
 
   /**
@@ -314,7 +329,24 @@ export class PushdrainApp {
   /** A signal on the `scale` subscription: the scaling agent decides (at most once per interval). */
   async scale(signal: ScaleSignal): Promise<ScaleOutcome> {
     if (this.#settings.scale.mode === 'off') return { kind: 'off' };
-    return this.#use.run('scale', (p) => p.scaleAgent.handle(signal));
+    const batchId = signal.kind === 'work' ? signal.batchId : undefined;
+    return this.#use.run('scale', (p) =>
+      // Its reads ride along with the batch's next write: a write of their own would cost more than they do.
+      p.usage.run(
+        batchId,
+        undefined,
+        () => {
+          p.usage.countServiceBus(RECEIVE_AND_COMPLETE);
+          return p.scaleAgent.handle(signal);
+        },
+        true,
+      ),
+    );
+  }
+
+  /** Writes every batch's usage still waiting for its manifest write now (the bench, before it reads them). */
+  flushUsage(): Promise<void> {
+    return this.#use.run('flushUsage', (p) => p.usage.flushAll());
   }
 
   /**
@@ -417,6 +449,8 @@ export class PushdrainApp {
   close(): Promise<void> {
     return this.#use.local('close', async (p) => {
       await p.events.idle(); // attempts in flight record their outcome before the clients go
+      await p.usage.flushAll(); // usage still waiting for its manifest write goes now, not never
+      p.usage.close();
       await p.continuations.settle();
       await p.deadLetterTally?.close();
       await p.inspector?.close();
@@ -436,6 +470,9 @@ export class PushdrainApp {
 type Unlisted = Exclude<keyof PushdrainApp, UseCaseName>;
 type Missing = Exclude<UseCaseName, keyof PushdrainApp>;
 export const FACADE_IS_USE_CASES: [Unlisted, Missing] extends [never, never] ? true : never = true;
+
+/** Service Bus operations of an event a trigger ran for: its receive and its completion. */
+const RECEIVE_AND_COMPLETE = 2;
 
 /** The drain use case: the event's queue must be ours, with the role its stage gives. */
 async function drainEvent(p: AppParts, event: WorkDetected): Promise<DrainResult> {

@@ -27,6 +27,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     settings,
     names,
     meter: core.meter,
+    usage: core.usage,
     missing: core.missing,
     clock: core.clock,
     log: core.log,

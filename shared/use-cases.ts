@@ -40,6 +40,8 @@ export const USE_CASES = {
   retryDelivery: WORK,
   scale: WORK,
   syphon: WORK,
+  // Writes each batch's leftover usage to its manifest now, instead of after its flush delay.
+  flushUsage: WORK,
   // A probe to the operator's webhooks: no Storage request, nothing recorded.
   sendTestEvent: LOCAL,
   authorize: LOCAL,

@@ -3,6 +3,7 @@
  */
 import { maySee, type Principal } from '../auth/principal';
 import type { Report } from '../billing/report';
+import type { PriceSettings } from '../config/price-settings';
 import { ValidationError } from '../errors';
 import { isValidBatchId, layout } from '../layout';
 import type { BlobStore } from '../ports';
@@ -26,6 +27,8 @@ export class BatchReader {
   constructor(
     private readonly manifests: ManifestStore,
     private readonly blobs: BlobStore,
+    /** The list prices of the status's cost estimate. */
+    private readonly prices?: PriceSettings,
   ) {}
 
   /**
@@ -36,7 +39,7 @@ export class BatchReader {
     checkBatchId(batchId);
     const got = await this.manifests.read(batchId);
     if (!got || (viewer && !maySee(viewer, got.manifest.submitter))) return undefined;
-    return batchStatus(got.manifest);
+    return batchStatus(got.manifest, this.prices);
   }
 
   /** The `GET /api/batches/{id}/timeline` body; undefined exactly when status() is (the same read). */

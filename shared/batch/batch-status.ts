@@ -5,6 +5,8 @@
  */
 import type { Submitter } from '../auth/principal';
 import { CONTROL_TOTALS_MISMATCH, type ControlMismatch } from '../billing/control-check';
+import type { PriceSettings } from '../config/price-settings';
+import { type BatchCost, batchCost } from '../cost/batch-cost';
 import type { ControlTotals } from '../model/control-totals';
 import type { BatchState } from './batch-state';
 import type { Manifest } from './manifest';
@@ -49,6 +51,8 @@ export interface BatchStatus {
   /** Why the batch failed, when it failed on its control totals; `mismatches` then holds the figures. */
   reason?: typeof CONTROL_TOTALS_MISMATCH;
   mismatches?: ControlMismatch[];
+  /** What the batch used so far and its estimated cost (with prices; absent before usage was kept). */
+  cost?: BatchCost;
 }
 
 /** A manifest's control totals as clients see them, when it has them. */
@@ -56,8 +60,8 @@ export function controlTotalsOf(m: Manifest): ControlTotals | undefined {
   return m.controls ? { transactions: m.transactions, bodySha256: m.bodySha256, sums: m.controls } : undefined;
 }
 
-/** The public view of `m`, or undefined for a batch that was never accepted. */
-export function batchStatus(m: Manifest): BatchStatus | undefined {
+/** The public view of `m`, or undefined for a batch that was never accepted; with `prices`, its cost too. */
+export function batchStatus(m: Manifest, prices?: PriceSettings): BatchStatus | undefined {
   const status = publicStatus(m);
   if (!status) return undefined;
   return {
@@ -74,5 +78,6 @@ export function batchStatus(m: Manifest): BatchStatus | undefined {
     ...(m.controls ? { controlTotals: controlTotalsOf(m) } : {}),
     ...(m.reportSha256 ? { reportSha256: m.reportSha256 } : {}),
     ...(m.mismatches ? { reason: CONTROL_TOTALS_MISMATCH, mismatches: m.mismatches } : {}),
+    ...(prices && m.usage ? { cost: batchCost(m.usage, m.transactions, prices) } : {}),
   };
 }

@@ -3,6 +3,8 @@
  * condition, so concurrent writers (ingest, aggregators) never lose each other's updates, and
  * every write is checked against the table of allowed state changes (batch-state.ts) first.
  */
+import { addUsage } from '../cost/batch-usage';
+import type { UsageCarrier } from '../cost/usage-ledger';
 import { TransientError } from '../errors';
 import { layout } from '../layout';
 import { type BlobStore, type Clock, systemClock } from '../ports';
@@ -32,6 +34,8 @@ export class ManifestStore {
   constructor(
     private readonly blobs: BlobStore,
     private readonly clock: Pick<Clock, 'sleep' | 'random'> = systemClock,
+    /** Each write carries the batch's usage metered since the last one (usage-ledger.ts). */
+    private readonly usage?: UsageCarrier,
   ) {}
 
   /** The state of the version this process last read or wrote, without a request; undefined when it has none. */
@@ -94,6 +98,25 @@ export class ManifestStore {
   }
 
   private async write(m: Manifest, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | undefined> {
+    const usage = this.usage;
+    const carried = usage?.take(m.batchId);
+    if (!usage || !carried) return this.put(m, condition);
+    const before = m.usage;
+    m.usage = addUsage(before, carried);
+    let etag: string | undefined;
+    try {
+      etag = await usage.carry(() => this.put(m, condition));
+    } finally {
+      // Refused or failed: the usage is pending again, for the next write of the batch.
+      if (etag === undefined) {
+        m.usage = before;
+        usage.giveBack(m.batchId, carried);
+      }
+    }
+    return etag;
+  }
+
+  private async put(m: Manifest, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | undefined> {
     const text = JSON.stringify(m);
     const etag = await this.blobs.write(layout.manifest(m.batchId), Buffer.from(text, 'utf8'), {
       contentType: 'application/json',

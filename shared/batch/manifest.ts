@@ -4,6 +4,7 @@
  */
 import type { Recipient, Submitter } from '../auth/principal';
 import type { ControlMismatch } from '../billing/control-check';
+import type { BatchUsage } from '../cost/batch-usage';
 import type { OutboxEvent } from '../events/outbox';
 import type { ControlSum } from '../model/control-totals';
 import type { Wake } from '../notify/events';
@@ -80,6 +81,11 @@ export interface Manifest {
   traceparent?: string;
   /** When its chunks were billed and folded, bounded (see timeline.ts); folded in by the progress writes. */
   timeline?: BatchTimeline;
+  /**
+   * What the batch used: Storage requests, Service Bus operations, CPU time; each write adds what
+   * its process metered for the batch since its last write (shared/cost/usage-ledger.ts).
+   */
+  usage?: BatchUsage;
 }
 
 export function isSettled(m: Manifest): boolean {

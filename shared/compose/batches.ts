@@ -49,7 +49,7 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
       log,
       telemetry,
     }),
-    reader: new BatchReader(manifests, blobs),
+    reader: new BatchReader(manifests, blobs, settings.prices),
     batchPages: new BatchPages(blobs, owners),
     map: new MapProcessor({
       blobs,

@@ -6,6 +6,8 @@ import { ManifestStore } from '../batch/manifest-store';
 import { OpenBatches } from '../batch/open-batches';
 import { SubmitterIndex } from '../batch/submitter-index';
 import type { Settings } from '../config/settings';
+import { countedPublisher } from '../cost/counted-publisher';
+import { UsageLedger } from '../cost/usage-ledger';
 import { type EntityNames, entityNames } from '../names';
 import { Notifier } from '../notify/events';
 import { type Clock, consoleLogger, type Logger, type QueueStore, systemClock } from '../ports';
@@ -26,6 +28,8 @@ export interface AppCore {
   options: AppOptions;
   names: EntityNames;
   meter: StorageMeter;
+  /** What each batch used and its manifest does not show yet (shared/cost/usage-ledger.ts). */
+  usage: UsageLedger;
   /** Queues and containers Storage said do not exist (health shows them). */
   missing: MissingEntities;
   clock: Clock;
@@ -57,6 +61,12 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
   const observer = new AppObserver(activity, telemetry.metrics);
   meter.onCount((op, n) => observer.storage(op, n));
   const blobs = new AzureBlobStore(clients.blobs, names.container);
+  // Leftover usage waits out a drain's wind-down (its back-off tops out at maxIdleMs): one flush per batch.
+  const usage = new UsageLedger(2 * tuning.maxIdleMs);
+  meter.onCount((op, n) => usage.countStorage(op, n));
+  const manifests = new ManifestStore(blobs, clock, usage);
+  // A write that changes nothing but carries the usage (a manifest gone by then is left alone).
+  usage.flushWith((batchId) => manifests.update(batchId, (m) => m));
   const bus = serviceBus({ settings, options, clock, log, blobs });
   const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) =>
     observer.queueDepth(queue, depth),
@@ -66,6 +76,7 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
     options,
     names,
     meter,
+    usage,
     missing,
     clock,
     now,
@@ -75,10 +86,15 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
     telemetry,
     blobs,
     queues,
-    manifests: new ManifestStore(blobs, clock),
+    manifests,
     open: new OpenBatches(blobs),
     owners: new SubmitterIndex(blobs),
-    notifier: new Notifier(bus.publisher, settings.storage.accountName, names, tuning.watchdogSlaSeconds),
+    notifier: new Notifier(
+      countedPublisher(bus.publisher, usage),
+      settings.storage.accountName,
+      names,
+      tuning.watchdogSlaSeconds,
+    ),
     bus,
   };
 }

@@ -11,6 +11,7 @@ import type { Env, ServiceBusConnection, StorageConnection } from './connections
 import { serviceBusConnection, storageConnection } from './connections';
 import { type NamedLimit, namedLimits, parseEnv, wholeNumber } from './env-schema';
 import { type EventSettings, eventSettings } from './event-settings';
+import { type PriceSettings, priceSettings } from './price-settings';
 import { scaleChoices, type ScaleSettings } from './scale-rules';
 import { DEFAULT_TAX_RATES, parseTaxRates, type TaxRates } from './tax-rates';
 
@@ -122,6 +123,8 @@ export interface Settings {
   events: EventSettings;
   /** Who may call the HTTP routes (PUSHDRAIN_AUTH and the token settings). */
   auth: AuthSettings;
+  /** List prices for a batch's cost estimate (PUSHDRAIN_PRICE_*). */
+  prices: PriceSettings;
 }
 
 /** The declared tuning settings, for the docs and infra/ checks. */
@@ -190,6 +193,7 @@ export function loadSettings(env: Env = process.env): Settings {
     scale: { ...scale, ...limits },
     events: eventSettings(env),
     auth: authSettings(env),
+    prices: priceSettings(env),
   };
 }
 

@@ -15,6 +15,7 @@ import { isSettled, type Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import type { OpenBatches } from '../batch/open-batches';
 import type { SubmitterIndex } from '../batch/submitter-index';
+import { attributeTo, withBatch } from '../cost/usage-scope';
 import { AbortedError, checkAborted, ensureError, TransientError, ValidationError } from '../errors';
 import { batchIdFor } from '../layout';
 import { type EncodedChunk, joinPieces } from '../model/chunk-codec';
@@ -105,7 +106,8 @@ export class Ingestor {
       'pushdrain.ingest',
       { parent: req.traceparent, attributes: { 'pushdrain.source': req.source } },
       async (span) => {
-        const result = await ingest(this.deps, req, span);
+        // Its own unit: a sweep ingests several batches in one invocation.
+        const result = await withBatch(undefined, 'ingest', () => ingest(this.deps, req, span));
         span.set('pushdrain.batch_id', result.batchId);
         span.set('pushdrain.transactions', result.transactions);
         span.set('pushdrain.chunks', result.chunks);
@@ -126,6 +128,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
   const plan = rule.plan(summary);
   checkAborted(req.signal);
   const batchId = batchIdFor(req.idempotencyKey, req.submitter?.objectId);
+  attributeTo(batchId);
   const now = ctx.now();
   const fresh: Manifest = {
     v: 1,

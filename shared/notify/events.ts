@@ -91,12 +91,19 @@ export const SCALE_CHECK = { v: 1, kind: 'ScaleCheck' } as const;
 /** What the `scale` subscription delivers: any WorkDetected (a load signal), or the agent's own check. */
 export function parseScaleSignal(
   body: unknown,
-): { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' } | string {
+): { kind: 'work'; queue: string; payloadSize: number; batchId?: string } | { kind: 'check' } | string {
   const value = triggerValue(body);
   if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === SCALE_CHECK.kind)
     return { kind: 'check' };
   const event = parseWorkDetected(value);
-  return typeof event === 'string' ? event : { kind: 'work', queue: event.queueName, payloadSize: event.payloadSize };
+  if (typeof event === 'string') return event;
+  // The batch whose work it signals: the agent's depth reads are part of what that batch cost.
+  return {
+    kind: 'work',
+    queue: event.queueName,
+    payloadSize: event.payloadSize,
+    ...(event.batchId ? { batchId: event.batchId } : {}),
+  };
 }
 
 /** Parses a watchdog check from a trigger body; a string describes what is wrong. */

@@ -11,6 +11,7 @@ import type { ProgressRecorder } from '../batch/progress';
 import { billChunk } from '../billing/bill';
 import { encodeResult, type RecentResults } from '../billing/result-blob';
 import type { TaxRates } from '../config/tax-rates';
+import { withBatch } from '../cost/usage-scope';
 import { PermanentError } from '../errors';
 import { layout } from '../layout';
 import { decodeChunk, parseWorkPointer, resultPointer, type WorkPointer } from '../model/chunk-codec';
@@ -63,6 +64,10 @@ export class MapProcessor implements MessageProcessor {
   /** One span per chunk, a child of the batch's ingest span; its context travels on the result pointer. */
   async process(message: QueueMessage): Promise<void> {
     const p = parseWorkPointer(message.text);
+    return withBatch(p.batchId, 'map', () => this.billInSpan(p));
+  }
+
+  private async billInSpan(p: WorkPointer): Promise<void> {
     if (!this.telemetry.enabled) return this.bill(p, p.traceparent);
     const span = this.telemetry.startSpan('pushdrain.map', {
       parent: p.traceparent,

@@ -3,6 +3,7 @@
  * often the message is delivered; when the batch is settled, finalize it.
  */
 import type { ProgressRecorder } from '../batch/progress';
+import { withBatch } from '../cost/usage-scope';
 import { parseResultPointer, type ResultPointer } from '../model/chunk-codec';
 import type { Logger, MessageProcessor, QueueMessage } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
@@ -20,12 +21,14 @@ export class ReduceProcessor implements MessageProcessor {
   /** One span per result, a child of its chunk's map span (the result pointer carries its context). */
   async process(message: QueueMessage): Promise<void> {
     const p = parseResultPointer(message.text);
-    if (!this.telemetry.enabled) return this.fold(p);
-    await this.telemetry.inSpan(
-      'pushdrain.reduce',
-      { parent: p.traceparent, attributes: { 'pushdrain.batch_id': p.batchId, 'pushdrain.chunk': p.chunk } },
-      () => this.fold(p),
-    );
+    await withBatch(p.batchId, 'reduce', () => {
+      if (!this.telemetry.enabled) return this.fold(p);
+      return this.telemetry.inSpan(
+        'pushdrain.reduce',
+        { parent: p.traceparent, attributes: { 'pushdrain.batch_id': p.batchId, 'pushdrain.chunk': p.chunk } },
+        () => this.fold(p),
+      );
+    });
   }
 
   private async fold(p: ResultPointer): Promise<void> {

@@ -19,7 +19,7 @@ import type { Clock, Logger } from '../ports';
 import type { AgentState, ScaleStateStore } from './state';
 import type { ScaleDecision, ScaleTarget } from './target';
 
-export type ScaleSignal = { kind: 'work'; queue: string; payloadSize: number } | { kind: 'check' };
+export type ScaleSignal = { kind: 'work'; queue: string; payloadSize: number; batchId?: string } | { kind: 'check' };
 
 export type ScaleCall = 'none' | 'logged' | 'written' | 'unchanged' | 'throttled' | 'forbidden' | 'failed';
 

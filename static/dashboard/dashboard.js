@@ -602,6 +602,7 @@
       h('span', { class: `status-${b.status}` }, b.status),
       ` ${fmt(b.chunksDone)}/${fmt(b.chunks)} chunks${b.chunksFailed ? `, ${fmt(b.chunksFailed)} failed` : ''}, ${fmt(b.transactions)} transactions, submitted ${since(b.submittedAt, Date.now())}`,
       b.error ? h('div', { class: 'status-failed' }, b.error) : '',
+      b.cost ? h('div', {}, costText(b.cost)) : '',
     );
     showTimeline(b.batchId);
   });
@@ -617,6 +618,13 @@
     e.preventDefault();
     redrive({ deadLetters: true });
   });
+
+  /** What a batch used (the status body's `cost`) and its estimate at list prices. */
+  function costText(c) {
+    const cpu = c.cpuMs.ingest + c.cpuMs.map + c.cpuMs.reduce;
+    const e = c.estimate;
+    return `cost: ${fmt(c.storageTransactions)} storage transactions, ${fmt(c.serviceBusOperations)} Service Bus operations, CPU ${cpu.toFixed(1)} ms; est. $${e.perBatch.toPrecision(3)} per batch, $${e.per1000Transactions.toPrecision(3)} per 1,000 transactions (${e.pricesAsOf ? `list prices of ${e.pricesAsOf}` : 'your prices'})`;
+  }
 
   // ---- batch timeline: where one batch's time went (GET batches/{id}/timeline), as a waterfall ----
   const timeline = { id: '', timer: 0 };

@@ -325,6 +325,37 @@ export interface components {
             reason?: "control_totals_mismatch";
             /** @description The figures that did not add up (at most 8 per check, each check's first), when `reason` is `control_totals_mismatch`. */
             mismatches?: components["schemas"]["ControlMismatch"][];
+            cost?: components["schemas"]["BatchCost"];
+        };
+        /** @description What the batch used so far, attributed by the live meter, and its estimated cost at the configured list prices (`PUSHDRAIN_PRICE_*`). Counts grow until shortly after the batch completes; usage metered by an instance that stopped before its next write of the batch is not shown. */
+        BatchCost: {
+            /** @description Storage requests made for the batch (every attempt, as Azure bills them). */
+            storageTransactions: number;
+            /** @description The same by operation (`blob.put`, `queue.get`, …). */
+            storageByOperation: {
+                [key: string]: number;
+            };
+            /** @description Service Bus operations: events sent, and events received and completed by the triggers. */
+            serviceBusOperations: number;
+            /** @description CPU time in milliseconds by stage. */
+            cpuMs: {
+                ingest: number;
+                map: number;
+                reduce: number;
+            };
+            estimate: {
+                /** @enum {string} */
+                currency: "USD";
+                perBatch: number;
+                per1000Transactions: number;
+                /** @description The date (YYYY-MM-DD) of the published price sheet the default prices come from; absent when a price was set. */
+                pricesAsOf?: string;
+                byService: {
+                    functions: number;
+                    storage: number;
+                    serviceBus: number;
+                };
+            };
         };
         /** @description A batch's status, as `GET /api/batches/{batchId}` answers it, and its latency. */
         BatchSummary: {

@@ -38,7 +38,13 @@ export interface ThroughputFigures {
 }
 
 export interface StorageFigures {
-  perDesign: PerDesign<{ per1000: Summary; byOperation: Record<string, Summary>; serviceBusPer1000: Summary }>;
+  perDesign: PerDesign<{
+    per1000: Summary;
+    byOperation: Record<string, Summary>;
+    serviceBusPer1000: Summary;
+    /** pushdrain: the batches' estimated cost per 1,000 transactions (USD, from their manifests' usage). */
+    usdPer1000?: Summary;
+  }>;
   /** pushdrain ÷ baseline (below 1: pushdrain makes fewer storage transactions). */
   ratio: Ratios;
 }
@@ -79,6 +85,8 @@ export interface TrickleFigures {
     wirePer1000?: Summary;
     /** pushdrain: windows where the wire and the meter disagreed on some operation. */
     wireMismatches?: number;
+    /** pushdrain warm: the batches' estimated cost per 1,000 transactions (USD, at the app's list prices). */
+    usdPer1000?: Summary;
     byOperation: Record<string, Summary>;
     serviceBusPer1000: Summary;
     afterWindow: Summary;
@@ -175,6 +183,9 @@ export function storageFigures(runs: readonly ThroughputRunRecord[]): StorageFig
       per1000: summarize(per1000[d]),
       byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
       serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
+      ...(rs.some((r) => r.usdPer1000 !== undefined)
+        ? { usdPer1000: summarize(rs.flatMap((r) => (r.usdPer1000 !== undefined ? [r.usdPer1000] : []))) }
+        : {}),
     };
   }
   return { perDesign, ratio: ratios(per1000) };
@@ -256,6 +267,11 @@ function wireFigures(rs: readonly TrickleRun[]): { wirePer1000?: Summary; wireMi
   };
 }
 
+function costFigures(rs: readonly TrickleRun[]): { usdPer1000?: Summary } {
+  const priced = rs.flatMap((r) => (r.attribution ? [r.attribution.usdPer1000] : []));
+  return priced.length > 0 ? { usdPer1000: summarize(priced) } : {};
+}
+
 export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): TrickleFigures {
   const perDesign: TrickleFigures['perDesign'] = {};
   const per1000: PerDesign<number[]> = {};
@@ -300,6 +316,7 @@ function trickleDesignFigures(rs: readonly TrickleRun[]): TrickleDesignFigures {
     transactionsPerBatch: rs[0]!.transactions / rs[0]!.batches,
     per1000: summarize(rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
     ...wireFigures(rs),
+    ...costFigures(rs),
     byOperation: perOperation(rs.map((r) => scale(r.storage, 1000 / r.transactions))),
     serviceBusPer1000: summarize(rs.map((r) => (r.serviceBusOperations * 1000) / r.transactions)),
     afterWindow: summarize(rs.map((r) => r.afterWindow)),

@@ -38,6 +38,8 @@ export interface BenchApp {
    * baselines/functions-backoff.ts), instead of waiting that long. pushdrain has no pollers.
    */
   restartIdle?(idleMs: number): Promise<void>;
+  /** pushdrain: writes each batch's usage still waiting for its manifest write (before the bench reads it). */
+  flushUsage?(): Promise<void>;
   stop(): Promise<void>;
 }
 

@@ -26,7 +26,7 @@ import type { BrokerFigures } from './scenarios/broker';
 import type { ScaleOutRun } from './scenarios/scale-out';
 import type { TelemetryCostFigures } from './scenarios/telemetry-cost';
 import type { Summary } from './stats';
-import type { WireCheck } from './support/fleet';
+import type { AttributionCheck, WireCheck } from './support/fleet';
 import { type WebhooksFigures, webhooksSection } from './webhooks-report';
 
 export interface MachineInfo {
@@ -71,6 +71,7 @@ export interface BenchResults {
   webjobsPeer?: PeerFigures;
   /** Every pushdrain app's storage over its life, by its meter against the wire (support/fleet.ts). */
   wire?: WireFigures;
+  attribution?: AttributionFigures;
   warnings: string[];
   raw: Record<string, unknown>;
 }
@@ -143,6 +144,7 @@ function storageSection(s: StorageFigures): string {
     fmt(f.per1000, (n) => num(n, 1)),
     d === 'pushdrain' ? '—' : ratio(s.ratio[d]),
     fmt(f.serviceBusPer1000, (n) => num(n, 2)),
+    f.usdPer1000 ? fmt(f.usdPer1000, usd) : '—',
     Object.entries(f.byOperation)
       .map(([op, v]) => `${op} ${num(v.median, v.median >= 100 ? 0 : 1)}`)
       .join(', '),
@@ -153,6 +155,7 @@ function storageSection(s: StorageFigures): string {
       'storage transactions per 1,000',
       'pushdrain ÷ design',
       'Service Bus operations per 1,000',
+      'est. cost per 1,000 tx (USD)',
       'by operation (median per 1,000)',
     ],
     rows,
@@ -261,6 +264,7 @@ function trickleSection(t: TrickleFigures): string {
     d === 'pushdrain' ? '—' : ratio(t.ratio[d]),
     ...ops.map((op) => (f.byOperation[op] ? fmt(f.byOperation[op], (n) => num(n, 1)) : '0')),
     fmt(f.serviceBusPer1000, (n) => num(n, 1)),
+    f.usdPer1000 ? fmt(f.usdPer1000, usd) : '—',
     fmt(f.p50, ms),
     fmt(f.p95, ms),
     d === 'pushdrain' ? '—' : ratio(t.p50Ratio[d]),
@@ -293,6 +297,7 @@ function trickleSection(t: TrickleFigures): string {
         'pushdrain ÷ design',
         ...ops.map((op) => `${op} per 1,000`),
         'Service Bus ops per 1,000',
+        'est. cost per 1,000 tx (USD)',
         'submit-to-report p50',
         'p95',
         'pushdrain ÷ design, p50',
@@ -505,6 +510,29 @@ export function keyRatios(r: BenchResults): string[] {
   return out;
 }
 
+/** The batches' own Storage counts (their manifests) against the wire, per window (support/fleet.ts). */
+export interface AttributionFigures {
+  windows: number;
+  within: number;
+  checks: AttributionCheck[];
+}
+
+/** One line: did the batches' attributed Storage counts add up to what the wire carried? */
+export function attributionLine(a: AttributionFigures): string {
+  const each = a.checks
+    .map(
+      (c) =>
+        `${c.scenario} ${c.prefix}: ${num(c.batches)} batches ${num(c.perBatch)}, wire ${num(c.wire)} (${c.wire > 0 ? num((100 * (c.perBatch - c.wire)) / c.wire, 2) : '0'} %)`,
+    )
+    .join('; ');
+  return `Storage attributed to batches (on their manifests) against the wire: ${num(a.within)} of ${num(a.windows)} windows within 1 %: ${each}.`;
+}
+
+/** A cost estimate in USD, to four significant figures. */
+function usd(n: number): string {
+  return `$${n.toPrecision(4)}`;
+}
+
 export interface WireFigures {
   apps: number;
   /** Apps whose meter equalled the wire, operation by operation. */
@@ -523,6 +551,7 @@ export function wireLine(w: WireFigures): string {
 export function renderTables(r: BenchResults): string {
   const parts: string[] = [];
   if (r.wire) parts.push(wireLine(r.wire), '');
+  if (r.attribution) parts.push(attributionLine(r.attribution), '');
   if (r.throughput)
     parts.push('### 1. Throughput (first POST to last report completed)', '', throughputSection(r.throughput));
   if (r.storage)

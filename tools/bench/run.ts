@@ -25,6 +25,7 @@ import { type DesignName, DESIGNS } from './app';
 import { type BenchConfig, fullConfig, pushdrainAppCount, quickConfig, type ScenarioName, SCENARIOS } from './config';
 import { peerFigures } from './peer-figures';
 import {
+  attributionLine,
   type BenchResults,
   keyRatios,
   type MachineInfo,
@@ -50,7 +51,7 @@ import { runChild } from './support/child';
 import { findAzuritePid } from './support/cpu';
 import { batchFile, batchSpecs } from './support/data';
 import { startEnv } from './support/env';
-import { wireChecks } from './support/fleet';
+import { attributionChecks, wireChecks } from './support/fleet';
 import { problems } from './support/log';
 import { besideLimit, topFunctions } from './support/profiler';
 import { peerUnavailable } from './support/webjobs-peer';
@@ -420,6 +421,14 @@ async function main(): Promise<void> {
       mismatches: wireChecks.filter((c) => !c.equal),
     };
     log(wireLine(results.wire));
+  }
+  if (attributionChecks.length > 0) {
+    results.attribution = {
+      windows: attributionChecks.length,
+      within: attributionChecks.filter((c) => c.within).length,
+      checks: attributionChecks,
+    };
+    log(attributionLine(results.attribution));
   }
 
   const finished: BenchResults = {

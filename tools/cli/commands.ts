@@ -5,6 +5,7 @@ import type { BatchStatusBody } from '../../functions/batch-status-body';
 import type { BatchSummary } from '../../shared/batch/batch-list';
 import type { BatchPage } from '../../shared/batch/batch-pages';
 import type { Report } from '../../shared/billing/report';
+import type { BatchCost } from '../../shared/cost/batch-cost';
 import type { DeadLetterRedriveResult } from '../../shared/poison/dead-letter-redrive';
 import type { RedriveResult } from '../../shared/poison/redrive';
 import type { StatusReport } from '../../shared/status/status-report';
@@ -42,8 +43,17 @@ export async function batchStatus(ctx: Ctx, batchId: string): Promise<number> {
       `${s.batchId}: ${statusColor(ctx.paint, s.status)}, ${num(s.chunksDone)}/${num(s.chunks)} chunks done${s.chunksFailed ? `, ${num(s.chunksFailed)} failed` : ''}, ${num(s.transactions)} transactions, submitted ${s.submittedAt}${latency}`,
     );
     if (s.error) out(`error: ${s.error}`);
+    if (s.cost) out(costLine(s.cost));
   }
   return EXIT.ok;
+}
+
+/** What the batch used and its estimate, in one line. */
+function costLine(c: BatchCost): string {
+  const cpu = c.cpuMs.ingest + c.cpuMs.map + c.cpuMs.reduce;
+  const e = c.estimate;
+  const prices = e.pricesAsOf ? `list prices of ${e.pricesAsOf}` : 'your prices';
+  return `cost: ${num(c.storageTransactions)} storage transactions, ${num(c.serviceBusOperations)} Service Bus operations, CPU ${cpu.toFixed(1)} ms (ingest ${c.cpuMs.ingest.toFixed(1)}, map ${c.cpuMs.map.toFixed(1)}, reduce ${c.cpuMs.reduce.toFixed(1)}); est. $${e.perBatch.toPrecision(3)} per batch, $${e.per1000Transactions.toPrecision(3)} per 1,000 transactions (${prices})`;
 }
 
 /** `command` names what failed in an error: the command the user ran, not the route it reads. */

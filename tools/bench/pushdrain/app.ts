@@ -146,6 +146,7 @@ export function startPushdrain(options: AppOptions): BenchApp {
     meter,
     submit: (body) => postNdjson(runtime, body),
     sent: () => publisher.events + publisher.scheduled + publisher.batchEvents,
+    flushUsage: () => runtime.flushUsage(),
     stop: async () => {
       // As the host's graceful stop: running drains hand their rest over, then links close.
       runtime.beginShutdown();

@@ -9,7 +9,9 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 
+import type { PriceSettings } from '../../../shared/config/price-settings';
 import { telemetrySettings } from '../../../shared/config/telemetry-settings';
+import { batchCost } from '../../../shared/cost/batch-cost';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import { startTelemetry } from '../../../shared/telemetry/start-telemetry';
 import type { Telemetry } from '../../../shared/telemetry/telemetry';
@@ -55,6 +57,8 @@ export interface ThroughputRun {
   /** The storage emulator, which stands in for Azure Storage's servers. */
   azuriteCpuSeconds: number;
   storage: MeterSnapshot;
+  /** pushdrain: the batches' estimated cost per 1,000 transactions (USD), from their manifests' usage. */
+  usdPer1000?: number;
   /** The meter over the app's whole life (taken once it stopped), to compare with the wire. */
   meterLifetime: MeterSnapshot;
   /** RSS high-water mark of the app process (start-up and set-up included). */
@@ -121,6 +125,9 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     const transactions = done.reduce((a, d) => a + d.transactions, 0);
     const elapsedMs = Math.max(1, end - t0);
     const verified = await verifyFirst(watcher, ids[0] as string, job.batches[0] as BatchSpec);
+    // After the window: the usage still waiting for its manifest write is written, then read back.
+    await app.flushUsage?.();
+    const usdPer1000 = app.flushUsage ? await costPer1000(watcher, ids, app.settings.prices) : undefined;
     run = {
       design: job.design,
       transactions,
@@ -131,6 +138,7 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
       appCpuSeconds: cpu1 - cpu0,
       azuriteCpuSeconds: azurite1 - azurite0,
       storage,
+      ...(usdPer1000 !== undefined ? { usdPer1000 } : {}),
       // resourceUsage().maxRSS is in kilobytes.
       peakRssMb: process.resourceUsage().maxRSS / 1024,
       verified,
@@ -145,6 +153,17 @@ export async function throughputJob(job: ThroughputJob): Promise<ThroughputRun> 
     await removeApp(adminClients(direct), job.prefix);
   }
   return { ...run, meterLifetime: app.meter.snapshot() };
+}
+
+/** The batches' estimated cost per 1,000 transactions, from the usage on their manifests. */
+async function costPer1000(watcher: CompletionWatcher, ids: readonly string[], prices: PriceSettings): Promise<number> {
+  let usd = 0;
+  let transactions = 0;
+  for (const { usage, transactions: n } of await watcher.usage(ids)) {
+    transactions += n;
+    if (usage) usd += batchCost(usage, n, prices).estimate.perBatch;
+  }
+  return transactions > 0 ? (usd * 1000) / transactions : 0;
 }
 
 /** The report of the first batch equals the oracle's (BigInt arithmetic, no shared code). */

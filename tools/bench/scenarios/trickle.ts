@@ -33,6 +33,8 @@ import { startCountingProxy } from '../support/counting-proxy';
 import { batchBody } from '../support/data';
 import { appSettings, type BenchEnv, removeApp } from '../support/env';
 import {
+  type AttributionCheck,
+  checkAttribution,
   checkWire,
   type FleetApp,
   freshPrefix,
@@ -79,6 +81,8 @@ export interface TrickleRun {
   serviceBusOperations: number;
   /** Submission (start of the POST) to the report's completedAt, per batch. */
   latenciesMs: number[];
+  /** pushdrain warm: the batches' own Storage counts (their manifests) against the wire's, and their estimated cost. */
+  attribution?: AttributionCheck;
 }
 
 const BATCH_TIMEOUT_MS = 120_000;
@@ -101,14 +105,19 @@ async function trickle(
   const size = cfg.batchSize[design];
   const bodies = Array.from({ length: cfg.batches }, (_, i) => batchBody({ count: size, seed: SEED_BASE + i }));
   const pd = design === 'pushdrain';
+  // The warm-up batch's leftover usage is written before the window, so the window holds only these batches'.
+  await f.app.flushUsage?.();
   const { meter: before, wire: wire0 } = await settledCounts(f);
+  const ids: string[] = [];
   const broker0 = pd ? env.broker.stats() : undefined;
   const t0 = Date.now();
   const latenciesMs: number[] = [];
   for (let i = 0; i < bodies.length; i++) {
     await sleep(t0 + i * cfg.gapMs - Date.now());
     const start = Date.now();
-    const [done] = await f.watcher.wait([await f.app.submit(bodies[i]!)], BATCH_TIMEOUT_MS);
+    const id = await f.app.submit(bodies[i]!);
+    ids.push(id);
+    const [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS);
     latenciesMs.push(done!.completedAt - start);
   }
   await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
@@ -123,6 +132,13 @@ async function trickle(
     await untilQuiet(f.app, cfg.quietMs, 60_000);
     afterWindow = f.app.meter.total() - at;
   }
+  let attribution: AttributionCheck | undefined;
+  if (pd && wire0) {
+    // Every batch's usage on its manifest (its leftover flushed now), against the wire from the window's start.
+    await f.app.flushUsage?.();
+    const fin = await settledCounts(f);
+    if (fin.wire) attribution = await checkAttribution('trickle', f, ids, meterDelta(fin.wire, wire0).total ?? 0);
+  }
   return {
     design,
     ...(withoutBatchEvents ? { withoutBatchEvents } : {}),
@@ -135,6 +151,7 @@ async function trickle(
     afterWindow,
     serviceBusOperations: serviceBus,
     latenciesMs,
+    ...(attribution ? { attribution } : {}),
   };
 }
 

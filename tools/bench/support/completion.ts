@@ -7,6 +7,7 @@
 import { PushdrainApp } from '../../../shared/app';
 import type { ManifestStore } from '../../../shared/batch/manifest-store';
 import type { Settings } from '../../../shared/config/settings';
+import type { BatchUsage } from '../../../shared/cost/batch-usage';
 import { composeApp } from '../../../shared/create-app';
 import { benchLog } from './log';
 import { NullPublisher } from './null-publisher';
@@ -66,6 +67,16 @@ export class CompletionWatcher {
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
     return done;
+  }
+
+  /** The manifests' usage of these batches (what the app attributed to each), with their sizes. */
+  async usage(batchIds: readonly string[]): Promise<{ transactions: number; usage: BatchUsage | undefined }[]> {
+    return Promise.all(
+      batchIds.map(async (id) => {
+        const m = (await this.manifests.read(id))?.manifest;
+        return { transactions: m?.transactions ?? 0, usage: m?.usage };
+      }),
+    );
   }
 
   close(): Promise<void> {

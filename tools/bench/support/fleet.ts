@@ -1,4 +1,6 @@
 /** Starting and stopping groups of apps with unique names, and the little waits scenarios share. */
+import { batchCost } from '../../../shared/cost/batch-cost';
+import { storageTotal } from '../../../shared/cost/batch-usage';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import type { BenchApp, DesignName } from '../app';
 import { startApp } from '../designs';
@@ -45,6 +47,72 @@ export interface WireCheck {
 
 /** Every pushdrain app's lifetime check of this process, in the order the apps stopped. */
 export const wireChecks: WireCheck[] = [];
+
+/**
+ * A window's batches against the wire: the Storage requests their manifests say were theirs
+ * (the live meter's attribution, shared/cost/) summed, and what the wire carried in the same window.
+ */
+export interface AttributionCheck {
+  scenario: string;
+  design: DesignName;
+  prefix: string;
+  batches: number;
+  /** Batches whose manifest has no usage (each is also a difference). */
+  withoutUsage: number;
+  perBatch: number;
+  wire: number;
+  /** |perBatch − wire| ≤ ATTRIBUTION_TOLERANCE × wire. */
+  within: boolean;
+  /** The batches' estimated cost per 1,000 transactions at the app's list prices, in USD. */
+  usdPer1000: number;
+}
+
+/** How far the batches' sum may be from the wire: 1 %. */
+export const ATTRIBUTION_TOLERANCE = 0.01;
+
+/** Every attribution check of this process, in order. */
+export const attributionChecks: AttributionCheck[] = [];
+
+/**
+ * Reads the batches' usage from their manifests (through the watcher: not the app's traffic) once
+ * the app has written all of it, and holds its Storage sum against `wire`, the wire's count over
+ * the window that holds every request of those batches. A difference past 1 % is a bench warning.
+ */
+export async function checkAttribution(
+  scenario: string,
+  f: FleetApp,
+  batchIds: readonly string[],
+  wire: number,
+): Promise<AttributionCheck> {
+  const got = await f.watcher.usage(batchIds);
+  let perBatch = 0;
+  let usd = 0;
+  let transactions = 0;
+  for (const { usage, transactions: n } of got) {
+    transactions += n;
+    if (!usage) continue;
+    perBatch += storageTotal(usage);
+    usd += batchCost(usage, n, f.app.settings.prices).estimate.perBatch;
+  }
+  const within = Math.abs(perBatch - wire) <= ATTRIBUTION_TOLERANCE * wire;
+  const check: AttributionCheck = {
+    scenario,
+    design: f.app.design,
+    prefix: f.prefix,
+    batches: batchIds.length,
+    withoutUsage: got.filter((g) => !g.usage).length,
+    perBatch,
+    wire,
+    within,
+    usdPer1000: transactions > 0 ? (usd * 1000) / transactions : 0,
+  };
+  if (!within)
+    problems.push(
+      `attribution: ${scenario} ${f.prefix}: the batches' Storage counts sum to ${perBatch}, the wire counted ${wire} (more than 1 % apart)`,
+    );
+  attributionChecks.push(check);
+  return check;
+}
 
 export interface StartOptions {
   idleMs?: number;
