@@ -54,6 +54,7 @@ describe('what a batch cost', () => {
       PUSHDRAIN_MIN_IDLE_MS: '10',
       PUSHDRAIN_MAX_IDLE_MS: '200',
       PUSHDRAIN_CHUNK_SIZE: '1000',
+      PUSHDRAIN_USAGE_LEFTOVERS: 'write',
     };
     const events = new CapturingPublisher();
     const { app, parts } = composedApp(loadSettings({ StorageConnection: wire.connectionString, ...env }), {
@@ -88,6 +89,7 @@ describe('what a batch cost', () => {
         return c && c.storageTransactions === atWire.total ? c : undefined;
       }).catch(async () => ((await status(listed, batchId)).jsonBody as { cost?: BatchCost }).cost);
       assert.ok(cost, 'the status has the cost');
+      assert.equal(cost.leftoversCounted, true);
       const { total, ...byOp } = atWire;
       assert.equal(cost.storageTransactions, total, 'every request the wire carried is on the batch');
       assert.deepEqual(cost.storageByOperation, byOp, 'by operation too');
@@ -115,6 +117,43 @@ describe('what a batch cost', () => {
       await app.close();
       await listed.close();
       await dear.close();
+    }
+  });
+
+  test("by default the usage rides on the batch's own writes: no write of its own, the leftovers uncounted", async () => {
+    const azurite = await storageUp();
+    const wire = proxy!;
+    const env = { PUSHDRAIN_NAME_PREFIX: uniquePrefix(), PUSHDRAIN_MIN_IDLE_MS: '10', PUSHDRAIN_MAX_IDLE_MS: '200' };
+    const events = new CapturingPublisher();
+    const { app, parts } = composedApp(loadSettings({ StorageConnection: wire.connectionString, ...env }), {
+      publisher: events,
+      log: quietLog,
+    });
+    const direct = loadSettings({ StorageConnection: azurite.connectionString, ...env });
+    const { app: listed } = composedApp(direct, { publisher: new CapturingPublisher(), log: quietLog });
+    try {
+      await provisionStorage(direct);
+      const wire0 = wire.snapshot();
+      const res = await post(app, toNdjson(generate(2_000, 53, 40)));
+      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+      const { batchId } = res.jsonBody as { batchId: string };
+      await pump(app, events, () => completed(listed, batchId), 60_000);
+      await pump(app, events, () => Promise.resolve(app.drainsInProgress === 0), 30_000);
+      const left = parts.usage.pendingOf(batchId);
+      assert.ok(left && storageTotal(left) > 0, 'usage after the last write is held, not written');
+      const puts = (): number => meterDelta(wire.snapshot(), wire0)['blob.put'] ?? 0;
+      const putsDone = puts();
+      // A flush would come 2 × PUSHDRAIN_MAX_IDLE_MS after the last usage; flushAll is what shutdown runs.
+      await parts.usage.flushAll();
+      assert.equal(puts(), putsDone, 'no manifest write for the leftovers');
+      const cost = ((await status(listed, batchId)).jsonBody as { cost?: BatchCost }).cost;
+      assert.ok(cost && cost.storageTransactions > 0, 'the batch shows what rode on its writes');
+      assert.equal(cost.leftoversCounted, false);
+      const atWire = meterDelta(wire.snapshot(), wire0).total ?? 0;
+      assert.equal(cost.storageTransactions + storageTotal(left), atWire, 'all but the leftovers');
+    } finally {
+      await app.close();
+      await listed.close();
     }
   });
 

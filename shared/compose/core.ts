@@ -65,8 +65,9 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
   const usage = new UsageLedger(2 * tuning.maxIdleMs);
   meter.onCount((op, n) => usage.countStorage(op, n));
   const manifests = new ManifestStore(blobs, clock, usage);
-  // A write that changes nothing but carries the usage (a manifest gone by then is left alone).
-  usage.flushWith((batchId) => manifests.update(batchId, (m) => m));
+  // Leftovers, if the operator pays for them: a write that changes nothing but carries the usage
+  // (a manifest gone by then is left alone). Without a flusher they wait for a write that may not come.
+  if (settings.prices.leftovers === 'write') usage.flushWith((batchId) => manifests.update(batchId, (m) => m));
   const bus = serviceBus({ settings, options, clock, log, blobs });
   const queues = recordingDepths(new AzureQueueStore(clients.queues, names.poisonQueue, now), (queue, depth) =>
     observer.queueDepth(queue, depth),

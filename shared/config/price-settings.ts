@@ -1,17 +1,17 @@
 /**
  * List prices for the cost estimate of a batch (shared/cost/batch-cost.ts), in USD, each a
- * setting. The defaults are the pay-as-you-go list prices for East US as published on
- * azure.microsoft.com/pricing (Azure Functions, Blob Storage, Queue Storage, Service Bus) and
- * read on PRICE_SHEET_DATE, for the classes infra/main.bicep deploys: Flex Consumption on
- * demand, a Standard general-purpose v2 LRS account (hot blobs), Service Bus Standard. Set
- * them to your own agreement's prices; the estimate says which date its defaults are from.
+ * setting, for the classes infra/main.bicep deploys: Flex Consumption on demand, a Standard
+ * general-purpose v2 LRS account (hot blobs), Service Bus Standard, in East US. Only the Flex
+ * execution-time default is checked against a dated source (PRICE_SHEET_DATE); Azure's price
+ * pages fill in their figures in the browser, so the others are list prices as last known here.
+ * Set them to your own agreement's prices; the estimate names the date only with the defaults.
  */
 import { z } from 'zod';
 
 import { ConfigError } from '../errors';
 import type { Env } from './connections';
 
-/** When the default prices were read from the published sheet. */
+/** The date of the source behind the Flex execution-time default. */
 export const PRICE_SHEET_DATE = '2025-05-22';
 
 export interface Prices {
@@ -54,7 +54,18 @@ export interface PriceSettings {
   prices: Prices;
   /** True when every price is its default: the estimate then names the sheet's date. */
   defaults: boolean;
+  /**
+   * What becomes of a batch's usage metered after its last manifest write (the final deletes, the
+   * drain's wind-down): `drop` (the default) leaves it uncounted, so keeping the usage costs no
+   * request of its own; `write` makes one more manifest write for it, per batch and per instance
+   * that served the batch (exact counts, at about one more Storage transaction per batch warm and
+   * three on cold instances).
+   */
+  leftovers: 'drop' | 'write';
 }
+
+/** The setting that chooses PriceSettings.leftovers. */
+export const LEFTOVERS_SETTING = 'PUSHDRAIN_USAGE_LEFTOVERS';
 
 export function priceSettings(env: Env): PriceSettings {
   const prices = {} as Prices;
@@ -74,5 +85,8 @@ export function priceSettings(env: Env): PriceSettings {
     prices[key] = parsed.data;
     defaults &&= parsed.data === def;
   }
-  return { prices, defaults };
+  const leftovers = (env[LEFTOVERS_SETTING] ?? '').trim() || 'drop';
+  if (leftovers !== 'drop' && leftovers !== 'write')
+    throw new ConfigError(LEFTOVERS_SETTING, `must be drop or write, got "${leftovers}"`);
+  return { prices, defaults, leftovers };
 }

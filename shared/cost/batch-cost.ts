@@ -14,6 +14,8 @@ export interface BatchCost {
   storageByOperation: Record<string, number>;
   serviceBusOperations: number;
   cpuMs: Record<CostStage, number>;
+  /** Whether usage after the batch's last manifest write is counted (PUSHDRAIN_USAGE_LEFTOVERS=write). */
+  leftoversCounted: boolean;
   estimate: CostEstimate;
 }
 
@@ -70,6 +72,7 @@ export function batchCost(u: BatchUsage, transactions: number, priced: PriceSett
     storageByOperation: u.storage,
     serviceBusOperations: u.serviceBus,
     cpuMs: u.cpuMs,
+    leftoversCounted: priced.leftovers === 'write',
     estimate: {
       currency: 'USD',
       perBatch: usd(perBatch),

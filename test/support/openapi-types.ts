@@ -327,7 +327,7 @@ export interface components {
             mismatches?: components["schemas"]["ControlMismatch"][];
             cost?: components["schemas"]["BatchCost"];
         };
-        /** @description What the batch used so far, attributed by the live meter, and its estimated cost at the configured list prices (`PUSHDRAIN_PRICE_*`). Counts grow until shortly after the batch completes; usage metered by an instance that stopped before its next write of the batch is not shown. */
+        /** @description What the batch used so far, attributed by the live meter, and its estimated cost at the configured list prices (`PUSHDRAIN_PRICE_*`). Usage is kept on the batch's own manifest writes; what is metered after its last one (the final deletes, the drain's wind-down) is counted only with `PUSHDRAIN_USAGE_LEFTOVERS=write` (one more write per batch and per instance that served it), and then grows until shortly after the batch completes. Usage metered by an instance that stopped before its next write of the batch is not shown. */
         BatchCost: {
             /** @description Storage requests made for the batch (every attempt, as Azure bills them). */
             storageTransactions: number;
@@ -343,6 +343,8 @@ export interface components {
                 map: number;
                 reduce: number;
             };
+            /** @description Whether usage after the batch's last manifest write is counted (`PUSHDRAIN_USAGE_LEFTOVERS=write`); with `drop`, the default, the counts stop at that write. */
+            leftoversCounted: boolean;
             estimate: {
                 /** @enum {string} */
                 currency: "USD";
@@ -457,7 +459,7 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok" | "degraded" | "red";
-            /** @description This instance's drains: inProgress, held, processed by stage, fanOutPublished, duplicates, leasesLost. */
+            /** @description This instance's drains: inProgress, held, processed by stage, fanOutPublished, duplicates, leasesLost, visibilityExtensions, holdWaits, eventLoopDelay, holding. */
             drains: Record<string, never>;
             /** @description Continuations scheduled, coalesced, cancelled, pending. */
             continuations: Record<string, never>;

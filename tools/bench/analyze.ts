@@ -277,7 +277,9 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
   const per1000: PerDesign<number[]> = {};
   const p50: PerDesign<number[]> = {};
   for (const d of DESIGNS) {
-    const rs = runs.filter((r) => r.design === d && !r.withoutBatchEvents && !r.cold).sort((a, b) => a.rep - b.rep);
+    const rs = runs
+      .filter((r) => r.design === d && !r.withoutBatchEvents && !r.leftoversWritten && !r.cold)
+      .sort((a, b) => a.rep - b.rep);
     if (rs.length === 0) continue;
     per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
     p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));

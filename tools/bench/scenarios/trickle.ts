@@ -62,6 +62,11 @@ export interface TrickleRun {
   design: DesignName;
   /** pushdrain's second app in the window: no `batch-events` topic delivery. */
   withoutBatchEvents?: boolean;
+  /**
+   * pushdrain's third app in the window: PUSHDRAIN_USAGE_LEFTOVERS=write, so each batch's usage is
+   * exact and its attribution is checked against the wire (what that exactness costs is its figure).
+   */
+  leftoversWritten?: boolean;
   /** pushdrain cold: fresh instances for every batch (`instances` in all), each counted over its whole life. */
   cold?: boolean;
   instances?: number;
@@ -97,6 +102,7 @@ async function trickle(
   f: FleetApp,
   design: DesignName,
   withoutBatchEvents: boolean,
+  leftoversWritten: boolean,
   rep: number,
   cfg: TrickleConfig,
   offsetMs: number,
@@ -133,7 +139,7 @@ async function trickle(
     afterWindow = f.app.meter.total() - at;
   }
   let attribution: AttributionCheck | undefined;
-  if (pd && wire0) {
+  if (pd && wire0 && leftoversWritten) {
     // Every batch's usage on its manifest (its leftover flushed now), against the wire from the window's start.
     await f.app.flushUsage?.();
     const fin = await settledCounts(f);
@@ -142,6 +148,7 @@ async function trickle(
   return {
     design,
     ...(withoutBatchEvents ? { withoutBatchEvents } : {}),
+    ...(leftoversWritten ? { leftoversWritten } : {}),
     rep,
     batches: cfg.batches,
     transactions: size * cfg.batches,
@@ -163,22 +170,29 @@ export async function runTrickle(
 ): Promise<TrickleRun[]> {
   const out: TrickleRun[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
-    const fleet: { design: DesignName; withoutBatchEvents: boolean; f: FleetApp }[] = [];
-    const wanted = designs.flatMap((design): { design: DesignName; withoutBatchEvents: boolean }[] =>
+    type Variant = { design: DesignName; withoutBatchEvents: boolean; leftoversWritten: boolean };
+    const fleet: (Variant & { f: FleetApp })[] = [];
+    const wanted = designs.flatMap((design): Variant[] =>
       design === 'pushdrain'
         ? [
-            { design, withoutBatchEvents: false },
-            { design, withoutBatchEvents: true },
+            { design, withoutBatchEvents: false, leftoversWritten: false },
+            { design, withoutBatchEvents: true, leftoversWritten: false },
+            { design, withoutBatchEvents: false, leftoversWritten: true },
           ]
-        : [{ design, withoutBatchEvents: false }],
+        : [{ design, withoutBatchEvents: false, leftoversWritten: false }],
     );
+    const slotOf = (v: Variant): string =>
+      `${v.design}${v.withoutBatchEvents ? '-' : ''}${v.leftoversWritten ? '+' : ''}`;
     try {
       await Promise.all(
-        wanted.map(async ({ design, withoutBatchEvents }) =>
+        wanted.map(async (v) =>
           fleet.push({
-            design,
-            withoutBatchEvents,
-            f: await startFleetApp(env, design, { random, withoutBatchEvents }),
+            ...v,
+            f: await startFleetApp(env, v.design, {
+              random,
+              withoutBatchEvents: v.withoutBatchEvents,
+              ...(v.leftoversWritten ? { settings: { PUSHDRAIN_USAGE_LEFTOVERS: 'write' } } : {}),
+            }),
           }),
         ),
       );
@@ -196,18 +210,19 @@ export async function runTrickle(
         }),
       );
       await sleep(cfg.gapMs);
-      const slots = wanted.map((w) => `${w.design}${w.withoutBatchEvents ? '-' : ''}`);
+      const slots = wanted.map(slotOf);
       const order = slots.map((_, i) => slots[(i + rep) % slots.length] as string);
       const runs = await Promise.all(
-        fleet.map(({ design, withoutBatchEvents, f }) =>
+        fleet.map((v) =>
           trickle(
             env,
-            f,
-            design,
-            withoutBatchEvents,
+            v.f,
+            v.design,
+            v.withoutBatchEvents,
+            v.leftoversWritten,
             rep,
             cfg,
-            (order.indexOf(`${design}${withoutBatchEvents ? '-' : ''}`) * cfg.gapMs) / slots.length,
+            (order.indexOf(slotOf(v)) * cfg.gapMs) / slots.length,
           ),
         ),
       );
