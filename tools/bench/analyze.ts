@@ -100,6 +100,8 @@ export interface TrickleFigures {
   pushdrainWithoutBatchEvents?: { per1000: Summary; wirePer1000?: Summary; byOperation: Record<string, Summary> };
   /** pushdrain cold: fresh instances for every batch, each counted over its whole life. */
   pushdrainCold?: TrickleDesignFigures & { instancesPerBatch: number };
+  /** pushdrain in the same window with PUSHDRAIN_USAGE_LEFTOVERS=write: what exact per-batch usage costs. */
+  pushdrainLeftoversWritten?: { per1000: Summary; wirePer1000?: Summary };
 }
 
 export type TrickleDesignFigures = NonNullable<TrickleFigures['perDesign']['pushdrain']>;
@@ -283,8 +285,11 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
     if (rs.length === 0) continue;
     per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
     p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
-    perDesign[d] = trickleDesignFigures(rs);
+    // The estimated cost comes from the batches' exact usage: the app in the window that writes its leftovers.
+    const exact = runs.filter((r) => r.design === d && r.leftoversWritten);
+    perDesign[d] = { ...trickleDesignFigures(rs), ...costFigures(exact) };
   }
+  const written = runs.filter((r) => r.leftoversWritten).sort((a, b) => a.rep - b.rep);
   const cold = runs.filter((r) => r.cold).sort((a, b) => a.rep - b.rep);
   const bare = runs.filter((r) => r.withoutBatchEvents).sort((a, b) => a.rep - b.rep);
   return {
@@ -299,6 +304,14 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
             per1000: summarize(bare.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
             ...(wireFigures(bare).wirePer1000 ? { wirePer1000: wireFigures(bare).wirePer1000 } : {}),
             byOperation: perOperation(bare.map((r) => scale(r.storage, 1000 / r.transactions))),
+          },
+        }
+      : {}),
+    ...(written.length > 0
+      ? {
+          pushdrainLeftoversWritten: {
+            per1000: summarize(written.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions)),
+            ...(wireFigures(written).wirePer1000 ? { wirePer1000: wireFigures(written).wirePer1000 } : {}),
           },
         }
       : {}),

@@ -287,6 +287,10 @@ function trickleSection(t: TrickleFigures): string {
         .map(([op, s]) => `${op} ${fmt(s, (n) => num(n, 1))}`)
         .join(', ')}).`
     : '';
+  const written = t.pushdrainLeftoversWritten;
+  const exact = written
+    ? ` A third pushdrain app in the window writes each batch's leftover usage (\`PUSHDRAIN_USAGE_LEFTOVERS=write\`), so its batches' usage is exact: ${written.wirePer1000 ? `${fmt(written.wirePer1000, (n) => num(n, 1))} at the wire, ` : ''}${fmt(written.per1000, (n) => num(n, 1))} by the meter per 1,000; the estimated cost is its batches', and its attribution is checked against the wire (within 1 %).`
+    : '';
   return [
     table(
       [
@@ -305,7 +309,7 @@ function trickleSection(t: TrickleFigures): string {
       rows,
     ),
     '',
-    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}${coldNote}`,
+    `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}${exact}${coldNote}`,
   ].join('\n');
 }
 
