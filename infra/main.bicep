@@ -279,6 +279,25 @@ param watchdogMaxChecks int = 5
 @description('PUSHDRAIN_TAX_RATES: tax rate per region in basis points, as REGION:bp pairs separated by commas.')
 param taxRates string = 'EU:2000,UK:2000,CA:1300,AU:1000,JP:1000,US:0'
 
+// List prices of a batch's cost estimate (USD, plain decimals; shared/config/price-settings.ts).
+// The defaults are the app's own; set your agreement's. Flex's execution time is billed at this
+// deployment's instance memory, so that price's memory follows instanceMemoryMB.
+@description('PUSHDRAIN_PRICE_FLEX_GB_SECOND: Flex Consumption on-demand execution time, USD per GB-s.')
+param priceFlexGbSecond string = '0.000026'
+@description('PUSHDRAIN_PRICE_FLEX_MILLION_EXECUTIONS: Flex Consumption on-demand executions, USD per million.')
+param priceFlexMillionExecutions string = '0.4'
+@description('PUSHDRAIN_PRICE_BLOB_WRITE_10K: blob write operations, USD per 10,000.')
+param priceBlobWrite10k string = '0.055'
+@description('PUSHDRAIN_PRICE_BLOB_READ_10K: blob read and other operations, USD per 10,000.')
+param priceBlobRead10k string = '0.0044'
+@description('PUSHDRAIN_PRICE_QUEUE_10K: queue operations, USD per 10,000.')
+param priceQueue10k string = '0.004'
+@description('PUSHDRAIN_PRICE_SERVICE_BUS_MILLION_OPERATIONS: Service Bus Standard operations, USD per million.')
+param priceServiceBusMillionOperations string = '0.8'
+@allowed(['drop', 'write'])
+@description('PUSHDRAIN_USAGE_LEFTOVERS: drop (usage after a batch\'s last manifest write is not counted, no request of its own) or write (one more manifest write per batch and per instance that served it: exact counts).')
+param usageLeftovers string = 'drop'
+
 // ---------------------------------------------------------------------------------------------
 // Scaling agent (functions/scale-agent.ts; defaults and ranges mirror SCALE_SPECS)
 // ---------------------------------------------------------------------------------------------
@@ -483,6 +502,14 @@ var tuningSettings = {
   PUSHDRAIN_BACKLOG_QUEUE_COUNT: string(backlogQueueCount)
   PUSHDRAIN_FAILOVER_INTERVAL_MS: string(failoverIntervalMs)
   PUSHDRAIN_PING_INTERVAL_MS: string(pingIntervalMs)
+  PUSHDRAIN_PRICE_FLEX_GB_SECOND: priceFlexGbSecond
+  PUSHDRAIN_PRICE_FLEX_MILLION_EXECUTIONS: priceFlexMillionExecutions
+  PUSHDRAIN_PRICE_FLEX_MEMORY_MB: string(instanceMemoryMB)
+  PUSHDRAIN_PRICE_BLOB_WRITE_10K: priceBlobWrite10k
+  PUSHDRAIN_PRICE_BLOB_READ_10K: priceBlobRead10k
+  PUSHDRAIN_PRICE_QUEUE_10K: priceQueue10k
+  PUSHDRAIN_PRICE_SERVICE_BUS_MILLION_OPERATIONS: priceServiceBusMillionOperations
+  PUSHDRAIN_USAGE_LEFTOVERS: usageLeftovers
   // Provisioned names carry no prefix: the queues and containers above are work-0, results, …
   // The prefix exists for test isolation (each test run gets its own names in one account).
   PUSHDRAIN_NAME_PREFIX: ''

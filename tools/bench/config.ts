@@ -71,11 +71,12 @@ export function pushdrainAppCount(c: BenchConfig): number {
   const wake = c.wake.pushdrainWarmup ? c.wake.pushdrainApps : c.wake.reps * c.wake.trialsPerRep;
   // The telemetry scenario runs each throughput repetition twice: telemetry off, then to an OTLP sink.
   const telemetry = 2 * c.throughput.reps;
-  // Trickle runs pushdrain twice per repetition: with the batch-events topic (as deployed) and without.
+  // Trickle runs pushdrain three times per repetition: as deployed (with the batch-events topic),
+  // without that topic, and writing its usage leftovers (the attribution check).
   // Throughput runs pushdrain untimed before its repetitions: behind the counting proxy, and
   // CPU-profiled when asked (scenarios/throughput-runs.ts).
   const throughput = c.throughput.reps + 1 + (c.throughput.profile ? 1 : 0);
-  return throughput + c.idle.reps + wake + c.latency.reps + 2 * c.trickle.reps + telemetry + c.webhooks.reps;
+  return throughput + c.idle.reps + wake + c.latency.reps + 3 * c.trickle.reps + telemetry + c.webhooks.reps;
 }
 
 export function fullConfig(): BenchConfig {
