@@ -1,15 +1,23 @@
 /**
- * Loaded into every test process (`node --require`, see scripts/run-tests.mjs): every response the
- * tests receive from pushdrain's API is held against the OpenAPI document (openapi-contract.ts).
- * Two ways in: fetch to a loopback `/api/…` URL (a host the test started), and the HTTP handlers
- * of functions/ called directly (test/support/invoke and the access tests do). A mismatch is
- * thrown into the caller's await, so that test fails; it is also printed at once, and again when
- * the process exits with exit code 1, so a test that expected a rejection cannot swallow it.
- * PUSHDRAIN_OPENAPI_CHECK=off turns it off (to tell a contract failure from another).
+ * Loaded into every test process (`node --require`, see scripts/run-tests.mjs): every request the
+ * tests send to pushdrain's API, and every response they receive from it, is held against the
+ * OpenAPI document (openapi-contract.ts). Two ways in: fetch to a loopback `/api/…` URL (a host
+ * the test started), and the HTTP handlers of functions/ called directly (test/support/invoke and
+ * the access tests do). A mismatch is thrown into the caller's await, so that test fails; it is
+ * also printed at once, and again when the process exits with exit code 1, so a test that
+ * expected a rejection cannot swallow it. A request a test sends invalid on purpose carries the
+ * mark of invalid-on-purpose.ts, and must then be invalid.
+ *
+ * Each `METHOD /template status` answered is appended, when the process exits, to the file that
+ * PUSHDRAIN_OPENAPI_COVERAGE names (scripts/run-tests.mjs sets it and lists the documented
+ * statuses no test reached). PUSHDRAIN_OPENAPI_CHECK=off turns all of it off (to tell a contract
+ * failure from another).
  */
+import { appendFileSync } from 'node:fs';
 import Module from 'node:module';
 
-import { type ObservedResponse, OpenApiContract } from './openapi-contract';
+import { INVALID_ON_PURPOSE } from './invalid-on-purpose';
+import { MAX_CHECKED_BODY_BYTES, type ObservedRequest, type ObservedResponse, OpenApiContract } from './openapi-contract';
 
 export class OpenApiMismatch extends Error {
   override readonly name = 'OpenApiMismatch';
@@ -28,10 +36,48 @@ function theContract(): OpenApiContract {
   return contract;
 }
 
+/** `METHOD /template status` of each answer this process saw, for the suite's coverage list. */
+const reached = new Set<string>();
+
 function verify(r: ObservedResponse): void {
-  const problems = theContract().check(r);
+  const c = theContract();
+  const operation = c.operationOf(r.method, r.path);
+  const key = operation && c.responseKey(...(operation.split(' ') as [string, string]), r.status);
+  if (operation && key) reached.add(`${operation} ${key}`);
+  const problems = c.check(r);
   if (problems.length === 0) return;
   fail(`${r.method} ${r.path} → ${r.status} does not match static/openapi.json: ${problems.join('; ')}`);
+}
+
+/**
+ * Holds a request against the document. A request marked invalid on purpose must be invalid; one
+ * whose body could not be seen (a stream) is let through, as its body might be what is wrong.
+ */
+function verifyRequest(r: ObservedRequest, onPurpose: boolean): void {
+  const problems = theContract().checkRequest(r);
+  if (onPurpose) {
+    if (problems.length === 0 && r.body !== undefined)
+      fail(`${r.method} ${r.path} is marked invalid on purpose (${INVALID_ON_PURPOSE}) but matches static/openapi.json`);
+    return;
+  }
+  if (problems.length > 0)
+    fail(`request ${r.method} ${r.path} does not match static/openapi.json: ${problems.join('; ')}`);
+}
+
+/** A fetch body's bytes where they can be seen without consuming it; undefined for a stream or a form. */
+function fetchBody(body: unknown): Buffer | undefined {
+  if (body === undefined || body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (body instanceof URLSearchParams) return Buffer.from(body.toString());
+  return undefined;
+}
+
+function lowerCased(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((v, k) => (out[k.toLowerCase()] = v));
+  return out;
 }
 
 function fail(text: string): never {
@@ -48,18 +94,26 @@ function installFetch(): void {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (!LOOPBACK.has(url.hostname) || !url.pathname.startsWith('/api/')) return original(input, init);
     theContract();
-    const res = await original(input, init);
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-    let body: string;
+    const sent = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    const onPurpose = sent.has(INVALID_ON_PURPOSE);
+    const body = init && 'body' in init ? fetchBody(init.body) : input instanceof Request && input.body ? undefined : Buffer.alloc(0);
+    verifyRequest({ method, path: url.pathname, query: url.searchParams, headers: lowerCased(sent), body }, onPurpose);
+    if (onPurpose) {
+      // The mark is the test's, not the request's: the server never sees it.
+      sent.delete(INVALID_ON_PURPOSE);
+      if (input instanceof Request && !init) input = new Request(input, { headers: sent });
+      else init = { ...init, headers: sent };
+    }
+    const res = await original(input, init);
+    let text: string;
     try {
-      body = method === 'HEAD' ? '' : await res.clone().text();
+      text = method === 'HEAD' ? '' : await res.clone().text();
     } catch {
       // The connection broke while the body came: there is no whole response to hold.
       return res;
     }
-    const headers: Record<string, string> = {};
-    res.headers.forEach((v, k) => (headers[k.toLowerCase()] = v));
-    verify({ method, path: url.pathname, status: res.status, headers, body });
+    verify({ method, path: url.pathname, status: res.status, headers: lowerCased(res.headers), body: text });
     return res;
   };
 }
@@ -108,22 +162,104 @@ const HANDLER_OPERATIONS: Record<string, [method: string, template: string]> = {
 const isResponseInit = (v: unknown): v is ResponseInitLike =>
   typeof v === 'object' && v !== null && typeof (v as { status?: unknown }).status === 'number';
 
-/** Wraps each exported function of an HTTP handler module so that its answers are checked. */
+interface HttpRequestLike {
+  method: string;
+  url: string;
+  headers: Headers;
+  query: URLSearchParams;
+  params: Record<string, string>;
+  clone(): { body: ReadableStream<Uint8Array> | null };
+}
+
+const isHttpRequest = (v: unknown): v is HttpRequestLike =>
+  typeof v === 'object' &&
+  v !== null &&
+  (v as { headers?: unknown }).headers instanceof Headers &&
+  typeof (v as { clone?: unknown }).clone === 'function' &&
+  (v as { query?: unknown }).query instanceof URLSearchParams;
+
+/**
+ * A copy of the request's body, read while the handler reads its own. Undefined past
+ * MAX_CHECKED_BODY_BYTES, on a stream that fails (a client that went away), or when `stop` comes
+ * first: the handler has answered without reading it all, and the check must not wait for a
+ * stream that may never end.
+ */
+async function copyOfBody(req: HttpRequestLike, stop: Promise<void>): Promise<Buffer | undefined> {
+  const stream = req.clone().body;
+  if (!stream) return Buffer.alloc(0);
+  const reader = stream.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  const stopped = stop.then(() => 'stopped' as const);
+  try {
+    for (;;) {
+      const next = await Promise.race([reader.read(), stopped]);
+      if (next === 'stopped' || next.done) {
+        if (next === 'stopped') return undefined;
+        return Buffer.concat(parts, total);
+      }
+      total += next.value.length;
+      if (total > MAX_CHECKED_BODY_BYTES) return undefined;
+      parts.push(next.value);
+    }
+  } catch {
+    return undefined;
+  } finally {
+    reader.cancel().catch(() => undefined);
+  }
+}
+
+/** How long after the handler's answer the copy of its request's body may still take to read. */
+const BODY_GRACE_MS = 1_000;
+
+function requestOf(
+  req: HttpRequestLike,
+  [method, template]: [string, string],
+  body: Buffer | undefined,
+): ObservedRequest {
+  const headers = lowerCased(req.headers);
+  delete headers[INVALID_ON_PURPOSE];
+  // The template is its own path: the checker matches it to that operation, with the route's params.
+  return { method, path: template, params: { ...req.params }, query: new URL(req.url).searchParams, headers, body };
+}
+
+/** Wraps each exported function of an HTTP handler module so that its requests and answers are checked. */
 function wrapHandlers(mod: Record<string, unknown>): void {
   for (const [name, fn] of Object.entries(mod)) {
     if (typeof fn !== 'function') continue;
+    const operationOf = (status: number): [string, string] => {
+      const operation = HANDLER_OPERATIONS[name];
+      if (!operation) fail(`handler ${name} answered ${status} but is not in HANDLER_OPERATIONS (openapi-preload.ts)`);
+      return operation;
+    };
     const check = (result: unknown): unknown => {
       if (!isResponseInit(result)) return result;
-      const operation = HANDLER_OPERATIONS[name];
-      if (!operation)
-        fail(`handler ${name} answered ${result.status} but is not in HANDLER_OPERATIONS (openapi-preload.ts)`);
-      // The template is its own path: the checker matches it to that operation.
+      const operation = operationOf(result.status!);
       verify(observed(operation[0], operation[1], result));
       return result;
     };
     mod[name] = function (this: unknown, ...args: unknown[]): unknown {
+      const req = args.find(isHttpRequest);
+      const operation = req && HANDLER_OPERATIONS[name];
+      const onPurpose = req?.headers.has(INVALID_ON_PURPOSE) ?? false;
+      // A GET has no body to wait for: checked before the handler runs, which may answer at once.
+      if (req && operation && (operation[0] === 'GET' || operation[0] === 'HEAD'))
+        verifyRequest(requestOf(req, operation, Buffer.alloc(0)), onPurpose);
+      let answered = (): void => undefined;
+      const stop = new Promise<void>((resolve) => (answered = resolve));
+      const body = req && operation && operation[0] !== 'GET' && operation[0] !== 'HEAD' ? copyOfBody(req, stop) : undefined;
       const result: unknown = (fn as (...a: unknown[]) => unknown).apply(this, args);
-      return result instanceof Promise ? result.then(check) : check(result);
+      if (!(result instanceof Promise)) return check(result);
+      result.catch(() => answered());
+      return result.then(async (r: unknown) => {
+        if (body && req && operation) {
+          const timer = setTimeout(answered, BODY_GRACE_MS);
+          const bytes = await body;
+          clearTimeout(timer);
+          verifyRequest(requestOf(req, operation, bytes), onPurpose);
+        }
+        return check(r);
+      });
     };
   }
 }
@@ -155,6 +291,9 @@ if (process.env.PUSHDRAIN_OPENAPI_CHECK !== 'off') {
   installFetch();
   installHandlerHook();
   process.on('exit', () => {
+    const coverage = process.env.PUSHDRAIN_OPENAPI_COVERAGE;
+    // One write per process, each line whole: the suite's processes append to the same file.
+    if (coverage && reached.size > 0) appendFileSync(coverage, [...reached].map((l) => `${l}\n`).join(''));
     if (mismatches.length === 0) return;
     process.stderr.write(
       `\n${mismatches.length} response(s) did not match static/openapi.json:\n${mismatches.map((t) => `  ${t}`).join('\n')}\n`,
