@@ -171,12 +171,15 @@ interface HttpRequestLike {
   clone(): { body: ReadableStream<Uint8Array> | null };
 }
 
-const isHttpRequest = (v: unknown): v is HttpRequestLike =>
-  typeof v === 'object' &&
-  v !== null &&
-  (v as { headers?: unknown }).headers instanceof Headers &&
-  typeof (v as { clone?: unknown }).clone === 'function' &&
-  (v as { query?: unknown }).query instanceof URLSearchParams;
+/**
+ * The Functions library's HttpRequest, from the copy the handler modules load: `instanceof`, not a
+ * look at an argument's members, which a test's stand-in app (a Proxy that records what is
+ * touched) would count as touched.
+ */
+function isHttpRequestOf(file: string): (v: unknown) => v is HttpRequestLike {
+  const { HttpRequest } = Module.createRequire(file)('@azure/functions') as { HttpRequest: new () => unknown };
+  return (v: unknown): v is HttpRequestLike => v instanceof HttpRequest;
+}
 
 /**
  * A copy of the request's body, read while the handler reads its own. Undefined past
@@ -220,11 +223,12 @@ function requestOf(
   const headers = lowerCased(req.headers);
   delete headers[INVALID_ON_PURPOSE];
   // The template is its own path: the checker matches it to that operation, with the route's params.
-  return { method, path: template, params: { ...req.params }, query: new URL(req.url).searchParams, headers, body };
+  return { method, path: template, params: { ...req.params }, query: req.query, headers, body };
 }
 
 /** Wraps each exported function of an HTTP handler module so that its requests and answers are checked. */
-function wrapHandlers(mod: Record<string, unknown>): void {
+function wrapHandlers(mod: Record<string, unknown>, file: string): void {
+  const isHttpRequest = isHttpRequestOf(file);
   for (const [name, fn] of Object.entries(mod)) {
     if (typeof fn !== 'function') continue;
     const operationOf = (status: number): [string, string] => {
@@ -276,11 +280,12 @@ function installHandlerHook(): void {
   const wrapped = new WeakSet<object>();
   m._load = function (request: string, parent: unknown, isMain: boolean): unknown {
     const exports = load.call(this, request, parent, isMain);
-    if (/-http(\.js)?$/.test(request) && HANDLER_FILE.test(m._resolveFilename(request, parent, isMain))) {
+    const file = /-http(\.js)?$/.test(request) ? m._resolveFilename(request, parent, isMain) : '';
+    if (HANDLER_FILE.test(file)) {
       if (typeof exports === 'object' && exports !== null && !wrapped.has(exports)) {
         wrapped.add(exports);
         theContract();
-        wrapHandlers(exports as Record<string, unknown>);
+        wrapHandlers(exports as Record<string, unknown>, file);
       }
     }
     return exports;
