@@ -170,7 +170,9 @@ export class OpenApiContract {
     );
     (op.parameters ?? []).forEach((declared, i) => {
       const param = declared.$ref ? (this.resolve(declared.$ref) as ParameterObject) : declared;
-      const where = declared.$ref ? [...declared.$ref.replace(/^#\//, '').split('/'), 'schema'] : [...at, 'parameters', String(i), 'schema'];
+      const where = declared.$ref
+        ? [...declared.$ref.replace(/^#\//, '').split('/'), 'schema']
+        : [...at, 'parameters', String(i), 'schema'];
       let value: string | undefined;
       if (param.in === 'query') {
         queryNames.add(param.name);
@@ -206,7 +208,8 @@ export class OpenApiContract {
     if (!declared) return r.body !== undefined && r.body.length > 0 ? ['a body where the operation takes none'] : [];
     if (r.body?.length === 0) return declared.required ? ['the required body is missing'] : [];
     const content = declared.content[media];
-    if (!content) return [`Content-Type ${media || '(none)'} is not one of ${Object.keys(declared.content).join(', ')}`];
+    if (!content)
+      return [`Content-Type ${media || '(none)'} is not one of ${Object.keys(declared.content).join(', ')}`];
     if (r.body === undefined) return [];
     let bytes = r.body;
     const encoding = (r.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
@@ -221,19 +224,14 @@ export class OpenApiContract {
     if (bytes.length > MAX_CHECKED_BODY_BYTES) return [];
     const validate = this.validator([...at, 'requestBody', 'content', media, 'schema']);
     if (!validate) return [];
+    // NDJSON is a string to the document (what each line holds is the app's to judge): only a JSON
+    // body is parsed, and must then be UTF-8 JSON.
+    if (media !== 'application/json' && !media.endsWith('+json')) return validate(bytes.toString()) ? [] : ['body'];
     let value: unknown;
-    const text = new TextDecoder('utf-8', { fatal: true });
     try {
-      value = text.decode(bytes);
+      value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
     } catch {
-      return ['the body is not UTF-8'];
-    }
-    if (media === 'application/json' || media.endsWith('+json')) {
-      try {
-        value = JSON.parse(value as string);
-      } catch {
-        return ['the body is not JSON'];
-      }
+      return ['the body is not UTF-8 JSON'];
     }
     return validate(value) ? [] : [`body ${this.errors(validate)}`];
   }

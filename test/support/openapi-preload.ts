@@ -17,7 +17,12 @@ import { appendFileSync } from 'node:fs';
 import Module from 'node:module';
 
 import { INVALID_ON_PURPOSE } from './invalid-on-purpose';
-import { MAX_CHECKED_BODY_BYTES, type ObservedRequest, type ObservedResponse, OpenApiContract } from './openapi-contract';
+import {
+  MAX_CHECKED_BODY_BYTES,
+  type ObservedRequest,
+  type ObservedResponse,
+  OpenApiContract,
+} from './openapi-contract';
 
 export class OpenApiMismatch extends Error {
   override readonly name = 'OpenApiMismatch';
@@ -57,7 +62,9 @@ function verifyRequest(r: ObservedRequest, onPurpose: boolean): void {
   const problems = theContract().checkRequest(r);
   if (onPurpose) {
     if (problems.length === 0 && r.body !== undefined)
-      fail(`${r.method} ${r.path} is marked invalid on purpose (${INVALID_ON_PURPOSE}) but matches static/openapi.json`);
+      fail(
+        `${r.method} ${r.path} is marked invalid on purpose (${INVALID_ON_PURPOSE}) but matches static/openapi.json`,
+      );
     return;
   }
   if (problems.length > 0)
@@ -97,7 +104,12 @@ function installFetch(): void {
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     const sent = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     const onPurpose = sent.has(INVALID_ON_PURPOSE);
-    const body = init && 'body' in init ? fetchBody(init.body) : input instanceof Request && input.body ? undefined : Buffer.alloc(0);
+    const body =
+      init && 'body' in init
+        ? fetchBody(init.body)
+        : input instanceof Request && input.body
+          ? undefined
+          : Buffer.alloc(0);
     verifyRequest({ method, path: url.pathname, query: url.searchParams, headers: lowerCased(sent), body }, onPurpose);
     if (onPurpose) {
       // The mark is the test's, not the request's: the server never sees it.
@@ -251,7 +263,8 @@ function wrapHandlers(mod: Record<string, unknown>, file: string): void {
         verifyRequest(requestOf(req, operation, Buffer.alloc(0)), onPurpose);
       let answered = (): void => undefined;
       const stop = new Promise<void>((resolve) => (answered = resolve));
-      const body = req && operation && operation[0] !== 'GET' && operation[0] !== 'HEAD' ? copyOfBody(req, stop) : undefined;
+      const body =
+        req && operation && operation[0] !== 'GET' && operation[0] !== 'HEAD' ? copyOfBody(req, stop) : undefined;
       const result: unknown = (fn as (...a: unknown[]) => unknown).apply(this, args);
       if (!(result instanceof Promise)) return check(result);
       result.catch(() => answered());
