@@ -9,8 +9,8 @@ import { gzipSync } from 'node:zlib';
 import { health } from '../functions/health-http';
 import { ingestSweep } from '../functions/ingest-timer';
 import { generate, toNdjson } from '../tools/testkit/generate';
-import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { blobNames, totalQueued } from './support/inspect';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { context, post, report, status } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 
@@ -79,9 +79,24 @@ describe('POST /api/batches rejections write nothing', () => {
       PUSHDRAIN_MAX_INFLATED_BYTES: '65536',
     });
     const cases: [string, Promise<{ status?: number; jsonBody?: unknown }>, number, string][] = [
-      ['text/plain', post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'text/plain' })), 415, 'unsupported_media_type'],
-      ['no content type', post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': '' })), 415, 'unsupported_media_type'],
-      ['br encoding', post(app, JSON.stringify(good), invalidOnPurpose({ 'content-encoding': 'br' })), 415, 'unsupported_media_type'],
+      [
+        'text/plain',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'text/plain' })),
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'no content type',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': '' })),
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'br encoding',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-encoding': 'br' })),
+        415,
+        'unsupported_media_type',
+      ],
       ['oversize', post(app, toNdjson(generate(100))), 413, 'too_large'],
       [
         'gzip bomb',
@@ -89,10 +104,20 @@ describe('POST /api/batches rejections write nothing', () => {
         413,
         'too_large',
       ],
-      ['bad key', post(app, JSON.stringify(good), invalidOnPurpose({ 'idempotency-key': 'has space' })), 400, 'invalid_idempotency_key'],
+      [
+        'bad key',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'idempotency-key': 'has space' })),
+        400,
+        'invalid_idempotency_key',
+      ],
       ['empty', post(app, '', invalidOnPurpose()), 400, 'invalid_batch'],
       ['empty array', post(app, '[]', invalidOnPurpose({ 'content-type': 'application/json' })), 400, 'invalid_batch'],
-      ['not an array', post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'application/json' })), 400, 'invalid_batch'],
+      [
+        'not an array',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'application/json' })),
+        400,
+        'invalid_batch',
+      ],
     ];
     for (const [name, p, code, error] of cases) {
       const res = await p;

@@ -8,15 +8,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 
 import { HttpRequest } from '@azure/functions';
 
 import { getOpenApiDocument } from '../functions/openapi-http';
 import { BATCH_ID_PATTERN, isValidBatchId } from '../shared/layout';
-import { OPENAPI_PATH, type ObservedRequest, OpenApiContract } from './support/openapi-contract';
+import { type ObservedRequest, OPENAPI_PATH, OpenApiContract } from './support/openapi-contract';
 import { repoRoot } from './support/repo';
 
 interface Route {
@@ -81,7 +81,6 @@ function withPreload(script: string): SpawnSyncReturns<string> {
     cwd: root,
     encoding: 'utf8',
     timeout: 30_000,
-    env: { ...process.env, PUSHDRAIN_OPENAPI_COVERAGE: '' },
   });
 }
 

@@ -76,8 +76,21 @@ const TITLES: Readonly<Record<string, string>> = {
  * The host's own error answers, as the app's are (functions/problem.ts): RFC 9457 problem details,
  * with the code and message also as `error` and `message`.
  */
-function send(res: ServerResponse, status: number, error: string, message: string, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify({ type: `tag:pushdrain,2026:${error}`, title: TITLES[error], status, detail: message, error, message });
+function send(
+  res: ServerResponse,
+  status: number,
+  error: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify({
+    type: `tag:pushdrain,2026:${error}`,
+    title: TITLES[error],
+    status,
+    detail: message,
+    error,
+    message,
+  });
   res.writeHead(status, {
     'Content-Type': 'application/problem+json',
     'Content-Length': String(Buffer.byteLength(text)),
