@@ -350,7 +350,7 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
     assert.equal((JSON.parse(text) as { callbackUrl: string }).callbackUrl, client.url);
   });
 
-  test('the callback is part of the Idempotency-Key identity: another callback is a 409, the same one a replay', async () => {
+  test('the callback is part of the Idempotency-Key identity: another callback is a 422, the same one a replay', async () => {
     const key = `callback-identity-${randomBytes(4).toString('hex')}`;
     const first = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': client.url });
     assert.equal(first.status, 202);
@@ -361,10 +361,10 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       'Idempotency-Key': key,
       'Callback-Url': `${new URL(client.url).origin}/elsewhere`,
     });
-    assert.equal(other.status, 409);
+    assert.equal(other.status, 422);
     assert.equal(other.body.error, 'idempotency_conflict');
     const none = await post(stack.host.base, body, { 'Idempotency-Key': key });
-    assert.equal(none.status, 409, 'dropping the callback is another request too');
+    assert.equal(none.status, 422, 'dropping the callback is another request too');
   });
 
   test('a redirect is never followed: the attempt fails with its 3xx and the target is never reached', async () => {

@@ -185,7 +185,7 @@ describe('two submitters cannot read, find or infer each other’s batches', () 
     assert.notEqual(bobBatch, aliceBatch);
     assert.equal((sameBody.jsonBody as { status: string }).status, 'accepted');
     const otherBody = await post(rt.app, bob, line('zz'), 'order-2026-03');
-    assert.equal(otherBody.status, 409, 'his own key with another body conflicts with his own batch');
+    assert.equal(otherBody.status, 422, 'his own key with another body conflicts with his own batch');
     const aliceAgain = await post(rt.app, alice, body, 'order-2026-03');
     assert.equal(aliceAgain.status, 202);
     assert.equal((aliceAgain.jsonBody as { batchId: string }).batchId, aliceBatch);
