@@ -125,6 +125,7 @@ async function redriveDeadLetters(app: PushdrainApp, body: unknown): Promise<Dea
       method: 'POST',
       url: 'http://localhost/api/ops/redrive',
       body: { string: JSON.stringify(body) },
+      headers: { 'content-type': 'application/json' },
     }),
     context('opsRedrive'),
   );
@@ -394,6 +395,7 @@ describe('Service Bus dead letters: redrive and health', () => {
           method: 'POST',
           url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
+          headers: { 'content-type': 'application/json' },
         }),
         context('opsRedrive'),
       );
@@ -421,6 +423,7 @@ describe('Service Bus dead letters: redrive and health', () => {
           method: 'POST',
           url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
+          headers: { 'content-type': 'application/json' },
         }),
         context('opsRedrive'),
       );
