@@ -30,6 +30,7 @@ import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { callbackKeys } from './support/callback-verifier';
 import { type HostProcess, startHostProcess } from './support/host-process';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, submitHeld, wake } from './support/local-stack';
 import { uniquePrefix } from './support/storage';
 import { type ReceivedEvent, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
@@ -319,7 +320,9 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       'not a url',
     ].entries()) {
       const key = `refused-callback-${i}-${randomBytes(4).toString('hex')}`;
-      const res = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': callback });
+      const headers = { 'Idempotency-Key': key, 'Callback-Url': callback };
+      // Only the last is outside the document (not a URI); the others break the app's allowlist.
+      const res = await post(stack.host.base, body, callback === 'not a url' ? invalidOnPurpose(headers) : headers);
       assert.equal(res.status, 400, callback);
       assert.equal(res.body.error, 'callback_not_allowed', callback);
       assert.equal(String(res.body.message).includes('pw'), false, 'no credentials echoed');
