@@ -180,7 +180,6 @@ interface HttpRequestLike {
   headers: Headers;
   query: URLSearchParams;
   params: Record<string, string>;
-  clone(): { body: ReadableStream<Uint8Array> | null };
 }
 
 /**
@@ -194,38 +193,70 @@ function isHttpRequestOf(file: string): (v: unknown) => v is HttpRequestLike {
 }
 
 /**
- * A copy of the request's body, read while the handler reads its own. Undefined past
- * MAX_CHECKED_BODY_BYTES, on a stream that fails (a client that went away), or when `stop` comes
- * first: the handler has answered without reading it all, and the check must not wait for a
- * stream that may never end.
+ * What the handler read of the request's body, seen without reading a byte more than it does: a
+ * refused caller's body must stay unread (test/token-before-body), and an early stop must stay
+ * early. The `body` stream the handler takes is a pass-through that keeps each chunk it hands on
+ * (not a tee: a tee's branch cancels only once the other branch is cancelled too, so a handler
+ * that stops early would wait on it for ever), and `text()` keeps what it returned. The copy is
+ * undefined when the handler did not read the body to its end, or it is past
+ * MAX_CHECKED_BODY_BYTES: then the body goes unchecked.
  */
-async function copyOfBody(req: HttpRequestLike, stop: Promise<void>): Promise<Buffer | undefined> {
-  const stream = req.clone().body;
-  if (!stream) return Buffer.alloc(0);
-  const reader = stream.getReader();
+function tapBody(req: HttpRequestLike): () => Buffer | undefined {
+  const ownBody = Object.getOwnPropertyDescriptor(req, 'body');
+  // A test's own probe that cannot be redefined (http-route's) is left alone: the body goes unchecked.
+  if (ownBody?.configurable === false || Object.getOwnPropertyDescriptor(req, 'text')?.configurable === false)
+    return () => undefined;
+  const original = (): ReadableStream<Uint8Array> | null =>
+    (ownBody
+      ? ownBody.get
+        ? ownBody.get.call(req)
+        : ownBody.value
+      : Reflect.get(Object.getPrototypeOf(req) as object, 'body', req)) as ReadableStream<Uint8Array> | null;
   const parts: Uint8Array[] = [];
   let total = 0;
-  const stopped = stop.then(() => 'stopped' as const);
-  try {
-    for (;;) {
-      const next = await Promise.race([reader.read(), stopped]);
-      if (next === 'stopped' || next.done) {
-        if (next === 'stopped') return undefined;
-        return Buffer.concat(parts, total);
+  let whole: Buffer | undefined;
+  let passThrough: ReadableStream<Uint8Array> | null | undefined;
+  Object.defineProperty(req, 'body', {
+    configurable: true,
+    get: () => {
+      if (passThrough !== undefined) return passThrough;
+      const stream = original();
+      if (!stream) {
+        whole = Buffer.alloc(0);
+        return (passThrough = null);
       }
-      total += next.value.length;
-      if (total > MAX_CHECKED_BODY_BYTES) return undefined;
-      parts.push(next.value);
-    }
-  } catch {
-    return undefined;
-  } finally {
-    reader.cancel().catch(() => undefined);
-  }
+      const reader = stream.getReader();
+      passThrough = new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            const next = await reader.read();
+            if (next.done) {
+              if (total <= MAX_CHECKED_BODY_BYTES) whole = Buffer.concat(parts, total);
+              return controller.close();
+            }
+            total += next.value.length;
+            if (total <= MAX_CHECKED_BODY_BYTES) parts.push(next.value);
+            else parts.length = 0;
+            controller.enqueue(next.value);
+          },
+          cancel: (reason) => reader.cancel(reason),
+        },
+        { highWaterMark: 0 },
+      );
+      return passThrough;
+    },
+  });
+  const text = (req as unknown as { text: () => Promise<string> }).text;
+  Object.defineProperty(req, 'text', {
+    configurable: true,
+    value: async () => {
+      const read = await text.call(req);
+      whole = Buffer.from(read);
+      return read;
+    },
+  });
+  return () => whole;
 }
-
-/** How long after the handler's answer the copy of its request's body may still take to read. */
-const BODY_GRACE_MS = 1_000;
 
 function requestOf(
   req: HttpRequestLike,
@@ -261,20 +292,11 @@ function wrapHandlers(mod: Record<string, unknown>, file: string): void {
       // A GET has no body to wait for: checked before the handler runs, which may answer at once.
       if (req && operation && (operation[0] === 'GET' || operation[0] === 'HEAD'))
         verifyRequest(requestOf(req, operation, Buffer.alloc(0)), onPurpose);
-      let answered = (): void => undefined;
-      const stop = new Promise<void>((resolve) => (answered = resolve));
-      const body =
-        req && operation && operation[0] !== 'GET' && operation[0] !== 'HEAD' ? copyOfBody(req, stop) : undefined;
+      const tapped = req && operation && operation[0] !== 'GET' && operation[0] !== 'HEAD' ? tapBody(req) : undefined;
       const result: unknown = (fn as (...a: unknown[]) => unknown).apply(this, args);
       if (!(result instanceof Promise)) return check(result);
-      result.catch(() => answered());
-      return result.then(async (r: unknown) => {
-        if (body && req && operation) {
-          const timer = setTimeout(answered, BODY_GRACE_MS);
-          const bytes = await body;
-          clearTimeout(timer);
-          verifyRequest(requestOf(req, operation, bytes), onPurpose);
-        }
+      return result.then((r: unknown) => {
+        if (tapped && req && operation) verifyRequest(requestOf(req, operation, tapped()), onPurpose);
         return check(r);
       });
     };
