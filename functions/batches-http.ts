@@ -7,10 +7,11 @@ import { ValidationError } from '../shared/errors';
 import { statusBody } from './batch-status-body';
 import { json } from './http-errors';
 import { guardedRoute } from './http-route';
+import { problem } from './problem';
 import { reprDigest } from './repr-digest';
 import { notModified, statusEtag } from './status-etag';
 
-const NOT_FOUND = { error: 'not_found', message: 'no such batch' };
+const notFound = (): HttpResponseInit => problem(404, 'not_found', 'no such batch');
 /** A report is a client's billing data: never kept by a shared cache (a proxy, a CDN). */
 const PRIVATE = 'private, no-store';
 
@@ -19,7 +20,7 @@ export const getBatch = guardedRoute('getBatch', {
   method: 'GET',
   handle: async ({ app, req, caller }) => {
     const found = await app.status(req.params.batchId ?? '', caller);
-    if (!found) return json(404, NOT_FOUND);
+    if (!found) return notFound();
     const status = statusBody(found);
     // Private: the answer depends on who asks. no-cache: revalidate every time (the CLI's wait does).
     const headers = { ETag: statusEtag(status), 'Cache-Control': 'private, no-cache' };
@@ -34,7 +35,7 @@ export const getBatchTimeline = guardedRoute('getBatchTimeline', {
   handle: async ({ app, req, caller }) => {
     const timeline = await app.timeline(req.params.batchId ?? '', caller);
     // Private: the answer depends on who asks, and no shared cache may keep a client's batch.
-    return timeline ? json(200, timeline, { 'Cache-Control': 'private, no-store' }) : json(404, NOT_FOUND);
+    return timeline ? json(200, timeline, { 'Cache-Control': 'private, no-store' }) : notFound();
   },
 });
 
@@ -52,8 +53,13 @@ export const getBatchReport = guardedRoute('getBatchReport', {
   handle: async ({ app, req, caller }): Promise<HttpResponseInit> => {
     const format = reportFormat(req);
     const found = await app.report(req.params.batchId ?? '', caller);
-    if (found.kind === 'not_found') return json(404, NOT_FOUND);
-    if (found.kind === 'not_ready') return json(409, { error: 'not_ready', status: found.status });
+    if (found.kind === 'not_found') return notFound();
+    // The contract fixes `status` as the batch's state here, not the HTTP status RFC 9457 puts there
+    // (a problem-details reader ignores a `status` that is not a number, RFC 9457 §3.1).
+    if (found.kind === 'not_ready')
+      return problem(409, 'not_ready', `the batch is ${found.status}: its report is not ready`, {
+        status: found.status,
+      });
     if (format === 'csv') {
       const csv = reportCsv(found.report);
       return {

@@ -3,7 +3,8 @@
 // the mark in test/support/unit-lane.ts (logic only), for the edit-compile-test loop.
 // `--beside lint,format:check` runs those npm scripts beside the suite (see below).
 // Explicit file list: `node --test` alone would treat support modules in test/ as test files.
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, statfsSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -126,6 +127,28 @@ function ramScratch() {
   }
 }
 
+// Which documented statuses no test reached: each test process appends the `METHOD /template
+// status` answers it saw to this file (test/support/openapi-preload.ts), and the list of the
+// documented ones missing from it is printed before the counts. Information, not a failure: some
+// statuses (a 500, the platform's 401) no test can honestly provoke.
+const coverageDir = mkdtempSync(join(tmpdir(), 'pushdrain-openapi-coverage-'));
+process.env.PUSHDRAIN_OPENAPI_COVERAGE = join(coverageDir, 'reached.txt');
+
+function uncoveredStatuses() {
+  if (process.env.PUSHDRAIN_OPENAPI_CHECK === 'off')
+    return ['# OpenAPI coverage: not collected (PUSHDRAIN_OPENAPI_CHECK=off)'];
+  const { OpenApiContract } = load(join('..', 'dist', 'test', 'support', 'openapi-contract.js'));
+  const reached = existsSync(process.env.PUSHDRAIN_OPENAPI_COVERAGE)
+    ? new Set(readFileSync(process.env.PUSHDRAIN_OPENAPI_COVERAGE, 'utf8').split('\n'))
+    : new Set();
+  const documented = new OpenApiContract().documentedStatuses();
+  const missing = documented.filter((s) => !reached.has(s));
+  return [
+    `# OpenAPI coverage: ${documented.length - missing.length} of ${documented.length} documented statuses reached; not reached by any test:`,
+    ...missing.map((s) => `#   ${s}`),
+  ];
+}
+
 // node:test's run(), not `node --test FILES`: the command line takes its arguments as glob patterns
 // and runs the files in sorted order, whatever order they are given in, so the longest files ran
 // where the alphabet put them (packaging, one of the longest, last and alone). run() keeps the order.
@@ -167,7 +190,11 @@ const checks = beside.map((script) =>
   ),
 );
 let partial = '';
+// The top-level plan (`1..N`) and the counts after it are held back, to print the coverage list
+// before them: the counts stay the last lines.
+const held = [];
 const out = (line) => {
+  if (held.length > 0 || /^1\.\.\d+$/.test(line)) return void held.push(line);
   // Before a top-level test starts: never inside another test's lines or its YAML block.
   if (line.startsWith('# Subtest: ')) while (say.length > 0) process.stdout.write(`${say.shift()}\n`);
   process.stdout.write(`${line}\n`);
@@ -178,6 +205,13 @@ for await (const chunk of toTap.compose(tap)) {
   for (const line of lines) out(line);
 }
 if (partial !== '') out(partial);
+try {
+  for (const line of uncoveredStatuses()) process.stdout.write(`${line}\n`);
+} catch (e) {
+  process.stdout.write(`# OpenAPI coverage: not computed (${e.message})\n`);
+}
+for (const line of held) process.stdout.write(`${line}\n`);
+rmSync(coverageDir, { recursive: true, force: true });
 suiteOver.abort();
 await timesWritten;
 const results = await Promise.all(checks);

@@ -19,6 +19,7 @@ import { CapturingPublisher } from './support/capturing-publisher';
 import { composedApp } from './support/composed-app';
 import { type HostProcess, startHostProcess } from './support/host-process';
 import { blobNames, totalQueued } from './support/inspect';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { quietLog, uniquePrefix } from './support/storage';
 
 interface ErrorBody {
@@ -89,7 +90,7 @@ describe('through the local host over real HTTP', () => {
     );
     assert.match(response, /^HTTP\/1\.1 413 /);
     assert.match(response, /\r\nconnection: close\r\n/i);
-    assert.match(response, /\r\ncontent-type: application\/json\r\n/i);
+    assert.match(response, /\r\ncontent-type: application\/problem\+json\r\n/i);
     assert.equal(jsonOf(response).error, 'too_large');
     assert.ok(closed, 'the host closed the connection instead of waiting for 200 MB');
     assert.ok(Date.now() - started < 5_000);
@@ -109,7 +110,7 @@ describe('through the local host over real HTTP', () => {
       ['POST', '/api/health'],
       ['PATCH', '/api/batches/b-1/report'],
     ] as const) {
-      const res = await fetch(`${base}${path}`, { method });
+      const res = await fetch(`${base}${path}`, { method, headers: invalidOnPurpose() });
       assert.equal(res.status, 404, `${method} ${path}`);
       assert.equal(res.headers.get('content-length'), '0', `${method} ${path}`);
       assert.equal(res.headers.get('content-type'), null, `${method} ${path}`);
@@ -121,11 +122,11 @@ describe('through the local host over real HTTP', () => {
   test('encoded traversal reaches the handler decoded and is refused; a broken escape is a 400, not a crash', async () => {
     const base = `http://127.0.0.1:${port}`;
     for (const path of ['/api/batches/..%2F..%2Fx', '/api/batches/%2e%2e%2fx/report', '/api/batches/B-ABC']) {
-      const res = await fetch(`${base}${path}`);
+      const res = await fetch(`${base}${path}`, { headers: invalidOnPurpose() });
       assert.equal(res.status, 400, path);
       assert.equal(((await res.json()) as ErrorBody).error, 'invalid_batch_id', path);
     }
-    const broken = await fetch(`${base}/api/batches/%E0%A4%A`);
+    const broken = await fetch(`${base}/api/batches/%E0%A4%A`, { headers: invalidOnPurpose() });
     assert.equal(broken.status, 400);
     assert.equal(((await broken.json()) as ErrorBody).error, 'invalid_request');
     assert.doesNotMatch(host!.output(), /HTTP dispatch failed/);

@@ -17,6 +17,7 @@ import type { AppParts, PushdrainApp } from '../shared/app';
 import { gzipBomb, validBatch } from './support/bombs';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { context, status } from './support/invoke';
 import { waitFor } from './support/poll';
 import { closeRuntimes, storageDown, storageUp, testRuntime } from './support/storage';
@@ -91,7 +92,7 @@ async function refused(
   assert.equal(res.status, status, `${name}: ${JSON.stringify(body)}`);
   assert.equal(body.error, error, name);
   assert.ok(typeof body.message === 'string' && body.message.length > 10, `${name}: a message`);
-  assert.equal((res.headers as Record<string, string>)['Content-Type'], 'application/json', name);
+  assert.equal((res.headers as Record<string, string>)['Content-Type'], 'application/problem+json', name);
   for (const d of body.details ?? []) {
     // The contract: `line` is 1-based. A problem of the whole body has no line, so no detail.
     assert.ok(Number.isInteger(d.line) && d.line >= 1, `${name}: line ${d.line}`);
@@ -180,7 +181,7 @@ describe('malformed bodies', () => {
       ['an item over 64 KiB', `[${g},${line(tx(2, { id: 'x'.repeat(70_000) }))}]`, ['2:'], /longer than 65536 bytes/],
     ];
     for (const [name, body, expected, message] of cases) {
-      const b = await refused(app, name, () => postRaw(app, body, JSON_TYPE), 400, 'invalid_batch');
+      const b = await refused(app, name, () => postRaw(app, body, invalidOnPurpose(JSON_TYPE)), 400, 'invalid_batch');
       assert.deepEqual(where(b), expected, name);
       assert.match(b.details![0]!.message, message, name);
     }
@@ -261,7 +262,13 @@ describe('schema rules, one transaction per rule', () => {
       tx(5, { meta: {} }),
       tx(1),
     ];
-    const b = await refused(app, 'array', () => postRaw(app, JSON.stringify(items), JSON_TYPE), 400, 'invalid_batch');
+    const b = await refused(
+      app,
+      'array',
+      () => postRaw(app, JSON.stringify(items), invalidOnPurpose(JSON_TYPE)),
+      400,
+      'invalid_batch',
+    );
     assert.deepEqual(where(b), ['2:amount', '3:currency', '4:id', '5:meta', '6:id']);
     assert.deepEqual(
       b.details!.filter((d) => d.field === 'id').map((d) => d.message),
@@ -291,10 +298,10 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
   test('an empty batch, in every shape', async () => {
     const { app, parts, events } = await testRuntime();
     const cases: [string, Buffer | string | undefined, Record<string, string>, string[], RegExp][] = [
-      ['no body at all', undefined, NDJSON, [], /the batch is empty/],
+      ['no body at all', undefined, invalidOnPurpose(NDJSON), [], /the batch is empty/],
       ['only blank lines', '\n\n  \r\n\t\n', NDJSON, [], /the batch is empty/],
-      ['[ ] with whitespace', ' [ \n ] ', JSON_TYPE, [], /the batch is empty/],
-      ['whitespace as JSON', ' \n ', JSON_TYPE, ['1:'], /the body is empty/],
+      ['[ ] with whitespace', ' [ \n ] ', invalidOnPurpose(JSON_TYPE), [], /the batch is empty/],
+      ['whitespace as JSON', ' \n ', invalidOnPurpose(JSON_TYPE), ['1:'], /the body is empty/],
       [
         'gzip of nothing',
         gzipSync(Buffer.alloc(0)),
@@ -302,7 +309,13 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
         [],
         /the batch is empty/,
       ],
-      ['gzip of []', gzipSync('[]'), { ...JSON_TYPE, 'content-encoding': 'gzip' }, [], /the batch is empty/],
+      [
+        'gzip of []',
+        gzipSync('[]'),
+        invalidOnPurpose({ ...JSON_TYPE, 'content-encoding': 'gzip' }),
+        [],
+        /the batch is empty/,
+      ],
     ];
     for (const [name, body, headers, expected, message] of cases) {
       const b = await refused(app, name, () => postRaw(app, body, headers), 400, 'invalid_batch');
@@ -365,7 +378,7 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       const b = await refused(
         app,
         name,
-        () => postRaw(app, body, { ...NDJSON, 'content-encoding': 'gzip' }),
+        () => postRaw(app, body, invalidOnPurpose({ ...NDJSON, 'content-encoding': 'gzip' })),
         400,
         'invalid_batch',
       );
@@ -392,7 +405,14 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       ['415 wins over 413', { 'content-type': 'text/plain', 'content-length': '999999999999' }, /Content-Type/],
     ];
     for (const [name, headers, message] of cases) {
-      const b = await refused(app, name, () => postRaw(app, body, headers), 415, 'unsupported_media_type');
+      // Every case is outside the document's media types and codings.
+      const b = await refused(
+        app,
+        name,
+        () => postRaw(app, body, invalidOnPurpose(headers)),
+        415,
+        'unsupported_media_type',
+      );
       assert.match(b.message, message, name);
     }
     await nothingWritten(parts, events);
@@ -415,7 +435,7 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
       const b = await refused(
         app,
         name,
-        () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': key }),
+        () => postRaw(app, line(good), invalidOnPurpose({ ...NDJSON, 'idempotency-key': key })),
         400,
         'invalid_idempotency_key',
       );
@@ -426,7 +446,12 @@ describe('empty, oversize, compressed, typed and keyed wrong', () => {
     await refused(
       app,
       'bad key, huge body',
-      () => postRaw(app, line(good), { ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }),
+      () =>
+        postRaw(
+          app,
+          line(good),
+          invalidOnPurpose({ ...NDJSON, 'idempotency-key': 'a b', 'content-length': '999999999999' }),
+        ),
       400,
       'invalid_idempotency_key',
     );
@@ -484,7 +509,12 @@ describe('batch ids in the status and report routes', () => {
         (id) =>
           getBatch(
             app,
-            new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x', params: { batchId: id } }),
+            new HttpRequest({
+              method: 'GET',
+              url: 'http://localhost/api/batches/x',
+              params: { batchId: id },
+              headers: invalidOnPurpose(),
+            }),
             context('getBatch'),
           ),
       ],
@@ -493,7 +523,12 @@ describe('batch ids in the status and report routes', () => {
         (id) =>
           getBatchReport(
             app,
-            new HttpRequest({ method: 'GET', url: 'http://localhost/api/batches/x/report', params: { batchId: id } }),
+            new HttpRequest({
+              method: 'GET',
+              url: 'http://localhost/api/batches/x/report',
+              params: { batchId: id },
+              headers: invalidOnPurpose(),
+            }),
             context('getBatchReport'),
           ),
       ],
@@ -507,6 +542,7 @@ describe('batch ids in the status and report routes', () => {
               url: 'http://localhost/api/batches/x/report?format=csv',
               params: { batchId: id },
               query: { format: 'csv' },
+              headers: invalidOnPurpose(),
             }),
             context('getBatchReport'),
           ),
@@ -531,6 +567,7 @@ describe('batch ids in the status and report routes', () => {
               url: 'http://localhost/api/batches/x/report',
               params: { batchId: 'b-1' },
               query: { format },
+              headers: invalidOnPurpose(),
             }),
             context('getBatchReport'),
           ),
@@ -542,7 +579,15 @@ describe('batch ids in the status and report routes', () => {
     }
     // A well-formed unknown id is looked up (one request) and not found: the meter does count.
     const before = parts.meter.total();
-    const res = await routes[0]![1](`b-${'0'.repeat(62)}`);
+    const res = await getBatch(
+      app,
+      new HttpRequest({
+        method: 'GET',
+        url: 'http://localhost/api/batches/x',
+        params: { batchId: `b-${'0'.repeat(62)}` },
+      }),
+      context('getBatch'),
+    );
     assert.equal(res.status, 404);
     assert.equal(parts.meter.total() - before, 1);
   });
@@ -647,7 +692,7 @@ describe('bombs and abandoned requests', () => {
     const a = await refused(
       app,
       'a JSON body that is not an array',
-      () => postRaw(app, notArray, { ...JSON_TYPE, 'content-encoding': 'gzip' }),
+      () => postRaw(app, notArray, invalidOnPurpose({ ...JSON_TYPE, 'content-encoding': 'gzip' })),
       400,
       'invalid_batch',
     );

@@ -30,6 +30,7 @@ import { withAuditSubscription } from './support/audit-subscription';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { callbackKeys } from './support/callback-verifier';
 import { type HostProcess, startHostProcess } from './support/host-process';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, submitHeld, wake } from './support/local-stack';
 import { uniquePrefix } from './support/storage';
 import { type ReceivedEvent, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
@@ -319,7 +320,9 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       'not a url',
     ].entries()) {
       const key = `refused-callback-${i}-${randomBytes(4).toString('hex')}`;
-      const res = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': callback });
+      const headers = { 'Idempotency-Key': key, 'Callback-Url': callback };
+      // Only the last is outside the document (not a URI); the others break the app's allowlist.
+      const res = await post(stack.host.base, body, callback === 'not a url' ? invalidOnPurpose(headers) : headers);
       assert.equal(res.status, 400, callback);
       assert.equal(res.body.error, 'callback_not_allowed', callback);
       assert.equal(String(res.body.message).includes('pw'), false, 'no credentials echoed');
@@ -350,7 +353,7 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
     assert.equal((JSON.parse(text) as { callbackUrl: string }).callbackUrl, client.url);
   });
 
-  test('the callback is part of the Idempotency-Key identity: another callback is a 409, the same one a replay', async () => {
+  test('the callback is part of the Idempotency-Key identity: another callback is a 422, the same one a replay', async () => {
     const key = `callback-identity-${randomBytes(4).toString('hex')}`;
     const first = await post(stack.host.base, body, { 'Idempotency-Key': key, 'Callback-Url': client.url });
     assert.equal(first.status, 202);
@@ -361,10 +364,10 @@ describe('Callback-Url: the allowlist at submission, the SSRF guard at every del
       'Idempotency-Key': key,
       'Callback-Url': `${new URL(client.url).origin}/elsewhere`,
     });
-    assert.equal(other.status, 409);
+    assert.equal(other.status, 422);
     assert.equal(other.body.error, 'idempotency_conflict');
     const none = await post(stack.host.base, body, { 'Idempotency-Key': key });
-    assert.equal(none.status, 409, 'dropping the callback is another request too');
+    assert.equal(none.status, 422, 'dropping the callback is another request too');
   });
 
   test('a redirect is never followed: the attempt fails with its 3xx and the target is never reached', async () => {

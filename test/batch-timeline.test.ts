@@ -16,6 +16,7 @@ import type { Manifest } from '../shared/batch/manifest';
 import { BUCKETS, emptyTimeline, foldDone, foldFailed } from '../shared/batch/timeline';
 import type { BatchTimelineBody, TimelineStep } from '../shared/batch/timeline-view';
 import { generate, toNdjson } from '../tools/testkit/generate';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { completed, context, post, pump } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 import { type TestIssuer, testIssuer } from './support/tokens';
@@ -110,7 +111,11 @@ describe('the batch timeline', () => {
       assert.ok(!JSON.stringify(t).includes(new URL(hook.url).port), 'no webhook URL in the timeline');
 
       assert.equal((await timeline(app, 'b-00000000-0000-0000-0000-000000000000')).status, 404);
-      assert.equal((await timeline(app, '../etc')).status, 400, 'not a batch id: refused before any read');
+      assert.equal(
+        (await timeline(app, '../etc', invalidOnPurpose())).status,
+        400,
+        'not a batch id: refused before any read',
+      );
     } finally {
       await hook.close();
     }

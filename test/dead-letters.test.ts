@@ -26,6 +26,7 @@ import { expectedReport } from '../tools/testkit/oracle';
 import { type BrokerHarness, receiveExactly, startTestBroker } from './support/broker';
 import { movableClock } from './support/clock';
 import { composedApp } from './support/composed-app';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { completed, context, post, report } from './support/invoke';
 import { until } from './support/poll';
 import { quietLog, testRuntime, testSettings, useStorage } from './support/storage';
@@ -125,6 +126,7 @@ async function redriveDeadLetters(app: PushdrainApp, body: unknown): Promise<Dea
       method: 'POST',
       url: 'http://localhost/api/ops/redrive',
       body: { string: JSON.stringify(body) },
+      headers: { 'content-type': 'application/json' },
     }),
     context('opsRedrive'),
   );
@@ -394,6 +396,7 @@ describe('Service Bus dead letters: redrive and health', () => {
           method: 'POST',
           url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
+          headers: { 'content-type': 'application/json' },
         }),
         context('opsRedrive'),
       );
@@ -409,6 +412,7 @@ describe('Service Bus dead letters: redrive and health', () => {
 
   test('the admin route refuses an unknown entity and a bad max before touching Service Bus', async (t) => {
     const { bus, app } = await rig(t);
+    const JSON_TYPE = { 'content-type': 'application/json' };
     const before = bus.broker.stats().management ?? 0;
     for (const body of [
       { deadLetters: true, entity: 'work-detected/Subscriptions/nope' },
@@ -421,6 +425,8 @@ describe('Service Bus dead letters: redrive and health', () => {
           method: 'POST',
           url: 'http://localhost/api/ops/redrive',
           body: { string: JSON.stringify(body) },
+          // A max out of 1–100,000 is outside the document; an entity is any string there.
+          headers: 'max' in body ? invalidOnPurpose(JSON_TYPE) : JSON_TYPE,
         }),
         context('opsRedrive'),
       );

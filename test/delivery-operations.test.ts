@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import type { StatusReport } from '../shared/status/status-report';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { callbackKeys, verifyCallback } from './support/callback-verifier';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf } from './support/local-stack';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -226,7 +227,7 @@ describe('send a test event', () => {
 
     const bad = await fetch(`${stack.host.base}/api/ops/webhooks/test`, {
       method: 'POST',
-      headers: { 'x-functions-key': LOCAL_KEY, 'Content-Type': 'application/json' },
+      headers: invalidOnPurpose({ 'x-functions-key': LOCAL_KEY, 'Content-Type': 'application/json' }),
       body: '{"target":"https://evil.example"}',
     });
     assert.equal(bad.status, 400);

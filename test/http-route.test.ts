@@ -70,7 +70,10 @@ describe('route helper', () => {
       const req = new HttpRequest({
         method,
         url: `http://localhost/api/${path}`,
-        headers: { authorization: 'Bearer x', 'content-type': 'application/x-ndjson' },
+        headers: {
+          authorization: 'Bearer x',
+          'content-type': name === 'postBatch' ? 'application/x-ndjson' : 'application/json',
+        },
         params: { batchId: 'b-1' },
         ...(method === 'POST' ? { body: { string: '{}' } } : {}),
       });
@@ -82,6 +85,10 @@ describe('route helper', () => {
       const res = await handler(app, req, context(name));
       assert.equal(res.status, 403);
       assert.deepEqual(res.jsonBody, {
+        type: 'tag:pushdrain,2026:forbidden',
+        title: 'Forbidden',
+        status: 403,
+        detail: 'this token may not do this',
         error: 'forbidden',
         message: 'this token may not do this',
         requiredRoles: FUNCTION_ACCESS[name],

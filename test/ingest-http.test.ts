@@ -10,6 +10,7 @@ import { health } from '../functions/health-http';
 import { ingestSweep } from '../functions/ingest-timer';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { blobNames, totalQueued } from './support/inspect';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { context, post, report, status } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';
 
@@ -78,9 +79,24 @@ describe('POST /api/batches rejections write nothing', () => {
       PUSHDRAIN_MAX_INFLATED_BYTES: '65536',
     });
     const cases: [string, Promise<{ status?: number; jsonBody?: unknown }>, number, string][] = [
-      ['text/plain', post(app, JSON.stringify(good), { 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
-      ['no content type', post(app, JSON.stringify(good), { 'content-type': '' }), 415, 'unsupported_media_type'],
-      ['br encoding', post(app, JSON.stringify(good), { 'content-encoding': 'br' }), 415, 'unsupported_media_type'],
+      [
+        'text/plain',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'text/plain' })),
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'no content type',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': '' })),
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'br encoding',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-encoding': 'br' })),
+        415,
+        'unsupported_media_type',
+      ],
       ['oversize', post(app, toNdjson(generate(100))), 413, 'too_large'],
       [
         'gzip bomb',
@@ -88,10 +104,20 @@ describe('POST /api/batches rejections write nothing', () => {
         413,
         'too_large',
       ],
-      ['bad key', post(app, JSON.stringify(good), { 'idempotency-key': 'has space' }), 400, 'invalid_idempotency_key'],
-      ['empty', post(app, ''), 400, 'invalid_batch'],
-      ['empty array', post(app, '[]', { 'content-type': 'application/json' }), 400, 'invalid_batch'],
-      ['not an array', post(app, JSON.stringify(good), { 'content-type': 'application/json' }), 400, 'invalid_batch'],
+      [
+        'bad key',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'idempotency-key': 'has space' })),
+        400,
+        'invalid_idempotency_key',
+      ],
+      ['empty', post(app, '', invalidOnPurpose()), 400, 'invalid_batch'],
+      ['empty array', post(app, '[]', invalidOnPurpose({ 'content-type': 'application/json' })), 400, 'invalid_batch'],
+      [
+        'not an array',
+        post(app, JSON.stringify(good), invalidOnPurpose({ 'content-type': 'application/json' })),
+        400,
+        'invalid_batch',
+      ],
     ];
     for (const [name, p, code, error] of cases) {
       const res = await p;
@@ -118,10 +144,17 @@ describe('POST /api/batches acceptance', () => {
     assert.equal(st.status, 200);
     assert.equal((st.jsonBody as { status: string }).status, 'accepted');
     assert.equal((await report(app, id)).status, 409);
-    assert.deepEqual((await report(app, id)).jsonBody, { error: 'not_ready', status: 'accepted' });
+    assert.deepEqual((await report(app, id)).jsonBody, {
+      type: 'tag:pushdrain,2026:not_ready',
+      title: 'The report is not ready',
+      detail: 'the batch is accepted: its report is not ready',
+      error: 'not_ready',
+      message: 'the batch is accepted: its report is not ready',
+      status: 'accepted',
+    });
     assert.equal((await status(app, 'b-00000000-0000-0000-0000-000000000000')).status, 404);
-    assert.equal((await status(app, '..%2Fmanifest')).status, 400);
-    assert.equal((await status(app, 'A/../../x')).status, 400);
+    assert.equal((await status(app, '..%2Fmanifest', invalidOnPurpose())).status, 400);
+    assert.equal((await status(app, 'A/../../x', invalidOnPurpose())).status, 400);
     const h = health(app);
     assert.equal(h.status, 200);
     assert.ok((h.jsonBody as { storageTransactions: { total: number } }).storageTransactions.total > 0);
@@ -158,7 +191,7 @@ describe('POST /api/batches acceptance', () => {
     const writesBefore = writes();
     await post(app, body, { 'idempotency-key': 'order-2026-11-20:001' });
     const conflict = await post(app, toNdjson(generate(40, 10)), { 'idempotency-key': 'order-2026-11-20:001' });
-    assert.equal(conflict.status, 409);
+    assert.equal(conflict.status, 422);
     assert.equal((conflict.jsonBody as ErrorBody).error, 'idempotency_conflict');
     assert.equal(writes(), writesBefore, 'no write request of any kind');
     assert.deepEqual(await blobNames(parts), blobs);

@@ -34,10 +34,14 @@ export async function post(
   return postBatch(app, req, context('postBatch'));
 }
 
-export async function status(app: PushdrainApp, batchId: string): Promise<HttpResponseInit> {
+export async function status(
+  app: PushdrainApp,
+  batchId: string,
+  headers: Record<string, string> = {},
+): Promise<HttpResponseInit> {
   return getBatch(
     app,
-    new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId } }),
+    new HttpRequest({ method: 'GET', url: `http://localhost/api/batches/${batchId}`, params: { batchId }, headers }),
     context('getBatch'),
   );
 }

@@ -512,7 +512,7 @@ export interface components {
             deliveries: Record<string, never>;
         };
         PoisonRedriveRequest: {
-            /** @description Source queue (e.g. `work-0`, or `deliveries`); every queue when absent. */
+            /** @description Source queue: an input queue (`work-0`…`work-{P-1}`), `results`, each with the deployment's name prefix, or `deliveries`; every queue when absent. Another name is refused with `400 invalid_request`. */
             queue?: string;
             batchId?: components["schemas"]["BatchId"];
             /**
@@ -578,6 +578,14 @@ export interface components {
         };
         /** @description The batch, a header, or the Callback-Url is refused. */
         SubmitError: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @enum {string} */
             error: "invalid_batch" | "invalid_idempotency_key" | "callback_not_allowed";
             /** @description What went wrong, in words a person can act on. */
@@ -585,15 +593,31 @@ export interface components {
             /** @description Always present for `invalid_batch` (empty for a problem of the whole body); 1-based lines. */
             details?: components["schemas"]["ErrorDetail"][];
         };
-        /** @description The Idempotency-Key is in use. */
+        /** @description A request with this Idempotency-Key is still being ingested. */
         IdempotencyError: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @enum {string} */
-            error: "idempotency_conflict" | "ingest_in_progress";
+            error: "ingest_in_progress";
             /** @description What went wrong, in words a person can act on. */
             message: string;
         };
         /** @description A parameter or the body is refused. */
         RequestError: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @enum {string} */
             error: "invalid_request" | "invalid_batch_id";
             /** @description What went wrong, in words a person can act on. */
@@ -601,12 +625,28 @@ export interface components {
             details?: components["schemas"]["ErrorDetail"][];
         };
         NotReady: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @constant */
             error: "not_ready";
             status: components["schemas"]["BatchState"];
+            /** @description What went wrong, in words a person can act on. */
+            message: string;
         };
         /** @description A refused caller. */
         AccessRefusal: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @enum {string} */
             error: "unauthorized" | "forbidden";
             /** @description What went wrong, in words a person can act on. */
@@ -616,6 +656,14 @@ export interface components {
         };
         /** @description The server failed; never internals. */
         ServerError: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
             /** @enum {string} */
             error: "internal" | "unavailable";
             /** @description What went wrong, in words a person can act on. */
@@ -755,6 +803,21 @@ export interface components {
             expected: number;
             actual: number;
         };
+        /** @description The Idempotency-Key was used with another body or Callback-Url. */
+        IdempotencyConflict: {
+            /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+            type: string;
+            /** @description A short summary of the problem type, the same for every occurrence. */
+            title: string;
+            /** @description The HTTP status code of this answer. */
+            status: number;
+            /** @description This occurrence, in words a person can act on (the same as `message`). */
+            detail: string;
+            /** @enum {string} */
+            error: "idempotency_conflict";
+            /** @description What went wrong, in words a person can act on. */
+            message: string;
+        };
     };
     responses: {
         /** @description No such batch, or none the caller may see (a submitter's other batches look the same). */
@@ -763,7 +826,15 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": {
+                "application/problem+json": {
+                    /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                    type: string;
+                    /** @description A short summary of the problem type, the same for every occurrence. */
+                    title: string;
+                    /** @description The HTTP status code of this answer. */
+                    status: number;
+                    /** @description This occurrence, in words a person can act on (the same as `message`). */
+                    detail: string;
                     /** @enum {string} */
                     error: "not_found";
                     /** @description What went wrong, in words a person can act on. */
@@ -777,7 +848,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["RequestError"];
+                "application/problem+json": components["schemas"]["RequestError"];
             };
         };
         /** @description A query parameter or the body is not what the route takes. */
@@ -786,7 +857,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["RequestError"];
+                "application/problem+json": components["schemas"]["RequestError"];
             };
         };
         /** @description The body is over the platform's 100 MB. */
@@ -795,7 +866,15 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": {
+                "application/problem+json": {
+                    /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                    type: string;
+                    /** @description A short summary of the problem type, the same for every occurrence. */
+                    title: string;
+                    /** @description The HTTP status code of this answer. */
+                    status: number;
+                    /** @description This occurrence, in words a person can act on (the same as `message`). */
+                    detail: string;
                     /** @enum {string} */
                     error: "too_large";
                     /** @description What went wrong, in words a person can act on. */
@@ -810,7 +889,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["AccessRefusal"];
+                "application/problem+json": components["schemas"]["AccessRefusal"];
             };
         };
         /** @description A valid token that may not do this: without one of the route's roles (`requiredRoles` names them), without the API's scope, or from a calling app that is not allowed. */
@@ -821,7 +900,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["AccessRefusal"];
+                "application/problem+json": components["schemas"]["AccessRefusal"];
             };
         };
         /** @description An unexpected failure; the body never echoes internals. */
@@ -830,7 +909,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ServerError"];
+                "application/problem+json": components["schemas"]["ServerError"];
             };
         };
         /** @description A dependency is temporarily unavailable; retry after `Retry-After` seconds. */
@@ -840,7 +919,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ServerError"];
+                "application/problem+json": components["schemas"]["ServerError"];
             };
         };
     };
@@ -900,7 +979,7 @@ export interface operations {
             header?: {
                 /** @description `gzip` (or `x-gzip`) for a compressed body; absent or `identity` otherwise. */
                 "Content-Encoding"?: "gzip" | "x-gzip" | "identity";
-                /** @description The same key with the same body (and `Callback-Url`) returns the same batch and enqueues nothing. Scoped to the token's principal when the caller has a token. */
+                /** @description The same key with the same body (and `Callback-Url`) returns the same batch and enqueues nothing. Scoped to the token's principal when the caller has a token. The same key with another body or `Callback-Url` is `422`; while the first request with it is still being ingested, `409` with `Retry-After`. */
                 "Idempotency-Key"?: string;
                 /** @description Where this batch's event is also delivered (see `webhooks`); its origin must be allowlisted in `PUSHDRAIN_CALLBACK_ORIGINS`. */
                 "Callback-Url"?: string;
@@ -914,6 +993,8 @@ export interface operations {
             content: {
                 "application/json": components["schemas"]["Transaction"][];
                 "application/x-ndjson": string;
+                "application/ndjson": string;
+                "application/jsonl": string;
             };
         };
         responses: {
@@ -936,20 +1017,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SubmitError"];
+                    "application/problem+json": components["schemas"]["SubmitError"];
                 };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `idempotency_conflict`: the key was used with another body or Callback-Url. `ingest_in_progress`: a request with this key is still being ingested; retry after `Retry-After` seconds. */
+            /** @description `ingest_in_progress`: a request with this Idempotency-Key is still being ingested; retry after `Retry-After` seconds (the IETF draft's 409). */
             409: {
                 headers: {
-                    /** @description `ingest_in_progress` only: seconds to wait. */
-                    "Retry-After"?: string;
+                    /** @description Seconds to wait. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["IdempotencyError"];
+                    "application/problem+json": components["schemas"]["IdempotencyError"];
                 };
             };
             /** @description The body (or its inflated form) is over the limit. */
@@ -958,7 +1039,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/problem+json": {
+                        /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                        type: string;
+                        /** @description A short summary of the problem type, the same for every occurrence. */
+                        title: string;
+                        /** @description The HTTP status code of this answer. */
+                        status: number;
+                        /** @description This occurrence, in words a person can act on (the same as `message`). */
+                        detail: string;
                         /** @enum {string} */
                         error: "too_large";
                         /** @description What went wrong, in words a person can act on. */
@@ -972,12 +1061,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/problem+json": {
+                        /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                        type: string;
+                        /** @description A short summary of the problem type, the same for every occurrence. */
+                        title: string;
+                        /** @description The HTTP status code of this answer. */
+                        status: number;
+                        /** @description This occurrence, in words a person can act on (the same as `message`). */
+                        detail: string;
                         /** @enum {string} */
                         error: "unsupported_media_type";
                         /** @description What went wrong, in words a person can act on. */
                         message: string;
                     };
+                };
+            };
+            /** @description `idempotency_conflict`: the Idempotency-Key was used with another body or `Callback-Url` (the IETF draft's 422). Nothing was written. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["IdempotencyConflict"];
                 };
             };
             /** @description The client disconnected during the ingest; nothing was accepted. Nobody reads this answer: it is the customary log status. */
@@ -986,7 +1092,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/problem+json": {
+                        /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                        type: string;
+                        /** @description A short summary of the problem type, the same for every occurrence. */
+                        title: string;
+                        /** @description The HTTP status code of this answer. */
+                        status: number;
+                        /** @description This occurrence, in words a person can act on (the same as `message`). */
+                        detail: string;
                         /** @enum {string} */
                         error: "client_closed_request";
                         /** @description What went wrong, in words a person can act on. */
@@ -1077,7 +1191,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RequestError"];
+                    "application/problem+json": components["schemas"]["RequestError"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -1089,7 +1203,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NotReady"];
+                    "application/problem+json": components["schemas"]["NotReady"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -1321,7 +1435,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
+                    "application/problem+json": {
+                        /** @description The problem type (RFC 9457): `tag:pushdrain,2026:` and the `error` code, an identifier not meant to be fetched. */
+                        type: string;
+                        /** @description A short summary of the problem type, the same for every occurrence. */
+                        title: string;
+                        /** @description The HTTP status code of this answer. */
+                        status: number;
+                        /** @description This occurrence, in words a person can act on (the same as `message`). */
+                        detail: string;
                         /** @enum {string} */
                         error: "no_webhooks";
                         /** @description What went wrong, in words a person can act on. */

@@ -5,7 +5,7 @@ export const EXIT = {
   error: 1,
   /** Bad command line: unknown command or option, missing argument. */
   usage: 2,
-  /** The app refused the input: validation (400), conflict (409), too large (413), media type (415); `callbacks verify`: a check failed. */
+  /** The app refused the input: validation (400), conflict (409, 422), too large (413), media type (415); `callbacks verify`: a check failed. */
   rejected: 3,
   /**
    * The batch ended `failed`: submit, while waiting; report of a failed batch (it has no report).

@@ -66,10 +66,33 @@ async function* watchedBody(
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
+const TITLES: Readonly<Record<string, string>> = {
+  too_large: 'The body is too large',
+  invalid_request: 'The request is invalid',
+  internal: 'Internal error',
+};
+
+/**
+ * The host's own error answers, as the app's are (functions/problem.ts): RFC 9457 problem details,
+ * with the code and message also as `error` and `message`.
+ */
+function send(
+  res: ServerResponse,
+  status: number,
+  error: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify({
+    type: `tag:pushdrain,2026:${error}`,
+    title: TITLES[error],
+    status,
+    detail: message,
+    error,
+    message,
+  });
   res.writeHead(status, {
-    'Content-Type': 'application/json',
+    'Content-Type': 'application/problem+json',
     'Content-Length': String(Buffer.byteLength(text)),
     ...headers,
   });
@@ -81,12 +104,7 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
  * answer is out, instead of reading (and discarding) whatever the client still sends.
  */
 function tooLarge(res: ServerResponse): void {
-  send(
-    res,
-    413,
-    { error: 'too_large', message: `the request body exceeds ${MAX_REQUEST_BYTES} bytes` },
-    { Connection: 'close' },
-  );
+  send(res, 413, 'too_large', `the request body exceeds ${MAX_REQUEST_BYTES} bytes`, { Connection: 'close' });
 }
 
 /** How long a socket answered before its body was read still takes (and drops) what the client sends. */
@@ -130,7 +148,7 @@ async function dispatch(
   for (const route of routes) {
     const params = matchRoute(route, path);
     if (params === 'bad_escape')
-      return send(res, 400, { error: 'invalid_request', message: 'the URL path has a malformed percent-encoding' });
+      return send(res, 400, 'invalid_request', 'the URL path has a malformed percent-encoding');
     if (!params) continue;
     if (!route.methods.includes(method)) continue;
     if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES) return tooLarge(res);
@@ -193,7 +211,7 @@ export async function startHttpHost(routes: RouteEntry[], port: number, log: Hos
   const server: Server = createServer((req, res) => {
     dispatch(routes, log, req, res, actualPort).catch((e: unknown) => {
       log('error', 'host', `HTTP dispatch failed: ${(e as Error).stack ?? String(e)}`);
-      if (!res.headersSent) send(res, 500, { error: 'internal', message: 'internal error' });
+      if (!res.headersSent) send(res, 500, 'internal', 'internal error');
       else res.destroy();
     });
   });
