@@ -74,7 +74,8 @@ export interface Manifest {
   events?: OutboxEvent[];
   /**
    * Sequence numbers of the watchdog check scheduled for it now, where the publisher hands them
-   * back: once the batch is terminal the finalizer cancels it, so it never comes due for nothing.
+   * back (empty: scheduled, none handed back): once the batch is terminal the finalizer cancels
+   * it, so it never comes due for nothing; recovery schedules no second check beside it.
    */
   watchdog?: string[];
   /** W3C trace context of the batch's ingest span: every later span of the batch is in its trace. */

@@ -258,7 +258,9 @@ async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnCla
   let scheduled = true;
   const schedule = ctx.notifier.scheduleCheck({ v: 1, batchId, attempt: 1, settledBefore: 0 }).then(
     (s) => {
-      watchdog = s.sequenceNumbers;
+      // Recorded even without sequence numbers (a check sent to the backlog): recovery then knows a
+      // check is on its way and sends only the wake-up, never a second check.
+      watchdog = s.sequenceNumbers ?? [];
     },
     (e: unknown) => {
       scheduled = false;

@@ -132,7 +132,10 @@ export class Recovery {
       return { batchId, kind: 'closed' };
     }
     if (m.notification === 'pending') {
-      const watchdog = await notifier.accepted(batchId, m.queues, m.traceparent);
+      // A check recorded at the accept (only the wake-up failed) is on its way: wake, schedule no second one.
+      let watchdog: string[] | undefined;
+      if (m.watchdog) await notifier.wake(m.queues, batchId, m.traceparent);
+      else watchdog = await notifier.accepted(batchId, m.queues, m.traceparent);
       this.deps.telemetry?.batchEvent(m.traceparent, 'pushdrain.recovery.notified');
       await manifests.update(batchId, (cur) =>
         cur.notification === 'sent' ? undefined : { ...cur, notification: 'sent', ...(watchdog ? { watchdog } : {}) },
