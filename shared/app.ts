@@ -469,7 +469,7 @@ export class PushdrainApp {
 /** Every public member of the façade is a use case with its needs in USE_CASES, and every use case is a member. */
 type Unlisted = Exclude<keyof PushdrainApp, UseCaseName>;
 type Missing = Exclude<UseCaseName, keyof PushdrainApp>;
-export const FACADE_IS_USE_CASES: [Unlisted, Missing] extends [never, never] ? true : never = true;
+const _facadeIsUseCases: [Unlisted, Missing] extends [never, never] ? true : never = true;
 
 /** Service Bus operations of an event a trigger ran for: its receive and its completion. */
 const RECEIVE_AND_COMPLETE = 2;

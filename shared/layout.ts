@@ -31,7 +31,7 @@ function batch(batchId: string): string {
 export const OPEN_PREFIX = 'open/';
 
 /** The index of each token submitter's batches: `owners/{objectId}/{newest-first key}`, one empty blob per batch. */
-export const OWNERS_PREFIX = 'owners/';
+const OWNERS_PREFIX = 'owners/';
 const OBJECT_ID = /^[A-Za-z0-9-]{1,64}$/;
 
 /** A submitter's part of the owner index (its object id is checked: it becomes a blob path). */

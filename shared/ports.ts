@@ -12,7 +12,7 @@ export interface BlobRead {
   etag: string;
 }
 
-export type WriteCondition = { ifNoneMatch: '*' } | { ifMatch: string };
+type WriteCondition = { ifNoneMatch: '*' } | { ifMatch: string };
 
 export interface WriteOptions {
   contentType: string;

@@ -18,7 +18,7 @@ export type ReportLookup =
   | { kind: 'ready'; report: Report; bytes: Buffer };
 
 /** Rejects anything that is not a batch id before it can become part of a blob path. */
-export function checkBatchId(batchId: string): void {
+function checkBatchId(batchId: string): void {
   if (!isValidBatchId(batchId))
     throw new ValidationError('batchId must be 1-64 characters of a-z 0-9 -', { code: 'invalid_batch_id' });
 }

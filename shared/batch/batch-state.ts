@@ -33,7 +33,7 @@ export const STATE_CHANGES: Readonly<Record<BatchState, Readonly<Partial<Record<
  * failed batch (the one change out of a terminal state in STATE_CHANGES), after which it
  * settles and finalizes again.
  */
-export function isTerminalState(state: BatchState): boolean {
+function isTerminalState(state: BatchState): boolean {
   return state === 'completed' || state === 'failed';
 }
 

@@ -31,7 +31,7 @@ interface Waiter {
  * Adds outcomes to a manifest; each chunk counts once, whatever the delivery count. With `at`
  * (the write's time), each newly counted chunk is folded into the timeline by the same write.
  */
-export function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[], at?: number): Manifest | undefined {
+function applyOutcomes(m: Manifest, outcomes: readonly ChunkOutcome[], at?: number): Manifest | undefined {
   if (isTerminal(m) || m.state === 'abandoned') return undefined;
   const done = new Set(m.done);
   const failed = new Map(m.failed.map((f) => [f.chunk, f]));

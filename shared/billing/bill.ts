@@ -136,7 +136,7 @@ export function taxOf(amount: number, bp: number): number {
 }
 
 /** Any other region, or none, is taxed at 0. */
-export function rateFor(rates: TaxRates, region: string | undefined): number {
+function rateFor(rates: TaxRates, region: string | undefined): number {
   if (region === undefined) return 0;
   return Object.prototype.hasOwnProperty.call(rates, region) ? (rates[region] ?? 0) : 0;
 }

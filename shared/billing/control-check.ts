@@ -16,7 +16,7 @@ import type { Report } from './report';
 export const CONTROL_TOTALS_MISMATCH = 'control_totals_mismatch';
 
 /** Figures kept at most per check (24 in all): the first ones of each name the fault, and the manifest and event stay small. */
-export const MAX_MISMATCHES_PER_CHECK = 8;
+const MAX_MISMATCHES_PER_CHECK = 8;
 
 export interface ControlMismatch {
   /**

@@ -12,7 +12,7 @@ import type { Env } from './connections';
 export const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000';
 
 /** The shortest signing secret accepted, in bytes (Standard Webhooks: 24 to 64). */
-export const MIN_SECRET_BYTES = 24;
+const MIN_SECRET_BYTES = 24;
 
 /** A value that must never be printed: only `reveal()` gives it. */
 export class Secret {

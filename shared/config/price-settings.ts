@@ -65,7 +65,7 @@ export interface PriceSettings {
 }
 
 /** The setting that chooses PriceSettings.leftovers. */
-export const LEFTOVERS_SETTING = 'PUSHDRAIN_USAGE_LEFTOVERS';
+const LEFTOVERS_SETTING = 'PUSHDRAIN_USAGE_LEFTOVERS';
 
 export function priceSettings(env: Env): PriceSettings {
   const prices = {} as Prices;

@@ -7,7 +7,7 @@ import { ConfigError } from '../errors';
 import type { Env, IdentityOptions } from './connections';
 
 /** off: the trigger completes events and does nothing; dry-run (default): decide and log the request; apply: send it. */
-export type ScaleMode = 'off' | 'dry-run' | 'apply';
+type ScaleMode = 'off' | 'dry-run' | 'apply';
 export type ScalePlan = 'flex' | 'premium';
 
 /** From this many queued messages (summed over the input queues) on, keep `instances` ready. */
@@ -39,7 +39,7 @@ export interface ScaleSettings {
 }
 
 /** Roughly 1 M, 8 M, 32 M and 128 M transactions queued at the default chunk size of 2,000. */
-export const DEFAULT_SCALE_RULES = '512:1,4096:2,16384:4,65536:8';
+const DEFAULT_SCALE_RULES = '512:1,4096:2,16384:4,65536:8';
 
 /** Parses `depth:instances` pairs separated by commas, e.g. `512:1,4096:2`; depths strictly rising. */
 export function parseScaleRules(setting: string, raw: string): ScaleRule[] {

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors';
 import type { Env } from './connections';
 
-export type OtlpProtocol = 'grpc' | 'http/json' | 'http/protobuf';
+type OtlpProtocol = 'grpc' | 'http/json' | 'http/protobuf';
 
 export type TelemetrySettings =
   | { kind: 'off' }
@@ -37,7 +37,7 @@ function given(v: string | undefined): string | undefined {
 }
 
 /** `ClientId=…;Authorization=AAD` into its parts (keys are case-insensitive). */
-export function authenticationString(value: string | undefined): { aad: boolean; clientId?: string } {
+function authenticationString(value: string | undefined): { aad: boolean; clientId?: string } {
   const parts = new Map(
     (value ?? '')
       .split(';')

@@ -19,7 +19,7 @@ export interface BatchCost {
   estimate: CostEstimate;
 }
 
-export interface CostEstimate {
+interface CostEstimate {
   currency: 'USD';
   perBatch: number;
   per1000Transactions: number;

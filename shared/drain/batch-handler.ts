@@ -22,7 +22,7 @@ import type { ReceiveSizer } from './receive-sizer';
 import { VisibilityKeeper } from './visibility-keeper';
 
 /** Seconds a handed-back message stays invisible: long enough not to spin, short for a newer instance. */
-export const HANDBACK_DELAY_SECONDS = 15;
+const HANDBACK_DELAY_SECONDS = 15;
 /** Handbacks after which a message nobody reads goes to poison: 240 × 15 s = an hour at least. */
 export const MAX_HANDBACKS = 240;
 

@@ -24,7 +24,7 @@
 import { latch } from '../util/latch';
 
 /** Everything held should be settled within this share of the visibility timeout (extensions start at 40 %). */
-export const HOLD_SHARE = 0.25;
+const HOLD_SHARE = 0.25;
 /** Weight of the newest batch in the per-message estimate. */
 const WEIGHT = 0.3;
 

@@ -23,7 +23,7 @@ import { MessageTakenError } from '../queue/message-taken-error';
 import type { DrainCounter } from './drain-counts';
 
 /** The share of the visibility timeout after which a held message is extended. */
-export const EXTEND_AT = 0.4;
+const EXTEND_AT = 0.4;
 
 export interface HeldBatch {
   /** Ids of the messages another delivery took while we held them. */

@@ -70,7 +70,7 @@ function inList(list: BlockList, address: string): boolean {
 }
 
 /** True for an address not even an exact allowlist entry may reach (see `never`), as `host` named it. */
-export function isNeverReachable(address: string, host: string): boolean {
+function isNeverReachable(address: string, host: string): boolean {
   return inList(never, address) || (inList(loopback, address) && !isLoopbackHost(host));
 }
 
@@ -129,7 +129,7 @@ export class RefusedAddressError extends Error {
 /** Every address a host name resolves to. */
 export type HostLookup = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemLookup: HostLookup = async (host) =>
+const systemLookup: HostLookup = async (host) =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => ({
     address: a.address,
     family: a.family === 6 ? 6 : 4,

@@ -21,7 +21,7 @@ import { PermanentError } from '../errors';
 import { checkedTraceparent } from '../telemetry/telemetry';
 import { type DeliveryKind, type OutboxEvent, pendingDeliveries } from './outbox';
 
-export const BATCH_EVENT_TYPES = {
+const BATCH_EVENT_TYPES = {
   completed: 'com.pushdrain.batch.completed',
   failed: 'com.pushdrain.batch.failed',
 } as const;
@@ -31,7 +31,7 @@ export const BATCH_EVENT_SOURCE = '/api/batches';
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
 
-export interface BatchEventData extends BatchStatus {
+interface BatchEventData extends BatchStatus {
   /** `GET` this for the report rows (completed batches only). */
   reportPath?: string;
   /** Whom the event belongs to: a receiver refuses one that does not name it (README). */
@@ -85,7 +85,7 @@ export function batchEventBody(
  * The recipient a manifest records; one written before it did is read conservatively: a token's
  * batch names its user's object id (an app's receiver, which checks its application id, refuses it).
  */
-export function manifestRecipient(m: Manifest): Recipient {
+function manifestRecipient(m: Manifest): Recipient {
   if (m.recipient) return m.recipient;
   if (m.submitter) return { kind: 'user', id: m.submitter.objectId };
   return { kind: m.source === 'sweep' ? 'sweep' : 'key' };

@@ -15,7 +15,7 @@ function refuse(message: string): ValidationError {
 }
 
 /** True when `entry` (an origin, or `scheme://*.suffix[:port]`) admits `url`'s origin. */
-export function originMatches(entry: string, url: URL): boolean {
+function originMatches(entry: string, url: URL): boolean {
   if (entry === url.origin) return true;
   const m = /^(https?):\/\/\*\.([^/:]+)(?::(\d+))?$/.exec(entry);
   if (!m) return false;

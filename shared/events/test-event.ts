@@ -14,12 +14,12 @@ import type { AttemptFn } from './delivery-attempt';
 import { displayTarget } from './event-delivery';
 import { pendingDeliveries } from './outbox';
 
-export const TEST_EVENT_TYPE = 'com.pushdrain.webhook.test';
+const TEST_EVENT_TYPE = 'com.pushdrain.webhook.test';
 
 /** The test event's `source`: the route that sends it. */
-export const TEST_EVENT_SOURCE = '/api/ops/webhooks/test';
+const TEST_EVENT_SOURCE = '/api/ops/webhooks/test';
 
-export interface TestEventTarget {
+interface TestEventTarget {
   /** The endpoint without its query (a webhook URL may carry a token). */
   target: string;
   /** A 2xx answer. */
@@ -45,7 +45,7 @@ export interface TestEventDeps {
 }
 
 /** The test event's structured-mode JSON. */
-export function testEventBody(id: string, at: Date): string {
+function testEventBody(id: string, at: Date): string {
   const event = new CloudEvent({
     id,
     type: TEST_EVENT_TYPE,

@@ -28,7 +28,7 @@ import type { EndpointAgents } from './endpoint-agents';
 import type { AttemptResult } from './outbox';
 
 /** Standard Webhooks' recommendation, and this design's promise: one attempt never takes longer. */
-export const ATTEMPT_TIMEOUT_MS = 10_000;
+const ATTEMPT_TIMEOUT_MS = 10_000;
 
 /** Enough of an answer to log; the rest is read and dropped. */
 const MAX_ANSWER_BYTES = 4096;

@@ -14,7 +14,7 @@ import type { RecordText } from './record-item';
  * one per unknown or repeated field. Keeps a record's work linear in its size: 256 MB of
  * 64 KiB records of repeated keys would cost ~47 s of CPU with a problem per field.
  */
-export const MAX_RECORD_FIELDS = 32;
+const MAX_RECORD_FIELDS = 32;
 
 /** A valid record: its canonical line, and the transaction (its id for the duplicate rule, its amount for the control totals). */
 export type CheckedRecord = { canonical: string; transaction: Transaction } | { errors: ErrorDetail[] };

@@ -12,13 +12,13 @@
 /** Lines per gzip member, and the smallest chunk the rule chooses: the fixed size of earlier versions. */
 export const CHUNK_PIECE = 2_000;
 /** Chunks each input queue gets at least, so every partition's drain has work and two chunks overlap. */
-export const CHUNKS_PER_QUEUE = 2;
+const CHUNKS_PER_QUEUE = 2;
 /** Characters of canonical lines one chunk holds at most: what one map inflates, parses and bills at once. */
 export const MAX_CHUNK_CHARS = 4 * 1024 * 1024;
 /** Transactions per second one chunk is mapped at on a starved CPU (the slowest measured, docs/DESIGN.md). */
-export const SLOW_MAP_RATE = 5_000;
+const SLOW_MAP_RATE = 5_000;
 /** Share of the visibility timeout a chunk's map may take (a receive holds up to a batch of them). */
-export const VISIBILITY_SHARE = 0.25;
+const VISIBILITY_SHARE = 0.25;
 
 /** How a batch is cut: `size` transactions per chunk, written as gzip members of `piece` lines. */
 export interface ChunkPlan {

@@ -93,7 +93,7 @@ export interface IngestDeps {
  * Compressed chunk bytes the validation pass may keep for writing (~20 MB for 1,000,000
  * typical transactions); a bigger batch is cut again in a second pass.
  */
-export const MAX_KEPT_BYTES = 64 * 1024 * 1024;
+const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 const ENQUEUE_CONCURRENCY = 16;
 
 export class Ingestor {

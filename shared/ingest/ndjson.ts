@@ -17,7 +17,7 @@ const NL = 0x0a;
  * after every record still fits. A blank line costs ~25 times what a byte of a record costs to
  * read, and is not a record, so nothing else bounds it: unbounded, 250 MB of newlines costs ~7 s of CPU.
  */
-export const MAX_BLANK_LINES = MAX_TRANSACTIONS;
+const MAX_BLANK_LINES = MAX_TRANSACTIONS;
 
 function tooManyBlankLines(line: number): ValidationError {
   return tooLarge(

@@ -14,7 +14,7 @@ import { ChunkKeeper } from './chunk-keeper';
 import { DuplicateIds } from './duplicate-ids';
 import { type BodyFormat, readRecords } from './records';
 
-export const MAX_DETAILS = 100;
+const MAX_DETAILS = 100;
 
 export interface BodySummary {
   transactions: number;

@@ -39,7 +39,7 @@ export interface EncodedChunk {
   sha256: string;
 }
 
-export function sha256Hex(data: Buffer): string {
+function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 

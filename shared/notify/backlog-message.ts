@@ -19,7 +19,7 @@ export const BACKLOG_PROPERTY = {
   subject: 'backlogSubject',
 } as const;
 
-export const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC];
+const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC];
 
 export function toBacklogMessage(
   destination: string,

@@ -15,7 +15,7 @@ export interface DeliveryRetry {
   key?: string;
 }
 
-export const DELIVERY_RETRY_KIND = 'DeliveryRetry';
+const DELIVERY_RETRY_KIND = 'DeliveryRetry';
 
 export interface DeliveryRetryMessage extends DeliveryRetry {
   v: 1;

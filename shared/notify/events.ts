@@ -58,7 +58,7 @@ export interface WatchdogCheck {
 }
 
 /** Delay before check `attempt` (1-based): SLA, 2×SLA, 4×SLA… capped at a day. */
-export function watchdogDelayMs(slaSeconds: number, attempt: number): number {
+function watchdogDelayMs(slaSeconds: number, attempt: number): number {
   return Math.min(slaSeconds * 1000 * 2 ** (attempt - 1), 24 * 3600 * 1000);
 }
 

@@ -8,7 +8,7 @@ import type { DeliveryRetryMessage } from './delivery-retry-message';
 import { SCALE_CHECK, type ScheduledMessages, type WatchdogCheck, type WorkDetected } from './events';
 
 /** Application property values Service Bus filters and the Functions host carry unchanged. */
-export type PropertyValue = string | number | boolean;
+type PropertyValue = string | number | boolean;
 
 /** The subset of the SDK's ServiceBusMessage the app uses. */
 export interface OutgoingMessage {

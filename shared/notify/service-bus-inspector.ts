@@ -21,7 +21,7 @@ export interface BusEntity {
 }
 
 /** The app's own entities: the topic's subscriptions and the watchdog queue. */
-export const APP_ENTITIES: readonly BusEntity[] = [
+const APP_ENTITIES: readonly BusEntity[] = [
   ...Object.values(SUBSCRIPTIONS).map((s) => ({ topic: TOPIC, subscription: s.name })),
   { queue: WATCHDOG_QUEUE },
 ];

@@ -48,7 +48,7 @@ export interface MapDeps {
  * How long a sole chunk waits for its ingest's accept, read by read: about 1.5 s in all, well
  * inside the visibility timeout; past it the chunk is folded into the ingesting manifest as before.
  */
-export const ACCEPT_WAITS_MS = [100, 200, 400, 800] as const;
+const ACCEPT_WAITS_MS = [100, 200, 400, 800] as const;
 
 export class MapProcessor implements MessageProcessor {
   /** Result bytes enqueued since the last published event, summed across dequeue tasks. */

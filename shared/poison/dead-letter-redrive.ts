@@ -27,7 +27,7 @@ export interface DeadLetterRedriveResult {
   failed: Record<string, string>;
 }
 
-export const DEFAULT_MAX = 1000;
+const DEFAULT_MAX = 1000;
 export const MAX_LIMIT = 100_000;
 
 export function validateMax(max: number | undefined): number {

@@ -97,7 +97,7 @@ export interface RedriveDeps {
 }
 
 /** The `queue` a redrive names for the event deliveries' poison queue. */
-export const DELIVERIES = 'deliveries';
+const DELIVERIES = 'deliveries';
 
 export class Redriver {
   constructor(private readonly deps: RedriveDeps) {}

@@ -19,7 +19,7 @@ import { MessageTakenError } from './message-taken-error';
 /** TTL -1: a backlog never silently expires (the default is 7 days). */
 const FOREVER = { messageTimeToLive: -1 };
 
-export class StorageDrainQueue implements DrainQueue {
+class StorageDrainQueue implements DrainQueue {
   constructor(
     private readonly client: QueueClient,
     private readonly poisonClient: QueueClient,

@@ -6,9 +6,9 @@
  */
 import { PermanentError, TransientError } from '../errors';
 
-export const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
 
-export const RETRYABLE_SOCKET_CODES = new Set([
+const RETRYABLE_SOCKET_CODES = new Set([
   'ECONNRESET',
   'ECONNREFUSED',
   'ECONNABORTED',
@@ -29,7 +29,7 @@ export const RETRYABLE_SOCKET_CODES = new Set([
 export type FailoverClass = 'outage' | 'busy' | 'permanent';
 
 /** Service Bus error codes (ServiceBusError.code): retry the operation? fail over a send? */
-export const SERVICE_BUS_CODES: Readonly<Record<string, { retry: boolean; failover: FailoverClass }>> = {
+const SERVICE_BUS_CODES: Readonly<Record<string, { retry: boolean; failover: FailoverClass }>> = {
   ServiceBusy: { retry: true, failover: 'busy' },
   ServiceTimeout: { retry: true, failover: 'outage' },
   ServiceCommunicationProblem: { retry: true, failover: 'outage' },
@@ -44,7 +44,7 @@ export const SERVICE_BUS_CODES: Readonly<Record<string, { retry: boolean; failov
 };
 
 /** Service Bus error codes that clear up on their own. */
-export const RETRYABLE_SERVICE_BUS_CODES = new Set(
+const RETRYABLE_SERVICE_BUS_CODES = new Set(
   Object.entries(SERVICE_BUS_CODES)
     .filter(([, v]) => v.retry)
     .map(([k]) => k),

@@ -16,7 +16,6 @@
  * and the dry-run describes requests without it.
  */
 import type * as AppService from '@azure/arm-appservice';
-import type { TokenCredential } from '@azure/identity';
 import {
   createDefaultHttpClient,
   createHttpHeaders,
@@ -26,6 +25,7 @@ import {
   type PipelineResponse,
   type TlsSettings,
 } from '@azure/core-rest-pipeline';
+import type { TokenCredential } from '@azure/identity';
 
 import type { ScalePlan, ScaleSettings, ScaleSite } from '../config/scale-rules';
 import { AccessDeniedError, PermanentError, TransientError } from '../errors';
@@ -35,7 +35,7 @@ import type { ArmRequest, ScaleDecision, ScaleTarget } from './target';
 const DEFAULT_RETRY_AFTER_MS = 60_000;
 
 /** Retry-After in seconds or as an HTTP date; a missing or odd value means a minute. */
-export function retryAfterMs(value: string | undefined, now: number = Date.now()): number {
+function retryAfterMs(value: string | undefined, now: number = Date.now()): number {
   if (value === undefined || value.trim() === '') return DEFAULT_RETRY_AFTER_MS;
   const seconds = Number(value.trim());
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;

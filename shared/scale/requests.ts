@@ -7,7 +7,7 @@ import { PermanentError } from '../errors';
 import type { ArmRequest, ScaleDecision } from './target';
 
 /** The api-version @azure/arm-appservice 19 speaks; the raw Flex requests use the same. */
-export const ARM_API_VERSION = '2025-05-01';
+const ARM_API_VERSION = '2025-05-01';
 export const ARM_ENDPOINT = 'https://management.azure.com';
 
 /** Elastic Premium always runs at least one instance; a floor of 0 is written as its minimum. */

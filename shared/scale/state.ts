@@ -30,7 +30,7 @@ export interface AgentState {
   disabled?: { at: number; reason: string };
 }
 
-export function freshState(target: string, decision: ScaleDecision): AgentState {
+function freshState(target: string, decision: ScaleDecision): AgentState {
   return { v: 1, target, floor: decision.floor, ceiling: decision.ceiling, changedAt: 0, highAt: 0, nextEvalAt: 0 };
 }
 

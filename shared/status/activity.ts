@@ -46,7 +46,7 @@ export interface ActivityWindow {
 }
 
 /** Two sweep runs at the default 5-minute schedule: enough idle time for an hourly rate to mean something. */
-export const IDLE_RATE_AFTER_MS = 600_000;
+const IDLE_RATE_AFTER_MS = 600_000;
 
 export interface ActivityOptions {
   /** @defaultValue 10000 */

@@ -17,12 +17,12 @@ export interface DashboardPage {
 }
 
 /** dist/shared/status → the app's root → static/dashboard. */
-export const DASHBOARD_DIR = join(__dirname, '..', '..', '..', 'static', 'dashboard');
+const DASHBOARD_DIR = join(__dirname, '..', '..', '..', 'static', 'dashboard');
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
 /** MSAL's browser bundle, from the pinned package (never a CDN): inlined and allowed by its hash. */
-export function msalBundle(): string {
+function msalBundle(): string {
   const file = join(dirname(require.resolve('@azure/msal-browser/package.json')), 'lib', 'msal-browser.min.js');
   return readFileSync(file, 'utf8');
 }

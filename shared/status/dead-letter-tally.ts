@@ -34,7 +34,7 @@ export interface TallyDeps {
   onCount?: (total: number) => void;
 }
 
-export const DEAD_LETTER_MAX_AGE_MS = 5 * 60_000;
+const DEAD_LETTER_MAX_AGE_MS = 5 * 60_000;
 
 export class DeadLetterTally {
   private last: { at: number; counts: readonly DeadLetterCount[] } | undefined;

@@ -35,7 +35,7 @@ export interface DeliveryLine {
   lastError?: string;
 }
 
-export interface PoisonedDelivery {
+interface PoisonedDelivery {
   batchId: string;
   eventId: string;
   eventType: string;

@@ -22,12 +22,12 @@ export interface QueueLine {
   oldestAgeSeconds: number | null;
 }
 
-export interface QueueStatus extends QueueLine {
+interface QueueStatus extends QueueLine {
   role: 'input' | 'output';
   poison: QueueLine;
 }
 
-export interface PoisonEntry {
+interface PoisonEntry {
   /** The queue the message came from. */
   queue: string;
   messageId: string;
@@ -89,7 +89,7 @@ export interface StatusDeps {
 }
 
 /** Rate figures cover this much recent time. */
-export const WINDOW_SECONDS = 15 * 60;
+const WINDOW_SECONDS = 15 * 60;
 const PEEK_POISON = 32;
 const LIST_LIMITS = { open: 100, recent: 20 };
 

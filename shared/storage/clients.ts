@@ -5,9 +5,9 @@
  * (shared/storage/stall-timeout.ts) and the meter; for the app's clients, on each operation, a
  * missing queue or container turned into NotProvisionedError (shared/storage/missing-entities.ts).
  */
-import type { TokenCredential } from '@azure/identity';
 import type { AddPipelineOptions, Pipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
 import type * as Identity from '@azure/identity';
+import type { TokenCredential } from '@azure/identity';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 
@@ -33,7 +33,7 @@ const RETRY = { maxTries: 4, retryDelayInMs: 200, maxRetryDelayInMs: 3_000, tryT
  * per-try timeout (a healthy server answers, if only with OperationTimedOut, within it), so what
  * trips it is a dead connection, not a slow operation.
  */
-export const STALL_TIMEOUT_MS = TRY_TIMEOUT_MS + 10_000;
+const STALL_TIMEOUT_MS = TRY_TIMEOUT_MS + 10_000;
 
 export interface StorageClientOptions {
   /** Time without progress after which an attempt is abandoned and retried. @defaultValue STALL_TIMEOUT_MS (40 s) */
@@ -63,7 +63,7 @@ export function credentialFor(options: IdentityOptions): TokenCredential {
  * attempt. Clients derived with getContainerClient/getQueueClient share that pipeline.
  * (Passing it as `additionalPolicies` adds it twice and the SDK rejects duplicate names.)
  */
-export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
+function attachPerAttempt(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
   attach(client, policy, { afterPhase: 'Retry' });
 }
 
@@ -71,7 +71,7 @@ export function attachPerAttempt(client: BlobServiceClient | QueueServiceClient,
  * Puts a policy between deserialization and the retry policy: it sees each operation's final raw
  * response, once, before the SDK turns an error status into a RestError.
  */
-export function attachPerOperation(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
+function attachPerOperation(client: BlobServiceClient | QueueServiceClient, policy: PipelinePolicy): void {
   attach(client, policy, { afterPhase: 'Deserialize' });
 }
 

@@ -13,10 +13,10 @@
  */
 import type { PipelinePolicy, PipelineRequest } from '@azure/core-rest-pipeline';
 
-export const ENDPOINT_OUTAGE_POLICY = 'pushdrainEndpointOutage';
+const ENDPOINT_OUTAGE_POLICY = 'pushdrainEndpointOutage';
 
 /** Longest the attempts to a marked endpoint wait, from when it went down: a restart that takes longer is failing. */
-export const OUTAGE_WAIT_MS = 20_000;
+const OUTAGE_WAIT_MS = 20_000;
 
 export class EndpointOutages {
   /** Down endpoints (`host:port`): since when, and what their waiters are woken with when they are back. */

@@ -16,7 +16,7 @@ import { type AzureBlobStore, statusOf } from './azure-blob-store';
  * still land in time: on a starved machine Storage requests have waited that long (docs/DESIGN.md,
  * the drain under overload), and 15 s lost slots to renewals that came too late.
  */
-export const LEASE_SECONDS = 30;
+const LEASE_SECONDS = 30;
 const RENEW_EVERY_MS = 5_000;
 
 export class BlobLeaseSlots implements DrainSlots {

@@ -17,7 +17,7 @@ import { Readable } from 'node:stream';
 import type { PipelinePolicy, PipelineRequest, PipelineResponse, SendRequest } from '@azure/core-rest-pipeline';
 import { RestError } from '@azure/core-rest-pipeline';
 
-export const STALL_TIMEOUT_POLICY = 'pushdrainStallTimeout';
+const STALL_TIMEOUT_POLICY = 'pushdrainStallTimeout';
 
 /** Buffers at least this large are sent in slices, so upload progress tracks the socket. */
 const SLICE_BYTES = 64 * 1024;
@@ -25,7 +25,7 @@ const SLICE_BYTES = 64 * 1024;
 const IN_FLIGHT_CAP_BYTES = 16 * 1024 * 1024;
 const MIN_UPLOAD_BYTES_PER_MS = (1024 * 1024) / 1000;
 
-export function stallError(stallMs: number): RestError {
+function stallError(stallMs: number): RestError {
   return new RestError(`Storage request made no progress for ${stallMs} ms; abandoned so that it can be retried`, {
     code: 'ETIMEDOUT',
   });

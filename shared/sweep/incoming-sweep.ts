@@ -27,7 +27,7 @@ export interface SweepResult {
 const NAME = /^[A-Za-z0-9._-]{1,200}$/;
 
 /** Format from the file name: `.ndjson`/`.jsonl` or `.json`, optionally `.gz`. */
-export function formatOf(name: string): { format: BodyFormat; gzip: boolean } | undefined {
+function formatOf(name: string): { format: BodyFormat; gzip: boolean } | undefined {
   const gzip = name.endsWith('.gz');
   const base = gzip ? name.slice(0, -3) : name;
   if (base.endsWith('.ndjson') || base.endsWith('.jsonl')) return { format: 'ndjson', gzip };

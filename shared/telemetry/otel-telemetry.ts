@@ -49,7 +49,7 @@ function spanContextOf(traceparent: string) {
   return ctx && trace.getSpanContext(ctx);
 }
 
-export function traceparentOf(span: Span): string {
+function traceparentOf(span: Span): string {
   const c = span.spanContext();
   return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, '0')}`;
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import type { TokenCredential } from '@azure/identity';
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   /** Path and query, e.g. /subscriptions/…/sites/app?api-version=2025-05-01 */
   path: string;
@@ -21,7 +21,7 @@ export interface RecordedRequest {
   authorization: string | undefined;
 }
 
-export interface Fault {
+interface Fault {
   status: number;
   headers?: Record<string, string>;
   /** Only requests with this method. */

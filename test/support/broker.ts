@@ -11,7 +11,7 @@ import type { Broker, BrokerOptions } from '../../tools/devstack/servicebus/brok
 import { startBroker } from '../../tools/devstack/servicebus/broker';
 import type { QueueConfig } from '../../tools/devstack/servicebus/config';
 
-export interface ClientOptions {
+interface ClientOptions {
   /** @defaultValue 3 */
   maxRetries?: number;
   /** Per-try timeout. @defaultValue 10000 */

@@ -18,7 +18,7 @@ const SYSTEM_CHROMIUM = process.env.PUSHDRAIN_CHROMIUM || '/usr/bin/chromium';
 const INSTALL_HINT =
   'no Chromium for this platform: @sparticuz/chromium (a dev dependency) ships Linux x64 only; install one ' +
   '(Debian: sudo apt-get install -y chromium) or set PUSHDRAIN_CHROMIUM to its executable';
-export const BROWSER_REQUIRED = process.env.PUSHDRAIN_BROWSER_TESTS === 'required';
+const BROWSER_REQUIRED = process.env.PUSHDRAIN_BROWSER_TESTS === 'required';
 
 const systemChromium = (): boolean => existsSync(SYSTEM_CHROMIUM);
 

@@ -5,17 +5,17 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 
-export const DOTNET_REQUIRED = process.env.PUSHDRAIN_DOTNET_TESTS === 'required';
+const DOTNET_REQUIRED = process.env.PUSHDRAIN_DOTNET_TESTS === 'required';
 
 /** Quiet, offline-friendly CLI: no telemetry, no first-run banner. */
-export const DOTNET_ENV: NodeJS.ProcessEnv = {
+const DOTNET_ENV: NodeJS.ProcessEnv = {
   ...process.env,
   DOTNET_CLI_TELEMETRY_OPTOUT: '1',
   DOTNET_NOLOGO: '1',
   DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1',
 };
 
-export function dotnetInstalled(): boolean {
+function dotnetInstalled(): boolean {
   return spawnSync('dotnet', ['--version'], { env: DOTNET_ENV, stdio: 'ignore', timeout: 30_000 }).status === 0;
 }
 

@@ -29,7 +29,7 @@ export interface ObservedResponse {
  * both ways: one the response carries must be documented, a documented required one must be there.
  * Transport and security headers (Date, Content-Length, Connection, CSP…) are not the API's contract.
  */
-export const CHECKED_HEADERS = [
+const CHECKED_HEADERS = [
   'content-type',
   'location',
   'etag',
@@ -105,7 +105,7 @@ const pointer = (...segments: string[]): string =>
 
 export const OPENAPI_PATH = 'static/openapi.json';
 
-export function readOpenApiDocument(root: string = repoRoot()): Document {
+function readOpenApiDocument(root: string = repoRoot()): Document {
   return JSON.parse(readFileSync(join(root, OPENAPI_PATH), 'utf8')) as Document;
 }
 

@@ -223,7 +223,7 @@ export interface paths {
         trace?: never;
     };
 }
-export interface webhooks {
+interface webhooks {
     batchEvent: {
         parameters: {
             query?: never;
@@ -940,8 +940,8 @@ export interface components {
     };
     pathItems: never;
 }
-export type $defs = Record<string, never>;
-export interface operations {
+type $defs = Record<string, never>;
+interface operations {
     listBatches: {
         parameters: {
             query?: {

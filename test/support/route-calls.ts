@@ -32,7 +32,7 @@ export function post(app: PushdrainApp, headers: Headers, body = line('t1'), key
   );
 }
 
-export const get = (path: string, headers: Headers, params: Record<string, string> = {}): HttpRequest =>
+const get = (path: string, headers: Headers, params: Record<string, string> = {}): HttpRequest =>
   new HttpRequest({ method: 'GET', url: `http://localhost/api/${path}`, headers, params });
 
 /** GET /api/batches with a query (`limit`, `cursor`). */

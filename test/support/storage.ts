@@ -12,7 +12,6 @@ import type { AppParts, PushdrainApp } from '../../shared/app';
 import type { AppOptions } from '../../shared/compose/app-options';
 import { loadSettings, type Settings } from '../../shared/config/settings';
 import { type ContainerKey, entityNames } from '../../shared/names';
-import type { WorkDetected } from '../../shared/notify/events';
 import { AzureBlobStore } from '../../shared/storage/azure-blob-store';
 import { createStorageClients } from '../../shared/storage/clients';
 import { BlobLeaseSlots } from '../../shared/storage/lease-slots';
@@ -180,5 +179,3 @@ export const quietLog = {
   warn: (): void => {},
   error: (m: string): void => console.error(m),
 };
-
-export type { WorkDetected };

@@ -21,7 +21,7 @@ export interface ReceivedEvent {
   raw: { body: string; headers: Record<string, string> };
 }
 
-export type Answer = number | 'hang';
+type Answer = number | 'hang';
 
 export interface WebhookReceiver {
   readonly url: string;

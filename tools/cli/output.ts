@@ -14,7 +14,7 @@ export function colorEnabled(stream: Stream, env: NodeJS.ProcessEnv = process.en
 }
 
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
-export type Color = keyof typeof CODES;
+type Color = keyof typeof CODES;
 
 export interface Painter {
   (color: Color, text: string): string;

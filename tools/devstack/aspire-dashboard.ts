@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export const DASHBOARD_PROJECT = join('tools', 'devstack', 'traces', 'aspire-dashboard.csproj');
+const DASHBOARD_PROJECT = join('tools', 'devstack', 'traces', 'aspire-dashboard.csproj');
 const PACKAGE = 'aspire.dashboard.sdk.linux-x64';
 /** A first restore downloads about 80 MB. */
 const RESTORE_TIMEOUT_MS = 10 * 60_000;
@@ -46,7 +46,7 @@ export interface DashboardOptions {
 }
 
 /** The pinned version, read from the project so that it is written in one place. */
-export function pinnedVersion(root: string): string {
+function pinnedVersion(root: string): string {
   const m = /Include="Aspire\.Dashboard\.Sdk\.linux-x64"\s+Version="\[([^\]]+)\]"/.exec(
     readFileSync(join(root, DASHBOARD_PROJECT), 'utf8'),
   );

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 const KEY = /^whsk_[A-Za-z0-9+/]{43}=$/;
 
 /** The folder of the local callback key (ignored by git, like the other local secrets). */
-export function devCallbackKeyDir(dataRoot: string): string {
+function devCallbackKeyDir(dataRoot: string): string {
   return join(dataRoot, '.dev-callback-key');
 }
 

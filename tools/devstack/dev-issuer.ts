@@ -24,12 +24,12 @@ import { DEV_TENANT_ID, DevSignIn } from './dev-sign-in';
 import { makeSelfSigned, type SelfSigned } from './self-signed-cert';
 
 /** The audience of local tokens: what `--auth entra` configures the app to accept. */
-export const DEV_AUDIENCE = 'api://pushdrain-dev';
+const DEV_AUDIENCE = 'api://pushdrain-dev';
 /** The client app id local tokens carry in `azp`. */
 export const DEV_CLIENT_APP_ID = '00000000-0000-0000-0000-00000000de00';
 
 /** The delegated scope the status page asks for (Entra: the hook's `user_impersonation`). */
-export const DEV_SCOPE = `${DEV_AUDIENCE}/${API_SCOPE}`;
+const DEV_SCOPE = `${DEV_AUDIENCE}/${API_SCOPE}`;
 
 export interface DevIssuerInfo {
   /** `https://127.0.0.1:{port}/{tenant}/v2.0`, Entra's shape. */
@@ -206,7 +206,7 @@ const uuidOf = (h: string): string =>
   `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 
 /** A stable object id for a name (a UUID made from its hash). */
-export function devObjectId(name: string): string {
+function devObjectId(name: string): string {
   return uuidOf(createHash('sha256').update(`pushdrain-dev:${name}`).digest('hex'));
 }
 
@@ -214,7 +214,7 @@ export function devObjectId(name: string): string {
  * A person's `sub`: pairwise, as Entra's (per person and app, never the object id), so that only an
  * app token has `sub` equal to `oid`.
  */
-export function devPairwiseSubject(name: string, clientId: string): string {
+function devPairwiseSubject(name: string, clientId: string): string {
   return createHash('sha256').update(`pushdrain-dev-sub:${clientId}:${name}`).digest('base64url').slice(0, 43);
 }
 

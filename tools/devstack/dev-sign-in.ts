@@ -52,7 +52,7 @@ const OIDC_SCOPES = new Set(['openid', 'profile', 'offline_access', 'email']);
 const b64url = (b: Buffer): string => b.toString('base64url');
 
 /** A loopback page at /api/dashboard: the only redirect URIs the dev SPA registration has. */
-export function isDevRedirectUri(value: string): boolean {
+function isDevRedirectUri(value: string): boolean {
   try {
     const u = new URL(value);
     return (

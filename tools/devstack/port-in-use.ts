@@ -2,7 +2,7 @@
  * `npm start` runs four listeners; a port that is already taken must say which one it is and
  * which setting moves it, not surface as a bare EADDRINUSE.
  */
-export class PortInUseError extends Error {
+class PortInUseError extends Error {
   constructor(
     readonly component: string,
     readonly port: number,
@@ -15,7 +15,7 @@ export class PortInUseError extends Error {
   }
 }
 
-export function isAddressInUse(e: unknown): e is { code: 'EADDRINUSE'; port?: number } {
+function isAddressInUse(e: unknown): e is { code: 'EADDRINUSE'; port?: number } {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'EADDRINUSE';
 }
 

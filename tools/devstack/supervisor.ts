@@ -9,7 +9,7 @@
  */
 
 /** How a child ended: its exit code, or the signal that killed it. */
-export interface ChildExit {
+interface ChildExit {
   code: number | null;
   signal: NodeJS.Signals | null;
 }
@@ -52,7 +52,7 @@ export interface Supervised<T> {
   stop(): Promise<void>;
 }
 
-export function describeExit(exit: ChildExit): string {
+function describeExit(exit: ChildExit): string {
   return exit.signal ? `signal ${exit.signal}` : `code ${exit.code ?? 'unknown'}`;
 }
 

@@ -39,7 +39,7 @@ export interface ProxiedRequest {
   query: URLSearchParams;
 }
 
-export interface RequestMatch {
+interface RequestMatch {
   service?: StorageService;
   /** One method or several, upper case. */
   method?: string | readonly string[];

@@ -8,8 +8,8 @@ import type { QueueMessage } from '../../../shared/ports';
 import { interruptibleSleep, processAndDelete, Signal } from './handle';
 import { type Listener, LISTENER_MAX_RUN_MS, type ListenerDeps } from './listener';
 
-export const CLASSIC_POLL_MS = 1_000;
-export const CLASSIC_BATCH = 32;
+const CLASSIC_POLL_MS = 1_000;
+const CLASSIC_BATCH = 32;
 const VISIBILITY_SECONDS = 60;
 
 export function startClassicPoller(deps: ListenerDeps): Listener {

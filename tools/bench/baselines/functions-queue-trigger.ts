@@ -17,8 +17,8 @@ import {
 import { interruptibleSleep, processAndDelete, Signal } from './handle';
 import { type Listener, LISTENER_MAX_RUN_MS, type ListenerDeps } from './listener';
 
-export const FUNCTIONS_BATCH = 16;
-export const FUNCTIONS_NEW_BATCH_THRESHOLD = FUNCTIONS_BATCH / 2;
+const FUNCTIONS_BATCH = 16;
+const FUNCTIONS_NEW_BATCH_THRESHOLD = FUNCTIONS_BATCH / 2;
 /** The trigger's visibility timeout (renewed while a function runs; ours finish well within it). */
 const VISIBILITY_SECONDS = 600;
 

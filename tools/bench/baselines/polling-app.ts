@@ -17,7 +17,7 @@ import { NullPublisher } from '../support/null-publisher';
 import { postNdjson } from '../support/submit';
 import type { Listener, ListenerDeps } from './listener';
 
-export type ListenerFactory = (deps: ListenerDeps) => Listener;
+type ListenerFactory = (deps: ListenerDeps) => Listener;
 
 export interface PollingDesign {
   design: DesignName;

@@ -33,7 +33,7 @@ import { benchLog, hostLog } from '../support/log';
 import { postNdjson } from '../support/submit';
 
 /** Counts what this app sends to Service Bus (the broker's own counters are shared by every app). */
-export class CountingPublisher implements WorkPublisher {
+class CountingPublisher implements WorkPublisher {
   events = 0;
   scheduled = 0;
   batchEvents = 0;

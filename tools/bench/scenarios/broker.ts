@@ -36,7 +36,7 @@ export interface BrokerRun {
   journal?: JournalStats;
 }
 
-export const COMPACT_AT_BYTES = 256 * 1024;
+const COMPACT_AT_BYTES = 256 * 1024;
 const QUEUE = 'bench';
 const BODY = { event: 'WorkDetected', queue: 'work-0', payloadSize: 2000, role: 'input', pad: 'x'.repeat(120) };
 

@@ -33,7 +33,7 @@ export interface IdleConfig {
   sweepPeriodMs: number;
 }
 
-export interface IdleRun {
+interface IdleRun {
   design: DesignName;
   rep: number;
   /** Apps averaged into this run. */

@@ -36,12 +36,12 @@ export interface MemoryRun {
   ingestMs: number;
 }
 
-export const INCOMING_NAME = 'bench-batch.ndjson';
+const INCOMING_NAME = 'bench-batch.ndjson';
 
 const mb = (bytes: number): number => bytes / (1024 * 1024);
 
 /** A file of the first `transactions` lines of the given batches, built once from the cached bodies. */
-export async function memoryFile(transactions: number, sources: readonly BatchSpec[]): Promise<string> {
+async function memoryFile(transactions: number, sources: readonly BatchSpec[]): Promise<string> {
   const file = join(DATA_DIR, `sweep-${transactions}-${sources[0]?.seed ?? 0}.ndjson`);
   if (existsSync(file)) return file;
   mkdirSync(DATA_DIR, { recursive: true });

@@ -61,7 +61,7 @@ export interface ScaleOutConfig {
   cpuHogMaxMs?: number;
 }
 
-export interface InstanceShare {
+interface InstanceShare {
   name: string;
   startedAtMs: number;
   stoppedAtMs?: number;

@@ -13,7 +13,7 @@ import type { BenchEnv } from '../support/env';
 import { freshPrefix } from '../support/fleet';
 import type { ThroughputJob, ThroughputRun } from './throughput';
 
-export interface TelemetryCostRun {
+interface TelemetryCostRun {
   telemetry: 'off' | 'otlp';
   rep: number;
   transactions: number;

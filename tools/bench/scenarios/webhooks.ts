@@ -40,7 +40,7 @@ export interface WebhooksConfig {
   quietMs: number;
 }
 
-export interface WebhookTrial {
+interface WebhookTrial {
   rep: number;
   batchId: string;
   /** completedAt → the receiver had the whole request. */

@@ -11,7 +11,7 @@ import type { Transaction } from '../../../shared/model/transaction';
 import { generate, toNdjson } from '../../testkit/generate';
 
 /** Distinct accounts the generator draws from (Zipf-like: account k with probability ~1/k). */
-export const ACCOUNTS = 2_000;
+const ACCOUNTS = 2_000;
 
 export const DATA_DIR = join(tmpdir(), 'pushdrain-bench-data');
 

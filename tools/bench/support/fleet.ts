@@ -68,7 +68,7 @@ export interface AttributionCheck {
 }
 
 /** How far the batches' sum may be from the wire: 1 %. */
-export const ATTRIBUTION_TOLERANCE = 0.01;
+const ATTRIBUTION_TOLERANCE = 0.01;
 
 /** Every attribution check of this process, in order. */
 export const attributionChecks: AttributionCheck[] = [];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import { findRepoRoot } from '../../devstack/host/registry';
 
-export const PEER_DIR = join(findRepoRoot(__dirname), 'tools', 'bench', 'peers', 'webjobs-queue-trigger');
+const PEER_DIR = join(findRepoRoot(__dirname), 'tools', 'bench', 'peers', 'webjobs-queue-trigger');
 const PEER_DLL = join(PEER_DIR, 'bin', 'Release', 'net10.0', 'WebJobsQueueTrigger.dll');
 /** The queues the peer triggers on, after its prefix: the port's four input partitions and results. */
 export const PEER_QUEUES = ['work-0', 'work-1', 'work-2', 'work-3', 'results'] as const;
@@ -20,7 +20,7 @@ const DOTNET_ENV = {
   DOTNET_SKIP_FIRST_TIME_EXPERIENCE: '1',
 };
 
-export interface Invocation {
+interface Invocation {
   queue: string;
   id: string;
   at: number;

@@ -98,7 +98,7 @@ const SERVICE_BUS: ObjectSpec = {
   },
 };
 
-export const HOST_JSON_SPEC: ObjectSpec = {
+const HOST_JSON_SPEC: ObjectSpec = {
   props: {
     version: oneOf(['2.0']),
     functionTimeout: timespan(1000, Infinity, { minusOne: true }),

@@ -207,7 +207,7 @@ export function refusals(
   return out;
 }
 
-export class FunctionsRefused extends Error {
+class FunctionsRefused extends Error {
   constructor(readonly refused: Refusal[]) {
     super(
       `the Azure Functions host would refuse ${refused.length} function(s):\n` +

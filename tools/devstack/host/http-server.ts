@@ -17,7 +17,7 @@ import { type HostLog, invocationContext } from './invocation';
 import type { RouteEntry } from './routes';
 
 /** Azure's front end refuses bodies over 100 MB; so does the local host. */
-export const MAX_REQUEST_BYTES = 100 * 1024 * 1024;
+const MAX_REQUEST_BYTES = 100 * 1024 * 1024;
 
 export interface HttpHost {
   readonly port: number;

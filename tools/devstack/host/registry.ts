@@ -80,7 +80,7 @@ export function findRepoRoot(from: string = __dirname): string {
 }
 
 /** The app's entry files from package.json `main` (a `dir/*.js` glob, as the Functions host reads it). */
-export function entryFiles(root: string): string[] {
+function entryFiles(root: string): string[] {
   const main = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { main?: string }).main;
   if (!main) throw new Error('package.json has no "main"');
   const m = /^(.*)\/\*\.js$/.exec(main);

@@ -12,7 +12,7 @@ import { type Decision, type Fleet, type PlatformRule, ScaleController } from '.
 import { type InstanceActivity, JOINS_FLEET, LocalInstance } from './instance';
 
 /** An instance's part of the work, as its GET /api/health reported it. */
-export interface Share {
+interface Share {
   name: string;
   /** ms since the fleet started. */
   startedAtMs: number;

@@ -58,7 +58,7 @@ export interface Broker {
   stop(): Promise<void>;
 }
 
-export function connectionStringFor(port: number): string {
+function connectionStringFor(port: number): string {
   return `Endpoint=sb://localhost:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;`;
 }
 

@@ -21,7 +21,7 @@ export interface ReceiveEntityConfig {
   defaultMessageTimeToLive?: string;
 }
 
-export interface SubscriptionConfig extends ReceiveEntityConfig {
+interface SubscriptionConfig extends ReceiveEntityConfig {
   filter: CorrelationFilter;
 }
 
@@ -48,9 +48,9 @@ export interface StoreSettings {
   ttlMs: number;
 }
 
-export const ENTITIES_FILE = join('infra', 'servicebus-entities.json');
-export const DEFAULT_LOCK_DURATION = 'PT1M';
-export const DEFAULT_MAX_DELIVERY_COUNT = 10;
+const ENTITIES_FILE = join('infra', 'servicebus-entities.json');
+const DEFAULT_LOCK_DURATION = 'PT1M';
+const DEFAULT_MAX_DELIVERY_COUNT = 10;
 
 const DURATION = /^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/;
 

@@ -8,8 +8,8 @@ import { Dispatcher } from './dispatcher';
 import { MessageStore, type StoreDeps } from './message-store';
 import { type Route, SendTarget } from './send-target';
 
-export const DEAD_LETTER_SUFFIX = '/$DeadLetterQueue';
-export const MANAGEMENT_SUFFIX = '/$management';
+const DEAD_LETTER_SUFFIX = '/$DeadLetterQueue';
+const MANAGEMENT_SUFFIX = '/$management';
 
 /** Something messages are received from, with the dispatcher that feeds its receivers. */
 export interface ReceiveEntity {

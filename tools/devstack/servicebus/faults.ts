@@ -6,8 +6,6 @@
 import { AttachFaults, type AttachRefusal } from './attach-faults';
 import { isWithin } from './entities';
 
-export type { AttachRefusal };
-
 export interface FaultSwitches {
   /** The next `n` sends are answered with `com.microsoft:server-busy`. */
   serverBusy(n: number): void;

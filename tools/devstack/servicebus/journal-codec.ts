@@ -71,7 +71,7 @@ export function encodeOps(ops: readonly JournalOp[]): Buffer {
 }
 
 /** Throws on a body that does not parse (the caller treats that record as corrupt). */
-export function decodeOps(body: Buffer): JournalOp[] {
+function decodeOps(body: Buffer): JournalOp[] {
   const ops: JournalOp[] = [];
   let at = 0;
   while (at < body.length) {

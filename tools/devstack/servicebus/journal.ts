@@ -35,7 +35,7 @@ export interface JournalStats {
 }
 
 /** The in-memory broker: nothing to wait for. */
-export class MemoryJournal implements Journal {
+class MemoryJournal implements Journal {
   append(): void {}
   afterDurable(fn: () => void): void {
     fn();

@@ -34,7 +34,7 @@ interface ConnectionLinks {
   replyLinks: Map<string, Sender>;
 }
 
-export const DETACH_FORCED = 'amqp:link:detach-forced';
+const DETACH_FORCED = 'amqp:link:detach-forced';
 
 export class LinkRouter {
   private readonly connections = new Map<Connection, ConnectionLinks>();

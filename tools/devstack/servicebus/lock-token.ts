@@ -33,7 +33,7 @@ export function uuidBytes(id: string): Buffer {
 }
 
 /** Reverses the first three GUID groups (4, 2, 2 bytes); its own inverse. */
-export function swapGuidOrder(b: Buffer): Buffer {
+function swapGuidOrder(b: Buffer): Buffer {
   const order = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
   return Buffer.from(order.map((i) => b[i] ?? 0));
 }

@@ -18,7 +18,7 @@ export interface ManagementReply {
   body?: unknown;
 }
 
-export interface OperationContext {
+interface OperationContext {
   target: SendTarget | undefined;
   /** The drop fault is on for `target`: schedules are answered but kept nowhere. */
   dropSends: boolean;

@@ -23,7 +23,7 @@ export interface StoreDeps {
 }
 
 export const MAX_DELIVERY_REASON = 'MaxDeliveryCountExceeded';
-export const EXPIRED_REASON = 'TTLExpiredException';
+const EXPIRED_REASON = 'TTLExpiredException';
 
 type Origin = Lock['origin'];
 

@@ -11,9 +11,9 @@ import type { SendTarget } from './send-target';
 import type { Stats } from './stats';
 
 /** Service Bus Standard tier; the SDK sizes batches from it. */
-export const MAX_MESSAGE_SIZE = 262_144;
+const MAX_MESSAGE_SIZE = 262_144;
 
-export const SERVER_BUSY: AmqpError = {
+const SERVER_BUSY: AmqpError = {
   condition: 'com.microsoft:server-busy',
   description: 'The server is busy. Please retry the operation. (injected by the development broker)',
 };

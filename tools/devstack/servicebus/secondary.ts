@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { backlogQueues } from '../../../shared/names';
 import { type EntitiesConfig, findEntitiesFile, type QueueConfig, validateEntities } from './config';
 
-export const BACKLOG_QUEUE_FILE = 'servicebus-backlog-queue.json';
+const BACKLOG_QUEUE_FILE = 'servicebus-backlog-queue.json';
 
 /** `count` backlog queues, validated like any other entity list. */
 export function backlogEntities(

@@ -2,7 +2,7 @@
  * Operation counters by kind. The benchmark reads them around an idle window to count
  * the Service Bus operations an idle app costs, so every wire-level operation is counted.
  */
-export const STAT_KINDS = [
+const STAT_KINDS = [
   'connections',
   'attach',
   'detach',
