@@ -26,6 +26,7 @@ import { generate, toNdjson } from '../tools/testkit/generate';
 import { startStorageProxy, type StorageProxy } from '../tools/testkit/storage-proxy';
 import { type BrokerHarness, startTestBroker } from './support/broker';
 import { type HostEnv, type HostProcess, runHostToExit, startHostProcess } from './support/host-process';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { uniquePrefix } from './support/storage';
 
 const ACCOUNT = `sec${randomBytes(3).toString('hex')}`;
@@ -176,24 +177,24 @@ describe('no secret leaves the app, on any path', () => {
     );
   });
 
-  test('client errors: 400, 404, 413, 415, 409', async () => {
+  test('client errors: 400, 404, 413, 415, 422', async () => {
     assert.equal((await post('{"id":"x","note":1}\n{broken')).status, 400);
-    assert.equal((await post('[]', { 'Content-Type': 'application/json' })).status, 400);
-    assert.equal((await post('x', { 'Idempotency-Key': 'has spaces in it' })).status, 400);
-    assert.equal((await call('/api/batches/..%2F..%2Fbatches')).status, 400);
+    assert.equal((await post('[]', invalidOnPurpose({ 'Content-Type': 'application/json' }))).status, 400);
+    assert.equal((await post('x', invalidOnPurpose({ 'Idempotency-Key': 'has spaces in it' }))).status, 400);
+    assert.equal((await call('/api/batches/..%2F..%2Fbatches', { headers: invalidOnPurpose() })).status, 400);
     assert.equal((await call(`/api/batches/b-${'0'.repeat(20)}`)).status, 404);
-    assert.equal((await call('/api/nothing-here')).status, 404);
-    assert.equal((await call('/api/batches', { method: 'DELETE' })).status, 404);
+    assert.equal((await call('/api/nothing-here', { headers: invalidOnPurpose() })).status, 404);
+    assert.equal((await call('/api/batches', { method: 'DELETE', headers: invalidOnPurpose() })).status, 404);
     assert.equal((await post(Buffer.alloc(70_000, 0x20))).status, 413);
     assert.equal(
       (await post(gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)), { 'Content-Encoding': 'gzip' })).status,
       413,
     );
-    assert.equal((await post('x', { 'Content-Type': 'text/plain' })).status, 415);
-    assert.equal((await post(Buffer.alloc(10), { 'Content-Encoding': 'br' })).status, 415);
+    assert.equal((await post('x', invalidOnPurpose({ 'Content-Type': 'text/plain' }))).status, 415);
+    assert.equal((await post(Buffer.alloc(10), invalidOnPurpose({ 'Content-Encoding': 'br' }))).status, 415);
     assert.equal(
       (await post(toNdjson(generate(5, 8)), { 'Idempotency-Key': `sec-${PREFIX}ok` })).status,
-      409,
+      422,
       'same key, another body',
     );
     const unfinished = await post(toNdjson(generate(5, 9)));
@@ -206,7 +207,15 @@ describe('no secret leaves the app, on any path', () => {
     const refused = await post(toNdjson(generate(20, 10)));
     assert.equal(refused.status, 503, refused.body);
     assert.equal(refused.headers.get('retry-after'), '5');
-    assert.deepEqual(Object.keys(JSON.parse(refused.body) as object).sort(), ['error', 'invocationId', 'message']);
+    assert.deepEqual(Object.keys(JSON.parse(refused.body) as object).sort(), [
+      'detail',
+      'error',
+      'invocationId',
+      'message',
+      'status',
+      'title',
+      'type',
+    ]);
     assert.equal((await call(`/api/batches/b-${'1'.repeat(20)}`)).status, 503);
 
     // A wake-up while Storage is down: the drain fails and says so.
@@ -405,7 +414,15 @@ describe('secret-bearing inputs, unit by unit', () => {
       assert.equal(res.status, status, String(error));
       const body = JSON.stringify(res.jsonBody);
       assert.ok(!body.includes(SECRET), body);
-      assert.deepEqual(Object.keys(res.jsonBody as object).sort(), ['error', 'invocationId', 'message']);
+      assert.deepEqual(Object.keys(res.jsonBody as object).sort(), [
+        'detail',
+        'error',
+        'invocationId',
+        'message',
+        'status',
+        'title',
+        'type',
+      ]);
     }
     assert.equal(logged.length, inputs.length);
     for (const line of logged) {

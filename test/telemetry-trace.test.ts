@@ -24,6 +24,7 @@ import { OtelTelemetry } from '../shared/telemetry/otel-telemetry';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { CapturingPublisher } from './support/capturing-publisher';
+import { invalidOnPurpose } from './support/invalid-on-purpose';
 import { completed, post, pump } from './support/invoke';
 import { quietLog, testRuntime, useStorage } from './support/storage';
 
@@ -164,7 +165,11 @@ describe('one trace per batch', () => {
   test('without a client traceparent the batch starts its own trace; a malformed one is not carried', async () => {
     exporter.reset();
     const { app, parts } = await testRuntime({ PUSHDRAIN_CHUNK_SIZE: '10' }, { telemetry });
-    const res = await post(app, toNdjson(generate(15, 7, 3)), { traceparent: '00-zz-not-a-context-01' });
+    const res = await post(
+      app,
+      toNdjson(generate(15, 7, 3)),
+      invalidOnPurpose({ traceparent: '00-zz-not-a-context-01' }),
+    );
     assert.equal(res.status, 202);
     const { batchId } = res.jsonBody as { batchId: string };
     const [ingest] = named('pushdrain.ingest');

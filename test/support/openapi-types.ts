@@ -223,7 +223,7 @@ export interface paths {
         trace?: never;
     };
 }
-interface webhooks {
+export interface webhooks {
     batchEvent: {
         parameters: {
             query?: never;
@@ -940,8 +940,8 @@ export interface components {
     };
     pathItems: never;
 }
-type $defs = Record<string, never>;
-interface operations {
+export type $defs = Record<string, never>;
+export interface operations {
     listBatches: {
         parameters: {
             query?: {

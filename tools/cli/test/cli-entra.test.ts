@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import type { BatchPage } from '../../../shared/batch/batch-pages';
+import { invalidOnPurpose } from '../../../test/support/invalid-on-purpose';
 import { type CliRun, type LocalStack, runCli, startLocalStack } from '../../../test/support/local-stack';
 import { type TestIssuer, testIssuer } from '../../../test/support/tokens';
 import { generate, toNdjson } from '../../testkit/generate';
@@ -122,7 +123,7 @@ describe('pushdrain --auth entra as a submitter (Batches.Submit only)', () => {
     );
     const empty = await fetch(`${stack.host.base}/api/batches`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-ndjson' },
+      headers: invalidOnPurpose({ 'Content-Type': 'application/x-ndjson' }),
       body: '',
     });
     assert.equal(empty.status, 401);
