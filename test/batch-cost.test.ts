@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import type { PushdrainApp } from '../shared/app';
 import { PRICE_SETTINGS } from '../shared/config/price-settings';
 import { loadSettings } from '../shared/config/settings';
 import type { BatchCost } from '../shared/cost/batch-cost';
@@ -44,6 +45,21 @@ async function until<T>(what: string, get: () => Promise<T | undefined>): Promis
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** Submits `body`, runs the pipeline until the batch is completed and no drain runs: its batch id. */
+async function completedAndQuiet(
+  app: PushdrainApp,
+  events: CapturingPublisher,
+  reader: PushdrainApp,
+  body: Buffer,
+): Promise<string> {
+  const res = await post(app, body);
+  assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+  const { batchId } = res.jsonBody as { batchId: string };
+  await pump(app, events, () => completed(reader, batchId), 60_000);
+  await pump(app, events, () => Promise.resolve(app.drainsInProgress === 0), 30_000);
+  return batchId;
+}
+
 describe('what a batch cost', () => {
   test("a batch's status shows the Storage requests the wire carried for it, and a price setting moves its estimate", async () => {
     const azurite = await storageUp();
@@ -73,11 +89,7 @@ describe('what a batch cost', () => {
     try {
       await provisionStorage(direct);
       const wire0 = wire.snapshot();
-      const res = await post(app, toNdjson(generate(3_000, 51, 60)));
-      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
-      const { batchId } = res.jsonBody as { batchId: string };
-      await pump(app, events, () => completed(listed, batchId), 60_000);
-      await pump(app, events, () => Promise.resolve(app.drainsInProgress === 0), 30_000);
+      const batchId = await completedAndQuiet(app, events, listed, toNdjson(generate(3_000, 51, 60)));
       // The leftover usage (the terminal write, the deletes and the wind-down after it) is flushed by one more write.
       await until('the usage flush', () => {
         const left = parts.usage.pendingOf(batchId);
@@ -134,11 +146,7 @@ describe('what a batch cost', () => {
     try {
       await provisionStorage(direct);
       const wire0 = wire.snapshot();
-      const res = await post(app, toNdjson(generate(2_000, 53, 40)));
-      assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
-      const { batchId } = res.jsonBody as { batchId: string };
-      await pump(app, events, () => completed(listed, batchId), 60_000);
-      await pump(app, events, () => Promise.resolve(app.drainsInProgress === 0), 30_000);
+      const batchId = await completedAndQuiet(app, events, listed, toNdjson(generate(2_000, 53, 40)));
       const left = parts.usage.pendingOf(batchId);
       assert.ok(left && storageTotal(left) > 0, 'usage after the last write is held, not written');
       const puts = (): number => meterDelta(wire.snapshot(), wire0)['blob.put'] ?? 0;

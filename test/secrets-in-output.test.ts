@@ -92,6 +92,9 @@ function hostEnv(extra: Record<string, string> = {}): HostEnv {
   };
 }
 
+/** The members of a generic error body (RFC 9457 problem details with ours kept): nothing else, no internals. */
+const GENERIC_ERROR_KEYS = ['detail', 'error', 'invocationId', 'message', 'status', 'title', 'type'];
+
 /** fetch, recording the status line, the headers and the body of the answer. */
 async function call(path: string, init: RequestInit = {}): Promise<{ status: number; body: string; headers: Headers }> {
   const res = await fetch(`${base}${path}`, {
@@ -207,15 +210,7 @@ describe('no secret leaves the app, on any path', () => {
     const refused = await post(toNdjson(generate(20, 10)));
     assert.equal(refused.status, 503, refused.body);
     assert.equal(refused.headers.get('retry-after'), '5');
-    assert.deepEqual(Object.keys(JSON.parse(refused.body) as object).sort(), [
-      'detail',
-      'error',
-      'invocationId',
-      'message',
-      'status',
-      'title',
-      'type',
-    ]);
+    assert.deepEqual(Object.keys(JSON.parse(refused.body) as object).sort(), GENERIC_ERROR_KEYS);
     assert.equal((await call(`/api/batches/b-${'1'.repeat(20)}`)).status, 503);
 
     // A wake-up while Storage is down: the drain fails and says so.
@@ -414,15 +409,7 @@ describe('secret-bearing inputs, unit by unit', () => {
       assert.equal(res.status, status, String(error));
       const body = JSON.stringify(res.jsonBody);
       assert.ok(!body.includes(SECRET), body);
-      assert.deepEqual(Object.keys(res.jsonBody as object).sort(), [
-        'detail',
-        'error',
-        'invocationId',
-        'message',
-        'status',
-        'title',
-        'type',
-      ]);
+      assert.deepEqual(Object.keys(res.jsonBody as object).sort(), GENERIC_ERROR_KEYS);
     }
     assert.equal(logged.length, inputs.length);
     for (const line of logged) {
