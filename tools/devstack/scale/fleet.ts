@@ -56,6 +56,10 @@ export const SUBSCRIPTION_PATHS = Object.fromEntries(
   Object.values(SUBSCRIPTIONS).map((s) => [s.name, `${TOPIC}/Subscriptions/${s.name}`]),
 );
 
+/** The final report of a retiring instance: asked for this many times, each waiting this long. */
+const FINAL_REPORT_ATTEMPTS = 3;
+const FINAL_REPORT_TIMEOUT_MS = 10_000;
+
 class LocalFleet implements Fleet {
   readonly live: LocalInstance[] = [];
   readonly shares = new Map<string, Share>();
@@ -119,11 +123,19 @@ class LocalFleet implements Fleet {
     await Promise.allSettled([...this.stopping]);
   }
 
-  /** Reads the instance's final report, then stops it gracefully. */
+  /**
+   * Reads the instance's final report, then stops it gracefully. A loaded machine can hold an
+   * answer past one read's timeout, and the controller's last reading may predate the instance's
+   * last chunks: the final report is asked for until it comes (bounded).
+   */
   async retire(instance: LocalInstance): Promise<void> {
     const share = this.shares.get(instance.name);
-    const last = await instance.activity();
+    let last: InstanceActivity | undefined;
+    for (let attempt = 0; attempt < FINAL_REPORT_ATTEMPTS && !last; attempt++)
+      last = await instance.activity(FINAL_REPORT_TIMEOUT_MS);
     if (share && last) share.activity = last;
+    else if (share)
+      this.options.log?.(`instance ${instance.name} gave no final report: its share is the last one seen`);
     const code = await instance.stop();
     if (share) {
       share.stoppedAtMs = Date.now() - this.t0;

@@ -158,6 +158,7 @@ describe('a fleet of local instances', () => {
         rule: { ...RULE, maxInstances: 2, coolDownMs: 1_000 },
         intervalMs: 300,
         echo: (line) => void output.push(line),
+        log: (line) => void output.push(line),
       });
       const deadline = Date.now() + 120_000;
       let peak = 0;
@@ -183,7 +184,12 @@ describe('a fleet of local instances', () => {
       assert.equal(fleet.size(), 0, 'scaled back to zero');
       const shares = await fleet.stop();
       const input = shares.reduce((a, s) => a + (s.activity?.processed.map ?? 0), 0);
-      assert.ok(input >= 100, `every one of the 100 chunks processed (at least once): ${input}`);
+      assert.ok(
+        input >= 100,
+        `every one of the 100 chunks processed (at least once): ${input} (${shares
+          .map((s) => `${s.name}=${s.activity ? s.activity.processed.map : 'no report'}`)
+          .join(' ')})\n${output.filter((l) => l.includes('final report')).join('\n')}`,
+      );
       assert.ok(
         shares.every((s) => s.exitCode === 0),
         `graceful stops: ${shares.map((s) => `${s.name}=${String(s.exitCode)}`).join(' ')}\n${shares
