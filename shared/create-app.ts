@@ -3,9 +3,10 @@
  * validated settings, use case by use case (shared/compose/). Nothing else in shared/ picks an
  * adapter or builds an SDK client.
  */
-import { type AppParts, PushdrainApp } from './app';
+import { PushdrainApp } from './app';
 import { Access } from './auth/access';
 import type { AppOptions } from './compose/app-options';
+import type { AppParts } from './compose/app-parts';
 import { composeBatches } from './compose/batches';
 import { composeCore } from './compose/core';
 import { composeDrains } from './compose/drains';

@@ -13,8 +13,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import type { AppParts } from '../shared/compose/app-parts';
 import { batchIdFor } from '../shared/layout';
 import type { PublishOptions, WorkDetected } from '../shared/notify/events';
 import { generate, toNdjson } from '../tools/testkit/generate';

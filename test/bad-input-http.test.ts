@@ -10,8 +10,10 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import type { AppParts, HealthState, PushdrainApp } from '../shared/app';
+import type { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/compose/app-parts';
 import { loadSettings } from '../shared/config/settings';
+import type { HealthState } from '../shared/status/process-health';
 import { type Azurite, startAzurite } from '../tools/devstack/azurite';
 import { gzipBomb, validBatch } from './support/bombs';
 import { type BrokerHarness, startTestBroker } from './support/broker';

@@ -13,7 +13,8 @@ import { HttpRequest, type HttpResponseInit, InvocationContext } from '@azure/fu
 
 import { getBatch, getBatchReport } from '../functions/batches-http';
 import { postBatch } from '../functions/ingest-http';
-import type { AppParts, PushdrainApp } from '../shared/app';
+import type { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/compose/app-parts';
 import { gzipBomb, validBatch } from './support/bombs';
 import type { CapturingPublisher } from './support/capturing-publisher';
 import { blobNames, totalQueued } from './support/inspect';

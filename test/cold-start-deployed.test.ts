@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { health } from '../functions/health-http';
-import type { HealthState } from '../shared/app';
 import { loadSettings, type Settings } from '../shared/config/settings';
 import { entityNames } from '../shared/names';
 import type { PublishOptions, WorkDetected } from '../shared/notify/events';
+import type { HealthState } from '../shared/status/process-health';
 import { meterDelta } from '../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../tools/bench/support/counting-proxy';
 import { provisionStorage } from '../tools/devstack/provision-storage';

@@ -9,8 +9,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { AppParts, PushdrainApp } from '../shared/app';
+import type { PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import type { AppParts } from '../shared/compose/app-parts';
 import { Continuations } from '../shared/drain/continuations';
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
 import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';

@@ -9,10 +9,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import type { HealthState } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { entityNames, TOPIC } from '../shared/names';
 import type { DeadLetterRedriveResult } from '../shared/poison/dead-letter-redrive';
+import type { HealthState } from '../shared/status/process-health';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { slotContainer, wakeForSlots } from './support/dead-letter-stack';

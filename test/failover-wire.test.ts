@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import { health } from '../functions/health-http';
-import type { AppParts, PushdrainApp } from '../shared/app';
+import type { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/compose/app-parts';
 import { PermanentError, TransientError } from '../shared/errors';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
 import { BACKLOG_PROPERTY } from '../shared/notify/backlog-message';

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
 import { encodeResult } from '../shared/billing/result-blob';
+import type { AppParts } from '../shared/compose/app-parts';
 import { MAX_HANDBACKS } from '../shared/drain/batch-handler';
 import { drainOptions } from '../shared/drain/drain-options';
 import { QueueWorker } from '../shared/drain/queue-worker';

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { AppParts } from '../shared/app';
 import { OpenBatches } from '../shared/batch/open-batches';
 import type { Report } from '../shared/billing/report';
+import type { AppParts } from '../shared/compose/app-parts';
 import { bufferSource } from '../shared/ingest/body';
 import { Ingestor } from '../shared/ingest/ingest';
 import { layout } from '../shared/layout';

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { AppParts } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import type { AppParts } from '../shared/compose/app-parts';
 import { drainOptions } from '../shared/drain/drain-options';
 import { QueueWorker } from '../shared/drain/queue-worker';
 import { type DrainQueue, type DrainSlots, type MessageProcessor, systemClock } from '../shared/ports';

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { type AppParts, PushdrainApp } from '../shared/app';
+import { PushdrainApp } from '../shared/app';
+import type { AppParts } from '../shared/compose/app-parts';
 import { USE_CASES, type UseCaseName, UseCaseRunner } from '../shared/use-cases';
 
 /** A runner over fakes, and a run that logs its name as it starts (with " as work" when it runs inside during()). */

@@ -21,6 +21,9 @@ const MAX_PENDING_BATCHES = 10_000;
 /** The storage operation of a manifest write (meter.ts's name for a blob PUT). */
 const MANIFEST_WRITE = 'blob.put';
 
+/** Service Bus operations of an event a trigger ran for: its receive and its completion. */
+const RECEIVE_AND_COMPLETE = 2;
+
 /** The part the manifest store uses: the usage its write carries. */
 export type UsageCarrier = Pick<UsageLedger, 'take' | 'giveBack' | 'carry'>;
 
@@ -49,6 +52,22 @@ export class UsageLedger implements UsageSink {
     ridesAlong = false,
   ): Promise<T> {
     return inUsageScope(this, batchId, stage, work, ridesAlong);
+  }
+
+  /**
+   * Runs a trigger's invocation in a root scope for the batch its event names, charged the event's
+   * receive and completion (two Service Bus operations).
+   */
+  runTriggered<T>(batchId: string | undefined, work: () => Promise<T>, ridesAlong = false): Promise<T> {
+    return this.run(
+      batchId,
+      undefined,
+      () => {
+        this.countServiceBus(RECEIVE_AND_COMPLETE);
+        return work();
+      },
+      ridesAlong,
+    );
   }
 
   /** The meter's listener: one Storage request, charged to the running scope's batch. */

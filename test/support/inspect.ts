@@ -1,5 +1,5 @@
 /** What a test's prefix has in Storage: every blob and every queued message. */
-import type { AppParts } from '../../shared/app';
+import type { AppParts } from '../../shared/compose/app-parts';
 import { type ContainerKey, CONTAINERS } from '../../shared/names';
 
 export async function blobNames(

@@ -8,8 +8,9 @@ import { after, afterEach, before } from 'node:test';
 import type { ContainerClient } from '@azure/storage-blob';
 import type { QueueClient } from '@azure/storage-queue';
 
-import type { AppParts, PushdrainApp } from '../../shared/app';
+import type { PushdrainApp } from '../../shared/app';
 import type { AppOptions } from '../../shared/compose/app-options';
+import type { AppParts } from '../../shared/compose/app-parts';
 import { loadSettings, type Settings } from '../../shared/config/settings';
 import { type ContainerKey, entityNames } from '../../shared/names';
 import { AzureBlobStore } from '../../shared/storage/azure-blob-store';

@@ -8,10 +8,10 @@
  */
 import { createHash } from 'node:crypto';
 
-import type { AppParts } from '../../../shared/app';
 import { isSettled, type Manifest } from '../../../shared/batch/manifest';
 import { billChunk } from '../../../shared/billing/bill';
 import { encodeResult } from '../../../shared/billing/result-blob';
+import type { AppParts } from '../../../shared/compose/app-parts';
 import { PermanentError } from '../../../shared/errors';
 import { bufferSource } from '../../../shared/ingest/body';
 import { chunkBody } from '../../../shared/ingest/chunk-source';

@@ -4,7 +4,8 @@
  * Service Bus and no drainer. Instead one listener per queue (each input partition and the
  * results queue) polls for as long as the app runs.
  */
-import { type AppParts, PushdrainApp } from '../../../shared/app';
+import { PushdrainApp } from '../../../shared/app';
+import type { AppParts } from '../../../shared/compose/app-parts';
 import { composeApp } from '../../../shared/create-app';
 import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
 import { createStorageClients } from '../../../shared/storage/clients';
