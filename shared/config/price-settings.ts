@@ -1,10 +1,12 @@
 /**
  * List prices for the cost estimate of a batch (shared/cost/batch-cost.ts), in USD, each a
  * setting, for the classes infra/main.bicep deploys: Flex Consumption on demand, a Standard
- * general-purpose v2 LRS account (hot blobs), Service Bus Standard, in East US. Only the Flex
- * execution-time default is checked against a dated source (PRICE_SHEET_DATE); Azure's price
- * pages fill in their figures in the browser, so the others are list prices as last known here.
- * Set them to your own agreement's prices; the estimate names the date only with the defaults.
+ * general-purpose v2 LRS account (hot blobs), Service Bus Standard. Flex's are East US's, its
+ * execution time checked against a dated source (PRICE_SHEET_DATE); Storage's are West US's and
+ * Service Bus's West Europe's, the Retail Prices API's figures as infracost's test fixtures record
+ * them, since Azure's price pages fill in their figures in the browser (docs/DESIGN.md, "What a
+ * batch cost"). Set them to your own region's and agreement's prices; the estimate names the date
+ * only with the defaults.
  */
 import { z } from 'zod';
 
