@@ -6,11 +6,11 @@
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { DIAGNOSTIC_ID } from '../shared/bus/outgoing-message';
+import { parseWorkDetected } from '../shared/bus/work-detected';
 import type { DrainResult } from '../shared/drain/queue-worker';
 import { ensureError, PermanentError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
-import { parseWorkDetected } from '../shared/notify/events';
-import { DIAGNOSTIC_ID } from '../shared/notify/messages';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { pushdrainApp } from './pushdrain-app';
 

@@ -2,9 +2,9 @@
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { parseScaleSignal } from '../shared/bus/scale-check';
 import { ensureError } from '../shared/errors';
 import { FUNCTION_NAMES, SUBSCRIPTIONS, TOPIC } from '../shared/names';
-import { parseScaleSignal } from '../shared/notify/events';
 import { redactSecrets } from '../shared/redaction';
 import type { ScaleOutcome } from '../shared/scale/agent';
 import { pushdrainApp } from './pushdrain-app';

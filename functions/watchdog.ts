@@ -2,9 +2,9 @@
 import { app, type InvocationContext } from '@azure/functions';
 
 import type { PushdrainApp } from '../shared/app';
+import { parseWatchdogQueueMessage } from '../shared/bus/watchdog-queue-message';
 import type { DeliveryOutcome } from '../shared/events/event-delivery';
 import { WATCHDOG_QUEUE } from '../shared/names';
-import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 import type { WatchdogOutcome } from '../shared/watchdog/check-batch';
 import { pushdrainApp } from './pushdrain-app';
 

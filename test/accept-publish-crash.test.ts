@@ -14,9 +14,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
+import type { WorkDetected } from '../shared/bus/work-detected';
 import type { AppParts } from '../shared/compose/app-parts';
 import { batchIdFor } from '../shared/layout';
-import type { PublishOptions, WorkDetected } from '../shared/notify/events';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';
 import { CapturingPublisher } from './support/capturing-publisher';
@@ -41,8 +41,8 @@ class KilledAtWake extends CapturingPublisher {
   private release: () => void = () => undefined;
   private readonly gate = new Promise<void>((r) => (this.release = r));
 
-  override publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
-    if ((options.delayMs ?? 0) > 0 || !events.some((e) => e.role === 'input')) return super.publish(events, options);
+  override publish(events: readonly WorkDetected[], delayMs: number): Promise<void> {
+    if (delayMs > 0 || !events.some((e) => e.role === 'input')) return super.publish(events, delayMs);
     this.killed = true;
     return this.gate.then(() => Promise.reject(new Error('the process was killed')));
   }

@@ -12,6 +12,7 @@ import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 
 import type { Manifest } from '../shared/batch/manifest';
 import { OpenBatches } from '../shared/batch/open-batches';
+import type { OutgoingMessage } from '../shared/bus/outgoing-message';
 import { BATCH_EVENTS_TOPIC, TOPIC } from '../shared/names';
 import { ServiceBusPublisher } from '../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../shared/storage/meter';
@@ -58,11 +59,13 @@ function settledBatch(batchId: string): Manifest {
 /** The real publisher, whose topic sends can be made to fail (Service Bus down for that entity). */
 function publisher(): ServiceBusPublisher & { topicDown: boolean } {
   const real = new ServiceBusPublisher(bus.client(), TOPIC);
-  const send = real.publishBatchEvent.bind(real);
+  const send = real.send.bind(real);
   return Object.assign(real, {
     topicDown: false,
-    publishBatchEvent(this: { topicDown: boolean }, e: { id: string; type: string; body: string }) {
-      return this.topicDown ? Promise.reject(new Error('injected: batch-events unavailable')) : send(e);
+    send(this: { topicDown: boolean }, entity: string, messages: readonly OutgoingMessage[]) {
+      return this.topicDown && entity === BATCH_EVENTS_TOPIC
+        ? Promise.reject(new Error('injected: batch-events unavailable'))
+        : send(entity, messages);
     },
   });
 }

@@ -9,14 +9,16 @@ import { describe, test } from 'node:test';
 import { inspect } from 'node:util';
 
 import type { Manifest } from '../shared/batch/manifest';
+import { batchEventOutgoing } from '../shared/bus/batch-event';
+import { deliveryRetryMessage, deliveryRetryOutgoing } from '../shared/bus/delivery-retry';
+import { DIAGNOSTIC_ID } from '../shared/bus/outgoing-message';
+import { watchdogCheckOutgoing } from '../shared/bus/watchdog-check';
+import { parseWatchdogQueueMessage } from '../shared/bus/watchdog-queue-message';
 import { eventSettings } from '../shared/config/event-settings';
 import { ConfigError } from '../shared/errors';
 import { isBlockedAddress, resolveChecked } from '../shared/events/address-guard';
 import { batchEventBody } from '../shared/events/batch-event';
 import { applyAttempt, type Delivery, hasPendingDeliveries } from '../shared/events/outbox';
-import { deliveryRetryMessage } from '../shared/notify/delivery-retry-message';
-import { batchEventMessage, DIAGNOSTIC_ID, watchdogMessage } from '../shared/notify/messages';
-import { parseWatchdogQueueMessage } from '../shared/notify/watchdog-queue-message';
 
 /** Signs callbacks (no key is derived: one must be set with PUSHDRAIN_CALLBACK_ORIGINS). */
 const CALLBACK_KEY = `whsk_${'C'.repeat(43)}=`;
@@ -173,12 +175,12 @@ describe('a delivery retry on the watchdog queue', () => {
       key: 'k1',
     });
     assert.deepEqual(parseWatchdogQueueMessage(JSON.stringify(retry)), { kind: 'delivery-retry', retry });
-    assert.equal(watchdogMessage(retry).messageId, 'b-1:evt_x:1:2');
-    assert.equal(watchdogMessage(retry).subject, 'DeliveryRetry');
+    assert.equal(deliveryRetryOutgoing(retry).messageId, 'b-1:evt_x:1:2');
+    assert.equal(deliveryRetryOutgoing(retry).subject, 'DeliveryRetry');
     const check = { v: 1 as const, batchId: 'b-1', attempt: 2, settledBefore: 0 };
     assert.deepEqual(parseWatchdogQueueMessage(check), { kind: 'check', check });
-    assert.equal(watchdogMessage(check).messageId, 'b-1:2');
-    assert.equal(watchdogMessage(check).subject, 'WatchdogCheck');
+    assert.equal(watchdogCheckOutgoing(check).messageId, 'b-1:2');
+    assert.equal(watchdogCheckOutgoing(check).subject, 'WatchdogCheck');
     assert.equal(
       parseWatchdogQueueMessage({ ...retry, index: undefined }),
       'a delivery retry must have an eventId, an index and attempts',
@@ -244,7 +246,7 @@ describe('the CloudEvent', () => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const { type, body } = batchEventBody(m, undefined, { id: 'evt_2', traceparent });
     assert.equal((JSON.parse(body) as { traceparent?: string }).traceparent, traceparent);
-    const props = batchEventMessage({ id: 'evt_2', type, body }).applicationProperties;
+    const props = batchEventOutgoing({ id: 'evt_2', type, body }).applicationProperties;
     assert.equal(props?.['cloudEvents:traceparent'], traceparent);
     assert.equal(props?.[DIAGNOSTIC_ID], traceparent, 'what a Service Bus consumer continues');
     // A malformed context is dropped rather than sent.

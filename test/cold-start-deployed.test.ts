@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { health } from '../functions/health-http';
+import type { WorkDetected } from '../shared/bus/work-detected';
 import { loadSettings, type Settings } from '../shared/config/settings';
 import { entityNames } from '../shared/names';
-import type { PublishOptions, WorkDetected } from '../shared/notify/events';
 import type { HealthState } from '../shared/status/process-health';
 import { meterDelta } from '../shared/storage/meter';
 import { type CountingProxy, startCountingProxy } from '../tools/bench/support/counting-proxy';
@@ -93,9 +93,9 @@ describe('a cold instance in deployed mode', () => {
     const drained: Promise<unknown>[] = [];
     const draining = composedApp(settings.app, { publisher: new CapturingPublisher(), log: quietLog });
     const publisher = new (class extends CapturingPublisher {
-      override async publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<void> {
+      override async publish(events: readonly WorkDetected[], delayMs: number): Promise<void> {
         for (const e of events) if (e.role === 'input') drained.push(draining.app.drain(e));
-        return super.publish(events, options);
+        return super.publish(events, delayMs);
       }
     })();
     const ingesting = composedApp(settings.app, { publisher, log: quietLog });

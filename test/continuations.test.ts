@@ -11,10 +11,10 @@ import { describe, test } from 'node:test';
 
 import type { PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import { parseWorkDetected, type WorkDetected } from '../shared/bus/work-detected';
 import type { AppParts } from '../shared/compose/app-parts';
 import { Continuations } from '../shared/drain/continuations';
 import { SUBSCRIPTIONS, TOPIC } from '../shared/names';
-import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
 import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';

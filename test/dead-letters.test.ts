@@ -16,10 +16,11 @@ import { parseRedrive, postRedrive } from '../functions/redrive-http';
 import { onWatchdog } from '../functions/watchdog';
 import type { PushdrainApp } from '../shared/app';
 import type { Report } from '../shared/billing/report';
+import type { WatchdogCheck } from '../shared/bus/watchdog-check';
+import { watchdogCheckOutgoing } from '../shared/bus/watchdog-check';
+import { workDetectedOutgoing } from '../shared/bus/work-detected';
 import type { AppParts } from '../shared/compose/app-parts';
 import { TOPIC, WATCHDOG_QUEUE } from '../shared/names';
-import type { WatchdogCheck } from '../shared/notify/events';
-import { toMessage, watchdogMessage } from '../shared/notify/messages';
 import type { DeadLetterRedriveResult } from '../shared/poison/dead-letter-redrive';
 import type { HealthState } from '../shared/status/process-health';
 import { provisionStorage } from '../tools/devstack/provision-storage';
@@ -192,7 +193,7 @@ describe('Service Bus dead letters: redrive and health', () => {
     const originals = await deadLetter(client, DRAIN, events);
     await take(client, SCALE, events); // the scaling agent took its copies
     const check: WatchdogCheck = { v: 1, batchId, attempt: 1, settledBefore: 0 };
-    await send(client, WATCHDOG_QUEUE, [watchdogMessage(check)]);
+    await send(client, WATCHDOG_QUEUE, [watchdogCheckOutgoing(check)]);
     const [checkOriginal] = await deadLetter(client, WATCHDOG_QUEUE, 1);
 
     // The inspection above counted 0 dead letters; health recounts once that count is 5 minutes old.
@@ -254,13 +255,13 @@ describe('Service Bus dead letters: redrive and health', () => {
     const queueName = parts.names.inputQueue(0);
     const event = { storageAccount: 'devstoreaccount1', queueName, payloadSize: 1, role: 'input' as const };
     await send(client, TOPIC, [
-      ...[1, 2, 3].map((i) => ({ ...toMessage({ ...event, payloadSize: i }), messageId: `good-${i}` })),
+      ...[1, 2, 3].map((i) => ({ ...workDetectedOutgoing({ ...event, payloadSize: i }), messageId: `good-${i}` })),
       { body: 'not a WorkDetected', applicationProperties: { role: 'input' }, messageId: 'garbage' },
     ]);
     await deadLetter(client, DRAIN, 4);
     await take(client, SCALE, 4);
     await send(client, WATCHDOG_QUEUE, [
-      watchdogMessage({ v: 1, batchId: 'b-dead', attempt: 2, settledBefore: 0 }),
+      watchdogCheckOutgoing({ v: 1, batchId: 'b-dead', attempt: 2, settledBefore: 0 }),
       { body: { v: 2, batchId: 'b-bad' }, messageId: 'bad-check' },
     ]);
     await deadLetter(client, WATCHDOG_QUEUE, 2);
@@ -308,7 +309,7 @@ describe('Service Bus dead letters: redrive and health', () => {
   test('a send that fails leaves the dead letters where they were; the next run moves them', async (t) => {
     const { bus, client, app, parts } = await rig(t);
     await send(client, TOPIC, [
-      toMessage({
+      workDetectedOutgoing({
         storageAccount: 'devstoreaccount1',
         queueName: parts.names.inputQueue(1),
         payloadSize: 1,
@@ -329,7 +330,7 @@ describe('Service Bus dead letters: redrive and health', () => {
 
   test('health: counts from memory, one recount per 5 minutes however often it is probed, none while nothing asks; the status report feeds it', async (t) => {
     const { bus, client, app, advance } = await rig(t);
-    await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-x', attempt: 1, settledBefore: 0 })]);
+    await send(client, WATCHDOG_QUEUE, [watchdogCheckOutgoing({ v: 1, batchId: 'b-x', attempt: 1, settledBefore: 0 })]);
     await deadLetter(client, WATCHDOG_QUEUE, 1);
     const management = (): number => bus.broker.stats().management ?? 0;
 
@@ -361,7 +362,7 @@ describe('Service Bus dead letters: redrive and health', () => {
     await until('a recount after 5 minutes', 10_000, () => (management() > afterRedrive ? true : undefined));
 
     // The status report peeks the dead-letter queues anyway: its counts are health's too.
-    await send(client, WATCHDOG_QUEUE, [watchdogMessage({ v: 1, batchId: 'b-y', attempt: 1, settledBefore: 0 })]);
+    await send(client, WATCHDOG_QUEUE, [watchdogCheckOutgoing({ v: 1, batchId: 'b-y', attempt: 1, settledBefore: 0 })]);
     await deadLetter(client, WATCHDOG_QUEUE, 1);
     await app.statusReport();
     const fromStatus = app.health();

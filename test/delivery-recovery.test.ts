@@ -12,6 +12,7 @@ import { describe, test } from 'node:test';
 import type { Manifest } from '../shared/batch/manifest';
 import { ManifestStore } from '../shared/batch/manifest-store';
 import { OpenBatches } from '../shared/batch/open-batches';
+import { type DeliveryRetry, type DeliveryRetryMessage, deliveryRetryMessage } from '../shared/bus/delivery-retry';
 import { eventSettings } from '../shared/config/event-settings';
 import type { Settings } from '../shared/config/settings';
 import { deliveryAttempt } from '../shared/events/delivery-attempt';
@@ -19,11 +20,6 @@ import { redriveDeliveries } from '../shared/events/delivery-redrive';
 import { EventDelivery, type EventDeliveryDeps } from '../shared/events/event-delivery';
 import type { AttemptResult, Delivery, OutboxEvent } from '../shared/events/outbox';
 import { entityNames } from '../shared/names';
-import {
-  type DeliveryRetry,
-  type DeliveryRetryMessage,
-  deliveryRetryMessage,
-} from '../shared/notify/delivery-retry-message';
 import { AzureQueueStore } from '../shared/queue/storage-queue';
 import { AzureBlobStore } from '../shared/storage/azure-blob-store';
 import { createStorageClients } from '../shared/storage/clients';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 
 import { onWatchdog } from '../functions/watchdog';
-import type { DeliveryRetryMessage } from '../shared/notify/delivery-retry-message';
+import type { DeliveryRetryMessage } from '../shared/bus/delivery-retry';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { completed, context, post, pump } from './support/invoke';
 import { testRuntime, useStorage } from './support/storage';

@@ -8,15 +8,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
+import { watchdogCheckOutgoing } from '../shared/bus/watchdog-check';
+import type { WorkDetected } from '../shared/bus/work-detected';
+import { workDetectedOutgoing } from '../shared/bus/work-detected';
 import { loadSettings, syphonQueues } from '../shared/config/settings';
 import { PermanentError, TransientError } from '../shared/errors';
 import type { BlobRef } from '../shared/layout';
 import { EVENT_TTL_MS, TOPIC, WATCHDOG_QUEUE, WATCHDOG_TTL_MS } from '../shared/names';
 import { BACKLOG_PROPERTY, fromBacklog, toBacklogMessage } from '../shared/notify/backlog-message';
 import { writeBacklogRejection } from '../shared/notify/backlog-rejection';
-import type { WorkDetected } from '../shared/notify/events';
 import { EntityFailover } from '../shared/notify/failover-state';
-import { toMessage, watchdogMessage } from '../shared/notify/messages';
 import { PairedPublisher } from '../shared/notify/paired-publisher';
 import { type RejectedBacklogMessage, Syphon, SYPHON_MAX_BACKOFF_MS } from '../shared/notify/syphon';
 import type { BlobStore, WriteOptions } from '../shared/ports';
@@ -131,8 +132,12 @@ describe("one entity's states (EntityFailover)", () => {
 describe('PairedPublisher with a manual clock', () => {
   test('healthy: every send goes to the primary, nothing to the secondary, and no timer is held', async () => {
     const { publisher, primary, secondary, clock } = paired();
-    await publisher.publish([EVENT]);
-    await publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 5000);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
+    await publisher.schedule(
+      WATCHDOG_QUEUE,
+      [watchdogCheckOutgoing({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 })],
+      5000,
+    );
     assert.equal(primary.sent.length, 2);
     assert.equal(secondary.sent.length, 0);
     assert.equal(clock.sleeping, 0);
@@ -144,12 +149,12 @@ describe('PairedPublisher with a manual clock', () => {
     const { publisher, primary, secondary, clock } = paired();
     primary.failing.set('*', outage);
     primary.pingError = outage;
-    await assert.rejects(publisher.publish([EVENT]), TransientError);
+    await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]), TransientError);
     await clock.advance(INTERVAL - 1);
-    await assert.rejects(publisher.publish([EVENT]), TransientError);
+    await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]), TransientError);
     assert.equal(publisher.health().entities[TOPIC]?.state, 'suspect');
     primary.failing.clear();
-    await publisher.publish([EVENT]);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(publisher.health().entities[TOPIC]?.state, 'healthy');
     assert.equal(secondary.sent.length, 0);
     await publisher.close();
@@ -159,10 +164,10 @@ describe('PairedPublisher with a manual clock', () => {
     const { publisher, primary, secondary, clock } = paired({ randoms: [0.9] });
     primary.failing.set(TOPIC, outage);
     primary.pingError = outage;
-    await assert.rejects(publisher.publish([EVENT]));
+    await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]));
     await clock.advance(INTERVAL);
-    await publisher.publish([EVENT], { delayMs: 2000 });
-    await publisher.publish([EVENT]);
+    await publisher.schedule(TOPIC, [workDetectedOutgoing(EVENT)], 2000);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(secondary.sent.length, 2);
     const [first] = secondary.sent;
     assert.ok(first && /^backlog-[01]$/.test(first.entity));
@@ -175,7 +180,11 @@ describe('PairedPublisher with a manual clock', () => {
     assert.equal(props[BACKLOG_PROPERTY.scheduledEnqueueTime], new Date(clock.now() + 2000).toISOString());
     assert.equal(first.messages[0]!.timeToLive, EVENT_TTL_MS + 2000);
     // The watchdog queue is its own entity: it has not failed, so it still goes to the primary.
-    await publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 1000);
+    await publisher.schedule(
+      WATCHDOG_QUEUE,
+      [watchdogCheckOutgoing({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 })],
+      1000,
+    );
     assert.equal(primary.to(WATCHDOG_QUEUE).length, 1);
     assert.equal(publisher.health().status, 'degraded');
     await publisher.close();
@@ -185,7 +194,7 @@ describe('PairedPublisher with a manual clock', () => {
     const { publisher, primary, secondary, clock } = paired({ interval: 0 });
     primary.failing.set('*', outage);
     primary.pingError = outage;
-    await publisher.publish([EVENT]);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(secondary.sent.length, 1);
     await clock.advance(PING);
     assert.deepEqual(primary.pings, [TOPIC]);
@@ -196,7 +205,7 @@ describe('PairedPublisher with a manual clock', () => {
     assert.deepEqual(primary.pings, [TOPIC, TOPIC]);
     assert.equal(publisher.health().entities[TOPIC]?.state, 'healthy');
     assert.equal(clock.sleeping, 0, 'the ping loop ends once every entity is back');
-    await publisher.publish([EVENT]);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(primary.to(TOPIC).length, 1);
     assert.equal(secondary.sent.length, 1);
     await publisher.close();
@@ -207,12 +216,16 @@ describe('PairedPublisher with a manual clock', () => {
     primary.failing.set('*', outage);
     primary.pingError = outage;
     await assert.rejects(
-      publisher.scheduleWatchdog({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 }, 1000),
+      publisher.schedule(
+        WATCHDOG_QUEUE,
+        [watchdogCheckOutgoing({ v: 1, batchId: 'b1', attempt: 1, settledBefore: 0 })],
+        1000,
+      ),
       TransientError,
     );
-    await assert.rejects(publisher.publish([EVENT]), TransientError);
+    await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]), TransientError);
     await clock.advance(INTERVAL);
-    await publisher.publish([EVENT]); // to the backlog
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]); // to the backlog
     assert.equal(publisher.health().entities[TOPIC]?.state, 'failedOver');
     assert.equal(publisher.health().entities[WATCHDOG_QUEUE]?.state, 'suspect');
     assert.ok(primary.pings.includes(WATCHDOG_QUEUE), 'the suspect entity is pinged too');
@@ -232,7 +245,7 @@ describe('PairedPublisher with a manual clock', () => {
     const { publisher, primary, secondary, clock } = paired({ interval: 0 });
     primary.failing.set('*', () => spent(sbError('ServiceBusy'), sbError('ServiceBusy')));
     const started = clock.now();
-    const sending = publisher.publish([EVENT]);
+    const sending = publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     const result = sending.then(
       () => undefined,
       (e: unknown) => e,
@@ -244,7 +257,7 @@ describe('PairedPublisher with a manual clock', () => {
     assert.equal(await result, undefined);
     assert.equal(clock.now() - started, SERVER_BUSY_WAIT_MS);
     primary.failing.set('*', () => spent(sbError('ServiceBusy')));
-    const second = publisher.publish([EVENT]).then(
+    const second = publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]).then(
       () => assert.fail('should fail'),
       (e: unknown) => e,
     );
@@ -266,12 +279,12 @@ describe('PairedPublisher with a manual clock', () => {
     ]) {
       const { publisher, primary, secondary } = paired({ interval: 0 });
       primary.failing.set(TOPIC, () => spent(sbError(code)));
-      await assert.rejects(publisher.publish([EVENT]), PermanentError);
+      await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]), PermanentError);
       assert.equal(secondary.sent.length, 0, code);
       assert.equal(publisher.health().status, 'red', code);
       assert.equal(publisher.health().entities[TOPIC]?.state, 'healthy', code);
       primary.failing.clear();
-      await publisher.publish([EVENT]);
+      await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
       assert.equal(publisher.health().status, 'ok', code);
       await publisher.close();
     }
@@ -286,7 +299,7 @@ describe('PairedPublisher with a manual clock', () => {
     primary.failing.set('*', outage);
     primary.pingError = outage;
     secondary.failing.set('backlog-1', () => spent(sbError('MessagingEntityNotFound')));
-    for (let i = 0; i < 6; i++) await publisher.publish([EVENT]);
+    for (let i = 0; i < 6; i++) await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(secondary.sent.length, 6);
     assert.ok(secondary.sent.every((s) => s.entity !== 'backlog-1'));
     const out = publisher.health().backlogOutOfRotation;
@@ -296,11 +309,14 @@ describe('PairedPublisher with a manual clock', () => {
     );
     assert.equal(publisher.health().status, 'red');
     secondary.failing.set('*', outage);
-    await assert.rejects(publisher.publish([EVENT]), /no backlog queue took it/);
-    await assert.rejects(publisher.publish([EVENT]), /every backlog queue is out of the rotation/);
+    await assert.rejects(publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]), /no backlog queue took it/);
+    await assert.rejects(
+      publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]),
+      /every backlog queue is out of the rotation/,
+    );
     secondary.failing.clear();
     await clock.advance(PING);
-    await publisher.publish([EVENT]);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(secondary.sent.length, 7, 'back in the rotation after the cool-down');
     await publisher.close();
   });
@@ -308,7 +324,7 @@ describe('PairedPublisher with a manual clock', () => {
   test('close() ends the ping loop and closes both channels', async () => {
     const { publisher, primary, secondary, clock } = paired({ interval: 0 });
     primary.failing.set('*', outage);
-    await publisher.publish([EVENT]);
+    await publisher.send(TOPIC, [workDetectedOutgoing(EVENT)]);
     assert.equal(clock.sleeping, 1);
     await publisher.close();
     await flush();
@@ -320,7 +336,7 @@ describe('PairedPublisher with a manual clock', () => {
 
 describe('backlog messages and the syphon', () => {
   const now = Date.UTC(2025, 0, 1);
-  const delivery = (m: ReturnType<typeof toMessage>, extra: Record<string, unknown> = {}) => ({
+  const delivery = (m: ReturnType<typeof workDetectedOutgoing>, extra: Record<string, unknown> = {}) => ({
     body: JSON.parse(JSON.stringify(m.body)) as unknown,
     applicationProperties: { ...m.applicationProperties, ...extra },
     ...(m.messageId ? { messageId: m.messageId } : {}),
@@ -331,7 +347,7 @@ describe('backlog messages and the syphon', () => {
     const at = new Date(now + 60_000);
     const copy = toBacklogMessage(
       WATCHDOG_QUEUE,
-      watchdogMessage({ v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 }),
+      watchdogCheckOutgoing({ v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 }),
       at,
       now,
     );
@@ -342,14 +358,14 @@ describe('backlog messages and the syphon', () => {
     assert.equal(back.message.messageId, 'b9:2');
     assert.equal(back.message.timeToLive, WATCHDOG_TTL_MS);
     assert.deepEqual(back.message.body, { v: 1, batchId: 'b9', attempt: 2, settledBefore: 3 });
-    const event = fromBacklog(delivery(toBacklogMessage(TOPIC, toMessage(EVENT), undefined, now)));
+    const event = fromBacklog(delivery(toBacklogMessage(TOPIC, workDetectedOutgoing(EVENT), undefined, now)));
     assert.ok(typeof event !== 'string');
     assert.deepEqual(event.message.applicationProperties, { role: 'input', queueName: 'work-1' });
     assert.equal(event.scheduledAt, undefined);
   });
 
   test('malformed copies say what is wrong', () => {
-    const good = toBacklogMessage(TOPIC, toMessage(EVENT), undefined, now);
+    const good = toBacklogMessage(TOPIC, workDetectedOutgoing(EVENT), undefined, now);
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ [BACKLOG_PROPERTY.destination]: 'elsewhere' }, /backlogDestination/],
       [{ [BACKLOG_PROPERTY.timeToLive]: -1 }, /backlogTimeToLiveMs/],
@@ -416,7 +432,7 @@ describe('backlog messages and the syphon', () => {
         delivery(
           toBacklogMessage(
             WATCHDOG_QUEUE,
-            watchdogMessage({ v: 1, batchId: 'b', attempt: 1, settledBefore: 0 }),
+            watchdogCheckOutgoing({ v: 1, batchId: 'b', attempt: 1, settledBefore: 0 }),
             ahead,
             clock.now(),
           ),
@@ -428,7 +444,7 @@ describe('backlog messages and the syphon', () => {
         scheduledFor: ahead.toISOString(),
       },
     );
-    const past = toBacklogMessage(TOPIC, toMessage(EVENT), new Date(clock.now() + 5000), clock.now());
+    const past = toBacklogMessage(TOPIC, workDetectedOutgoing(EVENT), new Date(clock.now() + 5000), clock.now());
     await clock.advance(6000);
     assert.deepEqual(await s.restore(delivery(past)), { kind: 'restored', destination: TOPIC });
     assert.deepEqual(
@@ -443,7 +459,7 @@ describe('backlog messages and the syphon', () => {
   test('primary down: backs off (ping interval, doubling per delivery, capped), then throws so the host abandons', async () => {
     const { clock, primary, s } = syphon();
     primary.failing.set('*', outage);
-    const copy = toBacklogMessage(TOPIC, toMessage(EVENT), undefined, clock.now());
+    const copy = toBacklogMessage(TOPIC, workDetectedOutgoing(EVENT), undefined, clock.now());
     const attempt = s.restore({ ...delivery(copy), deliveryCount: 2 }).then(
       () => assert.fail('should throw'),
       (e: unknown) => e,

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { Report } from '../shared/billing/report';
+import { parseWorkDetected, type WorkDetected } from '../shared/bus/work-detected';
 import { defaultTuning } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
 import { FanOut, fanOutRule } from '../shared/drain/fan-out';
-import { parseWorkDetected, type WorkDetected } from '../shared/notify/events';
 import { systemClock } from '../shared/ports';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { expectedReport } from '../tools/testkit/oracle';

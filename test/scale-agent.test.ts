@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { ServiceBusReceiver } from '@azure/service-bus';
 
 import { onScaleSignal } from '../functions/scale-agent';
+import { scaleCheckOutgoing } from '../shared/bus/scale-check';
 import { floorFor, parseScaleRules } from '../shared/config/scale-rules';
 import { FLEX_MIN_MAX_INSTANCES, loadSettings } from '../shared/config/settings';
 import { createApp } from '../shared/create-app';
@@ -437,7 +438,7 @@ describe('the scale check on Service Bus', () => {
     const receivers: ServiceBusReceiver[] = [];
     try {
       const publisher = new ServiceBusPublisher(harness.client());
-      await publisher.scheduleScaleCheck(50);
+      await publisher.schedule(TOPIC, [scaleCheckOutgoing()], 50);
       const client = harness.client();
       const receive = async (sub: string, waitMs: number): Promise<unknown[]> => {
         const rx = client.createReceiver(TOPIC, sub);

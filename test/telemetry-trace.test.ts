@@ -17,9 +17,10 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
+import { DIAGNOSTIC_ID } from '../shared/bus/outgoing-message';
+import { workDetectedOutgoing } from '../shared/bus/work-detected';
 import { createApp } from '../shared/create-app';
 import { parseWorkPointer } from '../shared/model/chunk-codec';
-import { DIAGNOSTIC_ID, toMessage } from '../shared/notify/messages';
 import { OtelTelemetry } from '../shared/telemetry/otel-telemetry';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { generate, toNdjson } from '../tools/testkit/generate';
@@ -101,7 +102,7 @@ describe('one trace per batch', () => {
       const [wake] = events.take().filter((c) => c.event.role === 'input');
       assert.ok(wake);
       assert.equal(wake.event.traceparent, batchContext);
-      const wire = toMessage(wake.event);
+      const wire = workDetectedOutgoing(wake.event);
       assert.equal(wire.applicationProperties[DIAGNOSTIC_ID], batchContext, 'on the wire as Diagnostic-Id');
       assert.equal((wire.body as Record<string, unknown>).traceparent, undefined, 'not in the body');
 

@@ -10,8 +10,8 @@ import { describe, test } from 'node:test';
 import type { ServiceBusReceiver } from '@azure/service-bus';
 
 import type { PushdrainApp } from '../shared/app';
+import { parseWorkDetected } from '../shared/bus/work-detected';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../shared/names';
-import { parseWorkDetected } from '../shared/notify/events';
 import { provisionStorage } from '../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../tools/testkit/generate';
 import { useBroker } from './support/broker';

@@ -7,7 +7,7 @@ import type { ControlMismatch } from '../billing/control-check';
 import type { BatchUsage } from '../cost/batch-usage';
 import type { OutboxEvent } from '../events/outbox';
 import type { ControlSum } from '../model/control-totals';
-import type { Wake } from '../notify/events';
+import type { Wake } from '../notify/notifier';
 import type { BatchState } from './batch-state';
 import type { BatchTimeline } from './timeline';
 

@@ -1,6 +1,6 @@
 /** What a caller of composeApp may supply instead of what settings would build. */
+import type { BusPublisher } from '../bus/bus-publisher';
 import type { HostLookup } from '../events/address-guard';
-import type { WorkPublisher } from '../notify/events';
 import type { BusInspector } from '../notify/inspection';
 import type { Clock, Logger } from '../ports';
 import type { ScaleTarget } from '../scale/target';
@@ -9,7 +9,9 @@ import type { Telemetry } from '../telemetry/telemetry';
 
 export interface AppOptions {
   /** @defaultValue Service Bus from settings.serviceBus */
-  publisher?: WorkPublisher;
+  publisher?: BusPublisher;
+  /** false: an app deployed without the `batch-events` topic (a bench variant). @defaultValue true with Service Bus */
+  batchEventsTopic?: false;
   /** @defaultValue the system clock */
   clock?: Clock;
   /** @defaultValue the console */

@@ -9,7 +9,7 @@ import type { Settings } from '../config/settings';
 import { countedPublisher } from '../cost/counted-publisher';
 import { UsageLedger } from '../cost/usage-ledger';
 import { type EntityNames, entityNames } from '../names';
-import { Notifier } from '../notify/events';
+import { Notifier } from '../notify/notifier';
 import { type Clock, consoleLogger, type Logger, type QueueStore, systemClock } from '../ports';
 import { AzureQueueStore } from '../queue/storage-queue';
 import { Activity } from '../status/activity';

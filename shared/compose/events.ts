@@ -1,4 +1,7 @@
 /** Batch events: the outbox's deliveries (attempts, retries, poison) and the operator's test event. */
+import { type BatchEventBody, batchEventOutgoing } from '../bus/batch-event';
+import { deliveryRetryOutgoing } from '../bus/delivery-retry';
+import { MESSAGE_TYPES } from '../bus/message-types';
 import { deliveryAttempt, deliveryWarmer } from '../events/delivery-attempt';
 import { EndpointAgents } from '../events/endpoint-agents';
 import { EventDelivery } from '../events/event-delivery';
@@ -28,30 +31,31 @@ export function composeEvents({
   telemetry,
 }: AppCore): EventParts {
   const { publisher } = bus;
+  // The topic gets every batch's event wherever Service Bus is configured (and the app has the topic).
+  const publishBatchEvent =
+    settings.serviceBus && options.batchEventsTopic !== false
+      ? (e: BatchEventBody): Promise<void> => publisher.send(MESSAGE_TYPES.BatchEvent.entity, [batchEventOutgoing(e)])
+      : undefined;
   // One pool per app: a receiver's connection is kept between batches.
   const agents = new EndpointAgents();
   const events = new EventDelivery({
     manifests,
     open,
     targets: () => settings.events.webhookUrls.map((target) => ({ kind: 'webhook' as const, target })),
-    // The topic gets every batch's event wherever Service Bus is configured.
-    topic:
-      settings.serviceBus && publisher.publishBatchEvent
-        ? { name: BATCH_EVENTS_TOPIC, publish: (e) => publisher.publishBatchEvent!(e) }
-        : undefined,
+    topic: publishBatchEvent ? { name: BATCH_EVENTS_TOPIC, publish: publishBatchEvent } : undefined,
     attempt: tracedAttempt(
       telemetry,
       deliveryAttempt({
         settings: settings.events,
         now,
-        publish: publisher.publishBatchEvent && ((e) => publisher.publishBatchEvent!(e)),
+        publish: publishBatchEvent,
         lookup: options.lookup,
         agents,
       }),
     ),
     warm: deliveryWarmer({ settings: settings.events, lookup: options.lookup, agents }),
     scheduleRetry: async (message, delayMs) => {
-      await publisher.scheduleWatchdog(message, delayMs);
+      await publisher.schedule(MESSAGE_TYPES.DeliveryRetry.entity, [deliveryRetryOutgoing(message)], delayMs);
     },
     poison: (record) => queues.send(names.deliveriesPoisonQueue, record),
     retryScheduleSeconds: settings.events.retryScheduleSeconds,

@@ -4,12 +4,12 @@
  * inspector for the status report and the dead-letter queues (redrive, health counts), all on
  * the primary. Its one client serves them all; the publisher closes it.
  */
+import type { BusPublisher } from '../bus/bus-publisher';
 import type { Settings } from '../config/settings';
 import { PermanentError } from '../errors';
 import { backlogQueues } from '../names';
 import { writeBacklogRejection } from '../notify/backlog-rejection';
 import type { DeadLetterQueues } from '../notify/dead-letters';
-import type { WorkPublisher } from '../notify/events';
 import type { BusInspector } from '../notify/inspection';
 import { PairedPublisher } from '../notify/paired-publisher';
 import { ServiceBusChannel } from '../notify/service-bus-channel';
@@ -21,7 +21,7 @@ import type { BlobStore, Clock, Logger } from '../ports';
 import type { AppOptions } from './app-options';
 
 export interface BusParts {
-  publisher: WorkPublisher;
+  publisher: BusPublisher;
   inspector: BusInspector | undefined;
   deadLetters: DeadLetterQueues | undefined;
   syphon: Syphon | undefined;
@@ -42,7 +42,7 @@ export function serviceBus({ settings, options, clock, log, blobs }: BusDeps): B
     const missing = (): Promise<void> =>
       Promise.reject(new PermanentError('ServiceBusConnection is not configured: events cannot be published'));
     return {
-      publisher: options.publisher ?? { publish: missing, scheduleWatchdog: missing, close: () => Promise.resolve() },
+      publisher: options.publisher ?? { send: missing, schedule: missing, close: () => Promise.resolve() },
       inspector: options.inspector,
       deadLetters: undefined,
       syphon: undefined,

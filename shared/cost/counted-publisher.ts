@@ -1,40 +1,31 @@
 /**
- * The notifier's publisher, counting each message it sends as one Service Bus operation of the
- * batch whose work sends it (the running usage scope). Receives are counted where the triggers
- * take their events (app.ts's drain use case).
+ * The notifier's publisher, counting each message it sends or schedules, and each cancel, as one
+ * Service Bus operation of the batch whose work sends it (the running usage scope). Receives are
+ * counted where the triggers take their events (UsageLedger.runTriggered).
  */
-import type { WorkPublisher } from '../notify/events';
+import type { BusPublisher } from '../bus/bus-publisher';
 import type { UsageLedger } from './usage-ledger';
 
-export function countedPublisher(inner: WorkPublisher, usage: Pick<UsageLedger, 'countServiceBus'>): WorkPublisher {
-  const counted: WorkPublisher = {
-    publish: async (events, options) => {
-      const r = await inner.publish(events, options);
-      usage.countServiceBus(events.length);
-      return r;
+export function countedPublisher(inner: BusPublisher, usage: Pick<UsageLedger, 'countServiceBus'>): BusPublisher {
+  const counted: BusPublisher = {
+    send: async (entity, messages) => {
+      await inner.send(entity, messages);
+      usage.countServiceBus(messages.length);
     },
-    scheduleWatchdog: async (message, delayMs) => {
-      const r = await inner.scheduleWatchdog(message, delayMs);
-      usage.countServiceBus(1);
+    schedule: async (entity, messages, delayMs) => {
+      const r = await inner.schedule(entity, messages, delayMs);
+      usage.countServiceBus(messages.length);
       return r;
     },
     close: () => inner.close(),
   };
-  if (inner.cancelWatchdog) {
-    const cancel = inner.cancelWatchdog.bind(inner);
-    counted.cancelWatchdog = async (seq) => {
-      await cancel(seq);
+  if (inner.cancel) {
+    const cancel = inner.cancel.bind(inner);
+    counted.cancel = async (entity, seq) => {
+      await cancel(entity, seq);
       usage.countServiceBus(1);
     };
   }
-  if (inner.publishBatchEvent) {
-    const send = inner.publishBatchEvent.bind(inner);
-    counted.publishBatchEvent = async (event) => {
-      await send(event);
-      usage.countServiceBus(1);
-    };
-  }
-  if (inner.scheduleScaleCheck) counted.scheduleScaleCheck = inner.scheduleScaleCheck.bind(inner);
   if (inner.health) counted.health = inner.health.bind(inner);
   return counted;
 }

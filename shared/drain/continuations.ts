@@ -16,8 +16,8 @@
  * A continuation that could not be cancelled (already due, or sent to the secondary's backlog)
  * fires as before; a crashed process cancels nothing. Neither loses work, both cost one start.
  */
+import type { ScheduledMessages } from '../bus/bus-publisher';
 import { ensureError } from '../errors';
-import type { ScheduledMessages } from '../notify/events';
 import type { Clock, Logger } from '../ports';
 
 export interface ContinuationsDeps {

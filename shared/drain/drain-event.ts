@@ -3,10 +3,10 @@
  * stage, or joins a drain of that queue already running here. The event is input from the
  * network: the queue must be ours, with the wire role ROLE_OF gives its stage.
  */
+import type { WorkDetected } from '../bus/work-detected';
 import type { UsageLedger } from '../cost/usage-ledger';
 import { PermanentError } from '../errors';
 import { type EntityNames, ROLE_OF } from '../names';
-import type { WorkDetected } from '../notify/events';
 import type { Logger } from '../ports';
 import { meterDelta, type StorageMeter } from '../storage/meter';
 import type { Telemetry } from '../telemetry/telemetry';

@@ -25,8 +25,8 @@ import type { Manifest } from '../batch/manifest';
 import type { ManifestStore } from '../batch/manifest-store';
 import type { OpenBatches } from '../batch/open-batches';
 import type { Report } from '../billing/report';
+import { type DeliveryRetry, type DeliveryRetryMessage, deliveryRetryMessage } from '../bus/delivery-retry';
 import { ensureError } from '../errors';
-import { type DeliveryRetry, type DeliveryRetryMessage, deliveryRetryMessage } from '../notify/delivery-retry-message';
 import type { Logger } from '../ports';
 import { outboxEvent } from './batch-event';
 import {

@@ -21,7 +21,7 @@ import { batchIdFor } from '../layout';
 import { type EncodedChunk, joinPieces } from '../model/chunk-codec';
 import type { ControlTotals } from '../model/control-totals';
 import type { EntityNames } from '../names';
-import type { Notifier, Wake } from '../notify/events';
+import type { Notifier, Wake } from '../notify/notifier';
 import type { Finalizer } from '../pipeline/finalize';
 import type { BlobStore, Logger, QueueStore } from '../ports';
 import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/telemetry';

@@ -4,13 +4,16 @@
  * its time to live and its scheduled enqueue time as application properties. The syphon reads
  * it back and rebuilds the original from the validated body.
  */
-import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
-import { parseWorkDetected } from './events';
-import { batchEventMessage, type OutgoingMessage, toMessage, watchdogMessage } from './messages';
-import { parseWatchdogQueueMessage } from './watchdog-queue-message';
+import { batchEventOutgoing, parseBatchEvent } from '../bus/batch-event';
+import { BACKLOG_DESTINATIONS, MESSAGE_TYPES, type MessageTypeName, messageTypeOf } from '../bus/message-types';
+import { DIAGNOSTIC_ID, type OutgoingMessage } from '../bus/outgoing-message';
+import { parseScaleSignal, scaleCheckOutgoing } from '../bus/scale-check';
+import { parseWatchdogQueueMessage, watchdogQueueOutgoing } from '../bus/watchdog-queue-message';
+import { parseWorkDetected, workDetectedOutgoing } from '../bus/work-detected';
+import { checkedTraceparent } from '../telemetry/telemetry';
 
 export const BACKLOG_PROPERTY = {
-  /** The entity on the primary the message is for: `work-detected` or `batch-watchdog`. */
+  /** The entity on the primary the message is for (one of BACKLOG_DESTINATIONS). */
   destination: 'backlogDestination',
   /** The original time to live, in ms. */
   timeToLive: 'backlogTimeToLiveMs',
@@ -19,7 +22,66 @@ export const BACKLOG_PROPERTY = {
   subject: 'backlogSubject',
 } as const;
 
-const BACKLOG_DESTINATIONS: readonly string[] = [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC];
+/** The message types a failed-over send may park (MESSAGE_TYPES' `backlog`). */
+type Backlogged = {
+  [K in MessageTypeName]: (typeof MESSAGE_TYPES)[K]['backlog'] extends true ? K : never;
+}[MessageTypeName];
+
+/** The original of each type from a backlog copy's body and properties, or what is wrong with it. */
+const RESTORE: Record<Backlogged, (body: unknown, p: Readonly<Record<string, unknown>>) => OutgoingMessage | string> = {
+  WorkDetected: (body, p) => {
+    const event = parseWorkDetected(body);
+    if (typeof event === 'string') return `the body is not a WorkDetected event: ${event}`;
+    // The filters route on these properties: a copy whose properties disagree with its body would be misrouted.
+    if (p.role !== event.role || p.queueName !== event.queueName)
+      return 'the role and queueName properties disagree with the body';
+    const traceparent = checkedTraceparent(p[DIAGNOSTIC_ID]);
+    return workDetectedOutgoing(traceparent ? { ...event, traceparent } : event);
+  },
+  ScaleCheck: (body) => {
+    const signal = parseScaleSignal(body);
+    return typeof signal !== 'string' && signal.kind === 'check'
+      ? scaleCheckOutgoing()
+      : 'the body is not a scale check';
+  },
+  WatchdogCheck: restoreWatchdogQueue,
+  DeliveryRetry: restoreWatchdogQueue,
+  BatchEvent: (body) => {
+    const event = parseBatchEvent(body);
+    return typeof event === 'string' ? `the body is not a batch CloudEvent: ${event}` : batchEventOutgoing(event);
+  },
+};
+
+/**
+ * The original by the type its subject names; a copy that names none (hand-made) is read as each
+ * type its destination takes, the first that parses.
+ */
+function restore(
+  destination: string,
+  subject: unknown,
+  body: unknown,
+  p: Readonly<Record<string, unknown>>,
+): OutgoingMessage | string {
+  const named = typeof subject === 'string' ? messageTypeOf(destination, subject) : undefined;
+  if (typeof subject === 'string' && !named) return `${subject} is not a message type sent to ${destination}`;
+  const candidates = (named ? [named] : (Object.keys(RESTORE) as Backlogged[])).filter(
+    (n): n is Backlogged => MESSAGE_TYPES[n].entity === destination && n in RESTORE,
+  );
+  let first: string | undefined;
+  for (const n of candidates) {
+    const message = RESTORE[n](body, p);
+    if (typeof message !== 'string') return message;
+    first ??= message;
+  }
+  return first ?? `no message type is restored to ${destination}`;
+}
+
+function restoreWatchdogQueue(body: unknown): OutgoingMessage | string {
+  const read = parseWatchdogQueueMessage(body);
+  return typeof read === 'string'
+    ? `the body is not a watchdog check or a delivery retry: ${read}`
+    : watchdogQueueOutgoing(read);
+}
 
 export function toBacklogMessage(
   destination: string,
@@ -72,46 +134,11 @@ export function fromBacklog(d: BacklogDelivery): Restorable | string {
   if (rawAt !== undefined && (scheduledAt === undefined || Number.isNaN(scheduledAt.getTime()))) {
     return `${BACKLOG_PROPERTY.scheduledEnqueueTime} is not an ISO time`;
   }
-  let message: OutgoingMessage;
-  if (destination === TOPIC) {
-    const event = parseWorkDetected(d.body);
-    if (typeof event === 'string') return `the body is not a WorkDetected event: ${event}`;
-    // The filters route on these properties: a copy whose properties disagree with its body would be misrouted.
-    if (p.role !== event.role || p.queueName !== event.queueName)
-      return 'the role and queueName properties disagree with the body';
-    message = toMessage(event);
-  } else if (destination === BATCH_EVENTS_TOPIC) {
-    const event = batchEventOf(d.body);
-    if (typeof event === 'string') return `the body is not a batch CloudEvent: ${event}`;
-    message = batchEventMessage(event);
-  } else {
-    const read = parseWatchdogQueueMessage(d.body);
-    if (typeof read === 'string') return `the body is not a watchdog check or a delivery retry: ${read}`;
-    message = watchdogMessage(read.kind === 'check' ? read.check : read.retry);
-  }
+  const message = restore(destination, p[BACKLOG_PROPERTY.subject], d.body, p);
+  if (typeof message === 'string') return message;
   return {
     destination,
     scheduledAt,
     message: { ...message, timeToLive: ttl, ...(d.messageId ? { messageId: d.messageId } : {}) },
   };
-}
-
-/** A batch event's structured JSON from a trigger body (bytes, text or a parsed object). */
-function batchEventOf(body: unknown): { id: string; type: string; body: string } | string {
-  const text =
-    typeof body === 'string'
-      ? body
-      : body instanceof Uint8Array
-        ? Buffer.from(body).toString('utf8')
-        : JSON.stringify(body ?? null);
-  let ce: unknown;
-  try {
-    ce = JSON.parse(text);
-  } catch {
-    return 'not JSON';
-  }
-  const v = ce as Record<string, unknown> | null;
-  if (typeof v !== 'object' || v === null || typeof v.id !== 'string' || typeof v.type !== 'string')
-    return 'no id and type';
-  return { id: v.id, type: v.type, body: text };
 }

@@ -3,9 +3,10 @@
  * (redrive). The adapter is service-bus-dead-letters.ts. Which entities, where a dead letter
  * goes back to, and which bodies are worth resubmitting are decided here, without the SDK.
  */
+import { parseScaleSignal } from '../bus/scale-check';
+import { parseWatchdogQueueMessage } from '../bus/watchdog-queue-message';
+import { parseWorkDetected } from '../bus/work-detected';
 import { SUBSCRIPTIONS, TOPIC, WATCHDOG_QUEUE } from '../names';
-import { parseScaleSignal, parseWorkDetected } from './events';
-import { parseWatchdogQueueMessage } from './watchdog-queue-message';
 
 /** One entity whose dead letters the app resubmits. */
 export interface DeadLetterSource {

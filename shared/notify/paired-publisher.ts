@@ -5,23 +5,16 @@
  * brings them back when the primary takes sends again. Receivers only ever read the primary;
  * the syphon moves the backlog back. Which failure counts is the one table's call (failoverClass).
  */
+import type { BusPublisher, ScheduledMessages } from '../bus/bus-publisher';
+import type { MessageChannel } from '../bus/message-channel';
+import { SENT_ENTITIES } from '../bus/message-types';
+import { describeMessages, type OutgoingMessage } from '../bus/outgoing-message';
 import { PermanentError, TransientError } from '../errors';
-import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
 import type { Clock, Logger } from '../ports';
 import { failoverClass, failureSummary, SERVER_BUSY_WAIT_MS } from '../retry/transient';
 import { toBacklogMessage } from './backlog-message';
 import { BacklogRotation } from './backlog-rotation';
-import type { DeliveryRetryMessage } from './delivery-retry-message';
-import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { EntityFailover, type PublisherHealth } from './failover-state';
-import {
-  batchEventMessage,
-  type MessageChannel,
-  type OutgoingMessage,
-  scaleCheckMessage,
-  toMessage,
-  watchdogMessage,
-} from './messages';
 
 export interface PairedOptions {
   primary: MessageChannel;
@@ -37,7 +30,7 @@ export interface PairedOptions {
 /** ServerBusy: wait SERVER_BUSY_WAIT_MS, then one more try; the second refusal goes to the caller. */
 const PRIMARY_ATTEMPTS = 2;
 
-export class PairedPublisher implements WorkPublisher {
+export class PairedPublisher implements BusPublisher {
   private readonly entities: ReadonlyMap<string, EntityFailover>;
   private readonly rotation: BacklogRotation;
   private pinging = false;
@@ -47,42 +40,24 @@ export class PairedPublisher implements WorkPublisher {
   private readonly closedSignal = new Promise<void>((resolve) => (this.wakeOnClose = resolve));
 
   constructor(private readonly o: PairedOptions) {
-    this.entities = new Map(
-      [TOPIC, WATCHDOG_QUEUE, BATCH_EVENTS_TOPIC].map((e) => [e, new EntityFailover(e, o.failoverIntervalMs)]),
-    );
+    this.entities = new Map(SENT_ENTITIES.map((e) => [e, new EntityFailover(e, o.failoverIntervalMs)]));
     this.rotation = new BacklogRotation(o.backlogQueues, o.pingIntervalMs);
   }
 
-  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<ScheduledMessages | void> {
-    if (events.length === 0) return;
-    const at = options.delayMs && options.delayMs > 0 ? new Date(this.o.clock.now() + options.delayMs) : undefined;
-    return this.send(TOPIC, events.map(toMessage), at, `publishing ${events.length} WorkDetected event(s)`);
+  async send(entity: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.sendVia(entity, messages, undefined, `sending ${describeMessages(messages)} to ${entity}`);
   }
 
-  async scheduleWatchdog(
-    check: WatchdogCheck | DeliveryRetryMessage,
-    delayMs: number,
-  ): Promise<ScheduledMessages | void> {
-    return this.send(
-      WATCHDOG_QUEUE,
-      [watchdogMessage(check)],
-      new Date(this.o.clock.now() + delayMs),
-      `scheduling the watchdog check of ${check.batchId}`,
-    );
+  schedule(entity: string, messages: readonly OutgoingMessage[], delayMs: number): Promise<ScheduledMessages | void> {
+    const at = new Date(this.o.clock.now() + delayMs);
+    return this.sendVia(entity, messages, at, `scheduling ${describeMessages(messages)} on ${entity}`);
   }
 
-  /** Only the primary's schedules hand back sequence numbers (see send), so the cancel goes there. */
-  async cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
+  /** Only the primary's schedules hand back sequence numbers (see sendVia), so the cancel goes there. */
+  async cancel(entity: string, sequenceNumbers: readonly string[]): Promise<void> {
     if (!this.o.primary.cancel) return;
-    await this.o.primary.cancel(WATCHDOG_QUEUE, sequenceNumbers);
-  }
-
-  async publishBatchEvent(event: { id: string; type: string; body: string }): Promise<void> {
-    await this.send(BATCH_EVENTS_TOPIC, [batchEventMessage(event)], undefined, `publishing batch event ${event.id}`);
-  }
-
-  async scheduleScaleCheck(delayMs: number): Promise<void> {
-    await this.send(TOPIC, [scaleCheckMessage()], new Date(this.o.clock.now() + delayMs), 'scheduling a scale check');
+    await this.o.primary.cancel(entity, sequenceNumbers);
   }
 
   health(): PublisherHealth {
@@ -102,9 +77,9 @@ export class PairedPublisher implements WorkPublisher {
   }
 
   /** What the primary scheduled can be cancelled; a backlog copy cannot (the syphon schedules it again). */
-  private async send(
+  private async sendVia(
     entity: string,
-    messages: OutgoingMessage[],
+    messages: readonly OutgoingMessage[],
     at: Date | undefined,
     what: string,
   ): Promise<ScheduledMessages | void> {
@@ -120,7 +95,7 @@ export class PairedPublisher implements WorkPublisher {
   /** What the primary took, or 'failover' when this send should go to the secondary; throws what the caller must see. */
   private async toPrimary(
     state: EntityFailover,
-    messages: OutgoingMessage[],
+    messages: readonly OutgoingMessage[],
     at: Date | undefined,
     what: string,
   ): Promise<{ scheduled: ScheduledMessages | void } | 'failover'> {
@@ -159,7 +134,7 @@ export class PairedPublisher implements WorkPublisher {
 
   private async toBacklog(
     entity: string,
-    messages: OutgoingMessage[],
+    messages: readonly OutgoingMessage[],
     at: Date | undefined,
     what: string,
   ): Promise<void> {

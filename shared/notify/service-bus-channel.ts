@@ -5,10 +5,11 @@
 import type { ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 import Long from 'long';
 
+import type { ScheduledMessages } from '../bus/bus-publisher';
+import type { MessageChannel } from '../bus/message-channel';
+import type { OutgoingMessage } from '../bus/outgoing-message';
 import { PermanentError } from '../errors';
-import type { ScheduledMessages } from './events';
 import type { BusClient } from './lazy-service-bus-client';
-import type { MessageChannel, OutgoingMessage } from './messages';
 
 export class ServiceBusChannel implements MessageChannel {
   private readonly senders = new Map<string, ServiceBusSender>();

@@ -1,20 +1,18 @@
 /**
- * Publishes WorkDetected to the `work-detected` topic and schedules watchdog checks on the
- * `batch-watchdog` queue, in one namespace. The application property `role` drives the
- * subscription filters. Retries are short: the SDK's default 30 s delay would hold an HTTP
- * ingest hostage.
+ * The app's publisher over one namespace: sends, schedules and cancels shared/bus/'s messages on
+ * their entities, with failures classified by the one retry table. Retries are short: the SDK's
+ * default 30 s delay would hold an HTTP ingest hostage.
  */
 import type * as ServiceBus from '@azure/service-bus';
 
+import type { BusPublisher, ScheduledMessages } from '../bus/bus-publisher';
+import { describeMessages, type OutgoingMessage } from '../bus/outgoing-message';
 import type { ServiceBusConnection } from '../config/connections';
 import { PermanentError, TransientError } from '../errors';
-import { BATCH_EVENTS_TOPIC, TOPIC, WATCHDOG_QUEUE } from '../names';
+import { TOPIC } from '../names';
 import { failureSummary, retryDecision } from '../retry/transient';
 import { credentialFor } from '../storage/clients';
-import type { DeliveryRetryMessage } from './delivery-retry-message';
-import type { PublishOptions, ScheduledMessages, WatchdogCheck, WorkDetected, WorkPublisher } from './events';
 import { type BusClient, lazyServiceBusClient } from './lazy-service-bus-client';
-import { batchEventMessage, scaleCheckMessage, toMessage, watchdogMessage } from './messages';
 import { ServiceBusChannel } from './service-bus-channel';
 
 export const PUBLISH_RETRY = { maxRetries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, timeoutInMs: 10_000 };
@@ -31,9 +29,10 @@ export function createServiceBusClient(connection: ServiceBusConnection): BusCli
   });
 }
 
-export class ServiceBusPublisher implements WorkPublisher {
+export class ServiceBusPublisher implements BusPublisher {
   private readonly channel: ServiceBusChannel;
 
+  /** @param topic the `work-detected` topic's name in this namespace (the bench gives each app its own). */
   constructor(
     client: BusClient,
     private readonly topic: string = TOPIC,
@@ -42,39 +41,27 @@ export class ServiceBusPublisher implements WorkPublisher {
     this.channel = new ServiceBusChannel(client);
   }
 
-  async scheduleWatchdog(
-    check: WatchdogCheck | DeliveryRetryMessage,
-    delayMs: number,
-  ): Promise<ScheduledMessages | void> {
-    return this.wrap(`scheduling the watchdog check of ${check.batchId}`, () =>
-      this.channel.send(WATCHDOG_QUEUE, [watchdogMessage(check)], new Date(this.now() + delayMs)),
+  async send(entity: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.wrap(`sending ${describeMessages(messages)} to ${entity}`, () =>
+      this.channel.send(this.named(entity), messages),
     );
   }
 
-  async cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
-    await this.wrap('cancelling a scheduled watchdog check', () =>
-      this.channel.cancel(WATCHDOG_QUEUE, sequenceNumbers),
+  schedule(entity: string, messages: readonly OutgoingMessage[], delayMs: number): Promise<ScheduledMessages | void> {
+    return this.wrap(`scheduling ${describeMessages(messages)} on ${entity}`, () =>
+      this.channel.send(this.named(entity), messages, new Date(this.now() + delayMs)),
     );
   }
 
-  async publishBatchEvent(event: { id: string; type: string; body: string }): Promise<void> {
-    await this.wrap(`publishing batch event ${event.id}`, () =>
-      this.channel.send(BATCH_EVENTS_TOPIC, [batchEventMessage(event)]),
+  async cancel(entity: string, sequenceNumbers: readonly string[]): Promise<void> {
+    await this.wrap(`cancelling ${sequenceNumbers.length} scheduled message(s) on ${entity}`, () =>
+      this.channel.cancel(this.named(entity), sequenceNumbers),
     );
   }
 
-  async scheduleScaleCheck(delayMs: number): Promise<void> {
-    await this.wrap('scheduling a scale check', () =>
-      this.channel.send(this.topic, [scaleCheckMessage()], new Date(this.now() + delayMs)),
-    );
-  }
-
-  async publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<ScheduledMessages | void> {
-    if (events.length === 0) return;
-    const at = options.delayMs && options.delayMs > 0 ? new Date(this.now() + options.delayMs) : undefined;
-    return this.wrap(`publishing ${events.length} WorkDetected event(s)`, () =>
-      this.channel.send(this.topic, events.map(toMessage), at),
-    );
+  private named(entity: string): string {
+    return entity === TOPIC ? this.topic : entity;
   }
 
   /** Maps SDK failures through the one retry table into TransientError / PermanentError. */

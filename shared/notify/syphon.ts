@@ -8,12 +8,12 @@
  *  - Malformed: it can never be restored. The Functions Node.js model gives a handler no
  *    dead-letter call, so it is set aside (the caller records it with the reason) and completed.
  */
+import type { MessageChannel } from '../bus/message-channel';
 import { TransientError } from '../errors';
 import type { Clock, Logger } from '../ports';
 import { doublingDelay } from '../retry/backoff';
 import { failureSummary } from '../retry/transient';
 import { type BacklogDelivery, fromBacklog } from './backlog-message';
-import type { MessageChannel } from './messages';
 
 export type SyphonOutcome =
   { kind: 'restored'; destination: string; scheduledFor?: string } | { kind: 'rejected'; reason: string };

@@ -29,7 +29,7 @@ import { ensureError, TransientError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { layout } from '../layout';
-import type { Notifier } from '../notify/events';
+import type { Notifier } from '../notify/notifier';
 import type { BlobStore, Logger } from '../ports';
 import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/telemetry';
 import { mapLimit } from '../util/pool';

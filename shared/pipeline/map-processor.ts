@@ -16,7 +16,7 @@ import { PermanentError } from '../errors';
 import { layout } from '../layout';
 import { decodeChunk, parseWorkPointer, resultPointer, type WorkPointer } from '../model/chunk-codec';
 import { controlSumsOf } from '../model/control-totals';
-import type { Notifier } from '../notify/events';
+import type { Notifier } from '../notify/notifier';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { cpuTurn } from '../util/cpu-turn';

@@ -9,7 +9,7 @@ import type { OpenBatches } from '../batch/open-batches';
 import { ValidationError } from '../errors';
 import type { EntityNames } from '../names';
 import type { DeadLetterQueues } from '../notify/dead-letters';
-import type { Notifier } from '../notify/events';
+import type { Notifier } from '../notify/notifier';
 import { type Logger, MAX_RECEIVE, type PoisonRecord, type QueueStore } from '../ports';
 import {
   type DeadLetterRedriveRequest,

@@ -6,8 +6,8 @@
 import type { ContinuationCounts, Continuations } from '../drain/continuations';
 import type { DrainActivity, DrainCoordinator } from '../drain/coordinator';
 import { AbortedError } from '../errors';
-import type { Notifier } from '../notify/events';
 import type { PublisherHealth } from '../notify/failover-state';
+import type { Notifier } from '../notify/notifier';
 import type { ScaleAgent, ScaleHealth } from '../scale/agent';
 import type { MissingEntities } from '../storage/missing-entities';
 import type { DeadLetterHealth, DeadLetterTally } from './dead-letter-tally';

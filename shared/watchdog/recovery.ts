@@ -18,7 +18,7 @@ import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
 import { isStaleClaim, STALE_INGEST_MS } from '../ingest/claim';
 import type { EntityNames, Stage } from '../names';
-import type { Notifier } from '../notify/events';
+import type { Notifier } from '../notify/notifier';
 import type { Finalizer } from '../pipeline/finalize';
 import type { Logger } from '../ports';
 import type { Telemetry } from '../telemetry/telemetry';

@@ -1,45 +1,63 @@
-/** A WorkPublisher that records events, standing in for Service Bus where a test feeds the handlers itself. */
-import type { DeliveryRetryMessage } from '../../shared/notify/delivery-retry-message';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../shared/notify/events';
+/** A BusPublisher that records what it is given, standing in for Service Bus where a test feeds the handlers itself. */
+import type { BusPublisher } from '../../shared/bus/bus-publisher';
+import type { DeliveryRetryMessage } from '../../shared/bus/delivery-retry';
+import { MESSAGE_TYPES } from '../../shared/bus/message-types';
+import { DIAGNOSTIC_ID, type OutgoingMessage } from '../../shared/bus/outgoing-message';
+import type { WatchdogCheck } from '../../shared/bus/watchdog-check';
+import type { WorkDetected } from '../../shared/bus/work-detected';
 
 export interface Captured {
   event: WorkDetected;
   delayMs: number;
 }
 
-export class CapturingPublisher implements WorkPublisher {
+export class CapturingPublisher implements BusPublisher {
   readonly all: Captured[] = [];
   private cursor = 0;
-  /** Make the next n publishes fail (a Service Bus outage). */
+  /** Make the next n sends or schedules fail (a Service Bus outage). */
   failNext = 0;
   closed = false;
-
-  publish(events: readonly WorkDetected[], options: PublishOptions = {}): Promise<void> {
-    if (this.failNext > 0) {
-      this.failNext--;
-      return Promise.reject(new Error('injected publish failure'));
-    }
-    for (const event of events) this.all.push({ event, delayMs: options.delayMs ?? 0 });
-    return Promise.resolve();
-  }
-
   readonly checks: { check: WatchdogCheck | DeliveryRetryMessage; delayMs: number }[] = [];
-
-  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<void> {
-    if (this.failNext > 0) {
-      this.failNext--;
-      return Promise.reject(new Error('injected schedule failure'));
-    }
-    this.checks.push({ check, delayMs });
-    return Promise.resolve();
-  }
-
   /** Delays of the scaling agent's scheduled checks. */
   readonly scaleChecks: number[] = [];
+  /** Batch events sent to the `batch-events` topic, as their CloudEvent JSON. */
+  readonly batchEvents: string[] = [];
 
-  scheduleScaleCheck(delayMs: number): Promise<void> {
-    this.scaleChecks.push(delayMs);
+  send(entity: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    return this.capture(entity, messages, 0);
+  }
+
+  schedule(entity: string, messages: readonly OutgoingMessage[], delayMs: number): Promise<void> {
+    return this.capture(entity, messages, delayMs);
+  }
+
+  /**
+   * WorkDetected events, sent now (0) or scheduled: what a subclass intercepts to stand in for a
+   * failure, and how a test hands the pump an event as if the app had sent it.
+   */
+  publish(events: readonly WorkDetected[], delayMs = 0): Promise<void> {
+    for (const event of events) this.all.push({ event, delayMs });
     return Promise.resolve();
+  }
+
+  private capture(entity: string, messages: readonly OutgoingMessage[], delayMs: number): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new Error(`injected failure sending to ${entity}`));
+    }
+    const events: WorkDetected[] = [];
+    for (const m of messages) {
+      if (m.subject === MESSAGE_TYPES.WorkDetected.subject) {
+        const traceparent = m.applicationProperties[DIAGNOSTIC_ID];
+        const body = m.body as WorkDetected;
+        events.push(typeof traceparent === 'string' ? { ...body, traceparent } : body);
+      } else if (m.subject === MESSAGE_TYPES.ScaleCheck.subject) this.scaleChecks.push(delayMs);
+      else if (entity === MESSAGE_TYPES.WatchdogCheck.entity)
+        this.checks.push({ check: m.body as WatchdogCheck | DeliveryRetryMessage, delayMs });
+      else if (entity === MESSAGE_TYPES.BatchEvent.entity) this.batchEvents.push(String(m.body));
+      else return Promise.reject(new Error(`${m.subject} to ${entity} is not a message this app sends`));
+    }
+    return events.length > 0 ? this.publish(events, delayMs) : Promise.resolve();
   }
 
   /** Events published since the last call. */

@@ -3,8 +3,8 @@
  * when the test advances it, and a MessageChannel that records sends and fails on demand.
  * The over-the-wire tests (failover-*.test.ts) use the real SDK against two brokers instead.
  */
-import type { OutgoingMessage } from '../../shared/notify/messages';
-import type { MessageChannel } from '../../shared/notify/messages';
+import type { MessageChannel } from '../../shared/bus/message-channel';
+import type { OutgoingMessage } from '../../shared/bus/outgoing-message';
 import type { Clock } from '../../shared/ports';
 
 /** Lets pending promise callbacks and I/O callbacks run. */

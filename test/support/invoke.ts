@@ -137,7 +137,7 @@ export async function pump(
   } finally {
     for (const [t, pending] of timers) {
       clearTimeout(t);
-      void events.publish([pending.event], { delayMs: Math.max(1, pending.fireAt - Date.now()) });
+      void events.publish([pending.event], Math.max(1, pending.fireAt - Date.now()));
     }
   }
 }

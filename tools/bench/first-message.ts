@@ -19,9 +19,9 @@ import { parseArgs } from 'node:util';
 
 import { ServiceBusClient } from '@azure/service-bus';
 
+import { workDetectedOutgoing } from '../../shared/bus/work-detected';
 import { loadSettings } from '../../shared/config/settings';
 import { entityNames, TOPIC } from '../../shared/names';
-import { toMessage } from '../../shared/notify/messages';
 import { type Azurite, startAzurite } from '../devstack/azurite';
 import { provisionStorage } from '../devstack/provision-storage';
 import { type Broker, startBroker } from '../devstack/servicebus/broker';
@@ -90,7 +90,12 @@ async function main(): Promise<void> {
     const sender = client.createSender(TOPIC);
     // An input queue with nothing on it: pushdrain's handler looks once and is done.
     const queueName = entityNames(settings.namePrefix, settings.tuning.partitions).inputQueue(0);
-    const event = toMessage({ storageAccount: 'devstoreaccount1', queueName, payloadSize: 0, role: 'input' });
+    const event = workDetectedOutgoing({
+      storageAccount: 'devstoreaccount1',
+      queueName,
+      payloadSize: 0,
+      role: 'input',
+    });
     const times: Record<string, ProbeTimes[]> = Object.fromEntries(Object.keys(apps).map((name) => [name, []]));
     for (let i = 0; i < runs; i++) {
       for (const [name, args] of Object.entries(apps)) {

@@ -21,7 +21,7 @@ import { resultPointer } from '../../../shared/model/chunk-codec';
 import { controlSumsOf } from '../../../shared/model/control-totals';
 import type { Transaction } from '../../../shared/model/transaction';
 import { validateTransaction } from '../../../shared/model/validate-transaction';
-import type { Wake } from '../../../shared/notify/events';
+import type { Wake } from '../../../shared/notify/notifier';
 import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
 import { Pool } from '../../../shared/util/pool';
 import type { AppOptions, BenchApp } from '../app';

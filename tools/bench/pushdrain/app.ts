@@ -12,16 +12,10 @@ import type { InvocationContext } from '@azure/functions';
 import { onWorkDetected } from '../../../functions/drain';
 import { onScaleSignal } from '../../../functions/scale-agent';
 import type { PushdrainApp } from '../../../shared/app';
+import type { BusPublisher, ScheduledMessages } from '../../../shared/bus/bus-publisher';
+import type { OutgoingMessage } from '../../../shared/bus/outgoing-message';
 import { createApp } from '../../../shared/create-app';
 import { FUNCTION_NAMES, SUBSCRIPTIONS } from '../../../shared/names';
-import type { DeliveryRetryMessage } from '../../../shared/notify/delivery-retry-message';
-import type {
-  PublishOptions,
-  ScheduledMessages,
-  WatchdogCheck,
-  WorkDetected,
-  WorkPublisher,
-} from '../../../shared/notify/events';
 import { createServiceBusClient, ServiceBusPublisher } from '../../../shared/notify/service-bus-publisher';
 import { StorageMeter } from '../../../shared/storage/meter';
 import { serviceBusOptions } from '../../devstack/host/host-json';
@@ -33,43 +27,23 @@ import { benchLog, hostLog } from '../support/log';
 import { postNdjson } from '../support/submit';
 
 /** Counts what this app sends to Service Bus (the broker's own counters are shared by every app). */
-class CountingPublisher implements WorkPublisher {
-  events = 0;
-  scheduled = 0;
-  batchEvents = 0;
-  /** As deployed: the app sends every batch's CloudEvent to `batch-events` (absent: an app without the topic). */
-  readonly publishBatchEvent?: (event: { id: string; type: string; body: string }) => Promise<void>;
+class CountingPublisher implements BusPublisher {
+  sent = 0;
 
-  constructor(
-    private readonly inner: WorkPublisher,
-    options: { batchEvents?: boolean } = {},
-  ) {
-    const send = inner.publishBatchEvent?.bind(inner);
-    if (send && options.batchEvents !== false)
-      this.publishBatchEvent = (event) => {
-        this.batchEvents++;
-        return send(event);
-      };
+  constructor(private readonly inner: BusPublisher) {}
+
+  send(entity: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    this.sent += messages.length;
+    return this.inner.send(entity, messages);
   }
 
-  publish(events: readonly WorkDetected[], options?: PublishOptions): Promise<ScheduledMessages | void> {
-    this.events += events.length;
-    return this.inner.publish(events, options);
+  schedule(entity: string, messages: readonly OutgoingMessage[], delayMs: number): Promise<ScheduledMessages | void> {
+    this.sent += messages.length;
+    return this.inner.schedule(entity, messages, delayMs);
   }
 
-  scheduleWatchdog(check: WatchdogCheck | DeliveryRetryMessage, delayMs: number): Promise<ScheduledMessages | void> {
-    this.scheduled++;
-    return this.inner.scheduleWatchdog(check, delayMs);
-  }
-
-  cancelWatchdog(sequenceNumbers: readonly string[]): Promise<void> {
-    return this.inner.cancelWatchdog ? this.inner.cancelWatchdog(sequenceNumbers) : Promise.resolve();
-  }
-
-  scheduleScaleCheck(delayMs: number): Promise<void> {
-    if (!this.inner.scheduleScaleCheck) return Promise.reject(new Error('the publisher cannot schedule scale checks'));
-    this.scheduled++;
-    return this.inner.scheduleScaleCheck(delayMs);
+  cancel(entity: string, sequenceNumbers: readonly string[]): Promise<void> {
+    return this.inner.cancel ? this.inner.cancel(entity, sequenceNumbers) : Promise.resolve();
   }
 
   close(): Promise<void> {
@@ -119,10 +93,11 @@ export function startPushdrain(options: AppOptions): BenchApp {
   if (!settings.serviceBus) throw new Error('unreachable: ServiceBusConnection was set');
   const publisher = new CountingPublisher(
     new ServiceBusPublisher(createServiceBusClient(settings.serviceBus), sb.topic),
-    { batchEvents: !options.withoutBatchEvents },
   );
   const runtime = createApp(settings, {
     publisher,
+    // As deployed without the topic: the app sends no batch events.
+    ...(options.withoutBatchEvents ? { batchEventsTopic: false as const } : {}),
     meter,
     log: benchLog,
     ...(options.telemetry ? { telemetry: options.telemetry } : {}),
@@ -145,7 +120,7 @@ export function startPushdrain(options: AppOptions): BenchApp {
     runtime,
     meter,
     submit: (body) => postNdjson(runtime, body),
-    sent: () => publisher.events + publisher.scheduled + publisher.batchEvents,
+    sent: () => publisher.sent,
     flushUsage: () => runtime.flushUsage(),
     stop: async () => {
       // As the host's graceful stop: running drains hand their rest over, then links close.

@@ -1,20 +1,22 @@
 /**
  * The publisher the polling baselines get: they have no push path, so what ingest and the
- * map step would publish goes nowhere. Counted, so a report can show it stayed unused.
+ * map step would publish goes nowhere. Its WorkDetected events are counted, so a report can show
+ * it stayed unused.
  */
-import type { DeliveryRetryMessage } from '../../../shared/notify/delivery-retry-message';
-import type { PublishOptions, WatchdogCheck, WorkDetected, WorkPublisher } from '../../../shared/notify/events';
+import type { BusPublisher } from '../../../shared/bus/bus-publisher';
+import { MESSAGE_TYPES } from '../../../shared/bus/message-types';
+import type { OutgoingMessage } from '../../../shared/bus/outgoing-message';
 
-export class NullPublisher implements WorkPublisher {
+export class NullPublisher implements BusPublisher {
   events = 0;
 
-  publish(events: readonly WorkDetected[], _options?: PublishOptions): Promise<void> {
-    this.events += events.length;
+  send(_entity: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    this.events += messages.filter((m) => m.subject === MESSAGE_TYPES.WorkDetected.subject).length;
     return Promise.resolve();
   }
 
-  scheduleWatchdog(_check: WatchdogCheck | DeliveryRetryMessage, _delayMs: number): Promise<void> {
-    return Promise.resolve();
+  schedule(entity: string, messages: readonly OutgoingMessage[], _delayMs: number): Promise<void> {
+    return this.send(entity, messages);
   }
 
   close(): Promise<void> {

@@ -3,6 +3,8 @@
  * per-batch scheduled queue, with its send availability and dead-lettering), beside the
  * watchdog's checks but not one of them. Read with watchdog-queue-message.ts.
  */
+import { MESSAGE_TYPES } from './message-types';
+import type { OutgoingMessage } from './outgoing-message';
 
 /** Which delivery to attempt again, and what the manifest must still say for the message to be current. */
 export interface DeliveryRetry {
@@ -15,23 +17,35 @@ export interface DeliveryRetry {
   key?: string;
 }
 
-const DELIVERY_RETRY_KIND = 'DeliveryRetry';
+const TYPE = MESSAGE_TYPES.DeliveryRetry;
 
 export interface DeliveryRetryMessage extends DeliveryRetry {
   v: 1;
-  kind: typeof DELIVERY_RETRY_KIND;
+  kind: typeof TYPE.subject;
   batchId: string;
 }
 
 export function deliveryRetryMessage(batchId: string, r: DeliveryRetry): DeliveryRetryMessage {
   return {
     v: 1,
-    kind: DELIVERY_RETRY_KIND,
+    kind: TYPE.subject,
     batchId,
     eventId: r.eventId,
     index: r.index,
     attempts: r.attempts,
     ...(r.key !== undefined ? { key: r.key } : {}),
+  };
+}
+
+export function deliveryRetryOutgoing(retry: DeliveryRetryMessage): OutgoingMessage {
+  return {
+    body: retry,
+    contentType: 'application/json',
+    subject: TYPE.subject,
+    // One id per (delivery, attempts): duplicate detection, where enabled, drops a double schedule.
+    messageId: `${retry.batchId}:${retry.eventId}:${retry.index}:${retry.attempts}`,
+    timeToLive: TYPE.ttlMs,
+    applicationProperties: {},
   };
 }
 

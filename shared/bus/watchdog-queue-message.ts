@@ -4,8 +4,12 @@
  * field (and a meaningless attempt); it is read as the retry it is, so one in flight across an
  * upgrade is still attempted.
  */
-import { type DeliveryRetryMessage, deliveryRetryMessage, parseDeliveryRetry } from './delivery-retry-message';
-import { parseWatchdogCheck, triggerValue, type WatchdogCheck } from './events';
+import { type DeliveryRetryMessage, deliveryRetryMessage, parseDeliveryRetry } from './delivery-retry';
+import { deliveryRetryOutgoing } from './delivery-retry';
+import { MESSAGE_TYPES } from './message-types';
+import { type OutgoingMessage } from './outgoing-message';
+import { triggerValue } from './trigger-value';
+import { parseWatchdogCheck, type WatchdogCheck, watchdogCheckOutgoing } from './watchdog-check';
 
 export type WatchdogQueueMessage =
   { kind: 'check'; check: WatchdogCheck } | { kind: 'delivery-retry'; retry: DeliveryRetryMessage };
@@ -20,8 +24,13 @@ export function parseWatchdogQueueMessage(body: unknown): WatchdogQueueMessage |
     const r = parseDeliveryRetry(fields);
     return typeof r === 'string' ? r : { kind: 'delivery-retry', retry: deliveryRetryMessage(v.batchId, r) };
   };
-  if (v.kind === 'DeliveryRetry') return retryOf(v);
+  if (v.kind === MESSAGE_TYPES.DeliveryRetry.subject) return retryOf(v);
   if (v.delivery !== undefined) return retryOf(v.delivery); // the older shape, on a watchdog check
   const check = parseWatchdogCheck(value);
   return typeof check === 'string' ? check : { kind: 'check', check };
+}
+
+/** The outgoing message of what the queue carries (a backlog copy restored). */
+export function watchdogQueueOutgoing(read: WatchdogQueueMessage): OutgoingMessage {
+  return read.kind === 'check' ? watchdogCheckOutgoing(read.check) : deliveryRetryOutgoing(read.retry);
 }
