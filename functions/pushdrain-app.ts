@@ -36,7 +36,7 @@ app.hook.appStart(async () => {
 // A scale-in stops the worker: continuations of queues that are empty by now are cancelled
 // first, so they do not start an instance for nothing later (docs/DESIGN.md).
 app.hook.appTerminate(async () => {
-  await current?.settleContinuations();
+  await current?.cancelIdleContinuations();
   // What is buffered (spans of the last batches, the last metric interval) goes out before exit.
   await telemetry.shutdown();
 });

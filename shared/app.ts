@@ -223,8 +223,8 @@ export class PushdrainApp {
   }
 
   /** Before a scale-in: cancels the continuations of queues empty now, so they wake nobody. Never throws. */
-  settleContinuations(): Promise<void> {
-    return this.#use.local('settleContinuations', (p) => p.continuations.settle());
+  cancelIdleContinuations(): Promise<void> {
+    return this.#use.local('cancelIdleContinuations', (p) => p.continuations.cancelIdle());
   }
 
   close(): Promise<void> {

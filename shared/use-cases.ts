@@ -54,7 +54,7 @@ export const USE_CASES = {
   maxBodyBytes: LOCAL,
   drainsInProgress: LOCAL,
   beginShutdown: LOCAL,
-  settleContinuations: LOCAL,
+  cancelIdleContinuations: LOCAL,
   close: LOCAL,
   telemetryDestination: LOCAL,
 } as const satisfies Record<string, UseCaseNeeds>;

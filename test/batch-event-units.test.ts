@@ -38,10 +38,10 @@ describe('an attempt against the schedule', () => {
 
   test('2xx delivers, 410 stops that endpoint, anything else waits its step, then poison', () => {
     const ok = fresh();
-    assert.deepEqual(applyAttempt(ok, { status: 204 }, schedule, now), { kind: 'settled' });
+    assert.deepEqual(applyAttempt(ok, { status: 204 }, schedule, now), { kind: 'finished' });
     assert.equal(ok.state, 'delivered');
     const gone = fresh();
-    assert.deepEqual(applyAttempt(gone, { status: 410 }, schedule, now), { kind: 'settled' });
+    assert.deepEqual(applyAttempt(gone, { status: 410 }, schedule, now), { kind: 'finished' });
     assert.equal(gone.state, 'gone');
     const d = fresh();
     assert.deepEqual(applyAttempt(d, { status: 503 }, schedule, now), { kind: 'retry', delayMs: 5000 });

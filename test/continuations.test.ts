@@ -224,14 +224,14 @@ describe('Continuations (the rules, without a broker)', () => {
     assert.equal(f.c.snapshot().pending, 0);
   });
 
-  test('settle keeps the continuation of a queue that still holds messages, cancels an empty one', async () => {
+  test('cancelIdle keeps the continuation of a queue that still holds messages, cancels an empty one', async () => {
     const f = fake();
     await f.c.schedule('q', 60_000);
     f.setDepth(1);
-    await f.c.settle();
+    await f.c.cancelIdle();
     assert.deepEqual(f.cancelled, []);
     f.setDepth(0);
-    await f.c.settle();
+    await f.c.cancelIdle();
     assert.equal(f.cancelled.length, 1);
     await f.c.schedule('q', 0); // now: published, never tracked
     assert.equal(f.c.snapshot().pending, 0);

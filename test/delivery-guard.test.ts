@@ -133,7 +133,7 @@ describe('a callback whose origin left PUSHDRAIN_CALLBACK_ORIGINS', () => {
       assert.match(result.error ?? '', /origin http:\/\/127\.0\.0\.1:\d+ is no longer in PUSHDRAIN_CALLBACK_ORIGINS/);
       assert.ok(!result.error?.includes('token'), 'the query is not shown');
       const d = delivery();
-      assert.deepEqual(applyAttempt(d, result, [5, 300], Date.now()), { kind: 'settled' });
+      assert.deepEqual(applyAttempt(d, result, [5, 300], Date.now()), { kind: 'finished' });
       assert.equal(d.state, 'gone', 'ends as gone, like a 410');
     } finally {
       await new Promise((r) => server.close(r));

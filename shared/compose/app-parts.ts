@@ -95,7 +95,7 @@ export async function closeParts(p: AppParts): Promise<void> {
   await p.events.idle(); // attempts in flight record their outcome before the clients go
   await p.usage.flushAll(); // usage still waiting for its manifest write goes now, not never
   p.usage.close();
-  await p.continuations.settle();
+  await p.continuations.cancelIdle();
   await p.deadLetterTally?.close();
   await p.inspector?.close();
   await p.deadLetters?.close();

@@ -115,7 +115,7 @@ export class Continuations {
    * once; an empty one has its continuations cancelled, so nothing wakes the fleet for nothing.
    * A failed look keeps them (they are the protection). Never throws.
    */
-  async settle(): Promise<void> {
+  async cancelIdle(): Promise<void> {
     const now = this.deps.clock.now();
     // Only what can be cancelled is worth a look (a publisher may hand back no way to cancel).
     const queues = [...this.pending.keys()].filter((q) => this.live(q, now).some((p) => p.scheduled));

@@ -222,7 +222,7 @@ export class EventDelivery {
     return this.attempt(message.batchId, message);
   }
 
-  /** Resolves when every background attempt started so far has settled (tests, shutdown). */
+  /** Resolves when every background attempt started so far has ended (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
@@ -271,12 +271,12 @@ export class EventDelivery {
       return cur;
     });
     if (!updated || !sameDelivery(updated.manifest, r, probe)) return { kind: 'stale' };
-    this.deps.counted?.(found.d.kind, step.kind === 'settled' ? (probe.state as 'delivered' | 'gone') : step.kind);
+    this.deps.counted?.(found.d.kind, step.kind === 'finished' ? (probe.state as 'delivered' | 'gone') : step.kind);
     const where = `${found.e.type} ${found.e.id} of batch ${batchId} to ${logTarget(found.d.target)}`;
     if (!hasPendingDeliveries(updated.manifest) && (await this.topicSender.allSent(updated.manifest)))
       await this.removeMarker(batchId);
     switch (step.kind) {
-      case 'settled':
+      case 'finished':
         if (probe.state === 'gone')
           log.warn(`${where}: ${describeAttempt(result)}, that endpoint gets no more attempts`);
         return { kind: probe.state === 'gone' ? 'gone' : 'delivered', ...statusOf(result) };

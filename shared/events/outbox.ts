@@ -24,7 +24,7 @@ export interface Delivery {
   state: DeliveryState;
   /** Attempts made so far. */
   attempts: number;
-  /** When the next attempt is due (pending), or when it settled. */
+  /** When the next attempt is due (pending), or when it finished. */
   dueAt: string;
   lastStatus?: number;
   lastError?: string;
@@ -58,7 +58,7 @@ export interface AttemptResult {
   error?: string;
   /** A topic send the broker accepted (no HTTP status). */
   sent?: true;
-  /** The target may no longer be sent to (a callback whose origin left the allowlist): settles as gone, like 410. */
+  /** The target may no longer be sent to (a callback whose origin left the allowlist): finishes as gone, like 410. */
   gone?: true;
 }
 
@@ -78,7 +78,7 @@ export function pendingDeliveries(targets: readonly { kind: DeliveryKind; target
 }
 
 /** Where a failed attempt leads: another try after `delayMs`, or the poison queue. */
-export type NextStep = { kind: 'settled' } | { kind: 'retry'; delayMs: number } | { kind: 'poisoned' };
+export type NextStep = { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'poisoned' };
 
 /**
  * The delivery after one attempt: 2xx delivered, 410 gone (that endpoint asked us to stop), anything
@@ -101,12 +101,12 @@ export function applyAttempt(
   if (ok && result.error === undefined) {
     d.state = 'delivered';
     d.dueAt = at;
-    return { kind: 'settled' };
+    return { kind: 'finished' };
   }
   if (result.status === 410 || result.gone === true) {
     d.state = 'gone';
     d.dueAt = at;
-    return { kind: 'settled' };
+    return { kind: 'finished' };
   }
   const wait = scheduleSeconds[d.attempts - 1];
   if (wait === undefined) {

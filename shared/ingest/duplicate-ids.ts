@@ -2,7 +2,7 @@
  * The uniqueness rule for ids within a batch. During the validation pass each id goes into a
  * table of 64-bit hashes (12 bytes per id: a Map of the id strings costs ~100 bytes per id,
  * ~100 MB for a 1,000,000-line batch); a hash seen before only makes a candidate. After the
- * pass, candidates (if any: a batch with duplicate ids, or a hash collision) are settled with
+ * pass, candidates (if any: a batch with duplicate ids, or a hash collision) are confirmed with
  * the real ids, read again from the body.
  */
 import type { ErrorDetail } from '../errors';
@@ -64,7 +64,7 @@ export class DuplicateIds {
    * The duplicates, in line order, one detail per repeat. Reads the body again only when there
    * are candidates; within each group of equal hashes, an id repeats exactly when a string repeats.
    */
-  async settle(open: BodySource, format: BodyFormat): Promise<ErrorDetail[]> {
+  async confirm(open: BodySource, format: BodyFormat): Promise<ErrorDetail[]> {
     if (this.candidates.length === 0) return [];
     const ids = await this.idsOf(open, format);
     const groups = new Map<number, number[]>();

@@ -49,7 +49,7 @@ function mergeByLine(a: readonly ErrorDetail[], b: readonly ErrorDetail[], max: 
 }
 
 export async function validateBody(open: BodySource, format: BodyFormat, chunking?: Chunking): Promise<BodySummary> {
-  // Problems other than duplicate ids, in line order; duplicates are settled after the pass.
+  // Problems other than duplicate ids, in line order; duplicates are confirmed after the pass.
   const details: ErrorDetail[] = [];
   let problems = 0;
   let count = 0;
@@ -92,7 +92,7 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
     const wait = keeper?.add(r.canonical);
     if (wait) await wait;
   }
-  const duplicates = await ids.settle(open, format);
+  const duplicates = await ids.confirm(open, format);
   problems += duplicates.length;
   const shownDetails = mergeByLine(details, duplicates, MAX_DETAILS);
   if (limit) shownDetails.splice(MAX_DETAILS - 1, Infinity, limit);
