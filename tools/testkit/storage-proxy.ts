@@ -292,6 +292,9 @@ export class StorageProxy {
 
   private listen(service: StorageService): Promise<number> {
     const server = createServer((req, res) => this.handle(service, req, res));
+    // Never the first to close an idle keep-alive connection: a reused one closed under the client
+    // is a reset and a retried attempt that the client's meter counts and this proxy never saw.
+    server.keepAliveTimeout = 0;
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
