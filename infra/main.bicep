@@ -157,7 +157,7 @@ param pingIntervalMs int = 10000
 
 // ---------------------------------------------------------------------------------------------
 // App settings. Defaults and ranges mirror TUNING_SPECS in shared/config/settings.ts
-// (test/infra-bicep.test.ts keeps them equal).
+// (test/repo/infra-bicep.test.ts keeps them equal).
 // ---------------------------------------------------------------------------------------------
 
 @minValue(1)

@@ -1,6 +1,7 @@
 // Runs every compiled *.test.js under dist/test (the app's tests) and dist/tools (each tool's own
-// tests) with Node's built-in runner. `--unit` runs only the unit lane: the files whose first line is
-// the mark in test/support/unit-lane.ts (logic only), for the edit-compile-test loop.
+// tests) with Node's built-in runner. `--unit` runs only the unit lane (logic only), for the
+// edit-compile-test loop: the files in a folder named `unit` under their `test` folder
+// (`test/<area>/unit/`, `tools/<tool>/test/unit/`), the rule inUnitLane in test/support/unit-lane.ts keeps.
 // `--beside lint,format:check` runs those npm scripts beside the suite (see below).
 // Explicit file list: `node --test` alone would treat support modules in test/ as test files.
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
@@ -75,7 +76,8 @@ if (files.length === 0) {
 // timeout, a drain's back-off), and the others use that time. With three, the suite used 1.47 of
 // the two cores on average (413 CPU-s in 281 s); four ran 297–299 s where three ran 323–369 s
 // beside the same checks.
-// The guard is preloaded into every file, so the unit lane's promise holds in the full run too.
+// The guard is preloaded into every file (it acts only in a unit/ folder), so the unit lane's promise
+// holds in the full run too.
 // So is the OpenAPI check: each response a test receives from the API is held against
 // static/openapi.json (test/support/openapi-preload.ts; PUSHDRAIN_OPENAPI_CHECK=off skips it). An
 // absolute path: a child that inherits the flags may run in another folder.

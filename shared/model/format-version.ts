@@ -18,7 +18,7 @@ export interface FormatVersions {
 
 /**
  * Every versioned format this build reads or writes. A change to a format moves its line here,
- * and the test of the rule (test/format-version.test.ts) reads this table.
+ * and the test of the rule (test/drain/format-version.test.ts) reads this table.
  */
 export const FORMATS = {
   /** Queue `work-{p}`: a pointer to one chunk (shared/model/chunk-codec.ts). */

@@ -1,7 +1,8 @@
 /**
- * Hostile bodies for the bad-input suites: gzip bombs built by streaming (a 1 GiB bomb never sits
- * in memory inflated), and a large valid batch whose validation takes long enough to disconnect
- * in the middle of it.
+ * Hostile bodies for the bad-input suites (test/ingest/input-rejections.test.ts,
+ * test/http/host-rejections.test.ts): gzip bombs built by streaming (a 1 GiB bomb never sits in
+ * memory inflated), and a large valid batch whose validation takes long enough to disconnect in the
+ * middle of it.
  */
 import { createGzip } from 'node:zlib';
 

@@ -2,7 +2,7 @@
  * What a client team writes with a client generated from the OpenAPI document (openapi-typescript's
  * types in openapi-types.ts, openapi-fetch's client): submit a batch, wait for it, read its report.
  * It compiles with the rest of the tests, so a document change that breaks a client breaks the build;
- * test/openapi-client.test.ts checks that openapi-types.ts is what the document generates today.
+ * test/http/openapi-client.test.ts checks that openapi-types.ts is what the document generates today.
  */
 import createClient from 'openapi-fetch';
 

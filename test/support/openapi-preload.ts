@@ -194,7 +194,7 @@ function isHttpRequestOf(file: string): (v: unknown) => v is HttpRequestLike {
 
 /**
  * What the handler read of the request's body, seen without reading a byte more than it does: a
- * refused caller's body must stay unread (test/token-before-body.test.ts), and an early stop must stay
+ * refused caller's body must stay unread (test/http/token-before-body.test.ts), and an early stop must stay
  * early. The `body` stream the handler takes is a pass-through that keeps each chunk it hands on
  * (not a tee: a tee's branch cancels only once the other branch is cancelled too, so a handler
  * that stops early would wait on it for ever), and `text()` keeps what it returned. The copy is

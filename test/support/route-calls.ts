@@ -1,7 +1,7 @@
 /**
  * Every data and operator route called through its real handler, as the Functions host would call
  * it once the platform's key check has passed: the same table for each test that asks who may call
- * what (test/entra-access.test.ts, test/auth-modes.test.ts).
+ * what (test/http/entra-access.test.ts, test/http/auth-modes.test.ts).
  */
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 

@@ -1,36 +1,29 @@
 /**
- * The unit lane's promise, kept by the runner rather than by memory. scripts/run-tests.mjs preloads
- * this module (`--require`) into every test file; in a file whose first line is {@link UNIT_LANE_MARK}
- * it refuses what the lane promises not to need (a socket, a listening server, a child process other
- * than `git`), so a unit file that starts to lean on Azurite, the broker or a browser fails at once,
- * in `npm test` as in `npm run test:unit`, instead of slowing the fast lane down unnoticed.
+ * The unit lane's promise, kept by the runner rather than by memory. A test file is in the unit lane
+ * exactly when it sits in a folder named `unit` under its `test` folder (`test/<area>/unit/`,
+ * `tools/<tool>/test/unit/`; compiled, the same folders under dist/): the lane is where a file is,
+ * not a line in it. scripts/run-tests.mjs preloads this module (`--require`) into every test
+ * file; in a unit-lane file it refuses what the lane promises not to need (a socket, a listening
+ * server, a child process other than `git`), so a unit file that starts to lean on Azurite, the
+ * broker or a browser fails at once, in `npm test` as in `npm run test:unit`, instead of slowing the
+ * fast lane down unnoticed.
  */
 import childProcess from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { join, resolve } from 'node:path';
-
-/** The first line of a test file that belongs to the unit lane. */
-export const UNIT_LANE_MARK = '// unit lane: logic only';
 
 /**
- * Whether the test file at `path` declares itself part of the unit lane. A compiled file under dist/
- * is judged by its TypeScript source, whose first line the compiler does not keep first.
+ * Whether the test file at `path` is in the unit lane: one of its folders below the last folder named
+ * `test` is named `unit`. Decided by the path alone, so the .ts source and its compiled .js under
+ * dist/ agree, and a checkout that happens to sit in a folder named `unit` puts nothing in the lane.
  */
 export function inUnitLane(path: string): boolean {
-  const compiled = /^(.*)[\\/]dist[\\/](.*)\.js$/.exec(resolve(path));
-  const source = compiled ? join(compiled[1]!, `${compiled[2]!}.ts`) : path;
-  try {
-    return readFileSync(source, 'utf8').startsWith(UNIT_LANE_MARK);
-  } catch {
-    return false;
-  }
+  const folders = path.split(/[\\/]/).slice(0, -1);
+  const below = folders.lastIndexOf('test');
+  return below !== -1 && folders.slice(below + 1).includes('unit');
 }
 
 function refuse(what: string): never {
-  throw new Error(
-    `unit lane: this file is marked "${UNIT_LANE_MARK}" but ${what}; move it out of the lane or cut the dependency`,
-  );
+  throw new Error(`unit lane: this file is in a unit/ folder but ${what}; move it out of unit/ or cut the dependency`);
 }
 
 /** Replaces what the lane forbids with refusals, for the rest of this process. */

@@ -91,7 +91,7 @@ const PLANTED: Record<string, string> = {
   // A stale build: an Oryx build would not delete it, and the host would register it.
   'dist/functions/removed-function.js':
     "require('@azure/functions').app.http('removedFunction', { handler: () => ({}) });\n",
-  'dist/test/e2e.test.js': '',
+  'dist/test/pipeline/local-host-end-to-end.test.js': '',
   'dist-package/host.json': '{}',
   '.azurite/__blobstorage__/0000': 'blob',
   '.azure/dev/.env': 'AZURE_ENV_NAME="dev"\n',
