@@ -11,6 +11,7 @@ import type { IdleResult } from './scenarios/idle';
 import type { LatencyTrial } from './scenarios/latency';
 import type { LimitRun } from './scenarios/limit';
 import type { MemoryResultRun } from './scenarios/memory';
+import type { HttpMemoryResultRun } from './scenarios/memory-http';
 import type { ThroughputRunRecord } from './scenarios/throughput-runs';
 import type { TrickleRun } from './scenarios/trickle';
 import type { WakeTrial } from './scenarios/wake';
@@ -114,6 +115,18 @@ export interface MemoryFigures {
     startRssMb: Summary;
     peakHeapUsedMb: Summary;
     ingestSeconds: Summary;
+  }[];
+  /** The HTTP path, a fresh instance per batch (memory-http.ts). */
+  http: {
+    transactions: number;
+    gzip: boolean;
+    bodyMb: number;
+    startRssMb: Summary;
+    ingestPeakRssMb: Summary;
+    /** Absent where the instance's peak could not be set back after the 202. */
+    drainPeakRssMb?: Summary;
+    ingestSeconds: Summary;
+    completeSeconds: Summary;
   }[];
 }
 
@@ -340,9 +353,27 @@ function trickleDesignFigures(rs: readonly TrickleRun[]): TrickleDesignFigures {
   };
 }
 
-export function memoryFigures(runs: readonly MemoryResultRun[]): MemoryFigures {
+export function memoryFigures(
+  runs: readonly MemoryResultRun[],
+  httpRuns: readonly HttpMemoryResultRun[],
+): MemoryFigures {
   const sizes = [...new Set(runs.map((r) => r.size))].sort((a, b) => a - b);
+  const cases = [...new Map(httpRuns.map((r) => [`${r.gzip}-${r.transactions}`, r])).values()];
   return {
+    http: cases.map((c) => {
+      const rs = httpRuns.filter((r) => r.gzip === c.gzip && r.transactions === c.transactions);
+      const drain = rs.flatMap((r) => (r.drainPeakRssMb === undefined ? [] : [r.drainPeakRssMb]));
+      return {
+        transactions: c.transactions,
+        gzip: c.gzip,
+        bodyMb: c.bodyMb,
+        startRssMb: summarize(rs.map((r) => r.startRssMb)),
+        ingestPeakRssMb: summarize(rs.map((r) => r.ingestPeakRssMb)),
+        ...(drain.length === rs.length ? { drainPeakRssMb: summarize(drain) } : {}),
+        ingestSeconds: summarize(rs.map((r) => r.ingestMs / 1000)),
+        completeSeconds: summarize(rs.map((r) => r.completeMs / 1000)),
+      };
+    }),
     sizes: sizes.map((size) => {
       const rs = runs.filter((r) => r.size === size);
       return {

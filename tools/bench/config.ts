@@ -8,6 +8,7 @@ import type { DesignName } from './app';
 import type { BrokerConfig } from './scenarios/broker';
 import type { IdleConfig } from './scenarios/idle';
 import type { LatencyConfig } from './scenarios/latency';
+import type { HttpMemoryConfig } from './scenarios/memory-http';
 import type { ScaleOutConfig } from './scenarios/scale-out';
 import type { TrickleConfig } from './scenarios/trickle';
 import type { WakeConfig } from './scenarios/wake';
@@ -47,7 +48,7 @@ export interface BenchConfig {
   wake: WakeConfig & { pushdrainWarmup: boolean };
   latency: LatencyConfig;
   trickle: TrickleConfig;
-  memory: { sizes: number[]; reps: number };
+  memory: { sizes: number[]; reps: number; http: Omit<HttpMemoryConfig, 'sources'> };
   /** With the throughput scenario, one limit run opens each of its repetitions instead of `reps`. */
   limit: { reps: number; batches: BatchSpec[] };
   /** The development broker, in memory and durable: each repetition runs both, in alternating order. */
@@ -134,7 +135,20 @@ export function fullConfig(): BenchConfig {
       gapMs: 8_000,
       quietMs: DRAIN_QUIET_MS,
     },
-    memory: { sizes: [250_000, 1_000_000], reps: 2 },
+    memory: {
+      sizes: [250_000, 1_000_000],
+      reps: 2,
+      // The largest batches accepted: 1,000,000 gzipped, and plain up to the body cap.
+      http: {
+        cases: [
+          { transactions: 250_000, gzip: false },
+          { transactions: 1_000_000, gzip: false },
+          { transactions: 1_000_000, gzip: true },
+        ],
+        reps: 1,
+        timeoutMs: 600_000,
+      },
+    },
     limit: { reps: 3, batches: batches.slice(0, 2) },
     broker: { reps: 3, messages: 3_000, senders: 16, receivers: 4 },
     // The throughput batches (1,000,000 transactions) in 2,000 chunks of 500: 500 per queue, one
@@ -203,7 +217,18 @@ export function quickConfig(): BenchConfig {
       gapMs: 1_500,
       quietMs: DRAIN_QUIET_MS,
     },
-    memory: { sizes: [300, 1_000], reps: 1 },
+    memory: {
+      sizes: [300, 1_000],
+      reps: 1,
+      http: {
+        cases: [
+          { transactions: 1_000, gzip: false },
+          { transactions: 1_000, gzip: true },
+        ],
+        reps: 1,
+        timeoutMs: 120_000,
+      },
+    },
     limit: { reps: 1, batches: batches.slice(0, 1) },
     broker: { reps: 1, messages: 200, senders: 8, receivers: 2 },
     scaleOut: {

@@ -328,6 +328,36 @@ function memorySection(m: MemoryFigures): string {
   );
 }
 
+function httpMemorySection(m: MemoryFigures): string {
+  const rows = m.http.map((c) => [
+    num(c.transactions),
+    c.gzip ? 'gzip NDJSON' : 'NDJSON',
+    num(c.bodyMb, 1),
+    fmt(c.startRssMb, (n) => num(n)),
+    fmt(c.ingestPeakRssMb, (n) => num(n)),
+    c.drainPeakRssMb ? fmt(c.drainPeakRssMb, (n) => num(n)) : '—',
+    fmt(c.ingestSeconds, (n) => num(n, 1)),
+    fmt(c.completeSeconds, (n) => num(n, 1)),
+  ]);
+  return [
+    table(
+      [
+        'transactions',
+        'body',
+        'body MB',
+        'RSS at start MB',
+        'peak RSS to the 202 MB',
+        'peak RSS from the 202 to completed MB',
+        'POST to 202 s',
+        '202 to completed s',
+      ],
+      rows,
+    ),
+    '',
+    "Each batch goes to a new local host process (`npm start`'s host, as a cold Flex instance would take it), alone; its RSS is read from /proc. A plain body stops at the body cap (PUSHDRAIN_MAX_BODY_BYTES). The first peak may include the start of the drain, which the accept wakes before the 202; the second is read after the high-water mark was set back at the 202.",
+  ].join('\n');
+}
+
 function limitSection(l: LimitFigures, t: ThroughputFigures | undefined): string {
   const two = (n: number): string => num(n, 2);
   const rows = [
@@ -570,7 +600,16 @@ export function renderTables(r: BenchResults): string {
     );
   if (r.latency) parts.push('', '### 5. Submit-to-report latency, warm system', '', latencySection(r.latency, true));
   if (r.memory)
-    parts.push('', '### 6. Memory of the timer path (sweep of one NDJSON file)', '', memorySection(r.memory));
+    parts.push(
+      '',
+      '### 6. Memory of the timer path (sweep of one NDJSON file)',
+      '',
+      memorySection(r.memory),
+      '',
+      '### 6b. Memory of the HTTP path (one batch POSTed to a fresh instance)',
+      '',
+      httpMemorySection(r.memory),
+    );
   if (r.limit)
     parts.push(
       '',

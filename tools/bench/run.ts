@@ -40,6 +40,7 @@ import { runIdle } from './scenarios/idle';
 import { runLatency } from './scenarios/latency';
 import type { LimitJob, LimitRun } from './scenarios/limit';
 import { runMemory } from './scenarios/memory';
+import { runHttpMemory } from './scenarios/memory-http';
 import { runScaleOut } from './scenarios/scale-out';
 import { runTelemetryCost } from './scenarios/telemetry-cost';
 import { runThroughput, type ThroughputRunRecord } from './scenarios/throughput-runs';
@@ -341,11 +342,13 @@ async function main(): Promise<void> {
       for (const m of peer.missed) log(`  webjobs peer: ${m.phase} message ${m.id} on ${m.queue} not run: ${m.why}`);
     }
     if (only.has('memory')) {
-      const memory = await timed(timings, 'memory', log, () =>
-        runMemory(env, { ...cfg.memory, sources: cfg.throughput.batches }),
-      );
+      const sources = cfg.throughput.batches;
+      const memory = await timed(timings, 'memory', log, async () => ({
+        timer: await runMemory(env, { ...cfg.memory, sources }),
+        http: await runHttpMemory({ ...cfg.memory.http, sources }, log),
+      }));
       raw.memory = memory;
-      results.memory = memoryFigures(memory);
+      results.memory = memoryFigures(memory.timer, memory.http);
     }
     if (only.has('telemetry')) {
       const cost = await timed(timings, 'telemetry', log, () =>

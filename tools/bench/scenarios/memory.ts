@@ -4,16 +4,12 @@
  * with the file. The file is uploaded by the parent, so the child never holds it: what it
  * streams, validates, chunks and writes is all it has in memory.
  */
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-
 import { PushdrainApp } from '../../../shared/app';
 import { composeApp } from '../../../shared/create-app';
 import { layout } from '../../../shared/layout';
 import { provisionStorage } from '../../devstack/provision-storage';
 import { runChild } from '../support/child';
-import { batchFile, type BatchSpec, DATA_DIR } from '../support/data';
+import { type BatchSpec, linesFile } from '../support/data';
 import { adminClients, appSettings, type BenchEnv, removeApp } from '../support/env';
 import { freshPrefix } from '../support/fleet';
 import { benchLog } from '../support/log';
@@ -39,31 +35,6 @@ export interface MemoryRun {
 const INCOMING_NAME = 'bench-batch.ndjson';
 
 const mb = (bytes: number): number => bytes / (1024 * 1024);
-
-/** A file of the first `transactions` lines of the given batches, built once from the cached bodies. */
-async function memoryFile(transactions: number, sources: readonly BatchSpec[]): Promise<string> {
-  const file = join(DATA_DIR, `sweep-${transactions}-${sources[0]?.seed ?? 0}.ndjson`);
-  if (existsSync(file)) return file;
-  mkdirSync(DATA_DIR, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  const out = createWriteStream(tmp);
-  let left = transactions;
-  for (const spec of sources) {
-    if (left === 0) break;
-    const lines = createInterface({ input: createReadStream(batchFile(spec)) });
-    for await (const line of lines) {
-      if (left === 0) break;
-      if (line === '') continue;
-      if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
-      left--;
-    }
-    lines.close();
-  }
-  if (left > 0) throw new Error(`not enough source transactions for a ${transactions}-line file`);
-  await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
-  renameSync(tmp, file);
-  return file;
-}
 
 export async function memoryJob(job: MemoryJob): Promise<MemoryRun> {
   const settings = appSettings({ storage: job.storage }, job.prefix);
@@ -116,7 +87,7 @@ export async function runMemory(env: BenchEnv, cfg: MemoryConfig): Promise<Memor
   const out: MemoryResultRun[] = [];
   for (let rep = 0; rep < cfg.reps; rep++) {
     for (const size of cfg.sizes) {
-      const file = await memoryFile(size, cfg.sources);
+      const { file } = await linesFile(size, cfg.sources);
       const prefix = freshPrefix('pushdrain');
       const incoming = env.admin.blobs.getContainerClient(`${prefix}incoming`);
       await incoming.createIfNotExists();

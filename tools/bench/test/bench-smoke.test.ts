@@ -88,6 +88,17 @@ describe('bench --quick', () => {
     assert.ok((r.webhooks?.requestsPerEvent.median ?? 0) >= 1, 'every event reached the receiver');
     assert.equal(r.memory?.sizes.length, 2, 'two file sizes');
     for (const s of r.memory?.sizes ?? []) finite(s.peakRssMb, `memory ${s.transactions}`);
+    assert.deepEqual(
+      r.memory?.http.map((c) => c.gzip),
+      [false, true],
+      'the HTTP path measured plain and gzip',
+    );
+    for (const c of r.memory?.http ?? []) {
+      const what = `memory over HTTP, ${c.gzip ? 'gzip' : 'plain'}`;
+      finite(c.ingestPeakRssMb, what);
+      finite(c.drainPeakRssMb, `${what}, after the 202`);
+      assert.ok(c.ingestPeakRssMb.median >= c.startRssMb.median, `${what}: the peak is at least the start`);
+    }
     finite(r.limit?.tps, 'limit');
     finite(r.limit?.pushdrainFraction, 'fraction of the limit');
     finite(r.broker?.ratio.sendMany, 'broker durable ÷ in-memory send');

@@ -62,6 +62,11 @@ export class LocalInstance {
     return this.url;
   }
 
+  /** The host process's id (the bench reads its memory). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   private async launch(options: InstanceOptions): Promise<void> {
     const root = findRepoRoot(__dirname);
     // Its own process group: a terminal's Ctrl-C reaches only the fleet, which then stops each
