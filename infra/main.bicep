@@ -505,6 +505,8 @@ var tuningSettings = {
   PUSHDRAIN_PRICE_FLEX_GB_SECOND: priceFlexGbSecond
   PUSHDRAIN_PRICE_FLEX_MILLION_EXECUTIONS: priceFlexMillionExecutions
   PUSHDRAIN_PRICE_FLEX_MEMORY_MB: string(instanceMemoryMB)
+  // What the app's memory budget is a share of: the instance size, not the machine under it.
+  PUSHDRAIN_INSTANCE_MEMORY_MB: string(instanceMemoryMB)
   PUSHDRAIN_PRICE_BLOB_WRITE_10K: priceBlobWrite10k
   PUSHDRAIN_PRICE_BLOB_READ_10K: priceBlobRead10k
   PUSHDRAIN_PRICE_QUEUE_10K: priceQueue10k

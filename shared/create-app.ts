@@ -30,6 +30,7 @@ export function composeApp(settings: Settings, options: AppOptions = {}): AppPar
     meter: core.meter,
     usage: core.usage,
     missing: core.missing,
+    memory: core.memory,
     clock: core.clock,
     log: core.log,
     blobs,

@@ -34,6 +34,7 @@ import type { StorageMeter } from '../storage/meter';
 import type { MissingEntities } from '../storage/missing-entities';
 import type { Sweeper } from '../sweep/incoming-sweep';
 import type { Telemetry } from '../telemetry/telemetry';
+import type { MemoryBudget } from '../util/memory-budget';
 import type { Watchdog } from '../watchdog/check-batch';
 import type { Recovery } from '../watchdog/recovery';
 
@@ -88,6 +89,8 @@ export interface AppParts {
   testEvents: TestEvents;
   /** Spans and `pushdrain.*` metrics; NO_TELEMETRY when off. */
   telemetry: Telemetry;
+  /** The batch data this process holds at once. */
+  memory: MemoryBudget;
 }
 
 /** Closes the parts in the order their work needs: what is in flight records itself before its client goes. */

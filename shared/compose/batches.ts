@@ -24,7 +24,8 @@ export interface BatchParts {
 }
 
 export function composeBatches(core: AppCore, events: EventDelivery): BatchParts {
-  const { settings, blobs, queues, manifests, notifier, open, owners, names, now, clock, log, telemetry } = core;
+  const { settings, blobs, queues, manifests, notifier, open, owners, names, now, clock, log, telemetry, memory } =
+    core;
   const { tuning } = settings;
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
@@ -63,6 +64,7 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
       telemetry,
       now,
       acceptance: { manifests, sleep: (ms) => clock.sleep(ms) },
+      memory,
     }),
     reduce: new ReduceProcessor(progress, finalizer, log, telemetry),
     watchdog: new Watchdog({

@@ -20,6 +20,7 @@ import { createStorageClients } from '../storage/clients';
 import { StorageMeter } from '../storage/meter';
 import { MissingEntities } from '../storage/missing-entities';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
+import { MemoryBudget } from '../util/memory-budget';
 import type { AppOptions } from './app-options';
 import { type BusParts, serviceBus } from './service-bus-parts';
 
@@ -45,6 +46,8 @@ export interface AppCore {
   owners: SubmitterIndex;
   notifier: Notifier;
   bus: BusParts;
+  /** The batch data this process holds at once (map steps wait for room). */
+  memory: MemoryBudget;
 }
 
 export function composeCore(settings: Settings, options: AppOptions): AppCore {
@@ -97,5 +100,6 @@ export function composeCore(settings: Settings, options: AppOptions): AppCore {
       tuning.watchdogSlaSeconds,
     ),
     bus,
+    memory: MemoryBudget.forInstance(settings.instance.memoryMb),
   };
 }

@@ -117,6 +117,8 @@ export interface Settings {
   namePrefix: string;
   taxRates: TaxRates;
   tuning: Tuning;
+  /** What the process runs in (PUSHDRAIN_INSTANCE_MEMORY_MB). */
+  instance: { memoryMb: number };
   /** The scaling agent (a consumer of the `scale` subscription). */
   scale: ScaleSettings;
   /** Batch events: webhooks, their secret, the retry schedule, callback origins. */
@@ -131,6 +133,15 @@ export interface Settings {
 export const TUNING_SPECS: readonly NamedLimit<keyof Tuning>[] = namedLimits(tuningShape);
 
 /** The scaling agent's limits (instance bounds fit both plans: Flex allows up to 1,000). */
+/**
+ * The instance's memory, MB, of which a share bounds the batch data a process holds at once
+ * (shared/util/memory-budget.ts). infra sets it from the deployment's Flex instance size, not from
+ * a tuning default; 0: the process's memory limit (its cgroup), else the machine's memory.
+ */
+const instanceSchema = z.object({
+  memoryMb: wholeNumber('PUSHDRAIN_INSTANCE_MEMORY_MB', { def: 0, min: 0, max: 1_048_576 }),
+});
+
 const scaleLimitsSchema = z
   .object({
     minInstances: wholeNumber('PUSHDRAIN_SCALE_MIN_INSTANCES', { def: 0, min: 0, max: 1000 }),
@@ -190,6 +201,7 @@ export function loadSettings(env: Env = process.env): Settings {
     namePrefix,
     taxRates: taxRaw && taxRaw.trim() !== '' ? parseTaxRates('PUSHDRAIN_TAX_RATES', taxRaw) : { ...DEFAULT_TAX_RATES },
     tuning,
+    instance: parseEnv(instanceSchema, env),
     scale: { ...scale, ...limits },
     events: eventSettings(env),
     auth: authSettings(env),

@@ -20,6 +20,7 @@ import type { Notifier } from '../notify/notifier';
 import type { BlobStore, MessageProcessor, QueueMessage, QueueStore } from '../ports';
 import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { cpuTurn } from '../util/cpu-turn';
+import type { MemoryBudget } from '../util/memory-budget';
 import type { Finalizer } from './finalize';
 import { recordPoison } from './record-poison';
 
@@ -42,7 +43,16 @@ export interface MapDeps {
    * folded at once. @defaultValue undefined
    */
   acceptance?: { manifests: ManifestStore; sleep: (ms: number) => Promise<void> };
+  /** The process's budget: a chunk is read only once its decoded size fits. Absent: unbounded. */
+  memory?: MemoryBudget;
 }
+
+/**
+ * Heap one transaction of a chunk takes while it is mapped: decoded, the lines' text stays live
+ * beside the objects parsed from it (about 180 bytes a transaction measured, 240 in a drain's
+ * heap), plus the gunzip buffers and the result being built.
+ */
+export const MAP_BYTES_PER_TRANSACTION = 400;
 
 /**
  * How long a sole chunk waits for its ingest's accept, read by read: about 1.5 s in all, well
@@ -85,18 +95,17 @@ export class MapProcessor implements MessageProcessor {
   }
 
   private async bill(p: WorkPointer, traceparent: string | undefined): Promise<void> {
-    const { blobs, queues, resultsQueue, taxRates } = this.deps;
+    const { blobs, queues, resultsQueue } = this.deps;
     const now = this.deps.now ?? Date.now;
     const started = now();
-    const got = await blobs.read(layout.chunk(p.batchId, p.chunk));
-    if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
-    const txns = await decodeChunk(got.body, p.sha256);
-    if (txns.length !== p.count)
-      throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
-    // Billing and serializing are the second CPU-heavy step: its own loop turn (see cpuTurn).
-    await cpuTurn();
-    // The inputs are counted apart from billing: the finalizer holds one against the other.
-    const { body, headerText } = await encodeResult(p.batchId, p.chunk, billChunk(txns, taxRates), controlSumsOf(txns));
+    const release = await this.deps.memory?.reserve(p.count * MAP_BYTES_PER_TRANSACTION);
+    let result: { body: Buffer; headerText: string };
+    try {
+      result = await this.billed(p);
+    } finally {
+      release?.();
+    }
+    const { body, headerText } = result;
     // Keyed by (batchId, chunk): a redelivery overwrites the same bytes.
     await blobs.write(layout.result(p.batchId, p.chunk), body, {
       contentType: 'application/x-ndjson',
@@ -119,6 +128,19 @@ export class MapProcessor implements MessageProcessor {
     const same = this.producedBatch === undefined || this.producedBatch === p.batchId;
     this.producedBatch = same ? p.batchId : '';
     this.producedTrace = same ? traceparent : undefined;
+  }
+
+  /** The chunk read, decoded and billed: its result, with nothing of its transactions left live. */
+  private async billed(p: WorkPointer): Promise<{ body: Buffer; headerText: string }> {
+    const got = await this.deps.blobs.read(layout.chunk(p.batchId, p.chunk));
+    if (!got) throw new PermanentError(`chunk blob ${p.blob} does not exist`);
+    const txns = await decodeChunk(got.body, p.sha256);
+    if (txns.length !== p.count)
+      throw new PermanentError(`chunk blob holds ${txns.length} transactions, pointer says ${p.count}`);
+    // Billing and serializing are the second CPU-heavy step: its own loop turn (see cpuTurn).
+    await cpuTurn();
+    // The inputs are counted apart from billing: the finalizer holds one against the other.
+    return encodeResult(p.batchId, p.chunk, billChunk(txns, this.deps.taxRates), controlSumsOf(txns));
   }
 
   /**

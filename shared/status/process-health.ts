@@ -10,6 +10,7 @@ import type { PublisherHealth } from '../notify/failover-state';
 import type { Notifier } from '../notify/notifier';
 import type { ScaleAgent, ScaleHealth } from '../scale/agent';
 import type { MissingEntities } from '../storage/missing-entities';
+import type { MemoryBudget, MemoryBudgetSnapshot } from '../util/memory-budget';
 import type { DeadLetterHealth, DeadLetterTally } from './dead-letter-tally';
 
 export interface HealthState {
@@ -25,6 +26,8 @@ export interface HealthState {
   deadLetters?: DeadLetterHealth;
   /** POST /api/batches in progress here, and how many were stopped because the client went away. */
   ingests: { inProgress: number; aborted: number };
+  /** The batch data this process holds at once, against its budget (util/memory-budget.ts). */
+  memory: MemoryBudgetSnapshot;
   /** Parts the host runs for the app that are down and being restarted (npm start's embedded Azurite). */
   down?: string[];
   /** Queues and containers Storage said do not exist (`queue work-0`): infra/ provisions them; degraded. */
@@ -39,6 +42,7 @@ interface HealthSources {
   notifier: Pick<Notifier, 'health'>;
   deadLetterTally: Pick<DeadLetterTally, 'snapshot'> | undefined;
   missing: Pick<MissingEntities, 'snapshot'>;
+  memory: Pick<MemoryBudget, 'snapshot'>;
 }
 
 const RANK = { ok: 0, degraded: 1, red: 2 } as const;
@@ -91,6 +95,7 @@ export class ProcessHealth {
       ...(serviceBus ? { serviceBus } : {}),
       ...(deadLetters ? { deadLetters } : {}),
       ingests: { ...this.ingests },
+      memory: p.memory.snapshot(),
       ...(this.down.size > 0 ? { down: [...this.down] } : {}),
       ...(notProvisioned.length > 0 ? { notProvisioned } : {}),
     };

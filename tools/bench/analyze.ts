@@ -120,6 +120,7 @@ export interface MemoryFigures {
   http: {
     transactions: number;
     gzip: boolean;
+    instanceMemoryMb?: number;
     bodyMb: number;
     startRssMb: Summary;
     ingestPeakRssMb: Summary;
@@ -358,14 +359,16 @@ export function memoryFigures(
   httpRuns: readonly HttpMemoryResultRun[],
 ): MemoryFigures {
   const sizes = [...new Set(runs.map((r) => r.size))].sort((a, b) => a - b);
-  const cases = [...new Map(httpRuns.map((r) => [`${r.gzip}-${r.transactions}`, r])).values()];
+  const key = (r: HttpMemoryResultRun): string => `${r.gzip}-${r.transactions}-${r.instanceMemoryMb ?? ''}`;
+  const cases = [...new Map(httpRuns.map((r) => [key(r), r])).values()];
   return {
     http: cases.map((c) => {
-      const rs = httpRuns.filter((r) => r.gzip === c.gzip && r.transactions === c.transactions);
+      const rs = httpRuns.filter((r) => key(r) === key(c));
       const drain = rs.flatMap((r) => (r.drainPeakRssMb === undefined ? [] : [r.drainPeakRssMb]));
       return {
         transactions: c.transactions,
         gzip: c.gzip,
+        ...(c.instanceMemoryMb !== undefined ? { instanceMemoryMb: c.instanceMemoryMb } : {}),
         bodyMb: c.bodyMb,
         startRssMb: summarize(rs.map((r) => r.startRssMb)),
         ingestPeakRssMb: summarize(rs.map((r) => r.ingestPeakRssMb)),

@@ -144,6 +144,8 @@ export function fullConfig(): BenchConfig {
           { transactions: 250_000, gzip: false },
           { transactions: 1_000_000, gzip: false },
           { transactions: 1_000_000, gzip: true },
+          { transactions: 1_000_000, gzip: false, instanceMemoryMb: 512 },
+          { transactions: 1_000_000, gzip: true, instanceMemoryMb: 512 },
         ],
         reps: 1,
         timeoutMs: 600_000,
@@ -223,7 +225,7 @@ export function quickConfig(): BenchConfig {
       http: {
         cases: [
           { transactions: 1_000, gzip: false },
-          { transactions: 1_000, gzip: true },
+          { transactions: 1_000, gzip: true, instanceMemoryMb: 512 },
         ],
         reps: 1,
         timeoutMs: 120_000,

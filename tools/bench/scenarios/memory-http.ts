@@ -19,11 +19,17 @@ interface HttpMemoryCase {
   /** At most this many transactions: a plain body stops at the body cap. */
   transactions: number;
   gzip: boolean;
+  /**
+   * The instance held as one of this many MB is: PUSHDRAIN_INSTANCE_MEMORY_MB (the app's budget)
+   * and a V8 heap of half of it. Absent: the defaults on this machine.
+   */
+  instanceMemoryMb?: number;
 }
 
 interface HttpMemoryRun {
   transactions: number;
   gzip: boolean;
+  instanceMemoryMb?: number;
   bodyMb: number;
   /** The instance's RSS once it listened, before the request. */
   startRssMb: number;
@@ -77,6 +83,12 @@ async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: str
         ServiceBusConnection: env.broker.connectionString,
         PUSHDRAIN_NAME_PREFIX: freshPrefix('pushdrain'),
         PUSHDRAIN_SWEEP_SCHEDULE: '0 0 0 1 1 *',
+        ...(c.instanceMemoryMb !== undefined
+          ? {
+              PUSHDRAIN_INSTANCE_MEMORY_MB: String(c.instanceMemoryMb),
+              NODE_OPTIONS: `--max-old-space-size=${Math.floor(c.instanceMemoryMb / 2)}`,
+            }
+          : {}),
       },
     });
     const pid = instance.pid;
@@ -114,6 +126,7 @@ async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: str
     const run: HttpMemoryRun = {
       transactions: body.lines,
       gzip: c.gzip,
+      ...(c.instanceMemoryMb !== undefined ? { instanceMemoryMb: c.instanceMemoryMb } : {}),
       bodyMb: mb(body.bytes),
       startRssMb: start.rssMb,
       ingestPeakRssMb: ingestPeak,
@@ -122,7 +135,7 @@ async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: str
       completeMs,
     };
     log(
-      `  memory over HTTP: ${body.lines} transactions ${c.gzip ? 'gzip' : 'plain'} (${run.bodyMb.toFixed(1)} MB): start ${run.startRssMb.toFixed(0)} MB, ingest peak ${run.ingestPeakRssMb.toFixed(0)} MB, drain peak ${run.drainPeakRssMb?.toFixed(0) ?? '?'} MB`,
+      `  memory over HTTP: ${body.lines} transactions ${c.gzip ? 'gzip' : 'plain'} (${run.bodyMb.toFixed(1)} MB)${c.instanceMemoryMb ? ` as a ${c.instanceMemoryMb} MB instance` : ''}: start ${run.startRssMb.toFixed(0)} MB, ingest peak ${run.ingestPeakRssMb.toFixed(0)} MB, drain peak ${run.drainPeakRssMb?.toFixed(0) ?? '?'} MB`,
     );
     return run;
   } finally {
