@@ -10,6 +10,7 @@ import { checkedTraceparent } from '../shared/telemetry/telemetry';
 import { LogBudget } from '../shared/util/log-budget';
 import { json } from './http-errors';
 import { guardedRoute } from './http-route';
+import { problem } from './problem';
 
 const MEDIA_TYPES: Record<string, BodyFormat> = {
   'application/json': 'json',
@@ -52,11 +53,18 @@ function logRefusal(response: HttpResponseInit, context: InvocationContext): voi
   if (line) context.warn(line);
 }
 
+/** The declared Content-Length, if it is one; one over `maxBytes` is refused before anything else. */
+function declaredLength(req: HttpRequest, maxBytes: number): number | undefined {
+  const raw = req.headers.get('content-length');
+  const n = raw === null ? Number.NaN : Number(raw);
+  if (n > maxBytes) throw tooLarge(`the body exceeds ${maxBytes} bytes`);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
 /** Reads the body with a cap, refusing early on a declared Content-Length over it. */
 export async function readBody(req: HttpRequest, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
   const overCap = tooLarge(`the body exceeds ${maxBytes} bytes`);
-  const declared = Number(req.headers.get('content-length') ?? '0');
-  if (declared > maxBytes) throw overCap;
+  declaredLength(req, maxBytes);
   if (!req.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
   let total = 0;
@@ -122,15 +130,58 @@ export const postBatch = guardedRoute('postBatch', {
   },
 });
 
+/** A client refused for memory comes back after 5–15 s: spread, so that refused clients do not return together. */
+function retryAfterSeconds(): number {
+  return 5 + Math.floor(Math.random() * 11);
+}
+
 async function submit(
   app: PushdrainApp,
   req: HttpRequest,
   context: InvocationContext,
   caller: Principal,
 ): Promise<HttpResponseInit> {
-  const submitter = submitterOf(caller);
-  const { format, gzip } = bodyKind(req);
+  const kind = bodyKind(req);
   const key = idempotencyKey(req);
+  const declared = declaredLength(req, app.maxBodyBytes);
+  // Before a byte is read: a body this process has no memory for now is not started.
+  const release = app.admitIngest(declared, kind.gzip);
+  if (!release) {
+    const seconds = retryAfterSeconds();
+    const line = refusals.pass(
+      `batch refused: HTTP 503, no memory free for a body of ${declared ?? 'undeclared'} bytes; retry after ${seconds} s`,
+    );
+    if (line) context.warn(line);
+    return problem(
+      503,
+      'unavailable',
+      `this instance has no memory free for the batch now; retry after ${seconds} s`,
+      { invocationId: context.invocationId },
+      { 'Retry-After': String(seconds) },
+    );
+  }
+  try {
+    return await admitted(app, req, context, { caller, ...kind, ...(key !== undefined ? { key } : {}) });
+  } finally {
+    release();
+  }
+}
+
+/** What submit checked of the request before admitting it. */
+interface Checked {
+  caller: Principal;
+  format: BodyFormat;
+  gzip: boolean;
+  key?: string;
+}
+
+async function admitted(
+  app: PushdrainApp,
+  req: HttpRequest,
+  context: InvocationContext,
+  { caller, format, gzip, key }: Checked,
+): Promise<HttpResponseInit> {
+  const submitter = submitterOf(caller);
   const callbackUrl = req.headers.get('callback-url') ?? undefined;
   const signal = requestSignal(context);
   const body = await readBody(req, app.maxBodyBytes, signal);

@@ -23,6 +23,7 @@ import { CallbackSigner, type PublishedKey } from './events/callback-signer';
 import type { DeliveryOutcome } from './events/event-delivery';
 import type { TestEventResult } from './events/test-event';
 import type { IngestResult } from './ingest/ingest';
+import { ingestBytes } from './ingest/ingest-memory';
 import { ingestSubmission, type Submission } from './ingest/submission';
 import type { BacklogDelivery } from './notify/backlog-message';
 import type { SyphonOutcome } from './notify/syphon';
@@ -62,6 +63,17 @@ export class PushdrainApp {
     const origins = this.#settings.events.callbackOrigins;
     const callbackUrl = s.callbackUrl !== undefined ? checkCallbackUrl(s.callbackUrl, origins) : undefined;
     return this.process.ingest(() => this.#use.run('submit', (p) => ingestSubmission(p, s, callbackUrl)));
+  }
+
+  /**
+   * POST /api/batches before its body is read: room in this process's memory budget for a body
+   * of `declared` bytes (undefined: not declared), held until the returned function is called;
+   * undefined when there is none now (the client is answered 503 and retries).
+   */
+  admitIngest(declared: number | undefined, gzip: boolean): (() => void) | undefined {
+    return this.#use.local('admitIngest', (p) =>
+      p.memory.tryReserve(ingestBytes(declared, gzip, this.#settings.tuning)),
+    );
   }
 
   /** Every HTTP route that returns or changes data asks this first: the caller, if it holds one of `anyOf`; else an AccessError. */

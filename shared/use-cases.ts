@@ -45,6 +45,7 @@ export const USE_CASES = {
   // A probe to the operator's webhooks: no Storage request, nothing recorded.
   sendTestEvent: LOCAL,
   authorize: LOCAL,
+  admitIngest: LOCAL,
   dashboardPage: LOCAL,
   health: LOCAL,
   healthProbe: LOCAL,

@@ -18,12 +18,15 @@ export interface MemoryBudgetSnapshot {
   peakBytes: number;
   /** Reservations that had to wait for room. */
   waits: number;
+  /** Reservations refused because there was no room (an ingest answered 503). */
+  refused: number;
 }
 
 export class MemoryBudget {
   private used = 0;
   private peak = 0;
   private waits = 0;
+  private refused = 0;
   private readonly waiting: { bytes: number; grant: (release: () => void) => void }[] = [];
 
   constructor(readonly limitBytes: number) {
@@ -42,7 +45,13 @@ export class MemoryBudget {
   }
 
   snapshot(): MemoryBudgetSnapshot {
-    return { limitBytes: this.limitBytes, inUseBytes: this.used, peakBytes: this.peak, waits: this.waits };
+    return {
+      limitBytes: this.limitBytes,
+      inUseBytes: this.used,
+      peakBytes: this.peak,
+      waits: this.waits,
+      refused: this.refused,
+    };
   }
 
   /** Waits until `bytes` fit, then holds them; the function returned gives them back (once). */
@@ -50,6 +59,13 @@ export class MemoryBudget {
     if (this.waiting.length === 0 && this.fits(bytes)) return Promise.resolve(this.hold(bytes));
     this.waits++;
     return new Promise((grant) => this.waiting.push({ bytes, grant }));
+  }
+
+  /** Holds `bytes` if they fit now and nobody waits; else undefined and nothing held. */
+  tryReserve(bytes: number): (() => void) | undefined {
+    if (this.waiting.length === 0 && this.fits(bytes)) return this.hold(bytes);
+    this.refused++;
+    return undefined;
   }
 
   private fits(bytes: number): boolean {

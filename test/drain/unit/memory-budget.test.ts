@@ -21,7 +21,7 @@ describe('MemoryBudget', () => {
     a();
     const [releaseB, releaseC] = await Promise.all([b, c]);
     assert.deepEqual(granted, ['b', 'c']);
-    assert.deepEqual(budget.snapshot(), { limitBytes: 100, inUseBytes: 60, peakBytes: 60, waits: 2 });
+    assert.deepEqual(budget.snapshot(), { limitBytes: 100, inUseBytes: 60, peakBytes: 60, waits: 2, refused: 0 });
     releaseB();
     releaseB(); // a second release gives nothing back twice
     releaseC();

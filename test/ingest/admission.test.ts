@@ -1,0 +1,98 @@
+/**
+ * Admission by memory, in process through the real POST handler on Azurite: a batch the process's
+ * memory budget has no room for now is answered 503 with Retry-After before a byte of its body is
+ * read, writes nothing, and is accepted when the client comes back once there is room.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { HttpRequest } from '@azure/functions';
+
+import { postBatch } from '../../functions/ingest-http';
+import { ingestBytes } from '../../shared/ingest/ingest-memory';
+import { context } from '../support/invoke';
+import { line } from '../support/route-calls';
+import { testRuntime, useStorage } from '../support/storage';
+
+useStorage();
+
+/** A POST whose body stream counts its reads and, if `held`, sends nothing until released. */
+function streamedPost(lines: string[], held: boolean): { req: HttpRequest; reads: () => number; release: () => void } {
+  const bytes = new TextEncoder().encode(lines.map((l) => `${l}\n`).join(''));
+  let reads = 0;
+  let release = (): void => {};
+  const gate = held ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+  let sent = false;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        reads++;
+        await gate;
+        if (sent) return controller.close();
+        sent = true;
+        controller.enqueue(bytes);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const url = 'http://127.0.0.1/api/batches';
+  const headers = {
+    'content-type': 'application/x-ndjson',
+    'content-length': String(bytes.length),
+    'x-functions-key': 'k',
+  };
+  const nativeRequest = new Request(url, { method: 'POST', headers, body, duplex: 'half' });
+  const req = new HttpRequest({ method: 'POST', url, headers, nativeRequest } as ConstructorParameters<
+    typeof HttpRequest
+  >[0]);
+  return { req, reads: () => reads, release: () => release() };
+}
+
+const lines = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => line(`${prefix}-${i}`));
+
+describe('admission by memory', () => {
+  test('no room now: 503 with Retry-After, no byte read, nothing written; room again: accepted', async () => {
+    // 1 MB of instance memory: a budget of 256 KiB.
+    const rt = await testRuntime({ PUSHDRAIN_INSTANCE_MEMORY_MB: '1' });
+    const first = streamedPost(lines('a', 600), true);
+    const second = streamedPost(lines('b', 600), false);
+    const each = ingestBytes(Number(first.req.headers.get('content-length')), false, rt.parts.settings.tuning);
+    assert.ok(each < 256 * 1024 && 2 * each > 256 * 1024, `one fits the budget, two do not (${each} bytes each)`);
+
+    const accepting = postBatch(rt.app, first.req, context('postBatch'));
+    const before = rt.app.storageTransactions().total ?? 0;
+    const refused = await postBatch(rt.app, second.req, context('postBatch'));
+    assert.equal(rt.app.storageTransactions().total ?? 0, before, 'the refusal made no Storage request');
+    assert.equal(refused.status, 503, JSON.stringify(refused.jsonBody));
+    const headers = refused.headers as Record<string, string>;
+    const after = Number(headers['Retry-After']);
+    assert.ok(after >= 5 && after <= 15, `Retry-After ${headers['Retry-After']}`);
+    assert.equal(headers['Content-Type'], 'application/problem+json');
+    assert.match((refused.jsonBody as { message: string }).message, /no memory free/);
+    assert.equal(second.reads(), 0, 'the refused body was not read');
+    assert.equal(rt.app.health().memory.refused, 1);
+
+    first.release();
+    assert.equal((await accepting).status, 202);
+    assert.equal(rt.app.health().memory.inUseBytes, 0, 'the accepted ingest gave its room back');
+
+    // The client comes back as told: now there is room.
+    const again = streamedPost(lines('b', 600), false);
+    const res = await postBatch(rt.app, again.req, context('postBatch'));
+    assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
+    assert.equal((res.jsonBody as { transactions: number }).transactions, 600);
+  });
+
+  test('a body bigger than the whole budget is taken when nothing else is held, and a declared length over the cap is still 413', async () => {
+    const rt = await testRuntime({ PUSHDRAIN_INSTANCE_MEMORY_MB: '1', PUSHDRAIN_MAX_BODY_BYTES: '300000' });
+    const big = streamedPost(lines('c', 1_500), false);
+    assert.ok(ingestBytes(Number(big.req.headers.get('content-length')), false, rt.parts.settings.tuning) > 256 * 1024);
+    assert.equal((await postBatch(rt.app, big.req, context('postBatch'))).status, 202);
+
+    const over = streamedPost(lines('d', 1), false);
+    over.req.headers.set('content-length', '300001');
+    const res = await postBatch(rt.app, over.req, context('postBatch'));
+    assert.equal(res.status, 413, JSON.stringify(res.jsonBody));
+    assert.equal(over.reads(), 0);
+  });
+});
