@@ -121,6 +121,10 @@ export interface MemoryFigures {
     transactions: number;
     gzip: boolean;
     instanceMemoryMb?: number;
+    batches: number;
+    refusals: Summary;
+    /** In every run, every report had every transaction, and all of a run's reports agreed. */
+    reportsAgree: boolean;
     bodyMb: number;
     startRssMb: Summary;
     ingestPeakRssMb: Summary;
@@ -359,7 +363,8 @@ export function memoryFigures(
   httpRuns: readonly HttpMemoryResultRun[],
 ): MemoryFigures {
   const sizes = [...new Set(runs.map((r) => r.size))].sort((a, b) => a - b);
-  const key = (r: HttpMemoryResultRun): string => `${r.gzip}-${r.transactions}-${r.instanceMemoryMb ?? ''}`;
+  const key = (r: HttpMemoryResultRun): string =>
+    `${r.gzip}-${r.transactions}-${r.instanceMemoryMb ?? ''}-${r.batches}`;
   const cases = [...new Map(httpRuns.map((r) => [key(r), r])).values()];
   return {
     http: cases.map((c) => {
@@ -369,6 +374,9 @@ export function memoryFigures(
         transactions: c.transactions,
         gzip: c.gzip,
         ...(c.instanceMemoryMb !== undefined ? { instanceMemoryMb: c.instanceMemoryMb } : {}),
+        batches: c.batches,
+        refusals: summarize(rs.map((r) => r.refusals)),
+        reportsAgree: rs.every((r) => r.reportsAgree),
         bodyMb: c.bodyMb,
         startRssMb: summarize(rs.map((r) => r.startRssMb)),
         ingestPeakRssMb: summarize(rs.map((r) => r.ingestPeakRssMb)),

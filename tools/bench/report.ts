@@ -333,6 +333,9 @@ function httpMemorySection(m: MemoryFigures): string {
     num(c.transactions),
     c.gzip ? 'gzip NDJSON' : 'NDJSON',
     c.instanceMemoryMb ? `${num(c.instanceMemoryMb)} MB (heap ${num(c.instanceMemoryMb / 2)} MB)` : 'this machine',
+    num(c.batches),
+    fmt(c.refusals, (n) => num(n)),
+    c.reportsAgree ? 'yes' : '**no**',
     num(c.bodyMb, 1),
     fmt(c.startRssMb, (n) => num(n)),
     fmt(c.ingestPeakRssMb, (n) => num(n)),
@@ -346,6 +349,9 @@ function httpMemorySection(m: MemoryFigures): string {
         'transactions',
         'body',
         'held as an instance of',
+        'batches at once',
+        '503s before accepted',
+        'every report exact',
         'body MB',
         'RSS at start MB',
         'peak RSS to the 202 MB',
@@ -356,7 +362,7 @@ function httpMemorySection(m: MemoryFigures): string {
       rows,
     ),
     '',
-    "Each batch goes to a new local host process (`npm start`'s host, as a cold Flex instance would take it), alone; its RSS is read from /proc. A plain body stops at the body cap (PUSHDRAIN_MAX_BODY_BYTES). An instance of N MB is PUSHDRAIN_INSTANCE_MEMORY_MB=N (the app maps chunks within a quarter of it) and a V8 heap of N ÷ 2 (`--max-old-space-size`); on this machine both are the defaults. The first peak may include the start of the drain, which the accept wakes before the 202; the second is read after the high-water mark was set back at the 202.",
+    "Each batch goes to a new local host process (`npm start`'s host, as a cold Flex instance would take it), alone; its RSS is read from /proc. A plain body stops at the body cap (PUSHDRAIN_MAX_BODY_BYTES). An instance of N MB is PUSHDRAIN_INSTANCE_MEMORY_MB=N (the app maps chunks within a quarter of it) and a V8 heap of N ÷ 2 (`--max-old-space-size`); on this machine both are the defaults. The first peak may include the start of the drain, which the accept wakes before the 202; the second is read after the high-water mark was set back at the 202. Several batches at once are copies of one file POSTed together, each sent again after its 503's Retry-After; the peaks are then to the last 202 and from it, and a report is exact when it has every transaction and all of them agree (the app checks each against its control totals before it completes).",
   ].join('\n');
 }
 

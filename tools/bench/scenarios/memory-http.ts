@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 
 import { defaultTuning } from '../../../shared/config/settings';
 import { LocalInstance } from '../../devstack/scale/instance';
-import { type BatchSpec, gzipFile, linesFile } from '../support/data';
+import { type BatchSpec, gzipFile, type LinesFile, linesFile } from '../support/data';
 import { startEnv } from '../support/env';
 import { freshPrefix, sleep } from '../support/fleet';
 import { processMemory, resetPeakRss } from '../support/process-memory';
@@ -24,12 +24,19 @@ interface HttpMemoryCase {
    * and a V8 heap of half of it. Absent: the defaults on this machine.
    */
   instanceMemoryMb?: number;
+  /** This many copies of the batch POSTed at once, each sent again after a 503's Retry-After. @defaultValue 1 */
+  batches?: number;
 }
 
 interface HttpMemoryRun {
   transactions: number;
   gzip: boolean;
   instanceMemoryMb?: number;
+  batches: number;
+  /** 503s the POSTs met before each was accepted. */
+  refusals: number;
+  /** Every report the same rows and totals, of every transaction sent (several copies of one batch). */
+  reportsAgree: boolean;
   bodyMb: number;
   /** The instance's RSS once it listened, before the request. */
   startRssMb: number;
@@ -71,6 +78,56 @@ async function statusOf(base: string, batchId: string): Promise<string> {
   return body.status ?? `HTTP ${res.status}`;
 }
 
+/** POSTs the file until it is accepted, waiting each 503's Retry-After; how many 503s it met. */
+async function postUntilAccepted(
+  base: string,
+  body: LinesFile,
+  gzip: boolean,
+  deadline: number,
+): Promise<{ batchId: string; refusals: number }> {
+  let refusals = 0;
+  for (let attempt = 0; attempt < 1_000 && Date.now() < deadline; attempt++) {
+    const res = await fetch(`${base}/api/batches`, {
+      method: 'POST',
+      body: Readable.toWeb(createReadStream(body.file)) as ReadableStream<Uint8Array>,
+      duplex: 'half',
+      headers: {
+        'content-type': 'application/x-ndjson',
+        'content-length': String(body.bytes),
+        'x-functions-key': LOCAL_KEY,
+        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+      },
+    });
+    const answer = (await res.json()) as { batchId?: string; transactions?: number };
+    if (res.status === 503) {
+      refusals++;
+      await sleep(Number(res.headers.get('retry-after') ?? '5') * 1000);
+      continue;
+    }
+    if (res.status !== 202 || !answer.batchId || answer.transactions !== body.lines)
+      throw new Error(`POST answered ${res.status}: ${JSON.stringify(answer)} (sent ${body.lines} transactions)`);
+    return { batchId: answer.batchId, refusals };
+  }
+  throw new Error(`no POST accepted before the deadline (${refusals} 503s)`);
+}
+
+async function untilCompleted(base: string, batchId: string, deadline: number): Promise<void> {
+  let status = '';
+  for (let i = 0; Date.now() < deadline && i < 100_000; i++) {
+    status = await statusOf(base, batchId);
+    if (status === 'completed') return;
+    await sleep(250);
+  }
+  throw new Error(`batch ${batchId} not completed before the deadline (status ${status})`);
+}
+
+/** A completed report's transaction count, and its rows and totals as one string to compare. */
+async function reportOf(base: string, batchId: string): Promise<{ transactions: number; figures: string }> {
+  const res = await fetch(`${base}/api/batches/${batchId}/report`, { headers: { 'x-functions-key': LOCAL_KEY } });
+  const r = (await res.json()) as { transactions: number; rows: unknown; totals: unknown };
+  return { transactions: r.transactions, figures: JSON.stringify([r.rows, r.totals]) };
+}
+
 async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: string) => void): Promise<HttpMemoryRun> {
   const body = await bodyOf(c, cfg.sources);
   const env = await startEnv(0);
@@ -95,38 +152,27 @@ async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: str
     const start = pid === undefined ? undefined : processMemory(pid);
     if (pid === undefined || !start) throw new Error('the instance has no readable /proc status (Linux only)');
     const t0 = Date.now();
-    const res = await fetch(`${instance.baseUrl}/api/batches`, {
-      method: 'POST',
-      body: Readable.toWeb(createReadStream(body.file)) as ReadableStream<Uint8Array>,
-      duplex: 'half',
-      headers: {
-        'content-type': 'application/x-ndjson',
-        'content-length': String(body.bytes),
-        'x-functions-key': LOCAL_KEY,
-        ...(c.gzip ? { 'content-encoding': 'gzip' } : {}),
-      },
-    });
-    const answer = (await res.json()) as { batchId?: string; transactions?: number };
+    const deadline = t0 + cfg.timeoutMs;
+    const base = instance.baseUrl;
+    const posted = await Promise.all(
+      Array.from({ length: c.batches ?? 1 }, () => postUntilAccepted(base, body, c.gzip, deadline)),
+    );
     const ingestMs = Date.now() - t0;
-    if (res.status !== 202 || !answer.batchId || answer.transactions !== body.lines)
-      throw new Error(`POST answered ${res.status}: ${JSON.stringify(answer)} (sent ${body.lines} transactions)`);
     const ingestPeak = processMemory(pid)?.peakRssMb ?? Number.NaN;
     const reset = resetPeakRss(pid);
     const t1 = Date.now();
-    let status = '';
-    for (let i = 0; Date.now() - t1 < cfg.timeoutMs && i < 100_000; i++) {
-      status = await statusOf(instance.baseUrl, answer.batchId);
-      if (status === 'completed') break;
-      await sleep(250);
-    }
-    if (status !== 'completed')
-      throw new Error(`batch ${answer.batchId} not completed in ${cfg.timeoutMs} ms (status ${status})`);
+    for (const { batchId } of posted) await untilCompleted(base, batchId, deadline);
     const completeMs = Date.now() - t1;
     const after = processMemory(pid);
+    const reports = await Promise.all(posted.map(({ batchId }) => reportOf(base, batchId)));
+    const reportsAgree = reports.every((r) => r.transactions === body.lines && r.figures === reports[0]?.figures);
     const run: HttpMemoryRun = {
       transactions: body.lines,
       gzip: c.gzip,
       ...(c.instanceMemoryMb !== undefined ? { instanceMemoryMb: c.instanceMemoryMb } : {}),
+      batches: posted.length,
+      refusals: posted.reduce((n, p) => n + p.refusals, 0),
+      reportsAgree,
       bodyMb: mb(body.bytes),
       startRssMb: start.rssMb,
       ingestPeakRssMb: ingestPeak,
@@ -135,7 +181,7 @@ async function runCase(c: HttpMemoryCase, cfg: HttpMemoryConfig, log: (line: str
       completeMs,
     };
     log(
-      `  memory over HTTP: ${body.lines} transactions ${c.gzip ? 'gzip' : 'plain'} (${run.bodyMb.toFixed(1)} MB)${c.instanceMemoryMb ? ` as a ${c.instanceMemoryMb} MB instance` : ''}: start ${run.startRssMb.toFixed(0)} MB, ingest peak ${run.ingestPeakRssMb.toFixed(0)} MB, drain peak ${run.drainPeakRssMb?.toFixed(0) ?? '?'} MB`,
+      `  memory over HTTP: ${run.batches} × ${body.lines} transactions ${c.gzip ? 'gzip' : 'plain'} (${run.bodyMb.toFixed(1)} MB)${c.instanceMemoryMb ? ` as a ${c.instanceMemoryMb} MB instance` : ''}, ${run.refusals} 503s, reports ${reportsAgree ? 'agree' : 'DIFFER'}: start ${run.startRssMb.toFixed(0)} MB, ingest peak ${run.ingestPeakRssMb.toFixed(0)} MB, drain peak ${run.drainPeakRssMb?.toFixed(0) ?? '?'} MB`,
     );
     return run;
   } finally {

@@ -98,6 +98,7 @@ describe('bench --quick', () => {
       finite(c.ingestPeakRssMb, what);
       finite(c.drainPeakRssMb, `${what}, after the 202`);
       assert.ok(c.ingestPeakRssMb.median >= c.startRssMb.median, `${what}: the peak is at least the start`);
+      assert.ok(c.reportsAgree, `${what}: every report exact`);
     }
     finite(r.limit?.tps, 'limit');
     finite(r.limit?.pushdrainFraction, 'fraction of the limit');
