@@ -473,6 +473,14 @@ export interface components {
                 inProgress: number;
                 aborted: number;
             };
+            /** @description The batch data this instance holds at once (chunks being mapped, batches being ingested), against its budget: a quarter of PUSHDRAIN_INSTANCE_MEMORY_MB. A chunk waits for room (`waits`); a batch without room is answered 503 before its body is read (`refused`). */
+            memory: {
+                limitBytes: number;
+                inUseBytes: number;
+                peakBytes: number;
+                waits: number;
+                refused: number;
+            };
             /** @description Parts the host runs that are down. */
             down?: string[];
             /** @description Queues and containers Storage said do not exist (`queue work-0`, `container leases`): infra provisions them and the app never creates one. Degraded until a request to it succeeds. */
@@ -912,7 +920,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ServerError"];
             };
         };
-        /** @description A dependency is temporarily unavailable; retry after `Retry-After` seconds. */
+        /** @description A dependency is temporarily unavailable, or (`POST /api/batches`) this instance has no memory free for the batch now, answered before its body is read; retry after `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
