@@ -65,15 +65,10 @@ export class PushdrainApp {
     return this.process.ingest(() => this.#use.run('submit', (p) => ingestSubmission(p, s, callbackUrl)));
   }
 
-  /**
-   * POST /api/batches before its body is read: room in this process's memory budget for a body
-   * of `declared` bytes (undefined: not declared), held until the returned function is called;
-   * undefined when there is none now (the client is answered 503 and retries).
-   */
+  /** Room in the memory budget for a POST's body of `declared` bytes, held until released; none now: undefined (a 503). */
   admitIngest(declared: number | undefined, gzip: boolean): (() => void) | undefined {
-    return this.#use.local('admitIngest', (p) =>
-      p.memory.tryReserve(ingestBytes(declared, gzip, this.#settings.tuning)),
-    );
+    const bytes = ingestBytes(declared, gzip, this.#settings.tuning);
+    return this.#use.local('admitIngest', (p) => p.memory.tryReserve(bytes));
   }
 
   /** Every HTTP route that returns or changes data asks this first: the caller, if it holds one of `anyOf`; else an AccessError. */
