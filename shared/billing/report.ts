@@ -3,6 +3,7 @@
  * Rows are keyed by (account, currency), so merging is order-independent.
  */
 import type { Submitter } from '../auth/principal';
+import type { BatchCost } from '../cost/batch-cost';
 import { addSums, compareText, type ReportRow, sortRows, type TotalsRow, zeroSums } from './bill';
 
 export interface Report {
@@ -12,6 +13,11 @@ export interface Report {
   transactions: number;
   rows: ReportRow[];
   totals: TotalsRow[];
+  /**
+   * What the batch had used when its report was first written (`asOf`), priced: the report is
+   * hashed and signed then, so it cannot wait for the last writes. The status shows the final figure.
+   */
+  cost?: BatchCost & { asOf: string };
 }
 
 export class ReportBuilder {

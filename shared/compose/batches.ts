@@ -29,7 +29,18 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
   const { tuning } = settings;
   // What the map step writes, the finalizer of a batch drained in this process reads back from memory.
   const recent = new RecentResults();
-  const finalizer = new Finalizer({ blobs, manifests, open, now, log, recent, events, telemetry, checks: notifier });
+  const finalizer = new Finalizer({
+    blobs,
+    manifests,
+    open,
+    now,
+    log,
+    recent,
+    events,
+    telemetry,
+    checks: notifier,
+    prices: settings.prices,
+  });
   const progress = new ProgressRecorder(manifests, now, finalizer);
   return {
     progress,

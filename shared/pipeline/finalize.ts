@@ -25,6 +25,8 @@ import {
 } from '../billing/control-check';
 import { type Report, ReportBuilder } from '../billing/report';
 import { parseResultHeader, readResultHeader, type RecentResults, type ResultHeader } from '../billing/result-blob';
+import type { PriceSettings } from '../config/price-settings';
+import { batchCost } from '../cost/batch-cost';
 import { ensureError, TransientError } from '../errors';
 import type { EventDelivery } from '../events/event-delivery';
 import { hasPendingDeliveries, topicUnsent } from '../events/outbox';
@@ -66,6 +68,8 @@ export interface FinalizerOptions {
   telemetry?: Telemetry | undefined;
   /** Takes back the scheduled watchdog check of a batch that became terminal. */
   checks?: Pick<Notifier, 'cancelChecks'> | undefined;
+  /** List prices: the report carries the batch's cost so far. Absent: no cost in the report. */
+  prices?: PriceSettings | undefined;
 }
 
 export class Finalizer {
@@ -79,6 +83,7 @@ export class Finalizer {
   private readonly events: FinalizerOptions['events'];
   private readonly telemetry: Telemetry;
   private readonly checks: FinalizerOptions['checks'];
+  private readonly prices: PriceSettings | undefined;
 
   constructor(o: FinalizerOptions) {
     this.blobs = o.blobs;
@@ -90,6 +95,7 @@ export class Finalizer {
     this.events = o.events;
     this.telemetry = o.telemetry ?? NO_TELEMETRY;
     this.checks = o.checks;
+    this.prices = o.prices;
   }
 
   /** Finalizes `m` if it is accepted and settled; anything else is left as it is. */
@@ -252,14 +258,41 @@ export class Finalizer {
     const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
     const report: Report = { ...builder.build(m.batchId), ...(m.submitter ? { submitter: m.submitter } : {}) };
+    const cost = this.prices && m.usage ? batchCost(m.usage, m.transactions, this.prices) : undefined;
     const expected = { transactions: m.transactions, ...(m.controls ? { controls: m.controls } : {}) };
     const mismatches = [...checkInputs(expected, headers), ...checkReport(expected, report)];
     if (mismatches.length > 0) {
       this.log.error(`batch ${m.batchId} fails closed: ${mismatchError(mismatches)}`);
       return { mismatches: keptMismatches(mismatches) };
     }
-    const bytes = Buffer.from(JSON.stringify(report), 'utf8');
-    await this.blobs.write(layout.report(m.batchId), bytes, { contentType: 'application/json' });
-    return { report, sha256: createHash('sha256').update(bytes).digest('hex') };
+    const asOf = new Date(this.now()).toISOString();
+    return this.keptReport(cost ? { ...report, cost: { ...cost, asOf } } : report);
   }
+
+  /**
+   * Writes the report once: its bytes carry the cost as far as this finalize counted it, so two
+   * finalizers (two instances, or the watchdog) write different bytes, and the digest must be
+   * of the bytes that stay. The first write stays; a later one hashes what is there. A report
+   * left by an earlier batch under the same id (a reused Idempotency-Key) is replaced.
+   */
+  private async keptReport(report: Report): Promise<{ report: Report; sha256: string }> {
+    const ref = layout.report(report.batchId);
+    const bytes = Buffer.from(JSON.stringify(report), 'utf8');
+    const json = { contentType: 'application/json' };
+    const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+    if (await this.blobs.write(ref, bytes, { ...json, condition: { ifNoneMatch: '*' } }))
+      return { report, sha256: sha256(bytes) };
+    const there = await this.blobs.read(ref);
+    const kept = there && (JSON.parse(there.body.toString('utf8')) as Report);
+    if (there && kept && sameFigures(kept, report)) return { report: kept, sha256: sha256(there.body) };
+    await this.blobs.write(ref, bytes, json);
+    return { report, sha256: sha256(bytes) };
+  }
+}
+
+/** The same batch's report: everything but when its cost was counted. */
+function sameFigures(a: Report, b: Report): boolean {
+  const figures = (r: Report): string =>
+    JSON.stringify([r.batchId, r.submitter ?? null, r.transactions, r.rows, r.totals]);
+  return figures(a) === figures(b);
 }

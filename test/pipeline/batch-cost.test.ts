@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import type { PushdrainApp } from '../../shared/app';
+import type { Report } from '../../shared/billing/report';
 import { PRICE_SETTINGS } from '../../shared/config/price-settings';
 import { loadSettings } from '../../shared/config/settings';
 import type { BatchCost } from '../../shared/cost/batch-cost';
@@ -20,7 +21,7 @@ import { provisionStorage } from '../../tools/devstack/provision-storage';
 import { generate, toNdjson } from '../../tools/testkit/generate';
 import { CapturingPublisher } from '../support/capturing-publisher';
 import { composedApp } from '../support/composed-app';
-import { completed, post, pump, status } from '../support/invoke';
+import { completed, post, pump, report, status } from '../support/invoke';
 import { readRepoFile } from '../support/repo';
 import { quietLog, storageUp, uniquePrefix, useStorage } from '../support/storage';
 
@@ -125,6 +126,20 @@ describe('what a batch cost', () => {
         `${priced.estimate.byService.storage} vs ${cost.estimate.byService.storage} + ${rise}`,
       );
       assert.equal(priced.estimate.pricesAsOf, undefined, 'prices of its own: no sheet date');
+
+      // The report carries the cost as far as it was counted when the report was written and
+      // signed: the requests before it, so less than the final figure, and priced the same way.
+      const rep = await report(listed, batchId);
+      assert.equal(rep.status, 200);
+      const inReport = (rep.jsonBody as Report).cost;
+      assert.ok(inReport, 'the report has the cost');
+      assert.ok(Date.parse(inReport.asOf) > 0, inReport.asOf);
+      assert.ok(
+        inReport.storageTransactions > 0 && inReport.storageTransactions < cost.storageTransactions,
+        `${inReport.storageTransactions} of ${cost.storageTransactions}: the writes after the report are not in it`,
+      );
+      assert.ok(inReport.cpuMs.ingest > 0 && inReport.estimate.perBatch > 0, JSON.stringify(inReport));
+      assert.ok(inReport.estimate.perBatch <= cost.estimate.perBatch);
     } finally {
       await app.close();
       await listed.close();

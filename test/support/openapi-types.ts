@@ -359,6 +359,43 @@ export interface components {
                 };
             };
         };
+        /** @description What the batch had used when its report was first written (`asOf`), priced as the status's `cost` is: the report is hashed and signed at that moment, so the writes after it (the batch's last manifest writes, its deletes) are only in the status's figure. */
+        ReportCost: {
+            /** @description Storage requests made for the batch (every attempt, as Azure bills them). */
+            storageTransactions: number;
+            /** @description The same by operation (`blob.put`, `queue.get`, …). */
+            storageByOperation: {
+                [key: string]: number;
+            };
+            /** @description Service Bus operations: events sent, and events received and completed by the triggers. */
+            serviceBusOperations: number;
+            /** @description CPU time in milliseconds by stage. */
+            cpuMs: {
+                ingest: number;
+                map: number;
+                reduce: number;
+            };
+            /** @description Whether usage after the batch's last manifest write is counted (`PUSHDRAIN_USAGE_LEFTOVERS=write`); with `drop`, the default, the counts stop at that write. */
+            leftoversCounted: boolean;
+            estimate: {
+                /** @enum {string} */
+                currency: "USD";
+                perBatch: number;
+                per1000Transactions: number;
+                /** @description The date (YYYY-MM-DD) of the published price sheet the default prices come from; absent when a price was set. */
+                pricesAsOf?: string;
+                byService: {
+                    functions: number;
+                    storage: number;
+                    serviceBus: number;
+                };
+            };
+            /**
+             * Format: date-time
+             * @description When the report was first written: the usage counted up to then.
+             */
+            asOf: string;
+        };
         /** @description A batch's status, as `GET /api/batches/{batchId}` answers it, and its latency. */
         BatchSummary: {
             batchId: components["schemas"]["BatchId"];
@@ -413,6 +450,7 @@ export interface components {
             rows: components["schemas"]["ReportRow"][];
             /** @description One per currency. */
             totals: components["schemas"]["TotalsRow"][];
+            cost?: components["schemas"]["ReportCost"];
         };
         Timeline: {
             batchId: components["schemas"]["BatchId"];
