@@ -258,15 +258,17 @@ export class Finalizer {
     const headers = await mapLimit(m.done, READ_CONCURRENCY, (chunk) => this.header(m.batchId, chunk));
     for (const h of headers) builder.add(h.partials);
     const report: Report = { ...builder.build(m.batchId), ...(m.submitter ? { submitter: m.submitter } : {}) };
-    const cost = this.prices && m.usage ? batchCost(m.usage, m.transactions, this.prices) : undefined;
+    const cost =
+      this.prices && m.usage
+        ? { ...batchCost(m.usage, m.transactions, this.prices), asOf: new Date(this.now()).toISOString() }
+        : undefined;
     const expected = { transactions: m.transactions, ...(m.controls ? { controls: m.controls } : {}) };
     const mismatches = [...checkInputs(expected, headers), ...checkReport(expected, report)];
     if (mismatches.length > 0) {
       this.log.error(`batch ${m.batchId} fails closed: ${mismatchError(mismatches)}`);
       return { mismatches: keptMismatches(mismatches) };
     }
-    const asOf = new Date(this.now()).toISOString();
-    return this.keptReport(cost ? { ...report, cost: { ...cost, asOf } } : report);
+    return this.keptReport(cost ? { ...report, cost } : report);
   }
 
   /**
@@ -283,7 +285,7 @@ export class Finalizer {
     if (await this.blobs.write(ref, bytes, { ...json, condition: { ifNoneMatch: '*' } }))
       return { report, sha256: sha256(bytes) };
     const there = await this.blobs.read(ref);
-    const kept = there && (JSON.parse(there.body.toString('utf8')) as Report);
+    const kept = there ? (JSON.parse(there.body.toString('utf8')) as Report) : undefined;
     if (there && kept && sameFigures(kept, report)) return { report: kept, sha256: sha256(there.body) };
     await this.blobs.write(ref, bytes, json);
     return { report, sha256: sha256(bytes) };
