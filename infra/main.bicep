@@ -77,6 +77,11 @@ param hostingPlan string = 'flex'
 @description('Flex Consumption only: memory per instance. GB-s are billed at this size.')
 param instanceMemoryMB int = 2048
 
+@minValue(0)
+@maxValue(1000)
+@description('Flex Consumption only: HTTP requests one instance takes at once. 0: as many of the largest batches as the app\'s memory budget (a quarter of instanceMemoryMB) holds: 1 at 512 MB, 2 at 2,048, 4 at 4,096.')
+param httpPerInstanceConcurrency int = 0
+
 @minValue(40)
 @maxValue(1000)
 @description('Flex Consumption only: scale-out ceiling.')
@@ -594,6 +599,15 @@ var eventSettings = union(
     : {}
 )
 
+// What a quarter of each instance size holds of the largest plain batch at the body cap, as the app's
+// admission counts it (shared/ingest/ingest-memory.ts: 100 MB + 1.2 × 100 MB): a request beyond it
+// goes to another instance instead of a 503. test/repo/infra-flex.test.ts computes it from the app.
+var httpConcurrencyByMemory = {
+  '512': 1
+  '2048': 2
+  '4096': 4
+}
+
 module api 'app/function-app.bicep' = {
   name: 'api'
   scope: rg
@@ -611,6 +625,9 @@ module api 'app/function-app.bicep' = {
     applicationInsightsConnectionString: monitoring.outputs.applicationInsightsConnectionString
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
+    httpPerInstanceConcurrency: httpPerInstanceConcurrency > 0
+      ? httpPerInstanceConcurrency
+      : httpConcurrencyByMemory[string(instanceMemoryMB)]
     premiumMaximumElasticWorkerCount: premiumMaximumElasticWorkerCount
     appSettings: union(connectionSettings, sendAvailabilitySettings, tuningSettings, scaleAgentSettings, eventSettings, authSettings)
   }

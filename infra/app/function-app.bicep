@@ -54,6 +54,11 @@ param instanceMemoryMB int
 param maximumInstanceCount int
 
 @minValue(1)
+@maxValue(1000)
+@description('Flex Consumption only: HTTP requests one instance takes at once.')
+param httpPerInstanceConcurrency int
+
+@minValue(1)
 @maxValue(100)
 @description('Elastic Premium only: scale-out ceiling.')
 param premiumMaximumElasticWorkerCount int
@@ -121,6 +126,11 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
       scaleAndConcurrency: {
         instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
+        triggers: {
+          http: {
+            perInstanceConcurrency: httpPerInstanceConcurrency
+          }
+        }
       }
       runtime: {
         name: 'node'

@@ -6,3 +6,5 @@ param scaleAgentMode = 'apply'
 param scaleMinInstances = 1
 // Function keys only (PUSHDRAIN_AUTH=keys): no token settings.
 param authMode = 'keys'
+// The smallest Flex instance: its HTTP concurrency follows from its memory.
+param instanceMemoryMB = 512

@@ -1,4 +1,6 @@
 /** A batch's way through: ingest, the map and reduce steps, progress, finalize, its reads and the watchdog. */
+import { availableParallelism } from 'node:os';
+
 import { BatchPages } from '../batch/batch-pages';
 import { BatchReader } from '../batch/batch-reader';
 import { ProgressRecorder } from '../batch/progress';
@@ -7,7 +9,7 @@ import type { EventDelivery } from '../events/event-delivery';
 import { chunkRule } from '../ingest/chunk-size';
 import { Ingestor } from '../ingest/ingest';
 import { Finalizer } from '../pipeline/finalize';
-import { MapProcessor } from '../pipeline/map-processor';
+import { MAP_BYTES_PER_CORE, MapProcessor } from '../pipeline/map-processor';
 import { ReduceProcessor } from '../pipeline/reduce-processor';
 import { Watchdog } from '../watchdog/check-batch';
 import type { AppCore } from './core';
@@ -75,7 +77,7 @@ export function composeBatches(core: AppCore, events: EventDelivery): BatchParts
       telemetry,
       now,
       acceptance: { manifests, sleep: (ms) => clock.sleep(ms) },
-      memory,
+      memory: memory.part(MAP_BYTES_PER_CORE * availableParallelism()),
     }),
     reduce: new ReduceProcessor(progress, finalizer, log, telemetry),
     watchdog: new Watchdog({

@@ -29,8 +29,20 @@ export class MemoryBudget {
   private refused = 0;
   private readonly waiting: { bytes: number; grant: (release: () => void) => void }[] = [];
 
-  constructor(readonly limitBytes: number) {
+  /** `whole`: the budget this one is a part of; each reservation here holds room in both. */
+  constructor(
+    readonly limitBytes: number,
+    private readonly whole?: MemoryBudget,
+  ) {
     if (!(limitBytes > 0)) throw new RangeError(`a memory budget must be positive, got ${limitBytes}`);
+  }
+
+  /**
+   * A part of this budget for one kind of work, so that it cannot take all of it: a reservation
+   * waits for room in the part first, then in the whole.
+   */
+  part(limitBytes: number): MemoryBudget {
+    return new MemoryBudget(Math.min(limitBytes, this.limitBytes), this);
   }
 
   /**
@@ -55,17 +67,44 @@ export class MemoryBudget {
   }
 
   /** Waits until `bytes` fit, then holds them; the function returned gives them back (once). */
-  reserve(bytes: number): Promise<() => void> {
-    if (this.waiting.length === 0 && this.fits(bytes)) return Promise.resolve(this.hold(bytes));
-    this.waits++;
-    return new Promise((grant) => this.waiting.push({ bytes, grant }));
+  async reserve(bytes: number): Promise<() => void> {
+    const own = await this.reserveOwn(bytes);
+    if (!this.whole) return own;
+    const whole = await this.whole.reserve(bytes);
+    return () => {
+      whole();
+      own();
+    };
   }
 
   /** Holds `bytes` if they fit now and nobody waits; else undefined and nothing held. */
   tryReserve(bytes: number): (() => void) | undefined {
-    if (this.waiting.length === 0 && this.fits(bytes)) return this.hold(bytes);
+    if (this.waiting.length === 0 && this.fits(bytes)) {
+      const own = this.hold(bytes);
+      if (!this.whole) return own;
+      const whole = this.whole.tryReserve(bytes);
+      if (whole)
+        return () => {
+          whole();
+          own();
+        };
+      own();
+      return undefined;
+    }
     this.refused++;
     return undefined;
+  }
+
+  private reserveOwn(bytes: number): Promise<() => void> {
+    if (this.waiting.length === 0 && this.fits(bytes)) return Promise.resolve(this.hold(bytes));
+    this.countWait();
+    return new Promise((grant) => this.waiting.push({ bytes, grant }));
+  }
+
+  /** A wait in a part is a wait for the whole's room too: health shows the whole. */
+  private countWait(): void {
+    this.waits++;
+    this.whole?.countWait();
   }
 
   private fits(bytes: number): boolean {

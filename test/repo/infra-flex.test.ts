@@ -7,6 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { defaultTuning } from '../../shared/config/settings';
+import { ingestBytes } from '../../shared/ingest/ingest-memory';
+import { MemoryBudget } from '../../shared/util/memory-budget';
 import {
   FLEX_LIMITS,
   FLEX_REJECTED_SETTINGS,
@@ -22,7 +25,12 @@ interface SiteProperties {
   siteConfig?: Record<string, unknown>;
   functionAppConfig?: {
     runtime?: { name?: string; version?: string };
-    scaleAndConcurrency?: { instanceMemoryMB?: number; maximumInstanceCount?: number; alwaysReady?: unknown[] };
+    scaleAndConcurrency?: {
+      instanceMemoryMB?: number;
+      maximumInstanceCount?: number;
+      alwaysReady?: unknown[];
+      triggers?: { http?: { perInstanceConcurrency?: number } };
+    };
   } | null;
 }
 const siteOf = (variant: (typeof VARIANTS)[number]): SiteProperties =>
@@ -76,5 +84,27 @@ void describe('infra: what Flex Consumption refuses is never set on Flex', () =>
         `${variant}: maximumInstanceCount ${max}`,
       );
     }
+  });
+
+  void it("each Flex variant's HTTP concurrency is what its instance's memory budget holds of the largest batch", () => {
+    // The largest plain batch at the body cap, as admission counts it: a request beyond what the
+    // budget holds would be answered 503, so Flex sends it to another instance instead.
+    const tuning = defaultTuning();
+    const largest = ingestBytes(tuning.maxBodyBytes, false, tuning);
+    const sizes = new Set<number>();
+    for (const variant of flex) {
+      const scale = siteOf(variant).functionAppConfig?.scaleAndConcurrency ?? assert.fail(variant);
+      const memoryMb = scale.instanceMemoryMB ?? assert.fail(`${variant}: no instanceMemoryMB`);
+      sizes.add(memoryMb);
+      const budget = MemoryBudget.forInstance(memoryMb).limitBytes;
+      const concurrency = scale.triggers?.http?.perInstanceConcurrency;
+      assert.equal(concurrency, Math.max(1, Math.floor(budget / largest)), `${variant} at ${memoryMb} MB`);
+      const { min, max } = FLEX_LIMITS.httpPerInstanceConcurrency;
+      assert.ok(concurrency >= min && concurrency <= max, `${variant}: ${concurrency}`);
+    }
+    assert.ok(
+      sizes.has(512) && sizes.has(2048),
+      `both the smallest and the default size are compiled: ${[...sizes].join(', ')}`,
+    );
   });
 });

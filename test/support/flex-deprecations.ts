@@ -52,6 +52,8 @@ export const FLEX_LIMITS = {
   instanceMemoryMB: [512, 2048, 4096],
   /** maximumInstanceCount: at least 40, at most 1,000 per app. */
   maximumInstanceCount: { min: 40, max: 1000 },
+  /** triggers.http.perInstanceConcurrency: 1 to 1,000 (the defaults are 4, 16 and 32 by instance size). */
+  httpPerInstanceConcurrency: { min: 1, max: 1000 },
 } as const;
 
 /** The names in `settings` that Flex refuses, compared as Azure does: ignoring case. */

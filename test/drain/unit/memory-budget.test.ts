@@ -43,6 +43,36 @@ describe('MemoryBudget', () => {
     assert.equal(budget.snapshot().inUseBytes, 0);
   });
 
+  test('a part holds room in the whole too, and cannot take more than its own limit', async () => {
+    const whole = new MemoryBudget(100);
+    const part = whole.part(30);
+    assert.equal(part.limitBytes, 30);
+    assert.equal(whole.part(500).limitBytes, 100, 'never more than the whole');
+    const a = await part.reserve(20);
+    assert.equal(whole.snapshot().inUseBytes, 20, 'held in the whole as well');
+    const granted: string[] = [];
+    const b = part.reserve(20).then((release) => (granted.push('b'), release));
+    await turn();
+    // The whole has room for b; its part does not.
+    assert.deepEqual(granted, []);
+    assert.equal(whole.snapshot().waits, 1, 'a wait in a part is shown in the whole');
+    // Other work in the whole (an ingest) is not held up by the part's waiter.
+    const ingest = whole.tryReserve(75);
+    assert.ok(ingest, 'the whole still admits beside a waiting part');
+    a();
+    const releaseB = await b;
+    assert.deepEqual(granted, ['b']);
+    assert.equal(whole.snapshot().inUseBytes, 95);
+    // Room in the part, none in the whole: a try takes nothing from either.
+    assert.equal(part.tryReserve(10), undefined);
+    assert.equal(part.snapshot().inUseBytes, 20);
+    assert.equal(whole.snapshot().inUseBytes, 95);
+    releaseB();
+    ingest();
+    assert.equal(whole.snapshot().inUseBytes, 0);
+    assert.equal(part.snapshot().inUseBytes, 0);
+  });
+
   test('a quarter of the instance memory named, and a refusal of nothing', () => {
     assert.equal(MemoryBudget.forInstance(512).snapshot().limitBytes, 128 * 1024 * 1024);
     assert.ok(MemoryBudget.forInstance(0).snapshot().limitBytes > 0, 'from the process or the machine');
