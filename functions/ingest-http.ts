@@ -3,7 +3,7 @@ import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/fu
 
 import type { PushdrainApp } from '../shared/app';
 import { describeSubmitter, type Principal, printable, recipientOf, submitterOf } from '../shared/auth/principal';
-import { AbortedError, checkAborted, type ErrorDetail, ValidationError } from '../shared/errors';
+import { AbortedError, type ErrorDetail, ValidationError } from '../shared/errors';
 import { checkIdempotencyKey, tooLarge } from '../shared/ingest/ingest-errors';
 import type { BodyFormat } from '../shared/ingest/records';
 import { checkedTraceparent } from '../shared/telemetry/telemetry';
@@ -59,28 +59,6 @@ function declaredLength(req: HttpRequest, maxBytes: number): number | undefined 
   const n = raw === null ? Number.NaN : Number(raw);
   if (n > maxBytes) throw tooLarge(`the body exceeds ${maxBytes} bytes`);
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-}
-
-/** Reads the body with a cap, refusing early on a declared Content-Length over it. */
-export async function readBody(req: HttpRequest, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
-  const overCap = tooLarge(`the body exceeds ${maxBytes} bytes`);
-  declaredLength(req, maxBytes);
-  if (!req.body) return Buffer.alloc(0);
-  const parts: Buffer[] = [];
-  let total = 0;
-  try {
-    for await (const part of req.body as unknown as AsyncIterable<Uint8Array>) {
-      total += part.length;
-      if (total > maxBytes) throw overCap;
-      parts.push(Buffer.from(part.buffer, part.byteOffset, part.length));
-    }
-  } catch (e) {
-    // The body is a stream (HTTP streams): a client that goes away mid-upload ends it in an error.
-    checkAborted(signal);
-    throw e;
-  }
-  // The Functions library hands a buffered body over as one part: a view of it, not a copy.
-  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, total);
 }
 
 /** The optional Idempotency-Key, checked before the body is read (ingest checks it again). */
@@ -184,10 +162,10 @@ async function admitted(
   const submitter = submitterOf(caller);
   const callbackUrl = req.headers.get('callback-url') ?? undefined;
   const signal = requestSignal(context);
-  const body = await readBody(req, app.maxBodyBytes, signal);
   const traceparent = requestTraceparent(req, context);
   const result = await app.submit({
-    body,
+    // Read as it arrives (HTTP streams), never held whole: the ingest validates it on the way.
+    body: (req.body as AsyncIterable<Uint8Array> | null) ?? Buffer.alloc(0),
     format,
     gzip,
     ...(key !== undefined ? { idempotencyKey: key } : {}),

@@ -599,9 +599,9 @@ var eventSettings = union(
     : {}
 )
 
-// What a quarter of each instance size holds of the largest plain batch at the body cap, as the app's
-// admission counts it (shared/ingest/ingest-memory.ts: 100 MB + 1.2 × 100 MB): a request beyond it
-// goes to another instance instead of a 503. test/repo/infra-flex.test.ts computes it from the app.
+// What a quarter of each instance size holds of the largest batch, as the app's admission counts it
+// (shared/ingest/ingest-memory.ts: a gzip body at the cap, 256 MB inflated): a request beyond it goes
+// to another instance instead of a 503. test/repo/infra-flex.test.ts computes it from the app.
 var httpConcurrencyByMemory = {
   '512': 1
   '2048': 2

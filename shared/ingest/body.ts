@@ -1,7 +1,8 @@
 /**
- * The bytes of a request or file body: re-openable streams, capped (gzip-bomb-safe), and
- * hashed. A body is a function that opens a fresh stream each time, because a body too big to
- * keep its chunks in memory is read a second time to cut them.
+ * The bytes of a request or file body: streams, capped (gzip-bomb-safe), and hashed. A body is a
+ * function that opens a stream. A file (the sweep's) opens a fresh one each time, so a body too big
+ * to keep its chunks in memory is read a second time to cut them; a request's stream is read once
+ * (`once`), as it arrives, and ingest keeps what it needs of it.
  */
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
@@ -13,7 +14,8 @@ import { tooLarge } from './ingest-errors';
 /** Bytes in order; sync iterables are accepted too (an in-memory body). */
 export type ByteSource = AsyncIterable<Buffer> | Iterable<Buffer>;
 
-export type BodySource = () => ByteSource;
+/** Opens the body; `once`: it can be opened only once (ingest then never reads it again). */
+export type BodySource = (() => ByteSource) & { readonly once?: boolean };
 
 function inflatesPast(limit: number): ValidationError {
   return tooLarge(`the body inflates past ${limit} bytes`);
@@ -115,20 +117,63 @@ const SLICE = 64 * 1024;
  */
 const SLICES_PER_TURN = 16;
 
-async function* slices(body: Buffer, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
-  for (let i = 0, n = 1; i < body.length; i += SLICE, n++) {
-    checkAborted(signal);
-    yield body.subarray(i, i + SLICE);
-    if (n % SLICES_PER_TURN === 0) await setImmediate();
+async function* slices(parts: ByteSource, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
+  let n = 0;
+  for await (const body of parts) {
+    for (let i = 0; i < body.length; i += SLICE) {
+      checkAborted(signal);
+      yield body.subarray(i, i + SLICE);
+      if (++n % SLICES_PER_TURN === 0) await setImmediate();
+    }
   }
 }
 
 /**
- * A body held in memory (an HTTP request), opened as a stream of 64 KiB slices. With `signal`,
+ * A body held in memory (a file, a test), opened as a stream of 64 KiB slices. With `signal`,
  * every slice and every inflated chunk checks it: a client that disconnects stops the work
  * within about a mebibyte of reading.
  */
 export function bufferSource(body: Buffer, gzip: boolean, maxInflated: number, signal?: AbortSignal): BodySource {
   return () =>
-    gzip ? inflateLimited(slices(body, signal), maxInflated, signal) : limited(slices(body, signal), maxInflated);
+    gzip ? inflateLimited(slices([body], signal), maxInflated, signal) : limited(slices([body], signal), maxInflated);
+}
+
+/** The raw bytes of a stream with a cap; a stream that fails because its client went away is an abort. */
+async function* received(
+  body: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Buffer> {
+  let total = 0;
+  try {
+    for await (const part of body) {
+      total += part.length;
+      if (total > maxBytes) throw tooLarge(`the body exceeds ${maxBytes} bytes`);
+      yield Buffer.from(part.buffer, part.byteOffset, part.length);
+    }
+  } catch (e) {
+    // A client that goes away mid-upload ends the request's stream in an error.
+    checkAborted(signal);
+    throw e;
+  }
+}
+
+/**
+ * A request's body as it arrives (HTTP streams): its bytes are capped at `maxBodyBytes` as sent
+ * and at `maxInflated` as parsed, and it can be opened once; a second open is a bug, said as one.
+ */
+export function streamSource(
+  body: AsyncIterable<Uint8Array>,
+  limits: { gzip: boolean; maxBodyBytes: number; maxInflated: number },
+  signal?: AbortSignal,
+): BodySource {
+  let opened = false;
+  const open = (): ByteSource => {
+    if (opened) throw new Error('a request body is read once: nothing may open it a second time');
+    opened = true;
+    // In slices: a library that holds the body hands it over as one part of up to the cap.
+    const bytes = slices(received(body, limits.maxBodyBytes, signal), signal);
+    return limits.gzip ? inflateLimited(bytes, limits.maxInflated, signal) : limited(bytes, limits.maxInflated);
+  };
+  return Object.assign(open, { once: true });
 }

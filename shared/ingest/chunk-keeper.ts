@@ -2,10 +2,26 @@
  * The chunk pieces of a body (chunk-size.ts), cut during its validation pass and kept in memory, so a valid
  * body is not read and parsed a second time, and nothing is written before the whole body has
  * validated. Kept compressed (a 1,000,000-transaction batch is ~20 MB), and only up to a bound:
- * past it they are dropped, and ingest cuts them in a second pass (chunk-source.ts).
+ * past it they are dropped, and ingest cuts them in a second pass (chunk-source.ts). A body read
+ * once (a request's stream) has no second pass: its pieces are also where the duplicate-id rule
+ * and a take-over's other cut read it again (keptLines).
  */
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+
 import { encodeChunkLines, type EncodedChunk } from '../model/chunk-codec';
 import { Pool } from '../util/pool';
+
+const gunzipAsync = promisify(gunzip);
+
+/** The canonical lines of kept pieces, a piece at a time, in order: a second look at a body read once. */
+export async function* keptLines(pieces: readonly EncodedChunk[]): AsyncGenerator<string[]> {
+  for (const p of pieces) {
+    const text = (await gunzipAsync(p.body)).toString('utf8');
+    // Each line ends in a newline: the last item of the split is the empty rest.
+    yield text.split('\n').slice(0, -1);
+  }
+}
 
 /** Compressions in flight while the validator goes on parsing (zlib works on the thread pool). */
 const COMPRESSING = 1;

@@ -1,9 +1,11 @@
 /**
- * The chunk blobs ingest writes: the ones validation kept, or, past its memory bound (or for
- * a take-over that inherits another chunk size), cut in a second pass over the body.
+ * The chunk blobs ingest writes: the ones validation kept; for a take-over that inherits another
+ * chunk size, cut again from the kept pieces; past validation's memory bound, cut in a second
+ * pass over the body.
  */
 import { encodeChunkLines, type EncodedChunk } from '../model/chunk-codec';
 import { type BodySource, hashing } from './body';
+import { keptLines } from './chunk-keeper';
 import type { ChunkPlan } from './chunk-size';
 import { bodyChanged } from './ingest-errors';
 import { type BodyFormat, readRecords } from './records';
@@ -16,21 +18,39 @@ export interface ValidBody {
   sha256: string;
 }
 
+/** What validation kept of the body: its chunks as the claim cuts them, else its pieces (another cut). */
+export type Kept = { chunks: EncodedChunk[] } | { pieces: EncodedChunk[] };
+
 /** Each chunk as a function that encodes it (kept chunks are encoded already), in order. */
 export async function* chunkSource(
   body: ValidBody,
   plan: ChunkPlan,
-  kept: EncodedChunk[] | undefined,
+  kept: Kept | undefined,
 ): AsyncGenerator<() => Promise<EncodedChunk>> {
-  if (kept) {
-    for (const enc of kept) yield () => Promise.resolve(enc);
+  if (kept && 'chunks' in kept) {
+    for (const enc of kept.chunks) yield () => Promise.resolve(enc);
     return;
   }
   let index = 0;
-  for await (const lines of chunkBody(body, plan.size)) {
+  for await (const lines of kept ? recut(kept.pieces, plan.size) : chunkBody(body, plan.size)) {
     const chunk = index++;
     yield () => encodeChunkLines(chunk, lines, plan.piece);
   }
+}
+
+/** Kept pieces cut again into chunks of `size` lines: a take-over's cut, without the body. */
+async function* recut(pieces: readonly EncodedChunk[], size: number): AsyncGenerator<string[]> {
+  let chunk: string[] = [];
+  for await (const lines of keptLines(pieces)) {
+    for (const line of lines) {
+      chunk.push(line);
+      if (chunk.length === size) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+  }
+  if (chunk.length > 0) yield chunk;
 }
 
 /**

@@ -28,6 +28,7 @@ import { NO_TELEMETRY, type SpanHandle, type Telemetry } from '../telemetry/tele
 import { Pool } from '../util/pool';
 import type { BodySource } from './body';
 import { type ChunkRule, fixedChunks } from './chunk-size';
+import type { Kept } from './chunk-source';
 import { claimBatch, type Heartbeat, heartbeatIntervalMs, isOwnClaim, STALE_INGEST_MS, startHeartbeat } from './claim';
 import { checkIdempotencyKey } from './ingest-errors';
 import type { BodyFormat } from './records';
@@ -182,8 +183,9 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
     intervalMs: heartbeatIntervalMs(staleMs),
   });
   try {
-    // A take-over keeps the cut its claim recorded: pieces that do not make up those chunks are not used.
-    const kept = keptChunks(summary.chunks, rule.piece, claim.manifest);
+    // A take-over keeps the cut its claim recorded: pieces that do not make up those chunks are cut again.
+    const chunks = keptChunks(summary.chunks, rule.piece, claim.manifest);
+    const kept = chunks ? { chunks } : summary.chunks ? { pieces: summary.chunks } : undefined;
     return await writeAndAccept(ctx, req, { manifest: claim.manifest, etag: claim.etag, heartbeat, kept });
   } catch (e) {
     await heartbeat.stop();
@@ -201,7 +203,7 @@ async function ingest(ctx: IngestDeps, req: IngestRequest, span: SpanHandle): Pr
 
 /**
  * The kept pieces as the manifest's chunks: runs of whole pieces, each piece one gzip member.
- * Undefined when they cannot be (another cut recorded by a taken-over claim): cut them again.
+ * Undefined when they cannot be (another cut recorded by a taken-over claim): they are cut again.
  */
 function keptChunks(pieces: EncodedChunk[] | undefined, piece: number, m: Manifest): EncodedChunk[] | undefined {
   const member = m.chunkPiece ?? m.chunkSize;
@@ -218,8 +220,8 @@ interface OwnClaim {
   manifest: Manifest;
   etag: string;
   heartbeat: Heartbeat;
-  /** The chunks validation kept; without them the body is cut again. */
-  kept: EncodedChunk[] | undefined;
+  /** What validation kept; without it the body is cut again. */
+  kept: Kept | undefined;
 }
 
 async function writeAndAccept(ctx: IngestDeps, req: IngestRequest, claim: OwnClaim): Promise<IngestResult> {

@@ -1,18 +1,20 @@
 /**
  * A batch as an HTTP request carries it (POST /api/batches), and its ingest: the body is read
- * within the inflated-size cap, in a root usage scope (the batch has no id until it is accepted).
+ * within the body and inflated-size caps, in a root usage scope (the batch has no id until it is
+ * accepted). A request's stream is read once, as it arrives: it is never held whole.
  */
 import type { Recipient, Submitter } from '../auth/principal';
 import type { Settings } from '../config/settings';
 import type { UsageLedger } from '../cost/usage-ledger';
 import type { AppObserver } from '../status/app-observer';
-import { bufferSource } from './body';
+import { bufferSource, streamSource } from './body';
 import type { Ingestor, IngestResult } from './ingest';
 import type { BodyFormat } from './records';
 
 /** A batch as an HTTP request carries it. */
 export interface Submission {
-  body: Buffer;
+  /** The body in memory, or the request's stream (read once, capped at PUSHDRAIN_MAX_BODY_BYTES as sent). */
+  body: Buffer | AsyncIterable<Uint8Array>;
   format: BodyFormat;
   gzip: boolean;
   idempotencyKey?: string;
@@ -42,9 +44,13 @@ export async function ingestSubmission(
   s: Submission,
   callbackUrl: string | undefined,
 ): Promise<IngestResult> {
+  const { maxBodyBytes, maxInflatedBytes } = p.settings.tuning;
+  const open = Buffer.isBuffer(s.body)
+    ? bufferSource(s.body, s.gzip, maxInflatedBytes, s.signal)
+    : streamSource(s.body, { gzip: s.gzip, maxBodyBytes, maxInflated: maxInflatedBytes }, s.signal);
   const result = await p.usage.run(undefined, undefined, () =>
     p.ingestor.ingest({
-      open: bufferSource(s.body, s.gzip, p.settings.tuning.maxInflatedBytes, s.signal),
+      open,
       format: s.format,
       ...(s.idempotencyKey !== undefined ? { idempotencyKey: s.idempotencyKey } : {}),
       ...(callbackUrl !== undefined ? { callbackUrl } : {}),

@@ -2,7 +2,8 @@
  * The validation pass of ingest: read the whole body, check every record once, write nothing.
  * With `chunking`, each valid record's canonical line also goes into chunk blobs kept in memory
  * (ChunkKeeper), so a valid body needs no second pass. Collects at most MAX_DETAILS problems
- * but counts them all.
+ * but counts them all. A body read once (a request's stream) must keep its pieces, problems or
+ * not: they are the only second look the duplicate-id rule has.
  */
 import { type ErrorDetail, ValidationError } from '../errors';
 import type { EncodedChunk } from '../model/chunk-codec';
@@ -11,7 +12,8 @@ import { MAX_TRANSACTIONS } from '../model/transaction';
 import { type BodySource, hashing } from './body';
 import { checkRecord } from './check-record';
 import { ChunkKeeper } from './chunk-keeper';
-import { DuplicateIds } from './duplicate-ids';
+import { DuplicateIds, idsInBody, idsInPieces } from './duplicate-ids';
+import { tooLarge } from './ingest-errors';
 import { type BodyFormat, readRecords } from './records';
 
 const MAX_DETAILS = 100;
@@ -48,18 +50,27 @@ function mergeByLine(a: readonly ErrorDetail[], b: readonly ErrorDetail[], max: 
   return out;
 }
 
+/** A body read once whose pieces passed the bound: there is no second pass to cut them from. */
+function keptPast(maxBytes: number): Error {
+  return tooLarge(
+    `the batch's chunks pass ${maxBytes} bytes compressed, more than one ingest keeps in memory: send it as smaller batches`,
+  );
+}
+
 export async function validateBody(open: BodySource, format: BodyFormat, chunking?: Chunking): Promise<BodySummary> {
+  if (open.once && !chunking) throw new Error('a body read once is validated with its pieces kept (chunking)');
   // Problems other than duplicate ids, in line order; duplicates are confirmed after the pass.
   const details: ErrorDetail[] = [];
   let problems = 0;
   let count = 0;
+  let valid = 0;
   let longestLine = 0;
   let limit: ErrorDetail | undefined;
   const keeper = chunking ? new ChunkKeeper(chunking.size, chunking.maxBytes) : undefined;
   const add = (d: ErrorDetail): void => {
     problems++;
-    // Nothing of an invalid batch is kept, let alone written.
-    keeper?.drop();
+    // Nothing of an invalid batch is written; its pieces are kept only where nothing else can be read again.
+    if (!open.once) keeper?.drop();
     if (details.length < MAX_DETAILS) details.push(d);
   };
   // The one structure that grows with the batch (bounded by MAX_TRANSACTIONS).
@@ -86,13 +97,17 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
       continue;
     }
     const t = r.transaction;
-    ids.add(t.id, rec.line);
+    ids.add(t.id, rec.line, valid++);
     tally.add(t.currency, t.type, t.amount);
     if (r.canonical.length > longestLine) longestLine = r.canonical.length;
     const wait = keeper?.add(r.canonical);
     if (wait) await wait;
+    if (open.once && keeper?.overflowed) throw keptPast(chunking?.maxBytes ?? 0);
   }
-  const duplicates = await ids.confirm(open, format);
+  // A body read once is read again from its pieces: they are finished first.
+  const pieces = open.once ? await keeper?.finish() : undefined;
+  if (open.once && !pieces && valid > 0) throw keptPast(chunking?.maxBytes ?? 0);
+  const duplicates = await ids.confirm(pieces ? idsInPieces(pieces, chunking?.size ?? 0) : idsInBody(open, format));
   problems += duplicates.length;
   const shownDetails = mergeByLine(details, duplicates, MAX_DETAILS);
   if (limit) shownDetails.splice(MAX_DETAILS - 1, Infinity, limit);
@@ -106,7 +121,7 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
       details: shownDetails,
     });
   }
-  const chunks = await keeper?.finish();
+  const chunks = pieces ?? (await keeper?.finish());
   return {
     transactions: count,
     sha256: digest(),

@@ -5,11 +5,11 @@
 import type { Manifest } from '../batch/manifest';
 import { checkAborted } from '../errors';
 import { layout } from '../layout';
-import type { EncodedChunk, WorkPointer } from '../model/chunk-codec';
+import type { WorkPointer } from '../model/chunk-codec';
 import type { EntityNames } from '../names';
 import type { BlobStore } from '../ports';
 import { Pool } from '../util/pool';
-import { chunkSource, type ValidBody } from './chunk-source';
+import { chunkSource, type Kept, type ValidBody } from './chunk-source';
 
 /** Chunk blobs in flight at once: bounds memory to a couple of chunks beyond the body. */
 const WRITE_CONCURRENCY = 2;
@@ -27,8 +27,8 @@ export interface ChunkWrite {
   /** The claim: its batch id, chunk size and piece, transaction count and body sha256. */
   manifest: Manifest;
   body: ValidBody;
-  /** The chunks validation kept; without them the body is cut again. */
-  kept: EncodedChunk[] | undefined;
+  /** What validation kept; without it the body is cut again. */
+  kept: Kept | undefined;
   signal?: AbortSignal;
 }
 
@@ -36,8 +36,8 @@ export interface ChunkWrite {
 export async function writeChunks(w: ChunkWrite): Promise<QueuedPointer[]> {
   const { batchId, chunkSize, chunkPiece, transactions, traceparent } = w.manifest;
   const pointers: QueuedPointer[] = [];
-  // Kept chunks are in memory already: only the second pass needs the tight bound.
-  const writes = new Pool(w.kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
+  // Kept chunks are in memory already: only a cut needs the tight bound.
+  const writes = new Pool(w.kept && 'chunks' in w.kept ? KEPT_WRITE_CONCURRENCY : WRITE_CONCURRENCY);
   let counted = 0;
   for await (const encode of chunkSource(w.body, { size: chunkSize, piece: chunkPiece ?? chunkSize }, w.kept)) {
     checkAborted(w.signal);

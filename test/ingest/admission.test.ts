@@ -54,8 +54,8 @@ describe('admission by memory', () => {
   test('no room now: 503 with Retry-After, no byte read, nothing written; room again: accepted', async () => {
     // 1 MB of instance memory: a budget of 256 KiB.
     const rt = await testRuntime({ PUSHDRAIN_INSTANCE_MEMORY_MB: '1' });
-    const first = streamedPost(lines('a', 600), true);
-    const second = streamedPost(lines('b', 600), false);
+    const first = streamedPost(lines('a', 1_800), true);
+    const second = streamedPost(lines('b', 1_800), false);
     const each = ingestBytes(Number(first.req.headers.get('content-length')), false, rt.parts.settings.tuning);
     assert.ok(each < 256 * 1024 && 2 * each > 256 * 1024, `one fits the budget, two do not (${each} bytes each)`);
 
@@ -77,15 +77,15 @@ describe('admission by memory', () => {
     assert.equal(rt.app.health().memory.inUseBytes, 0, 'the accepted ingest gave its room back');
 
     // The client comes back as told: now there is room.
-    const again = streamedPost(lines('b', 600), false);
+    const again = streamedPost(lines('b', 1_800), false);
     const res = await postBatch(rt.app, again.req, context('postBatch'));
     assert.equal(res.status, 202, JSON.stringify(res.jsonBody));
-    assert.equal((res.jsonBody as { transactions: number }).transactions, 600);
+    assert.equal((res.jsonBody as { transactions: number }).transactions, 1_800);
   });
 
   test('a body bigger than the whole budget is taken when nothing else is held, and a declared length over the cap is still 413', async () => {
     const rt = await testRuntime({ PUSHDRAIN_INSTANCE_MEMORY_MB: '1', PUSHDRAIN_MAX_BODY_BYTES: '300000' });
-    const big = streamedPost(lines('c', 1_500), false);
+    const big = streamedPost(lines('c', 2_600), false);
     assert.ok(ingestBytes(Number(big.req.headers.get('content-length')), false, rt.parts.settings.tuning) > 256 * 1024);
     assert.equal((await postBatch(rt.app, big.req, context('postBatch'))).status, 202);
 

@@ -1,9 +1,9 @@
 /**
  * The chunk size rule against what a batch's claim recorded, on real Azurite through the real
  * handlers: a fresh batch is cut by the rule (chunks of two gzip members), and an Idempotency-Key
- * retry that takes over an abandoned claim cuts as that claim said, from the pieces validation
- * kept when they make up its chunks and in a second pass when they do not. Every report equals
- * the independent computation.
+ * retry that takes over an abandoned claim cuts as that claim said: with the pieces validation
+ * kept when they make up its chunks, and cut again from them when they do not (a request's body
+ * is read once). Every report equals the independent computation.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -54,7 +54,7 @@ describe('chunk sizes a batch records', () => {
       { key: 'fresh', claim: undefined, chunks: 10, size: 4_000, piece: 2_000 },
       // An earlier version's claim: chunks of 2,000, one member (the kept pieces themselves).
       { key: 'older-2000', claim: abandoned('older-2000', 2_000), chunks: 20, size: 2_000, piece: undefined },
-      // Chunks the kept pieces cannot make up: a second pass cuts them.
+      // Chunks the kept pieces cannot make up: cut again from the pieces' lines.
       { key: 'older-3000', claim: abandoned('older-3000', 3_000), chunks: 14, size: 3_000, piece: undefined },
       // A claim of the rule's own kind, with other sizes than this request's rule would choose.
       { key: 'other-rule', claim: abandoned('other-rule', 8_000, 2_000), chunks: 5, size: 8_000, piece: 2_000 },

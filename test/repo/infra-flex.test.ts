@@ -87,10 +87,13 @@ void describe('infra: what Flex Consumption refuses is never set on Flex', () =>
   });
 
   void it("each Flex variant's HTTP concurrency is what its instance's memory budget holds of the largest batch", () => {
-    // The largest plain batch at the body cap, as admission counts it: a request beyond what the
-    // budget holds would be answered 503, so Flex sends it to another instance instead.
+    // The largest batch at the body cap as admission counts it (gzip, at the inflation cap): a
+    // request beyond what the budget holds would be answered 503, so Flex sends it elsewhere instead.
     const tuning = defaultTuning();
-    const largest = ingestBytes(tuning.maxBodyBytes, false, tuning);
+    const largest = Math.max(
+      ingestBytes(tuning.maxBodyBytes, false, tuning),
+      ingestBytes(tuning.maxBodyBytes, true, tuning),
+    );
     const sizes = new Set<number>();
     for (const variant of flex) {
       const scale = siteOf(variant).functionAppConfig?.scaleAndConcurrency ?? assert.fail(variant);

@@ -1079,7 +1079,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["IdempotencyError"];
                 };
             };
-            /** @description The body (or its inflated form) is over the limit. */
+            /** @description The body (or its inflated form) is over the limit, or its chunks, compressed, pass what one ingest keeps (64 MiB): send smaller batches. */
             413: {
                 headers: {
                     [name: string]: unknown;

@@ -46,7 +46,9 @@ async function* watchedBody(
 ): AsyncGenerator<Buffer> {
   let total = 0;
   try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
+    // A handler that stops reading early (a gzip bomb, a batch past the limit) still answers: the
+    // request is not destroyed with the loop, and the answer's lingering close drops the rest.
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (total > MAX_REQUEST_BYTES) {
         watch.tooLarge = true;
