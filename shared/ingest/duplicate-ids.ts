@@ -26,8 +26,13 @@ export type IdReader = (wanted: readonly IdAt[]) => Promise<Map<number, string>>
 /** The ids on the wanted lines, read from the body again up to the last of them. */
 export function idsInBody(open: BodySource, format: BodyFormat): IdReader {
   return async (wanted) => {
-    const lines = new Set(wanted.map((w) => w.line));
-    const last = Math.max(...lines);
+    const lines = new Set<number>();
+    let last = 0;
+    // A loop, not Math.max(...): a batch of one repeated id asks for a million lines.
+    for (const w of wanted) {
+      lines.add(w.line);
+      last = Math.max(last, w.line);
+    }
     const ids = new Map<number, string>();
     for await (const rec of readRecords(open(), format)) {
       if (rec.line > last) break;
@@ -41,11 +46,14 @@ export function idsInBody(open: BodySource, format: BodyFormat): IdReader {
 export function idsInPieces(pieces: readonly EncodedChunk[], size: number): IdReader {
   return async (wanted) => {
     const byPiece = new Map<number, IdAt[]>();
+    let last = 0;
     for (const w of wanted) {
       const at = Math.floor(w.ordinal / size);
-      byPiece.set(at, [...(byPiece.get(at) ?? []), w]);
+      const group = byPiece.get(at);
+      if (group) group.push(w);
+      else byPiece.set(at, [w]);
+      last = Math.max(last, at);
     }
-    const last = Math.max(...byPiece.keys());
     const ids = new Map<number, string>();
     let at = 0;
     for await (const lines of keptLines(pieces)) {

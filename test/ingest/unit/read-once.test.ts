@@ -66,6 +66,15 @@ describe('a body read once', () => {
     );
   });
 
+  test('one id repeated 180,000 times: every repeat named, read once or again, without a stack or time blow-up', async () => {
+    const same = JSON.stringify({ ...txns[0], id: 'same' });
+    const body = Buffer.from(`${Array.from({ length: 180_000 }, () => same).join('\n')}\n`);
+    const once = (await outcome(streamOf(body))) as { message: string; details: { line: number; message: string }[] };
+    assert.deepEqual(once, await outcome(bufferSource(body, false, 1e9)));
+    assert.match(once.message, /179999 problems/);
+    assert.deepEqual(once.details[0], { line: 2, field: 'id', message: 'duplicate id (first seen at line 1)' });
+  });
+
   test('pieces past the keeping bound: refused as too large, where a body read again is cut in a second pass', async () => {
     const body = toNdjson(txns);
     const small = { size: 100, maxBytes: 2_000 };
