@@ -14,8 +14,12 @@ const enum S {
   AfterArray,
 }
 
-/** Splits a top-level JSON array into its elements. Structural errors are fatal. */
-export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordItem> {
+/**
+ * Splits a top-level JSON array into its elements, handed out a slice's worth at a time (as
+ * ndjson.ts does). Structural errors are fatal: the last item handed out.
+ */
+export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordItem[]> {
+  let out: RecordItem[] = [];
   let state = S.BeforeArray as S;
   let item = 0;
   let depth = 0;
@@ -51,7 +55,7 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
         if (depth === 0 && (c === 0x2c || c === 0x5d)) {
           parts.push(chunk.subarray(itemStart, i));
           size += i - itemStart;
-          yield size > MAX_RECORD_BYTES ? oversize(item) : decodeRecord(item, Buffer.concat(parts));
+          out.push(size > MAX_RECORD_BYTES ? oversize(item) : decodeRecord(item, Buffer.concat(parts)));
           parts = [];
           size = 0;
           state = c === 0x2c ? S.BeforeItem : S.AfterArray;
@@ -68,7 +72,8 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
         if (c !== 0x5b) {
           // An object first is most often NDJSON sent with the JSON media type.
           const hint = c === 0x7b ? ' (one transaction per line is NDJSON: send it as application/x-ndjson)' : '';
-          yield fatal(`a JSON body must be an array of transactions${hint}`);
+          out.push(fatal(`a JSON body must be an array of transactions${hint}`));
+          yield out;
           return;
         }
         state = S.Open; // after "[": either "]" or the first item
@@ -81,7 +86,8 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
       }
       if (state === S.BeforeItem || state === S.Open) {
         if (c === 0x2c || c === 0x5d) {
-          yield fatal(`unexpected "${String.fromCharCode(c)}" where an item was expected`);
+          out.push(fatal(`unexpected "${String.fromCharCode(c)}" where an item was expected`));
+          yield out;
           return;
         }
         state = S.InItem;
@@ -94,7 +100,8 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
         continue;
       }
       if (state === S.AfterArray) {
-        yield fatal('unexpected content after the closing "]"');
+        out.push(fatal('unexpected content after the closing "]"'));
+        yield out;
         return;
       }
     }
@@ -104,7 +111,11 @@ export async function* readJsonArray(source: ByteSource): AsyncGenerator<RecordI
       if (size <= MAX_RECORD_BYTES) parts.push(chunk.subarray(start));
       else parts = [];
     }
+    if (out.length > 0) {
+      yield out;
+      out = [];
+    }
   }
-  if (state === S.BeforeArray) yield fatal('the body is empty');
-  else if (state !== S.AfterArray) yield fatal('the array is not closed with "]"');
+  if (state === S.BeforeArray) yield [fatal('the body is empty')];
+  else if (state !== S.AfterArray) yield [fatal('the array is not closed with "]"')];
 }

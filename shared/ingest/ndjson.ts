@@ -35,13 +35,16 @@ function lineItem(line: number, bytes: Buffer): RecordItem | undefined {
 }
 
 /**
- * Splits NDJSON into records. The complete lines of each slice are checked for UTF-8 and
+ * Splits NDJSON into records, handed out a slice's worth at a time (one async step per slice, not
+ * per record: with AsyncLocalStorage on, every promise pays a hook, and a step per record cost
+ * 1.5 s per 1,000,000 records). The complete lines of each slice are checked for UTF-8 and
  * decoded in one go, then split as a string (a per-line Buffer.concat, UTF-8 check and
  * decode cost more than the JSON.parse); a slice with a bad byte is read line by line, so
  * the bad line is named. Only a line cut by a slice boundary is assembled from parts. Blank lines
  * are counted against MAX_BLANK_LINES.
  */
-export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem> {
+export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem[]> {
+  let out: RecordItem[] = [];
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let line = 0;
@@ -70,7 +73,7 @@ export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem
     let start = 0;
     if (pendingBytes > 0) {
       const item = finishPending(chunk.subarray(0, first));
-      if (item) yield item;
+      if (item) out.push(item);
       start = first + 1;
     }
     const last = chunk.lastIndexOf(NL);
@@ -81,17 +84,17 @@ export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem
           line++;
           // A character is at most 3 UTF-8 bytes per UTF-16 unit: only long lines need counting.
           if (piece.length * 3 > MAX_RECORD_BYTES && Buffer.byteLength(piece) > MAX_RECORD_BYTES) {
-            yield oversize(line);
+            out.push(oversize(line));
             continue;
           }
           const text = piece.trim();
-          if (text !== '') yield { line, text };
+          if (text !== '') out.push({ line, text });
           else skipBlank();
         }
       } else {
         for (let s = start, nl = chunk.indexOf(NL, s); nl !== -1 && nl <= last; s = nl + 1, nl = chunk.indexOf(NL, s)) {
           const item = lineItem(++line, chunk.subarray(s, nl));
-          if (item) yield item;
+          if (item) out.push(item);
           else skipBlank();
         }
       }
@@ -100,9 +103,13 @@ export async function* readNdjson(source: ByteSource): AsyncGenerator<RecordItem
       pending.push(chunk.subarray(last + 1));
       pendingBytes = chunk.length - last - 1;
     }
+    if (out.length > 0) {
+      yield out;
+      out = [];
+    }
   }
   if (pendingBytes > 0) {
     const item = finishPending(Buffer.alloc(0));
-    if (item) yield item;
+    if (item) yield [item];
   }
 }

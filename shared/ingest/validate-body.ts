@@ -14,7 +14,7 @@ import { checkRecord } from './check-record';
 import { ChunkKeeper } from './chunk-keeper';
 import { DuplicateIds, idsInBody, idsInPieces } from './duplicate-ids';
 import { tooLarge } from './ingest-errors';
-import { type BodyFormat, readRecords } from './records';
+import { type BodyFormat, readRecordBatches } from './records';
 
 const MAX_DETAILS = 100;
 
@@ -77,32 +77,34 @@ export async function validateBody(open: BodySource, format: BodyFormat, chunkin
   const ids = new DuplicateIds();
   const tally = new ControlTally();
   const { stream, digest } = hashing(open());
-  for await (const rec of readRecords(stream, format)) {
-    // Every record counts against the limit, valid or not, and the limit detail is always
-    // shown: it tells the client to split the batch, whatever else is wrong with it.
-    if (count === MAX_TRANSACTIONS) {
-      problems++;
-      limit = { line: rec.line, field: '', message: `a batch holds at most ${MAX_TRANSACTIONS} transactions` };
-      break;
+  read: for await (const batch of readRecordBatches(stream, format)) {
+    for (const rec of batch) {
+      // Every record counts against the limit, valid or not, and the limit detail is always
+      // shown: it tells the client to split the batch, whatever else is wrong with it.
+      if (count === MAX_TRANSACTIONS) {
+        problems++;
+        limit = { line: rec.line, field: '', message: `a batch holds at most ${MAX_TRANSACTIONS} transactions` };
+        break read;
+      }
+      count++;
+      if (rec.error !== undefined) {
+        add({ line: rec.line, field: '', message: rec.error });
+        if (rec.fatal) break read;
+        continue;
+      }
+      const r = checkRecord(rec);
+      if ('errors' in r) {
+        for (const d of r.errors) add(d);
+        continue;
+      }
+      const t = r.transaction;
+      ids.add(t.id, rec.line, valid++);
+      tally.add(t.currency, t.type, t.amount);
+      if (r.canonical.length > longestLine) longestLine = r.canonical.length;
+      const wait = keeper?.add(r.canonical);
+      if (wait) await wait;
+      if (open.once && keeper?.overflowed) throw keptPast(chunking?.maxBytes ?? 0);
     }
-    count++;
-    if (rec.error !== undefined) {
-      add({ line: rec.line, field: '', message: rec.error });
-      if (rec.fatal) break;
-      continue;
-    }
-    const r = checkRecord(rec);
-    if ('errors' in r) {
-      for (const d of r.errors) add(d);
-      continue;
-    }
-    const t = r.transaction;
-    ids.add(t.id, rec.line, valid++);
-    tally.add(t.currency, t.type, t.amount);
-    if (r.canonical.length > longestLine) longestLine = r.canonical.length;
-    const wait = keeper?.add(r.canonical);
-    if (wait) await wait;
-    if (open.once && keeper?.overflowed) throw keptPast(chunking?.maxBytes ?? 0);
   }
   // A body read once is read again from its pieces: they are finished first.
   const pieces = open.once ? await keeper?.finish() : undefined;

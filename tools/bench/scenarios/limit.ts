@@ -13,7 +13,7 @@ import { DEFAULT_TAX_RATES } from '../../../shared/config/tax-rates';
 import { bufferSource } from '../../../shared/ingest/body';
 import { checkRecord } from '../../../shared/ingest/check-record';
 import { type BatchShape, chunkRule } from '../../../shared/ingest/chunk-size';
-import { readRecords } from '../../../shared/ingest/records';
+import { readRecordBatches } from '../../../shared/ingest/records';
 import { decodeChunk, encodeChunkLines } from '../../../shared/model/chunk-codec';
 import { processCpuSeconds } from '../support/cpu';
 import { batchBody, type BatchSpec } from '../support/data';
@@ -53,14 +53,17 @@ export async function limitJob(job: LimitJob): Promise<LimitRun> {
       const enc = await encodeChunkLines(index++, lines, plan.piece);
       builder.add(billChunk(await decodeChunk(enc.body, enc.sha256), rates).partials);
     };
-    for await (const rec of readRecords(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson')) {
-      // The per-record check of ingest (parse, validate, canonical line), without the batch-wide rules.
-      const r = rec.error === undefined ? checkRecord(rec) : undefined;
-      if (!r || 'errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
-      chunk.push(r.canonical);
-      if (chunk.length === plan.size) {
-        await fold(chunk);
-        chunk = [];
+    // Read as ingest reads, a slice's records at a time.
+    for await (const batch of readRecordBatches(bufferSource(body, false, tuning.maxInflatedBytes)(), 'ndjson')) {
+      for (const rec of batch) {
+        // The per-record check of ingest (parse, validate, canonical line), without the batch-wide rules.
+        const r = rec.error === undefined ? checkRecord(rec) : undefined;
+        if (!r || 'errors' in r) throw new Error(`generated data is invalid at line ${rec.line}`);
+        chunk.push(r.canonical);
+        if (chunk.length === plan.size) {
+          await fold(chunk);
+          chunk = [];
+        }
       }
     }
     if (chunk.length > 0) await fold(chunk);
