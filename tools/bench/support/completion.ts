@@ -24,8 +24,11 @@ const POLL_MS = 200;
 export class CompletionWatcher {
   private readonly observer: PushdrainApp;
   private readonly manifests: ManifestStore;
+  /** The watched app's entity prefix: a timeout names the app (and so the design) it was waiting on. */
+  private readonly prefix: string;
 
   constructor(settings: Settings) {
+    this.prefix = settings.namePrefix;
     const parts = composeApp(settings, { publisher: new NullPublisher(), log: benchLog });
     this.observer = new PushdrainApp(parts);
     this.manifests = parts.manifests;
@@ -61,7 +64,7 @@ export class CompletionWatcher {
       }
       if (Date.now() >= deadline) {
         throw new Error(
-          `timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches not completed (${id}: ${m ? `${m.state}, ${m.done.length}/${m.chunks} chunks` : 'no manifest'})`,
+          `timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches of app ${this.prefix || '(no prefix)'} not completed (${id}: ${m ? `${m.state} at ${m.acceptedAt ?? 'no accept'}, notification ${m.notification}, ${m.done.length}/${m.chunks} chunks, ${m.failed.length} failed` : 'no manifest'})`,
         );
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
