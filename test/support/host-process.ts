@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 import { until } from './poll';
+import { portBelowEphemeral } from './port-below-ephemeral';
 import { repoRoot } from './repo';
 
 export type HostEnv = Record<string, string | undefined>;
@@ -94,24 +95,44 @@ export async function startHostProcess(
 ): Promise<HostProcess> {
   let out = '';
   let child: ChildProcess | undefined;
-  let actualPort = port;
+  // Port 0 asks for any port: one below the ephemeral range, so a restart finds it still free.
+  let actualPort = port === 0 ? await portBelowEphemeral() : port;
   let kills = 0;
   const context = (): string => `--- host output ---\n${out.slice(-3000)}`;
   const launch = async (): Promise<void> => {
     const mark = out.length;
     const c = (child = spawnHost(env, actualPort, (text) => (out += text), options));
+    // 'exit' can come before the last of the output: 'close' is when the pipes are drained.
+    const closed = new Promise<void>((r) => c.once('close', () => r()));
     actualPort = await until(
       'the local host to listen',
       startTimeoutMs,
-      () => {
-        if (c.exitCode !== null) throw new Error(`the local host exited with ${c.exitCode}:\n${out.slice(-3000)}`);
+      async () => {
+        if (c.exitCode !== null || c.signalCode !== null) {
+          await closed;
+          // This incarnation's own output first: why it stopped is there, not in the last one's.
+          throw new Error(
+            `the local host exited with ${c.exitCode ?? c.signalCode} at start-up (port ${actualPort}):\n` +
+              `${out.slice(mark).slice(-3000) || '(it printed nothing)'}`,
+          );
+        }
         const m = /HTTP\s+http:\/\/localhost:(\d+)\/api/.exec(out.slice(mark));
         return m?.[1] ? Number(m[1]) : undefined;
       },
       { context },
     );
   };
-  await launch();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (e) {
+      // Between the probe and the host's bind another test file asked for the same random port.
+      const taken = port === 0 && /cannot listen on port \d+: it is already in use/.test((e as Error).message);
+      if (!taken || attempt >= 3) throw e;
+      actualPort = await portBelowEphemeral();
+    }
+  }
   return {
     get base() {
       return `http://localhost:${actualPort}`;

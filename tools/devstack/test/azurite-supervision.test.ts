@@ -8,11 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { type HostProcess, startHostProcess } from '../../../test/support/host-process';
+import { portBelowEphemeral } from '../../../test/support/port-below-ephemeral';
 import { scratchDir } from '../../../test/support/scratch-dir';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
@@ -23,25 +23,6 @@ const hosts: HostProcess[] = [];
 after(async () => {
   for (const h of hosts) await h.stop();
 });
-
-/**
- * A free port below Linux's ephemeral range (32768 and up). A restart takes the ports the first
- * Azurite got; an ephemeral one can meanwhile be handed to one of the host's own outgoing
- * connections, and the restarted Azurite would then fail to bind it. `npm start`'s defaults
- * (10000, 10001) are outside that range too.
- */
-async function portBelowEphemeral(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no free port between 20000 and 32000 after 50 tries');
-}
 
 const env = (data: string, blob: number, queue: number): Record<string, string> => ({
   AZURITE_BLOB_PORT: String(blob),
