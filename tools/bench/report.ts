@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 import type { Tuning } from '../../shared/config/settings';
+import { MAP_BYTES_PER_CORE } from '../../shared/pipeline/map-processor';
 import type {
   IdleFigures,
   LatencyFigures,
@@ -328,6 +329,12 @@ function memorySection(m: MemoryFigures): string {
   );
 }
 
+/** One HTTP memory case in the Sizes line: `8 × 1,000,000 gzip @512 MB`. */
+function httpCaseLabel(c: BenchConfig['memory']['http']['cases'][number]): string {
+  const copies = (c.batches ?? 1) > 1 ? `${num(c.batches ?? 1)} × ` : '';
+  return `${copies}${num(c.transactions)} ${c.gzip ? 'gzip' : 'plain'}${c.instanceMemoryMb ? ` @${num(c.instanceMemoryMb)} MB` : ''}`;
+}
+
 function httpMemorySection(m: MemoryFigures): string {
   const rows = m.http.map((c) => [
     num(c.transactions),
@@ -362,7 +369,7 @@ function httpMemorySection(m: MemoryFigures): string {
       rows,
     ),
     '',
-    "Each batch goes to a new local host process (`npm start`'s host, as a cold Flex instance would take it), alone; its RSS is read from /proc. A plain body stops at the body cap (PUSHDRAIN_MAX_BODY_BYTES). An instance of N MB is PUSHDRAIN_INSTANCE_MEMORY_MB=N (the app maps chunks within a quarter of it) and a V8 heap of N ÷ 2 (`--max-old-space-size`); on this machine both are the defaults. The first peak may include the start of the drain, which the accept wakes before the 202; the second is read after the high-water mark was set back at the 202. Several batches at once are copies of one file POSTed together, each sent again after its 503's Retry-After; the peaks are then to the last 202 and from it, and a report is exact when it has every transaction and all of them agree (the app checks each against its control totals before it completes).",
+    `Each batch goes to a new local host process (\`npm start\`'s host, as a cold Flex instance would take it), alone; its RSS is read from /proc. A plain body stops at the body cap (PUSHDRAIN_MAX_BODY_BYTES). An instance of N MB is PUSHDRAIN_INSTANCE_MEMORY_MB=N (the app's memory budget is a quarter of it, and its map holds at most ${num(MAP_BYTES_PER_CORE / 2 ** 20)} MiB of chunks per core within that) and a V8 heap of N ÷ 2 (\`--max-old-space-size\`); on this machine both are the defaults. The first peak may include the start of the drain, which the accept wakes before the 202; the second is read after the high-water mark was set back at the 202. Several batches at once are copies of one file POSTed together, each sent again after its 503's Retry-After; the peaks are then to the last 202 and from it, and a report is exact when it has every transaction and all of them agree (the app checks each against its control totals before it completes).`,
   ].join('\n');
 }
 
@@ -707,7 +714,7 @@ function renderMarkdownSection(r: BenchResults): string {
     `- **Machine:** ${m.cpus} × ${m.cpuModel}, ${num(m.memoryGb)} GiB, ${m.os}, Node ${m.node}, Azurite ${m.azurite} (in memory). ${m.sharedMachine}`,
     `- **pushdrain path:** ${r.settings.pushdrainPath}`,
     `- **pushdrain settings (defaults):** ${tuningLine(r.settings.tuning)}`,
-    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; trickle ${c.trickle.batches} batches of ${num(c.trickle.batchSize.pushdrain)} every ${num(c.trickle.gapMs / 1000, 1)} s × ${c.trickle.reps} (no-claim-check ${num(c.trickle.batchSize['no-claim-check'])}); memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}; broker ${num(c.broker.messages)} messages × ${c.broker.reps}, in memory and durable.`,
+    `- **Sizes:** throughput ${c.throughput.batches.length} × ${num(c.throughput.batches[0]?.count ?? 0)} transactions, ${c.throughput.reps} repetitions (no-claim-check: ${c.throughput.noClaimCheckBatches.length} × ${num(c.throughput.noClaimCheckBatches[0]?.count ?? 0)}); idle windows ${num(c.idle.windowMs / 1000)} s × ${c.idle.reps}; wake ${c.wake.trialsPerRep} trials (baselines ${c.wake.baselineTrialsPerRep}) × ${c.wake.reps}; submit-to-report ${c.latency.trialsPerRep} trials × ${c.latency.reps}; trickle ${c.trickle.batches} batches of ${num(c.trickle.batchSize.pushdrain)} every ${num(c.trickle.gapMs / 1000, 1)} s × ${c.trickle.reps} (no-claim-check ${num(c.trickle.batchSize['no-claim-check'])}); memory ${c.memory.sizes.map((s) => num(s)).join(' and ')} transactions × ${c.memory.reps}, and over HTTP ${c.memory.http.cases.map(httpCaseLabel).join(', ')} × ${c.memory.http.reps}; limit ${c.limit.batches.length} batches × ${r.limit?.tps.runs.length ?? 0}${r.throughput && r.limit ? ' (one run opening each throughput repetition)' : ''}; broker ${num(c.broker.messages)} messages × ${c.broker.reps}, in memory and durable.`,
     `- **Reproduce:** \`npm ci && npm run bench\` (all flags: \`node dist/tools/bench/run.js --help\`). Raw data: \`tools/bench/results/latest.json\`.`,
     ...(r.warnings.length > 0 ? [`- **Warnings during the run:** ${r.warnings.length} (first: ${r.warnings[0]})`] : []),
     '',
