@@ -22,6 +22,7 @@
  * fresh apps in the bench process (their own SDK clients, Service Bus links and state): what they
  * ask of Storage is what a fresh process asks; their timing is not a cold process's.
  */
+import { ensureError } from '../../../shared/errors';
 import { CHUNK_PIECE } from '../../../shared/ingest/chunk-size';
 import { meterDelta, type MeterSnapshot } from '../../../shared/storage/meter';
 import { provisionStorage } from '../../devstack/provision-storage';
@@ -123,7 +124,11 @@ async function trickle(
     const start = Date.now();
     const id = await f.app.submit(bodies[i]!);
     ids.push(id);
-    const [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS);
+    const [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS).catch(async (e: unknown) => {
+      throw new Error(`${design}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}`, {
+        cause: e,
+      });
+    });
     latenciesMs.push(done!.completedAt - start);
   }
   await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
@@ -160,6 +165,26 @@ async function trickle(
     latenciesMs,
     ...(attribution ? { attribution } : {}),
   };
+}
+
+/**
+ * Each queue of the app, its depth and the messages visible in it (with their dequeue counts), read
+ * with the bench's own client: what a stalled batch's pointer was doing (never received, received and
+ * held invisible, or visible and nobody polling) when its wait ran out.
+ */
+async function queueStates(env: BenchEnv, prefix: string): Promise<string> {
+  try {
+    const out: string[] = [];
+    for await (const q of env.admin.queues.listQueues({ prefix })) {
+      const c = env.admin.queues.getQueueClient(q.name);
+      const [props, peek] = await Promise.all([c.getProperties(), c.peekMessages({ numberOfMessages: 32 })]);
+      const visible = peek.peekedMessageItems.map((m) => `${m.messageId} (dequeued ${m.dequeueCount})`);
+      out.push(`${q.name}: ${props.approximateMessagesCount ?? 0} deep, visible [${visible.join(', ')}]`);
+    }
+    return out.join('; ') || 'none found';
+  } catch (e) {
+    return `unreadable (${ensureError(e).message})`;
+  }
 }
 
 export async function runTrickle(
