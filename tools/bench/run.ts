@@ -139,6 +139,8 @@ function parseCli(argv: string[], root: string): Cli | undefined {
       batchSize ?? first.count,
       first.seed,
     );
+    // The limit runs the same batches (as the full run has it), resized with them.
+    if (config.mode === 'full') config.limit.batches = config.throughput.batches;
   }
   if (reps !== undefined) config.throughput.reps = reps;
   // A partial or resized run must not overwrite the published figures.
