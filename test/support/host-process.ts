@@ -102,14 +102,23 @@ export async function startHostProcess(
   const launch = async (): Promise<void> => {
     const mark = out.length;
     const c = (child = spawnHost(env, actualPort, (text) => (out += text), options));
-    // 'exit' can come before the last of the output: 'close' is when the pipes are drained.
-    const closed = new Promise<void>((r) => c.once('close', () => r()));
+    // 'exit' can come before the last of the output: 'close' is when the pipes are drained. A
+    // grandchild holding them (embedded Azurite outlives the host) would keep them open: 2 s at most.
+    const closed = (): Promise<void> =>
+      new Promise<void>((r) => {
+        if (c.stdout?.closed !== false && c.stderr?.closed !== false) return r();
+        const timer = setTimeout(r, 2_000);
+        c.once('close', () => {
+          clearTimeout(timer);
+          r();
+        });
+      });
     actualPort = await until(
       'the local host to listen',
       startTimeoutMs,
       async () => {
         if (c.exitCode !== null || c.signalCode !== null) {
-          await closed;
+          await closed();
           // This incarnation's own output first: why it stopped is there, not in the last one's.
           throw new Error(
             `the local host exited with ${c.exitCode ?? c.signalCode} at start-up (port ${actualPort}):\n` +
