@@ -46,7 +46,7 @@ import {
   untilQuiet,
   wireChecks,
 } from '../support/fleet';
-import { problems } from '../support/log';
+import { recentProblems } from '../support/log';
 import { serviceBusOperations } from '../support/service-bus';
 
 export interface TrickleConfig {
@@ -127,7 +127,7 @@ async function trickle(
     ids.push(id);
     const [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS).catch(async (e: unknown) => {
       // The apps' warnings (a failed receive or invocation) say what the queues cannot.
-      const warned = problems.filter((p) => p.includes(f.prefix)).slice(-5);
+      const warned = recentProblems.filter((p) => p.includes(f.prefix)).slice(-5);
       throw new Error(
         `${design}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}; its last warnings: ${warned.join(' | ') || 'none'}`,
         { cause: e },

@@ -3,9 +3,13 @@ import type { Logger } from '../../../shared/ports';
 import type { HostLog } from '../../devstack/host/invocation';
 
 export const problems: string[] = [];
+/** The last 50, kept apart: a timeout late in a run explains itself after the first 200 are full. */
+export const recentProblems: string[] = [];
 
 const keep = (line: string): void => {
   if (problems.length < 200) problems.push(line);
+  recentProblems.push(line);
+  if (recentProblems.length > 50) recentProblems.shift();
   if (process.env.BENCH_VERBOSE === '1') console.warn(line);
 };
 
