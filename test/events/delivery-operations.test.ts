@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import type { StatusReport } from '../../shared/status/status-report';
@@ -17,6 +16,7 @@ import { generate, toNdjson } from '../../tools/testkit/generate';
 import { callbackKeys, verifyCallback } from '../support/callback-verifier';
 import { invalidOnPurpose } from '../support/invalid-on-purpose';
 import { LOCAL_KEY, type LocalStack, runCli, startLocalStack, statusOf } from '../support/local-stack';
+import { portBelowEphemeral } from '../support/port-below-ephemeral';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
@@ -29,16 +29,8 @@ let hook: WebhookReceiver;
 /** An allowlisted callback origin where nothing listens until the test opens it. */
 let callbackPort = 0;
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 before(async () => {
-  [hook, callbackPort] = await Promise.all([startWebhookReceiver(SECRET), freePort()]);
+  [hook, callbackPort] = await Promise.all([startWebhookReceiver(SECRET), portBelowEphemeral()]);
   stack = await startLocalStack({
     PUSHDRAIN_WEBHOOK_URL: hook.url,
     PUSHDRAIN_WEBHOOK_SECRET: SECRET,

@@ -1,9 +1,10 @@
 /**
- * A free port below Linux's ephemeral range (32768 and up), for something a test restarts on the
- * same port (a killed host, a supervised Azurite). A port the OS handed out for port 0 goes back
- * to that range when its owner dies: until the restart binds it, any port-0 listener of a test
- * file running alongside, or an outgoing connection, can take it, and the restart then fails
- * with EADDRINUSE. Nothing takes a port from below the range unless it asks for it by number.
+ * A free port below Linux's ephemeral range (32768 and up), for a port a test names before it
+ * is bound, or while it is not: a killed host or a supervised Azurite restarted on it, a receiver
+ * opened on it later, a port where nothing may listen. A port the OS handed out for port 0 goes
+ * back to that range when its owner lets go: until it is bound again, any port-0 listener of a
+ * test file running alongside, or an outgoing connection, can take it (a restart then fails with
+ * EADDRINUSE). Nothing takes a port from below the range unless it asks for it by number.
  */
 import { createServer } from 'node:net';
 

@@ -8,8 +8,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -32,6 +30,7 @@ import {
   submitHeld,
   wake,
 } from '../../../test/support/local-stack';
+import { portBelowEphemeral } from '../../../test/support/port-below-ephemeral';
 import { spoilChunks } from '../../devstack/spoil-chunks';
 import { generate, toNdjson } from '../../testkit/generate';
 import { expectedReport } from '../../testkit/oracle';
@@ -51,15 +50,6 @@ const json = <T>(r: CliRun): T => {
   assert.equal(r.code, 0, `exit ${r.code}\n${r.stderr}`);
   return JSON.parse(r.stdout) as T;
 };
-/** A port nothing listens on (taken from the OS, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 const ANSI = /\x1b\[/;
 /** The chunk count the app chose for the big file (set by the submit test, read by those after it). */
 let bigChunks = 0;
@@ -331,7 +321,8 @@ describe('pushdrain CLI against the local stack', () => {
     const missing = await cli(['status', 'b-not-a-batch']);
     assert.equal(missing.code, 5);
     assert.match(missing.stderr, /HTTP 404: no such batch/);
-    const closed = await closedPort();
+    // A port nothing listens on, and that no port-0 listener of another test file can take meanwhile.
+    const closed = await portBelowEphemeral();
     const down = await cli(['status', '--url', `http://127.0.0.1:${closed}`]);
     assert.equal(down.code, 7);
     assert.match(down.stderr, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${closed}: ECONNREFUSED`));
