@@ -107,10 +107,17 @@ export function checkReport(expected: ControlExpectation, report: Report): Contr
 
 const FIELDS = ['transactions', 'charges', 'refunds', 'net', 'tax', 'total'] as const;
 
+/** Summed per currency first, then named: a batch's report has one row per (account, currency). */
 function totalsFigures(rows: readonly TotalsRow[]): Figures {
+  const byCurrency = new Map<string, number[]>();
+  for (const r of rows) {
+    let sums = byCurrency.get(r.currency);
+    if (!sums) byCurrency.set(r.currency, (sums = FIELDS.map(() => 0)));
+    for (let i = 0; i < FIELDS.length; i++) sums[i]! += r[FIELDS[i]!];
+  }
   const f: Figures = new Map();
-  for (const r of rows)
-    for (const field of FIELDS) f.set(`${r.currency} ${field}`, (f.get(`${r.currency} ${field}`) ?? 0) + r[field]);
+  for (const [currency, sums] of byCurrency)
+    for (let i = 0; i < FIELDS.length; i++) f.set(`${currency} ${FIELDS[i]!}`, sums[i]!);
   return f;
 }
 

