@@ -103,6 +103,8 @@ export interface TrickleFigures {
   pushdrainCold?: TrickleDesignFigures & { instancesPerBatch: number };
   /** pushdrain in the same window with PUSHDRAIN_USAGE_LEFTOVERS=write: what exact per-batch usage costs. */
   pushdrainLeftoversWritten?: { per1000: Summary; wirePer1000?: Summary };
+  /** Baselines' runs stopped by a batch that did not complete (left out of the figures), with why. */
+  stalled?: string[];
 }
 
 export type TrickleDesignFigures = NonNullable<TrickleFigures['perDesign']['pushdrain']>;
@@ -294,15 +296,29 @@ function costFigures(rs: readonly TrickleRun[]): { usdPer1000?: Summary } {
 
 export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): TrickleFigures {
   const perDesign: TrickleFigures['perDesign'] = {};
-  const per1000: PerDesign<number[]> = {};
-  const p50: PerDesign<number[]> = {};
-  for (const d of DESIGNS) {
-    const rs = runs
-      .filter((r) => r.design === d && !r.withoutBatchEvents && !r.leftoversWritten && !r.cold)
+  // Each design's app as deployed; a baseline's stalled run has no figures to show.
+  const main = (d: DesignName): TrickleRun[] =>
+    runs
+      .filter((r) => r.design === d && !r.withoutBatchEvents && !r.leftoversWritten && !r.cold && !r.stalled)
       .sort((a, b) => a.rep - b.rep);
+  /** pushdrain ÷ baseline, paired by repetition: a repetition a baseline stalled in has no pair. */
+  const paired = (value: (r: TrickleRun) => number): Ratios => {
+    const ours = new Map(main('pushdrain').map((r) => [r.rep, value(r)]));
+    const out: Ratios = {};
+    for (const b of BASELINES) {
+      const theirs = main(b).filter((r) => ours.has(r.rep));
+      const r = ratioSummary(
+        theirs.map((t) => ours.get(t.rep) as number),
+        theirs.map(value),
+      );
+      if (r) out[b] = r;
+    }
+    return out;
+  };
+  const stalled = runs.flatMap((r) => (r.stalled ? [`${r.design}, repetition ${r.rep + 1}: ${r.stalled}`] : []));
+  for (const d of DESIGNS) {
+    const rs = main(d);
     if (rs.length === 0) continue;
-    per1000[d] = rs.map((r) => ((r.storage.total ?? 0) * 1000) / r.transactions);
-    p50[d] = rs.map((r) => percentile(r.latenciesMs, 50));
     // The estimated cost comes from the batches' exact usage: the app in the window that writes its leftovers.
     const exact = runs.filter((r) => r.design === d && r.leftoversWritten);
     perDesign[d] = { ...trickleDesignFigures(rs), ...costFigures(exact) };
@@ -314,8 +330,9 @@ export function trickleFigures(runs: readonly TrickleRun[], gapMs: number): Tric
     batches: runs[0]?.batches ?? 0,
     gapSeconds: gapMs / 1000,
     perDesign,
-    ratio: ratios(per1000),
-    p50Ratio: ratios(p50),
+    ratio: paired((r) => ((r.storage.total ?? 0) * 1000) / r.transactions),
+    p50Ratio: paired((r) => percentile(r.latenciesMs, 50)),
+    ...(stalled.length > 0 ? { stalled } : {}),
     ...(bare.length > 0
       ? {
           pushdrainWithoutBatchEvents: {

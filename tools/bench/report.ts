@@ -240,7 +240,7 @@ function latencySection(l: LatencyFigures, withBatch: boolean): string {
   );
 }
 
-function trickleSection(t: TrickleFigures): string {
+export function trickleSection(t: TrickleFigures): string {
   const ops = [
     ...new Set([...Object.values(t.perDesign), t.pushdrainCold].flatMap((f) => Object.keys(f?.byOperation ?? {}))),
   ].sort();
@@ -311,6 +311,14 @@ function trickleSection(t: TrickleFigures): string {
     ),
     '',
     `${num(t.batches)} batches per design, one every ${num(t.gapSeconds, t.gapSeconds % 1 === 0 ? 0 : 1)} s (start to start), each awaited until completed; storage counted over the ${num(t.batches)} periods.${wire}${after ? ` pushdrain's storage transactions after the window, until its drains had exited: ${fmt(after)}.` : ''}${topic}${exact}${coldNote}`,
+    ...(t.stalled
+      ? [
+          '',
+          "**Left out: a baseline's batch that did not complete in time.** Its run stopped there and its figures are not shown; the other designs' window went on:",
+          '',
+          ...t.stalled.map((line) => `- ${line}`),
+        ]
+      : []),
   ].join('\n');
 }
 

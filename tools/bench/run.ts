@@ -318,7 +318,7 @@ async function main(): Promise<void> {
       results.trickle = trickleFigures(trickle, cfg.trickle.gapMs);
       for (const t of trickle)
         log(
-          `  trickle ${t.design}${t.withoutBatchEvents ? ' (no batch-events topic)' : ''}${t.leftoversWritten ? ' (usage leftovers written)' : ''}${t.cold ? ` (cold: ${t.instances} fresh instances)` : ''}: ${t.wire ? `${t.wire.total ?? 0} storage tx at the wire, ` : ''}${t.storage.total ?? 0} by the meter for ${t.transactions} tx ${JSON.stringify(t.wire ?? t.storage)}, latencies ${t.latenciesMs.join(', ')} ms${t.byInstance ? `; by instance ${JSON.stringify(t.byInstance)}` : ''}`,
+          `  trickle ${t.design}${t.withoutBatchEvents ? ' (no batch-events topic)' : ''}${t.leftoversWritten ? ' (usage leftovers written)' : ''}${t.cold ? ` (cold: ${t.instances} fresh instances)` : ''}${t.stalled ? ` STALLED, left out: ${t.stalled};` : ''}: ${t.wire ? `${t.wire.total ?? 0} storage tx at the wire, ` : ''}${t.storage.total ?? 0} by the meter for ${t.transactions} tx ${JSON.stringify(t.wire ?? t.storage)}, latencies ${t.latenciesMs.join(', ')} ms${t.byInstance ? `; by instance ${JSON.stringify(t.byInstance)}` : ''}`,
         );
     }
     if (only.has('webhooks')) {

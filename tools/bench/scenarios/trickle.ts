@@ -29,7 +29,7 @@ import { provisionStorage } from '../../devstack/provision-storage';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
 import type { DesignName, PushdrainTrigger } from '../app';
 import { startPushdrain } from '../pushdrain/app';
-import { CompletionWatcher } from '../support/completion';
+import { CompletionTimeout, CompletionWatcher } from '../support/completion';
 import { startCountingProxy } from '../support/counting-proxy';
 import { batchBody } from '../support/data';
 import { appSettings, type BenchEnv, removeApp } from '../support/env';
@@ -90,6 +90,12 @@ export interface TrickleRun {
   latenciesMs: number[];
   /** pushdrain warm: the batches' own Storage counts (their manifests) against the wire's, and their estimated cost. */
   attribution?: AttributionCheck;
+  /**
+   * A baseline's batch that did not complete in time, and what its queues and warnings then said:
+   * the run stopped there, and its figures are left out (a pushdrain batch that does not complete
+   * stops the bench instead).
+   */
+  stalled?: string;
 }
 
 const BATCH_TIMEOUT_MS = 120_000;
@@ -125,14 +131,17 @@ async function trickle(
     const start = Date.now();
     const id = await f.app.submit(bodies[i]!);
     ids.push(id);
-    const [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS).catch(async (e: unknown) => {
+    let done: Awaited<ReturnType<CompletionWatcher['wait']>>[number] | undefined;
+    try {
+      [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS);
+    } catch (e) {
       // The apps' warnings (a failed receive or invocation) say what the queues cannot.
       const warned = recentProblems.filter((p) => p.includes(f.prefix)).slice(-5);
-      throw new Error(
-        `${design}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}; its last warnings: ${warned.join(' | ') || 'none'}`,
-        { cause: e },
-      );
-    });
+      const why = `batch ${i + 1} of ${bodies.length}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}; its last warnings: ${warned.join(' | ') || 'none'}`;
+      // A baseline is a yardstick: its stall is reported and the other designs' window goes on.
+      if (pd || !(e instanceof CompletionTimeout)) throw new Error(`${design}: ${why}`, { cause: e });
+      return stalledRun(design, rep, cfg, size, Date.now() - t0, latenciesMs, why);
+    }
     latenciesMs.push(done!.completedAt - start);
   }
   await sleep(t0 + cfg.batches * cfg.gapMs - Date.now());
@@ -168,6 +177,30 @@ async function trickle(
     serviceBusOperations: serviceBus,
     latenciesMs,
     ...(attribution ? { attribution } : {}),
+  };
+}
+
+/** A baseline's run cut short by a batch that did not complete: what was measured until then, and why. */
+function stalledRun(
+  design: DesignName,
+  rep: number,
+  cfg: TrickleConfig,
+  size: number,
+  windowMs: number,
+  latenciesMs: number[],
+  stalled: string,
+): TrickleRun {
+  return {
+    design,
+    rep,
+    batches: cfg.batches,
+    transactions: size * cfg.batches,
+    windowMs,
+    storage: {},
+    afterWindow: 0,
+    serviceBusOperations: 0,
+    latenciesMs,
+    stalled,
   };
 }
 

@@ -21,6 +21,11 @@ export interface Completed {
 
 const POLL_MS = 200;
 
+/** Time ran out with a batch still open (as opposed to a batch that failed). */
+export class CompletionTimeout extends Error {
+  override readonly name = 'CompletionTimeout';
+}
+
 export class CompletionWatcher {
   private readonly observer: PushdrainApp;
   private readonly manifests: ManifestStore;
@@ -63,7 +68,7 @@ export class CompletionWatcher {
         continue;
       }
       if (Date.now() >= deadline) {
-        throw new Error(
+        throw new CompletionTimeout(
           `timed out after ${timeoutMs} ms: ${open.length} of ${batchIds.length} batches of app ${this.prefix || '(no prefix)'} not completed (${id}: ${m ? `${m.state} at ${m.acceptedAt ?? 'no accept'}, notification ${m.notification}, ${m.done.length}/${m.chunks} chunks, ${m.failed.length} failed` : 'no manifest'})`,
         );
       }
