@@ -29,7 +29,7 @@ import { provisionStorage } from '../../devstack/provision-storage';
 import type { StatsSnapshot } from '../../devstack/servicebus/stats';
 import type { DesignName, PushdrainTrigger } from '../app';
 import { startPushdrain } from '../pushdrain/app';
-import { CompletionTimeout, CompletionWatcher } from '../support/completion';
+import { type Completed, CompletionTimeout, CompletionWatcher } from '../support/completion';
 import { startCountingProxy } from '../support/counting-proxy';
 import { batchBody } from '../support/data';
 import { appSettings, type BenchEnv, removeApp } from '../support/env';
@@ -131,7 +131,7 @@ async function trickle(
     const start = Date.now();
     const id = await f.app.submit(bodies[i]!);
     ids.push(id);
-    let done: Awaited<ReturnType<CompletionWatcher['wait']>>[number] | undefined;
+    let done: Completed | undefined;
     try {
       [done] = await f.watcher.wait([id], BATCH_TIMEOUT_MS);
     } catch (e) {
