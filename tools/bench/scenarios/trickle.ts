@@ -140,7 +140,19 @@ async function trickle(
       const why = `batch ${i + 1} of ${bodies.length}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}; its last warnings: ${warned.join(' | ') || 'none'}`;
       // A baseline is a yardstick: its stall is reported and the other designs' window goes on.
       if (pd || !(e instanceof CompletionTimeout)) throw new Error(`${design}: ${why}`, { cause: e });
-      return stalledRun(design, rep, cfg, size, Date.now() - t0, latenciesMs, why);
+      // What was measured until then, and why it stopped: left out of the figures (analyze.ts).
+      return {
+        design,
+        rep,
+        batches: cfg.batches,
+        transactions: size * cfg.batches,
+        windowMs: Date.now() - t0,
+        storage: {},
+        afterWindow: 0,
+        serviceBusOperations: 0,
+        latenciesMs,
+        stalled: why,
+      };
     }
     latenciesMs.push(done!.completedAt - start);
   }
@@ -177,30 +189,6 @@ async function trickle(
     serviceBusOperations: serviceBus,
     latenciesMs,
     ...(attribution ? { attribution } : {}),
-  };
-}
-
-/** A baseline's run cut short by a batch that did not complete: what was measured until then, and why. */
-function stalledRun(
-  design: DesignName,
-  rep: number,
-  cfg: TrickleConfig,
-  size: number,
-  windowMs: number,
-  latenciesMs: number[],
-  stalled: string,
-): TrickleRun {
-  return {
-    design,
-    rep,
-    batches: cfg.batches,
-    transactions: size * cfg.batches,
-    windowMs,
-    storage: {},
-    afterWindow: 0,
-    serviceBusOperations: 0,
-    latenciesMs,
-    stalled,
   };
 }
 
