@@ -30,6 +30,8 @@ export interface BlobInfo {
 export interface ListedBlob {
   name: string;
   etag: string;
+  /** Content length in bytes (the listing carries it: no extra request). */
+  size: number;
   /** Present when the listing asked for metadata. */
   metadata?: Record<string, string>;
 }

@@ -42,6 +42,7 @@ export function composeRecovery(
     sweeper: new Sweeper({
       blobs,
       ingestor: batches.ingestor,
+      memory: core.memory,
       recovery,
       stallMs: tuning.stallSeconds * 1000,
       maxFiles: tuning.sweepMaxFiles,

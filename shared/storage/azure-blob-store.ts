@@ -93,6 +93,7 @@ export class AzureBlobStore implements BlobStore {
       yield {
         name: item.name,
         etag: item.properties.etag ?? '',
+        size: item.properties.contentLength ?? 0,
         ...(options.metadata ? { metadata: item.metadata ?? {} } : {}),
       };
     }

@@ -2,16 +2,20 @@
  * The timer path: recovery of open batches (watchdog/recovery.ts), then batch files dropped
  * in `incoming/`, ingested exactly as HTTP bodies are, then moved to `archive/`; a rejected
  * file goes to `rejected/` with `{name}.error.json` beside it. Bounded per run; a file that
- * fails transiently stays for the next run.
+ * fails transiently stays for the next run. Each file first waits for room in the instance's
+ * memory budget, counted as POST /api/batches counts a body (ingest-memory.ts): a POST that
+ * finds no room is refused, but a file is safe where it lies, so the sweep waits its turn.
  */
 import { createHash } from 'node:crypto';
 
 import { ensureError, ValidationError } from '../errors';
 import { type BodySource, inflateLimited, limited } from '../ingest/body';
 import type { Ingestor, IngestResult } from '../ingest/ingest';
+import { ingestBytes } from '../ingest/ingest-memory';
 import type { BodyFormat } from '../ingest/records';
 import { layout } from '../layout';
 import type { BlobStore, Logger } from '../ports';
+import type { MemoryBudget } from '../util/memory-budget';
 import type { Recovery, RecoveryAction } from '../watchdog/recovery';
 
 export type SweepOutcome =
@@ -38,6 +42,8 @@ function formatOf(name: string): { format: BodyFormat; gzip: boolean } | undefin
 export interface SweepDeps {
   blobs: BlobStore;
   ingestor: Ingestor;
+  /** The process's budget, shared with HTTP ingests and maps. */
+  memory: Pick<MemoryBudget, 'reserve'>;
   recovery: Recovery;
   /** An open batch with no progress for this long is repaired. */
   stallMs: number;
@@ -58,17 +64,17 @@ export class Sweeper {
   }
 
   async incoming(): Promise<SweepOutcome[]> {
-    const files: { name: string; etag: string }[] = [];
+    const files: { name: string; etag: string; size: number }[] = [];
     for await (const item of this.deps.blobs.list('incoming')) {
       files.push(item);
       if (files.length >= this.deps.maxFiles) break;
     }
     const outcomes: SweepOutcome[] = [];
-    for (const f of files) outcomes.push(await this.one(f.name, f.etag));
+    for (const f of files) outcomes.push(await this.one(f.name, f.etag, f.size));
     return outcomes;
   }
 
-  private async one(name: string, etag: string): Promise<SweepOutcome> {
+  private async one(name: string, etag: string, size: number): Promise<SweepOutcome> {
     const { blobs, log } = this.deps;
     const kind = formatOf(name);
     const reject = async (message: string, details: unknown[] = []): Promise<SweepOutcome> => {
@@ -88,6 +94,10 @@ export class Sweeper {
     };
     if (!NAME.test(name)) return reject('file name must be 1-200 characters of A-Z a-z 0-9 . _ -');
     if (!kind) return reject('file name must end in .ndjson, .jsonl or .json (optionally .gz)');
+    // A file is not held to the HTTP body cap, only to the inflation cap.
+    const { maxInflatedBytes } = this.deps;
+    const limits = { maxBodyBytes: maxInflatedBytes, maxInflatedBytes };
+    const release = await this.deps.memory.reserve(ingestBytes(size, kind.gzip, limits));
     try {
       // Name and ETag make the idempotency key: re-sweeping a file that was ingested but not
       // yet archived finds the same batch, while a new file under a reused name is a new batch.
@@ -107,6 +117,8 @@ export class Sweeper {
       const error = ensureError(e).message;
       log.warn(`incoming/${name} left for the next sweep: ${error}`);
       return { name, kind: 'retry-later', error };
+    } finally {
+      release();
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * Admission by memory, in process through the real POST handler on Azurite: a batch the process's
  * memory budget has no room for now is answered 503 with Retry-After before a byte of its body is
- * read, writes nothing, and is accepted when the client comes back once there is room.
+ * read, writes nothing, and is accepted when the client comes back once there is room. A file of
+ * the timer's sweep asks the same budget, and waits its turn instead.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -9,8 +10,14 @@ import { describe, test } from 'node:test';
 import { HttpRequest } from '@azure/functions';
 
 import { postBatch } from '../../functions/ingest-http';
+import { ingestSweep } from '../../functions/ingest-timer';
+import type { Report } from '../../shared/billing/report';
 import { ingestBytes } from '../../shared/ingest/ingest-memory';
-import { context } from '../support/invoke';
+import { generate, toNdjson } from '../../tools/testkit/generate';
+import { expectedReport } from '../../tools/testkit/oracle';
+import { blobNames } from '../support/inspect';
+import { completed, context, pump, report } from '../support/invoke';
+import { until } from '../support/poll';
 import { line } from '../support/route-calls';
 import { testRuntime, useStorage } from '../support/storage';
 
@@ -94,5 +101,36 @@ describe('admission by memory', () => {
     const res = await postBatch(rt.app, over.req, context('postBatch'));
     assert.equal(res.status, 413, JSON.stringify(res.jsonBody));
     assert.equal(over.reads(), 0);
+  });
+
+  test('a sweep file waits in line for room: a POST meanwhile is refused, and the file is ingested once room is free', async () => {
+    const rt = await testRuntime({ PUSHDRAIN_INSTANCE_MEMORY_MB: '1' });
+    const holder = streamedPost(lines('h', 1_800), true);
+    const holding = postBatch(rt.app, holder.req, context('postBatch'));
+    await until('the first POST admitted and reading', 10_000, () => (holder.reads() > 0 ? true : undefined));
+    // 1,500 generated transactions: ~200 KB, which fits the 256 KiB budget alone but not beside the POST.
+    const txns = generate(1_500, 41);
+    const file = toNdjson(txns);
+    assert.ok(ingestBytes(file.length, false, rt.parts.settings.tuning) < 256 * 1024);
+    await rt.raw.container('incoming').getBlockBlobClient('day.ndjson').uploadData(file);
+
+    const sweeping = ingestSweep(rt.app, context('ingestSweep'));
+    await until('the sweep waiting for memory', 10_000, () => (rt.app.health().memory.waits > 0 ? true : undefined));
+    assert.deepEqual(await blobNames(rt.parts, ['incoming', 'archive']), ['incoming/day.ndjson'], 'not read yet');
+    // The file keeps its place in line: a POST that comes now is refused, however small.
+    const late = streamedPost(lines('l', 1), false);
+    assert.equal((await postBatch(rt.app, late.req, context('postBatch'))).status, 503);
+    assert.equal(late.reads(), 0);
+
+    holder.release();
+    const held = await holding;
+    assert.equal(held.status, 202, JSON.stringify(held.jsonBody));
+    const [outcome] = await sweeping;
+    assert.ok(outcome?.kind === 'ingested', JSON.stringify(outcome));
+    assert.equal(rt.app.health().memory.inUseBytes, 0, 'the sweep gave its room back');
+    const ids = [(held.jsonBody as { batchId: string }).batchId, outcome.result.batchId];
+    for (const id of ids) await pump(rt.app, rt.events, () => completed(rt.observer, id), 60_000);
+    const got = (await report(rt.observer, outcome.result.batchId)).jsonBody as Report;
+    assert.deepEqual(got.rows, expectedReport(txns).rows);
   });
 });
