@@ -114,16 +114,16 @@ describe('a broker that drops every message', () => {
       times.every((ms) => ms < bound),
       `each batch completed within ${bound} ms: ${times.join(', ')}`,
     );
-    for (const b of accepted)
-      assert.match(
-        h.output(),
-        new RegExp(`batch ${b.batchId}: no progress for \\d+ s; recovery woke its queues`),
-        'the sweep repaired it',
-      );
+    // At least one repair, not one per batch: the batches share the input queues, so a drain woken
+    // to repair one batch may finish another's chunks before that one is seen stalled.
+    const repaired = accepted.filter((b) =>
+      new RegExp(`batch ${b.batchId}: no progress for \\d+ s; recovery woke its queues`).test(h.output()),
+    );
+    assert.ok(repaired.length > 0, `the sweep repaired a batch:\n${h.output()}`);
     t.diagnostic(
       `202 to completed with every message dropped: ${times.map((ms) => `${ms} ms`).join(', ')} ` +
         `(sweep every ${SWEEP_SECONDS} s + stall threshold ${STALL_SECONDS} s = ${SWEEP_SECONDS + STALL_SECONDS} s, plus the work itself); ` +
-        `${stats.dropped} messages dropped`,
+        `${stats.dropped} messages dropped; ${repaired.length} of ${accepted.length} batches repaired by name`,
     );
   });
 });
