@@ -14,7 +14,7 @@ import type { Ingestor, IngestResult } from '../ingest/ingest';
 import { ingestBytes } from '../ingest/ingest-memory';
 import type { BodyFormat } from '../ingest/records';
 import { layout } from '../layout';
-import type { BlobStore, Logger } from '../ports';
+import type { BlobStore, ListedBlob, Logger } from '../ports';
 import type { MemoryBudget } from '../util/memory-budget';
 import type { Recovery, RecoveryAction } from '../watchdog/recovery';
 
@@ -64,17 +64,17 @@ export class Sweeper {
   }
 
   async incoming(): Promise<SweepOutcome[]> {
-    const files: { name: string; etag: string; size: number }[] = [];
+    const files: ListedBlob[] = [];
     for await (const item of this.deps.blobs.list('incoming')) {
       files.push(item);
       if (files.length >= this.deps.maxFiles) break;
     }
     const outcomes: SweepOutcome[] = [];
-    for (const f of files) outcomes.push(await this.one(f.name, f.etag, f.size));
+    for (const f of files) outcomes.push(await this.one(f));
     return outcomes;
   }
 
-  private async one(name: string, etag: string, size: number): Promise<SweepOutcome> {
+  private async one({ name, etag, size }: ListedBlob): Promise<SweepOutcome> {
     const { blobs, log } = this.deps;
     const kind = formatOf(name);
     const reject = async (message: string, details: unknown[] = []): Promise<SweepOutcome> => {
