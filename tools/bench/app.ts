@@ -38,6 +38,11 @@ export interface BenchApp {
    * baselines/functions-backoff.ts), instead of waiting that long. pushdrain has no pollers.
    */
   restartIdle?(idleMs: number): Promise<void>;
+  /**
+   * Baselines only: the messages their listeners received and have not settled. When a batch stalls,
+   * this tells a hung invocation (held) from a message no listener holds.
+   */
+  inFlight?(): string;
   /** pushdrain: writes each batch's usage still waiting for its manifest write (before the bench reads it). */
   flushUsage?(): Promise<void>;
   stop(): Promise<void>;

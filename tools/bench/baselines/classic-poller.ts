@@ -14,6 +14,7 @@ const VISIBILITY_SECONDS = 60;
 
 export function startClassicPoller(deps: ListenerDeps): Listener {
   const stopping = new Signal();
+  let received: { ids: string[]; since: number } | undefined;
   const run = async (): Promise<void> => {
     const started = Date.now();
     // The loop's phase after a long idle is uniform within one poll period.
@@ -30,11 +31,13 @@ export function startClassicPoller(deps: ListenerDeps): Listener {
         await interruptibleSleep(CLASSIC_POLL_MS, stopping.fired);
         continue;
       }
+      received = { ids: messages.map((m) => m.id), since: Date.now() };
       await Promise.all(
         messages.map((m) =>
           processAndDelete(deps.queue, deps.processor, m, deps.log, { maxDequeueCount: deps.maxDequeueCount }),
         ),
       );
+      received = undefined;
     }
   };
   const loop = run();
@@ -44,5 +47,7 @@ export function startClassicPoller(deps: ListenerDeps): Listener {
       await loop;
     },
     notify: () => {}, // a fixed-interval poller has nothing to shorten
+    // The whole receive is settled together: each of its messages counts until the last is.
+    inFlight: () => (received ? received.ids.map((id) => ({ id, ms: Date.now() - (received?.since ?? 0) })) : []),
   };
 }

@@ -25,7 +25,8 @@ const VISIBILITY_SECONDS = 600;
 export function startFunctionsQueueListener(deps: ListenerDeps): Listener {
   const stopping = new Signal();
   const backoff = new RandomizedExponentialBackoff(FUNCTIONS_MIN_POLL_MS, FUNCTIONS_MAX_POLL_MS, deps.random);
-  const processing = new Set<Promise<unknown>>();
+  /** Each invocation running, with its message's id and when it was received. */
+  const processing = new Map<Promise<unknown>, { id: string; since: number }>();
   let wake = new Signal();
   let foundSinceLastDelay = false;
 
@@ -34,7 +35,7 @@ export function startFunctionsQueueListener(deps: ListenerDeps): Listener {
       maxDequeueCount: deps.maxDequeueCount,
       onFailure: async (failed) => deps.release?.(failed.id, failed.popReceipt),
     }).finally(() => processing.delete(p));
-    processing.add(p);
+    processing.set(p, { id: m.id, since: Date.now() });
   };
 
   const run = async (): Promise<void> => {
@@ -64,9 +65,9 @@ export function startFunctionsQueueListener(deps: ListenerDeps): Listener {
       for (const m of messages) invoke(m);
       foundSinceLastDelay = true;
       // Bounded by the number in flight, which only shrinks while we wait here.
-      while (processing.size > FUNCTIONS_NEW_BATCH_THRESHOLD) await Promise.race(processing);
+      while (processing.size > FUNCTIONS_NEW_BATCH_THRESHOLD) await Promise.race(processing.keys());
     }
-    await Promise.allSettled([...processing]);
+    await Promise.allSettled([...processing.keys()]);
   };
   const loop = run();
   return {
@@ -75,5 +76,6 @@ export function startFunctionsQueueListener(deps: ListenerDeps): Listener {
       await loop;
     },
     notify: () => wake.fire(),
+    inFlight: () => [...processing.values()].map(({ id, since }) => ({ id, ms: Date.now() - since })),
   };
 }

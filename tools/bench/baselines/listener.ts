@@ -6,6 +6,8 @@ export interface Listener {
   stop(): Promise<void>;
   /** Another function of this app just put a message on this queue (Functions' SharedQueueWatcher). */
   notify(): void;
+  /** The messages received and not yet settled, each with how long ago it was received (a stall's diagnosis). */
+  inFlight(): { id: string; ms: number }[];
 }
 
 export interface ListenerDeps {

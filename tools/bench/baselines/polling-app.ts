@@ -70,15 +70,19 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
     });
   };
   const mapStep = spec.map ? spec.map(parts) : parts.map;
-  let listeners: Listener[] = [];
+  /** By queue name. */
+  let listeners = new Map<string, Listener>();
   const startListeners = (idleMs: number | undefined): void => {
     const results = listen(names.resultsQueue, reduce, idleMs);
     const map = notifying(mapStep, () => results.notify());
-    listeners = [results, ...names.inputQueues().map((q) => listen(q, map, idleMs))];
+    listeners = new Map([
+      [names.resultsQueue, results],
+      ...names.inputQueues().map((q): [string, Listener] => [q, listen(q, map, idleMs)]),
+    ]);
   };
   const stopListeners = async (): Promise<void> => {
-    await Promise.all(listeners.map((l) => l.stop()));
-    listeners = [];
+    await Promise.all([...listeners.values()].map((l) => l.stop()));
+    listeners = new Map();
   };
   startListeners(options.idleMs);
   return {
@@ -88,6 +92,7 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
     meter,
     submit: (body) => (spec.submit ? spec.submit(parts, body) : postNdjson(runtime, body)),
     sent: () => 0,
+    inFlight: () => inFlightText(listeners),
     restartIdle: async (idleMs) => {
       await stopListeners();
       startListeners(idleMs);
@@ -97,4 +102,12 @@ export async function startPollingApp(spec: PollingDesign, options: AppOptions):
       await runtime.close();
     },
   };
+}
+
+/** `queue: id (held 118 s), …` for every message a listener holds unsettled; `none` when it holds none. */
+function inFlightText(listeners: ReadonlyMap<string, Listener>): string {
+  const held = [...listeners].flatMap(([queue, l]) =>
+    l.inFlight().map(({ id, ms }) => `${queue}: ${id} (held ${Math.round(ms / 1000)} s)`),
+  );
+  return held.join(', ') || 'none';
 }

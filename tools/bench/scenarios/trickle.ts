@@ -137,7 +137,8 @@ async function trickle(
     } catch (e) {
       // The apps' warnings (a failed receive or invocation) say what the queues cannot.
       const warned = recentProblems.filter((p) => p.includes(f.prefix)).slice(-5);
-      const why = `batch ${i + 1} of ${bodies.length}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}; its last warnings: ${warned.join(' | ') || 'none'}`;
+      const held = f.app.inFlight ? `; its listeners held: ${f.app.inFlight()}` : '';
+      const why = `batch ${i + 1} of ${bodies.length}: ${ensureError(e).message}; its queues then: ${await queueStates(env, f.prefix)}${held}; its last warnings: ${warned.join(' | ') || 'none'}`;
       // A baseline is a yardstick: its stall is reported and the other designs' window goes on.
       if (pd || !(e instanceof CompletionTimeout)) throw new Error(`${design}: ${why}`, { cause: e });
       // What was measured until then, and why it stopped: left out of the figures (analyze.ts).
