@@ -9,12 +9,25 @@ import { HttpRequest, InvocationContext } from '@azure/functions';
 
 import { postBatch } from '../../../functions/ingest-http';
 import type { PushdrainApp } from '../../../shared/app';
+import { hostLog } from './log';
 
 /** What one read of a socket brings at most. */
 const PART = 64 * 1024;
 
-const quietContext = (): InvocationContext =>
-  new InvocationContext({ functionName: 'postBatch', logHandler: () => {} });
+/** The handler's warnings and errors, kept for the bench's problems and for a refusal's message. */
+function keptContext(): { context: InvocationContext; lines: string[] } {
+  const lines: string[] = [];
+  const context = new InvocationContext({
+    functionName: 'postBatch',
+    logHandler: (level, ...args) => {
+      if (level !== 'warning' && level !== 'error') return;
+      const message = args.join(' ');
+      lines.push(message);
+      hostLog(level, 'postBatch', message);
+    },
+  });
+  return { context, lines };
+}
 
 function* parts(body: Buffer): Generator<Uint8Array> {
   for (let at = 0; at < body.length; at += PART) yield body.subarray(at, at + PART);
@@ -33,9 +46,13 @@ export async function postNdjson(app: PushdrainApp, body: Buffer): Promise<strin
   const req = new HttpRequest({ method: 'POST', url, headers, nativeRequest } as ConstructorParameters<
     typeof HttpRequest
   >[0]);
-  const res = await postBatch(app, req, quietContext());
+  const { context, lines } = keptContext();
+  const res = await postBatch(app, req, context);
   const answer = res.jsonBody as { batchId?: string } | undefined;
-  if (res.status !== 202 || !answer?.batchId)
-    throw new Error(`POST /api/batches answered ${res.status}: ${JSON.stringify(res.jsonBody)}`);
+  if (res.status !== 202 || !answer?.batchId) {
+    // The answer says only "a dependency"; the handler's log says which (secrets redacted there).
+    const why = lines.length > 0 ? `; the handler logged: ${lines.join(' | ')}` : '';
+    throw new Error(`POST /api/batches answered ${res.status}: ${JSON.stringify(res.jsonBody)}${why}`);
+  }
   return answer.batchId;
 }
