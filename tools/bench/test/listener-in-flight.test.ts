@@ -8,14 +8,12 @@ import { describe, test } from 'node:test';
 
 import type { MessageProcessor, QueueMessage } from '../../../shared/ports';
 import { until } from '../../../test/support/poll';
-import { testRuntime, useStorage } from '../../../test/support/storage';
+import { quietLog, testRuntime, useStorage } from '../../../test/support/storage';
 import { startClassicPoller } from '../baselines/classic-poller';
 import { startFunctionsQueueListener } from '../baselines/functions-queue-trigger';
 import type { Listener, ListenerDeps } from '../baselines/listener';
 
 useStorage();
-
-const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** A processor that holds every message until released. */
 function held(): { processor: MessageProcessor; taken: QueueMessage[]; release: () => void } {
@@ -46,7 +44,7 @@ for (const [name, start] of [
       const deps: ListenerDeps = {
         queue: rt.parts.queues.queue(queueName),
         processor: gate.processor,
-        log: quiet,
+        log: quietLog,
         maxDequeueCount: 5,
         random: () => 0.5,
       };
